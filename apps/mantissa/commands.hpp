@@ -1,0 +1,13 @@
+#pragma once
+// Each subcommand of the `mantissa` program registers itself on the top-level app and
+// returns the action to run when it was chosen.
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace mantissa::app {
+
+using Action = std::function<int()>;
+
+Action register_formats_command(CLI::App& app);
+
+}  // namespace mantissa::app

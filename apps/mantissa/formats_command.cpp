@@ -1,0 +1,50 @@
+#include <fmt/format.h>
+
+#include <string>
+
+#include "commands.hpp"
+#include "mantissa/error.hpp"
+#include "mantissa/numerics/cpu_features.hpp"
+#include "mantissa/numerics/format.hpp"
+#include "mantissa/numerics/format_report.hpp"
+
+namespace mantissa::app {
+
+Action register_formats_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "formats", "Show the number formats: layout, bias, max, min normal, min subnormal, epsilon");
+  auto value = std::make_shared<std::string>();
+  auto bits = std::make_shared<std::string>();
+  auto format = std::make_shared<std::string>();
+  auto* value_opt = cmd->add_option("--value", *value,
+                                    "Show X's nearest value in every format, per rounding mode")
+                        ->type_name("X");
+  auto* bits_opt =
+      cmd->add_option("--bits", *bits, "Decode a bit pattern (0x..., 0b... or decimal)")
+          ->type_name("PATTERN");
+  auto* format_opt = cmd->add_option("--format", *format,
+                                     "Format of --bits: " + std::string(numerics::format_names()))
+                         ->type_name("NAME");
+  value_opt->excludes(bits_opt);
+  bits_opt->needs(format_opt);
+  format_opt->needs(bits_opt);
+
+  return [cmd, value, bits, format]() -> int {
+    if (!cmd->parsed()) return -1;
+    if (!value->empty()) {
+      fmt::print("{}", numerics::value_report(*value));
+    } else if (!bits->empty()) {
+      const numerics::Format f = numerics::parse_format_or_throw(*format, "--format");
+      fmt::print("{}", numerics::bits_report(*bits, f));
+    } else {
+      fmt::print("{}", numerics::format_table_report());
+      fmt::print("\nrounding: nearest_even (default), toward_zero, stochastic (seeded)\n");
+      fmt::print("bulk conversion path: {} (cpu: {})\n",
+                 numerics::simd_path_name(numerics::active_simd_path()),
+                 numerics::describe(numerics::cpu_features()));
+    }
+    return 0;
+  };
+}
+
+}  // namespace mantissa::app

@@ -1,0 +1,37 @@
+// The `mantissa` command-line program: parses arguments and hands off to the library.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <vector>
+
+#include "commands.hpp"
+#include "mantissa/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"mantissa: mixed-precision neural-network training on CPUs"};
+  app.require_subcommand(1);
+  std::vector<mantissa::app::Action> actions;
+  actions.push_back(mantissa::app::register_formats_command(app));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    fmt::print("{}", app.help("", CLI::AppFormatMode::All));
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    fmt::print("{}", app.help("", CLI::AppFormatMode::All));
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "mantissa: error: {}\n", e.what());
+    return 2;
+  }
+  try {
+    for (const auto& action : actions) {
+      const int rc = action();
+      if (rc >= 0) return rc;
+    }
+  } catch (const mantissa::Error& e) {
+    fmt::print(stderr, "mantissa: error: {}\n", e.what());
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,37 @@
+#pragma once
+// Bulk conversion between float32 arrays and packed arrays of any format. The vector paths
+// are chosen at run time (cpu_features.hpp) and give exactly the bits of the scalar codec.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "mantissa/numerics/format.hpp"
+#include "mantissa/numerics/rounding.hpp"
+
+namespace mantissa::numerics {
+
+struct ConvertOptions {
+  Rounding rounding = Rounding::nearest_even;
+  // Unset: the format's default (to_infinity, or saturate for float8_e4m3).
+  std::optional<Overflow> overflow;
+  // Stochastic rounding of element i uses stochastic_bits(seed, counter + i).
+  std::uint64_t seed = 0;
+  std::uint64_t counter = 0;
+};
+
+// float32 -> format. `dst` holds n elements of traits(format).storage_bytes bytes each
+// (little-endian bit patterns). float32 -> float32 copies.
+void encode_array(const float* src, std::size_t n, Format format, void* dst,
+                  const ConvertOptions& options = {});
+// format -> float32, exact.
+void decode_array(const void* src, std::size_t n, Format format, float* dst);
+
+// The scalar twins: one codec call per element. They define the bits the fast paths give.
+void encode_array_ref(const float* src, std::size_t n, Format format, void* dst,
+                      const ConvertOptions& options = {});
+void decode_array_ref(const void* src, std::size_t n, Format format, float* dst);
+
+// Round trip in place: x[i] = decode(encode(x[i])), the value x[i] takes in `format`.
+void round_to_format(float* x, std::size_t n, Format format, const ConvertOptions& options = {});
+
+}  // namespace mantissa::numerics

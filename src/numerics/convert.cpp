@@ -1,0 +1,108 @@
+#include "mantissa/numerics/convert.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "convert_kernels.hpp"
+#include "mantissa/numerics/cpu_features.hpp"
+#include "mantissa/numerics/minifloat_codec.hpp"
+
+namespace mantissa::numerics {
+namespace {
+
+void store(void* dst, std::size_t i, int bytes, std::uint32_t bits) {
+  if (bytes == 1) {
+    static_cast<std::uint8_t*>(dst)[i] = static_cast<std::uint8_t>(bits);
+  } else {
+    static_cast<std::uint16_t*>(dst)[i] = static_cast<std::uint16_t>(bits);
+  }
+}
+
+std::uint32_t load(const void* src, std::size_t i, int bytes) {
+  return bytes == 1 ? static_cast<const std::uint8_t*>(src)[i]
+                    : static_cast<const std::uint16_t*>(src)[i];
+}
+
+detail::EncodeArgs make_args(Format format, const ConvertOptions& o) {
+  const FormatTraits& t = traits(format);
+  return detail::EncodeArgs{t.layout,
+                            o.rounding,
+                            o.overflow.value_or(t.default_overflow),
+                            o.seed,
+                            static_cast<std::uint32_t>(o.counter >> 32),
+                            static_cast<std::uint32_t>(o.counter),
+                            t.storage_bytes};
+}
+
+}  // namespace
+
+void encode_array_ref(const float* src, std::size_t n, Format format, void* dst,
+                      const ConvertOptions& options) {
+  if (format == Format::float32) {
+    std::memcpy(dst, src, n * sizeof(float));
+    return;
+  }
+  const FormatTraits& t = traits(format);
+  const Overflow overflow = options.overflow.value_or(t.default_overflow);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t r = options.rounding == Rounding::stochastic
+                                ? stochastic_bits(options.seed, options.counter + i)
+                                : 0u;
+    store(dst, i, t.storage_bytes, encode(src[i], t.layout, options.rounding, overflow, r));
+  }
+}
+
+void decode_array_ref(const void* src, std::size_t n, Format format, float* dst) {
+  if (format == Format::float32) {
+    std::memcpy(dst, src, n * sizeof(float));
+    return;
+  }
+  const FormatTraits& t = traits(format);
+  for (std::size_t i = 0; i < n; ++i) dst[i] = decode(load(src, i, t.storage_bytes), t.layout);
+}
+
+void encode_array(const float* src, std::size_t n, Format format, void* dst,
+                  const ConvertOptions& options) {
+  if (format == Format::float32 || active_simd_path() == SimdPath::scalar) {
+    encode_array_ref(src, n, format, dst, options);
+    return;
+  }
+  detail::EncodeArgs args = make_args(format, options);
+  auto* out = static_cast<std::uint8_t*>(dst);
+  // The vector kernel keys its random stream on the counter's high half: split the array
+  // where the low half wraps.
+  while (n > 0) {
+    const std::uint64_t room = (std::uint64_t{1} << 32) - args.counter_low;
+    const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(n, room));
+    detail::encode_avx2(src, chunk, out, args);
+    src += chunk;
+    out += chunk * static_cast<std::size_t>(args.storage_bytes);
+    n -= chunk;
+    args.counter_low += static_cast<std::uint32_t>(chunk);
+    if (args.counter_low == 0) ++args.counter_high;
+  }
+}
+
+void decode_array(const void* src, std::size_t n, Format format, float* dst) {
+  if (format == Format::float32 || active_simd_path() == SimdPath::scalar) {
+    decode_array_ref(src, n, format, dst);
+    return;
+  }
+  const FormatTraits& t = traits(format);
+  detail::decode_avx2(src, n, t.layout, t.storage_bytes, dst);
+}
+
+void round_to_format(float* x, std::size_t n, Format format, const ConvertOptions& options) {
+  if (format == Format::float32) return;
+  constexpr std::size_t kBlock = 4096;
+  alignas(64) std::uint16_t buffer[kBlock];
+  ConvertOptions o = options;
+  for (std::size_t i = 0; i < n; i += kBlock) {
+    const std::size_t m = std::min(kBlock, n - i);
+    encode_array(x + i, m, format, buffer, o);
+    decode_array(buffer, m, format, x + i);
+    o.counter += m;
+  }
+}
+
+}  // namespace mantissa::numerics

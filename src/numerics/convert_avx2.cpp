@@ -1,0 +1,269 @@
+// AVX2 + F16C conversion kernels. Compiled with -mavx2 -mf16c -mfma; called only when
+// cpu_supports(SimdPath::avx2). Every lane computes exactly what minifloat_codec.hpp's
+// encode/decode compute; tails go through the scalar codec itself.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "convert_kernels.hpp"
+#include "mantissa/numerics/minifloat_codec.hpp"
+
+namespace mantissa::numerics::detail {
+namespace {
+
+using V = __m256i;
+
+inline V set1(std::uint32_t x) {
+  return _mm256_set1_epi32(static_cast<int>(x));
+}
+
+// Stores the low 16 (or 8) bits of each of the 8 lanes, packed.
+inline void store_packed(void* dst, V v, int bytes) {
+  // Lanes hold values < 2^16, so unsigned saturation never changes them.
+  const V p16 = _mm256_permute4x64_epi64(_mm256_packus_epi32(v, v), 0x08);
+  const __m128i lo = _mm256_castsi256_si128(p16);
+  if (bytes == 2) {
+    _mm_storeu_si128(static_cast<__m128i*>(dst), lo);
+  } else {
+    _mm_storel_epi64(static_cast<__m128i*>(dst), _mm_packus_epi16(lo, lo));
+  }
+}
+
+inline V load_packed(const void* src, int bytes) {
+  if (bytes == 2) return _mm256_cvtepu16_epi32(_mm_loadu_si128(static_cast<const __m128i*>(src)));
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(src)));
+}
+
+inline V mix32_v(V x) {
+  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+  x = _mm256_mullo_epi32(x, set1(0x7feb352du));
+  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 15));
+  x = _mm256_mullo_epi32(x, set1(0x846ca68bu));
+  return _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+}
+
+// Unsigned a < b, lane-wise, as a mask.
+inline V less_unsigned(V a, V b) {
+  const V bias = set1(0x80000000u);
+  return _mm256_cmpgt_epi32(_mm256_xor_si256(b, bias), _mm256_xor_si256(a, bias));
+}
+
+// Per-call constants of the generic encoder.
+struct EncodeConstants {
+  V mantissa_bits, sign_shift, t_offset, drop_base, max_finite, overflow_value, inf_value;
+  V nan_fn, infinity_bits, quiet_bit, payload_shift;
+  bool ieee;
+
+  explicit EncodeConstants(const EncodeArgs& a) {
+    const Layout& l = a.layout;
+    const int m = l.mantissa_bits;
+    mantissa_bits = set1(static_cast<std::uint32_t>(m));
+    sign_shift = set1(static_cast<std::uint32_t>(l.exponent_bits + m));
+    t_offset = set1(static_cast<std::uint32_t>(l.bias - 127));
+    drop_base = set1(static_cast<std::uint32_t>(23 - m));
+    max_finite = set1(l.max_finite_bits());
+    // What the codec returns for a finite magnitude past max (and for infinity in fn).
+    const bool clamp = a.overflow == Overflow::saturate || a.rounding == Rounding::toward_zero;
+    overflow_value = set1(clamp ? l.max_finite_bits()
+                                : (l.has_infinity() ? l.infinity_bits() : l.magnitude_mask()));
+    inf_value = set1(l.has_infinity() ? l.infinity_bits()
+                                      : (a.overflow == Overflow::saturate ? l.max_finite_bits()
+                                                                          : l.magnitude_mask()));
+    nan_fn = set1(l.magnitude_mask());
+    infinity_bits = set1(l.infinity_bits());
+    quiet_bit = set1(1u << (m - 1));
+    payload_shift = set1(static_cast<std::uint32_t>(23 - m));
+    ieee = l.specials == Specials::ieee;
+  }
+};
+
+// Encodes 8 floats (as bits) to the layout; `random` is used by stochastic rounding only.
+inline V encode8(V u, const EncodeConstants& c, Rounding rounding, V random) {
+  const V one = set1(1);
+  const V sign = _mm256_sllv_epi32(_mm256_srli_epi32(u, 31), c.sign_shift);
+  const V a = _mm256_and_si256(u, set1(0x7fffffffu));
+  const V e32 = _mm256_srli_epi32(a, 23);
+  const V sub32 = _mm256_cmpeq_epi32(e32, _mm256_setzero_si256());
+  const V sig = _mm256_blendv_epi8(
+      _mm256_or_si256(_mm256_and_si256(a, set1(0x7fffffu)), set1(0x800000u)), a, sub32);
+  const V t = _mm256_add_epi32(_mm256_max_epi32(e32, one), c.t_offset);
+  const V drop = _mm256_add_epi32(
+      c.drop_base, _mm256_max_epi32(_mm256_sub_epi32(one, t), _mm256_setzero_si256()));
+  V q = _mm256_srlv_epi32(sig, drop);  // 0 when drop > 31
+  const V rest = _mm256_sub_epi32(sig, _mm256_sllv_epi32(q, drop));
+  V up = _mm256_setzero_si256();
+  if (rounding == Rounding::nearest_even) {
+    const V half = _mm256_sllv_epi32(one, _mm256_sub_epi32(drop, one));
+    const V gt = _mm256_cmpgt_epi32(rest, half);
+    const V tie = _mm256_and_si256(_mm256_cmpeq_epi32(rest, half),
+                                   _mm256_cmpeq_epi32(_mm256_and_si256(q, one), one));
+    const V in_range = _mm256_cmpgt_epi32(set1(32), drop);
+    up = _mm256_and_si256(_mm256_or_si256(gt, tie), in_range);
+  } else if (rounding == Rounding::stochastic) {
+    // Dropped fraction as 32-bit fixed point; out-of-range shift counts give 0 in AVX2.
+    const V frac = _mm256_or_si256(_mm256_sllv_epi32(rest, _mm256_sub_epi32(set1(32), drop)),
+                                   _mm256_srlv_epi32(sig, _mm256_sub_epi32(drop, set1(32))));
+    up = less_unsigned(_mm256_add_epi32(frac, random), frac);
+  }
+  q = _mm256_sub_epi32(q, up);  // up is 0 or -1
+  const V exp_part = _mm256_sllv_epi32(
+      _mm256_max_epi32(_mm256_sub_epi32(t, one), _mm256_setzero_si256()), c.mantissa_bits);
+  V mag = _mm256_add_epi32(exp_part, q);
+  mag = _mm256_blendv_epi8(mag, c.overflow_value, _mm256_cmpgt_epi32(mag, c.max_finite));
+
+  const V inf32 = set1(0x7f800000u);
+  mag = _mm256_blendv_epi8(mag, c.inf_value, _mm256_cmpeq_epi32(a, inf32));
+  const V nan_bits =
+      c.ieee ? _mm256_or_si256(
+                   _mm256_or_si256(c.infinity_bits, c.quiet_bit),
+                   _mm256_srlv_epi32(_mm256_and_si256(a, set1(0x7fffffu)), c.payload_shift))
+             : c.nan_fn;
+  mag = _mm256_blendv_epi8(mag, nan_bits, _mm256_cmpgt_epi32(a, inf32));
+  return _mm256_or_si256(sign, mag);
+}
+
+void encode_generic(const float* src, std::size_t n, void* dst, const EncodeArgs& a) {
+  const EncodeConstants c(a);
+  auto* out = static_cast<std::uint8_t*>(dst);
+  const std::uint32_t key = stochastic_key(a.seed, a.counter_high);
+  const V key_v = set1(key);
+  V counter = _mm256_add_epi32(set1(a.counter_low), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const V u = _mm256_loadu_si256(reinterpret_cast<const V*>(src + i));
+    V random = _mm256_setzero_si256();
+    if (a.rounding == Rounding::stochastic) {
+      random = mix32_v(_mm256_add_epi32(mix32_v(_mm256_xor_si256(counter, key_v)), key_v));
+      counter = _mm256_add_epi32(counter, set1(8));
+    }
+    store_packed(out + i * a.storage_bytes, encode8(u, c, a.rounding, random), a.storage_bytes);
+  }
+  for (; i < n; ++i) {
+    const std::uint32_t r =
+        a.rounding == Rounding::stochastic
+            ? stochastic_bits_keyed(key, a.counter_low + static_cast<std::uint32_t>(i))
+            : 0u;
+    const std::uint32_t bits = encode(src[i], a.layout, a.rounding, a.overflow, r);
+    std::memcpy(out + i * a.storage_bytes, &bits, static_cast<std::size_t>(a.storage_bytes));
+  }
+}
+
+// bfloat16, nearest-even or toward zero, overflow to infinity: integer rounding on the top
+// half of the float32 pattern, NaN quieted with its payload's top bits.
+void encode_bfloat16(const float* src, std::size_t n, std::uint16_t* dst, Rounding rounding) {
+  const bool nearest = rounding == Rounding::nearest_even;
+  const V inf32 = set1(0x7f800000u);
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    V r[2];
+    for (int h = 0; h < 2; ++h) {
+      const V u = _mm256_loadu_si256(reinterpret_cast<const V*>(src + i + 8 * h));
+      V rounded = u;
+      if (nearest) {
+        const V lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), set1(1));
+        rounded = _mm256_add_epi32(u, _mm256_add_epi32(lsb, set1(0x7fffu)));
+      }
+      rounded = _mm256_srli_epi32(rounded, 16);
+      const V is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, set1(0x7fffffffu)), inf32);
+      const V quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), set1(0x40u));
+      r[h] = _mm256_blendv_epi8(rounded, quiet, is_nan);
+    }
+    const V packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r[0], r[1]), 0xd8);
+    _mm256_storeu_si256(reinterpret_cast<V*>(dst + i), packed);
+  }
+  const Layout l = layout(Format::bfloat16);
+  for (; i < n; ++i) {
+    dst[i] = static_cast<std::uint16_t>(encode(src[i], l, rounding, Overflow::to_infinity));
+  }
+}
+
+// float16 through F16C: nearest-even or toward zero, overflow to infinity.
+void encode_float16(const float* src, std::size_t n, std::uint16_t* dst, Rounding rounding) {
+  std::size_t i = 0;
+  if (rounding == Rounding::nearest_even) {
+    for (; i + 8 <= n; i += 8) {
+      const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+    }
+  } else {
+    for (; i + 8 <= n; i += 8) {
+      const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_ZERO);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+    }
+  }
+  const Layout l = layout(Format::float16);
+  for (; i < n; ++i) {
+    dst[i] = static_cast<std::uint16_t>(encode(src[i], l, rounding, Overflow::to_infinity));
+  }
+}
+
+// Generic decode of 8 lanes of bit patterns.
+inline V decode8(V b, const Layout& l) {
+  const int m = l.mantissa_bits;
+  const V mant = _mm256_and_si256(b, set1(l.mantissa_mask()));
+  const V e = _mm256_and_si256(_mm256_srli_epi32(b, m), set1(l.exponent_mask()));
+  const V sign = _mm256_slli_epi32(_mm256_srli_epi32(b, l.exponent_bits + m), 31);
+  const V mant_hi = _mm256_slli_epi32(mant, 23 - m);
+  V out = _mm256_or_si256(
+      _mm256_slli_epi32(_mm256_add_epi32(e, set1(static_cast<std::uint32_t>(127 - l.bias))), 23),
+      mant_hi);
+  // Subnormals (and zero): mantissa * 2^(1 - bias - m). With float32's bias they are float32
+  // subnormals with the same fields, which the line above already built; otherwise they are
+  // float32 normals, computed exactly by a multiply with a normal power of two.
+  if (l.bias != 127) {
+    const float scale = decode(1u, l);
+    const V sub =
+        _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(mant), _mm256_set1_ps(scale)));
+    out = _mm256_blendv_epi8(out, sub, _mm256_cmpeq_epi32(e, _mm256_setzero_si256()));
+  }
+  const V top = _mm256_cmpeq_epi32(e, set1(l.exponent_mask()));
+  const V nan = _mm256_or_si256(set1(0x7fc00000u), mant_hi);
+  if (l.specials == Specials::ieee) {
+    const V special = _mm256_blendv_epi8(nan, set1(0x7f800000u),
+                                         _mm256_cmpeq_epi32(mant, _mm256_setzero_si256()));
+    out = _mm256_blendv_epi8(out, special, top);
+  } else {
+    const V is_nan = _mm256_and_si256(top, _mm256_cmpeq_epi32(mant, set1(l.mantissa_mask())));
+    out = _mm256_blendv_epi8(out, nan, is_nan);
+  }
+  return _mm256_or_si256(out, sign);
+}
+
+}  // namespace
+
+void encode_avx2(const float* src, std::size_t n, void* dst, const EncodeArgs& a) {
+  const bool fast_rounding =
+      a.rounding == Rounding::nearest_even || a.rounding == Rounding::toward_zero;
+  if (fast_rounding && a.overflow == Overflow::to_infinity) {
+    if (a.layout.exponent_bits == 8 && a.layout.mantissa_bits == 7) {
+      encode_bfloat16(src, n, static_cast<std::uint16_t*>(dst), a.rounding);
+      return;
+    }
+    if (a.layout.exponent_bits == 5 && a.layout.mantissa_bits == 10) {
+      encode_float16(src, n, static_cast<std::uint16_t*>(dst), a.rounding);
+      return;
+    }
+  }
+  encode_generic(src, n, dst, a);
+}
+
+void decode_avx2(const void* src, std::size_t n, const Layout& l, int storage_bytes, float* dst) {
+  const auto* in = static_cast<const std::uint8_t*>(src);
+  std::size_t i = 0;
+  const bool f16 = l.exponent_bits == 5 && l.mantissa_bits == 10;
+  for (; i + 8 <= n; i += 8) {
+    const void* p = in + i * storage_bytes;
+    if (f16) {
+      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p))));
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<V*>(dst + i), decode8(load_packed(p, storage_bytes), l));
+    }
+  }
+  for (; i < n; ++i) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, in + i * storage_bytes, static_cast<std::size_t>(storage_bytes));
+    dst[i] = decode(bits, l);
+  }
+}
+
+}  // namespace mantissa::numerics::detail

@@ -1,0 +1,46 @@
+#pragma once
+// The formats of DESIGN.md section 2, written down again for the tests (not read from the
+// library's traits table), each paired with the library's Format.
+#include <array>
+#include <string>
+
+#include "exact_reference.hpp"
+#include "mantissa/numerics/format.hpp"
+#include "mantissa/numerics/rounding.hpp"
+
+namespace mantissa::testing {
+
+struct FormatCase {
+  numerics::Format format;
+  RefFormat ref;
+  int storage_bytes;
+};
+
+inline const std::array<FormatCase, 5>& narrow_format_cases() {
+  static const std::array<FormatCase, 5> cases = {{
+      {numerics::Format::float16, {5, 10, 15, true}, 2},
+      {numerics::Format::bfloat16, {8, 7, 127, true}, 2},
+      {numerics::Format::cbfloat16, {6, 9, 31, true}, 2},
+      {numerics::Format::float8_e4m3, {4, 3, 7, false}, 1},
+      {numerics::Format::float8_e5m2, {5, 2, 15, true}, 1},
+  }};
+  return cases;
+}
+
+inline RefRounding to_ref(numerics::Rounding r) {
+  switch (r) {
+    case numerics::Rounding::nearest_even:
+      return RefRounding::nearest_even;
+    case numerics::Rounding::toward_zero:
+      return RefRounding::toward_zero;
+    case numerics::Rounding::stochastic:
+      return RefRounding::stochastic;
+  }
+  return RefRounding::nearest_even;
+}
+
+inline std::string case_name(numerics::Format f) {
+  return std::string(numerics::name(f));
+}
+
+}  // namespace mantissa::testing

@@ -1,0 +1,167 @@
+// The vectorized bulk paths give the scalar codec's bits, on random and special inputs, in
+// every rounding and overflow mode; the scalar fallback is exercised too.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "mantissa/numerics/convert.hpp"
+#include "mantissa/numerics/cpu_features.hpp"
+#include "mantissa/numerics/minifloat_codec.hpp"
+#include "reference_formats.hpp"
+
+namespace mantissa::testing {
+namespace {
+
+using numerics::ConvertOptions;
+using numerics::Overflow;
+using numerics::Rounding;
+using numerics::SimdPath;
+
+// Random patterns, values around each format's range, and every special value.
+std::vector<float> mixed_inputs(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<float> v;
+  v.reserve(n + 64);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float s : {0.0f,
+                  -0.0f,
+                  inf,
+                  -inf,
+                  std::numeric_limits<float>::max(),
+                  std::numeric_limits<float>::denorm_min(),
+                  std::numeric_limits<float>::min(),
+                  65504.0f,
+                  65520.0f,
+                  448.0f,
+                  464.0f,
+                  480.0f,
+                  57344.0f,
+                  61440.0f,
+                  4290772992.0f,
+                  4292870144.0f,
+                  std::ldexp(1.0f, -25),
+                  std::ldexp(1.0f, -134),
+                  std::ldexp(1.0f, -40),
+                  std::ldexp(1.0f, -10),
+                  std::ldexp(1.0f, -17),
+                  std::bit_cast<float>(0x7fc00000u),
+                  std::bit_cast<float>(0x7f800001u),
+                  std::bit_cast<float>(0xffffffffu),
+                  std::bit_cast<float>(0x7f7f8000u)}) {
+    v.push_back(s);
+    v.push_back(-s);
+  }
+  std::uniform_int_distribution<int> exp_dist(60, 170);
+  while (v.size() < n) {
+    std::uint32_t u = rng();
+    if (v.size() % 2 == 0)
+      u = (u & 0x807fffffu) | (static_cast<std::uint32_t>(exp_dist(rng)) << 23);
+    v.push_back(std::bit_cast<float>(u));
+  }
+  return v;
+}
+
+struct PathGuard {
+  ~PathGuard() { numerics::set_simd_path(numerics::best_simd_path()); }
+};
+
+class BulkConvert : public ::testing::TestWithParam<FormatCase> {};
+
+TEST_P(BulkConvert, EncodeEveryPathMatchesScalarCodec) {
+  const FormatCase& c = GetParam();
+  PathGuard guard;
+  const std::vector<float> in = mixed_inputs(100'003, 11);
+  const std::size_t bytes = in.size() * c.storage_bytes;
+  std::vector<std::uint8_t> want(bytes + 16), got(bytes + 16);
+  for (Rounding r : {Rounding::nearest_even, Rounding::toward_zero, Rounding::stochastic}) {
+    for (Overflow o : {Overflow::to_infinity, Overflow::saturate}) {
+      ConvertOptions opt;
+      opt.rounding = r;
+      opt.overflow = o;
+      opt.seed = 0x1234567890abcdefull;
+      opt.counter = 0xfffff000ull;  // the stream's counter crosses 2^32 inside the array
+      // The reference: the codec itself, one element at a time.
+      const numerics::Layout& l = numerics::layout(c.format);
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        const std::uint32_t rnd = numerics::stochastic_bits(opt.seed, opt.counter + i);
+        const std::uint32_t b = numerics::encode(in[i], l, r, o, rnd);
+        std::memcpy(want.data() + i * c.storage_bytes, &b, c.storage_bytes);
+      }
+      for (SimdPath p : {SimdPath::scalar, SimdPath::avx2}) {
+        if (!numerics::cpu_supports(p)) continue;
+        numerics::set_simd_path(p);
+        for (std::size_t start : {std::size_t{0}, std::size_t{5}}) {
+          std::fill(got.begin(), got.end(), 0xa5);
+          ConvertOptions shifted = opt;
+          shifted.counter += start;
+          numerics::encode_array(in.data() + start, in.size() - start - start, c.format,
+                                 got.data() + start * c.storage_bytes, shifted);
+          const std::size_t first = start * c.storage_bytes;
+          const std::size_t last = bytes - start * c.storage_bytes;
+          for (std::size_t b = first; b < last; ++b) {
+            ASSERT_EQ(got[b], want[b])
+                << numerics::simd_path_name(p) << " " << numerics::rounding_name(r)
+                << " saturate=" << (o == Overflow::saturate) << " element " << b / c.storage_bytes
+                << " input " << in[b / c.storage_bytes];
+          }
+          // Nothing written past the end of the range.
+          for (std::size_t b = last; b < got.size(); ++b) ASSERT_EQ(got[b], 0xa5) << b;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(BulkConvert, DecodeOfEncodedArraysMatchesScalarOnEveryPath) {
+  const FormatCase& c = GetParam();
+  PathGuard guard;
+  const std::vector<float> in = mixed_inputs(10'001, 12);
+  std::vector<std::uint8_t> packed(in.size() * c.storage_bytes);
+  numerics::encode_array_ref(in.data(), in.size(), c.format, packed.data());
+  std::vector<float> want(in.size()), got(in.size());
+  numerics::decode_array_ref(packed.data(), in.size(), c.format, want.data());
+  for (SimdPath p : {SimdPath::scalar, SimdPath::avx2}) {
+    if (!numerics::cpu_supports(p)) continue;
+    numerics::set_simd_path(p);
+    numerics::decode_array(packed.data(), in.size(), c.format, got.data());
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), in.size() * 4), 0)
+        << numerics::simd_path_name(p);
+  }
+}
+
+TEST_P(BulkConvert, RoundToFormatEqualsDecodeOfEncode) {
+  const FormatCase& c = GetParam();
+  std::vector<float> x = mixed_inputs(9'000, 13);
+  std::vector<float> want(x.size());
+  const numerics::Layout& l = numerics::layout(c.format);
+  const Overflow o = numerics::traits(c.format).default_overflow;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    want[i] = numerics::decode(numerics::encode(x[i], l, Rounding::nearest_even, o), l);
+  }
+  numerics::round_to_format(x.data(), x.size(), c.format);
+  ASSERT_EQ(std::memcmp(x.data(), want.data(), x.size() * 4), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, BulkConvert, ::testing::ValuesIn(narrow_format_cases()),
+                         [](const auto& info) { return case_name(info.param.format); });
+
+TEST(SimdPath, ScalarIsAlwaysAvailableAndBestIsSupported) {
+  EXPECT_TRUE(numerics::cpu_supports(SimdPath::scalar));
+  EXPECT_TRUE(numerics::cpu_supports(numerics::best_simd_path()));
+  EXPECT_EQ(numerics::active_simd_path(), numerics::best_simd_path());
+}
+
+TEST(SimdPath, Float32IsACopy) {
+  const std::vector<float> in = mixed_inputs(1000, 3);
+  std::vector<float> out(in.size());
+  numerics::encode_array(in.data(), in.size(), numerics::Format::float32, out.data());
+  EXPECT_EQ(std::memcmp(in.data(), out.data(), in.size() * 4), 0);
+}
+
+}  // namespace
+}  // namespace mantissa::testing
