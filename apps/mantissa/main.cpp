@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <string>
 #include <vector>
 
 #include "commands.hpp"
@@ -12,6 +13,18 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<mantissa::app::Action> actions;
   actions.push_back(mantissa::app::register_formats_command(app));
+  // CLI11 reports an unknown command as a missing one; name it instead.
+  std::string known;
+  bool found = false;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    known += (known.empty() ? "" : ", ") + sub->get_name();
+    found = found || (argc > 1 && sub->get_name() == argv[1]);
+  }
+  if (argc > 1 && argv[1][0] != '-' && !found) {
+    fmt::print(stderr, "mantissa: error: unknown command '{}' (expected one of: {})\n", argv[1],
+               known);
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -122,7 +122,8 @@ inline V encode8(V u, const EncodeConstants& c, Rounding rounding, V random) {
   return _mm256_or_si256(sign, mag);
 }
 
-void encode_generic(const float* src, std::size_t n, void* dst, const EncodeArgs& a) {
+void encode_generic(const float* src, std::size_t n, void* dst, const EncodeArgs& args) {
+  const EncodeArgs a = args;  // a local copy: stores to dst cannot alias it
   const EncodeConstants c(a);
   auto* out = static_cast<std::uint8_t*>(dst);
   const std::uint32_t key = stochastic_key(a.seed, a.counter_high);
@@ -197,33 +198,47 @@ void encode_float16(const float* src, std::size_t n, std::uint16_t* dst, Roundin
   }
 }
 
-// Generic decode of 8 lanes of bit patterns.
-inline V decode8(V b, const Layout& l) {
-  const int m = l.mantissa_bits;
-  const V mant = _mm256_and_si256(b, set1(l.mantissa_mask()));
-  const V e = _mm256_and_si256(_mm256_srli_epi32(b, m), set1(l.exponent_mask()));
-  const V sign = _mm256_slli_epi32(_mm256_srli_epi32(b, l.exponent_bits + m), 31);
-  const V mant_hi = _mm256_slli_epi32(mant, 23 - m);
-  V out = _mm256_or_si256(
-      _mm256_slli_epi32(_mm256_add_epi32(e, set1(static_cast<std::uint32_t>(127 - l.bias))), 23),
-      mant_hi);
-  // Subnormals (and zero): mantissa * 2^(1 - bias - m). With float32's bias they are float32
-  // subnormals with the same fields, which the line above already built; otherwise they are
-  // float32 normals, computed exactly by a multiply with a normal power of two.
-  if (l.bias != 127) {
-    const float scale = decode(1u, l);
-    const V sub =
-        _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(mant), _mm256_set1_ps(scale)));
-    out = _mm256_blendv_epi8(out, sub, _mm256_cmpeq_epi32(e, _mm256_setzero_si256()));
+// Per-call constants of the generic decoder, hoisted out of the loop.
+struct DecodeConstants {
+  V mantissa_mask, exponent_mask, rebias, sub_scale;
+  int m, sign_shift;
+  bool ieee, float32_subnormals;
+
+  explicit DecodeConstants(const Layout& l) {
+    m = l.mantissa_bits;
+    sign_shift = l.exponent_bits + l.mantissa_bits;
+    mantissa_mask = set1(l.mantissa_mask());
+    exponent_mask = set1(l.exponent_mask());
+    rebias = set1(static_cast<std::uint32_t>(127 - l.bias));
+    sub_scale = _mm256_castps_si256(_mm256_set1_ps(decode(1u, l)));
+    ieee = l.specials == Specials::ieee;
+    // With float32's bias, subnormals are float32 subnormals with the same fields.
+    float32_subnormals = l.bias == 127;
   }
-  const V top = _mm256_cmpeq_epi32(e, set1(l.exponent_mask()));
+};
+
+// Generic decode of 8 lanes of bit patterns.
+inline V decode8(V b, const DecodeConstants& c) {
+  const V zero = _mm256_setzero_si256();
+  const V mant = _mm256_and_si256(b, c.mantissa_mask);
+  const V e = _mm256_and_si256(_mm256_srli_epi32(b, c.m), c.exponent_mask);
+  const V sign = _mm256_slli_epi32(_mm256_srli_epi32(b, c.sign_shift), 31);
+  const V mant_hi = _mm256_slli_epi32(mant, 23 - c.m);
+  V out = _mm256_or_si256(_mm256_slli_epi32(_mm256_add_epi32(e, c.rebias), 23), mant_hi);
+  // Subnormals (and zero): mantissa * 2^(1 - bias - m); unless they are float32 subnormals
+  // (built by the line above), a float32 normal computed exactly by one multiply.
+  if (!c.float32_subnormals) {
+    const V sub = _mm256_castps_si256(
+        _mm256_mul_ps(_mm256_cvtepi32_ps(mant), _mm256_castsi256_ps(c.sub_scale)));
+    out = _mm256_blendv_epi8(out, sub, _mm256_cmpeq_epi32(e, zero));
+  }
+  const V top = _mm256_cmpeq_epi32(e, c.exponent_mask);
   const V nan = _mm256_or_si256(set1(0x7fc00000u), mant_hi);
-  if (l.specials == Specials::ieee) {
-    const V special = _mm256_blendv_epi8(nan, set1(0x7f800000u),
-                                         _mm256_cmpeq_epi32(mant, _mm256_setzero_si256()));
+  if (c.ieee) {
+    const V special = _mm256_blendv_epi8(nan, set1(0x7f800000u), _mm256_cmpeq_epi32(mant, zero));
     out = _mm256_blendv_epi8(out, special, top);
   } else {
-    const V is_nan = _mm256_and_si256(top, _mm256_cmpeq_epi32(mant, set1(l.mantissa_mask())));
+    const V is_nan = _mm256_and_si256(top, _mm256_cmpeq_epi32(mant, c.mantissa_mask));
     out = _mm256_blendv_epi8(out, nan, is_nan);
   }
   return _mm256_or_si256(out, sign);
@@ -247,16 +262,29 @@ void encode_avx2(const float* src, std::size_t n, void* dst, const EncodeArgs& a
   encode_generic(src, n, dst, a);
 }
 
-void decode_avx2(const void* src, std::size_t n, const Layout& l, int storage_bytes, float* dst) {
+void decode_avx2(const void* src, std::size_t n, const Layout& layout_ref, int storage_bytes,
+                 float* dst) {
+  const Layout l = layout_ref;  // a local copy: stores to dst cannot alias it
+  const DecodeConstants c(l);
   const auto* in = static_cast<const std::uint8_t*>(src);
   std::size_t i = 0;
   const bool f16 = l.exponent_bits == 5 && l.mantissa_bits == 10;
+  const bool bf16 = l.exponent_bits == 8 && l.mantissa_bits == 7;
+  if (bf16) {  // the top half of a float32: shift, and quiet NaNs
+    const V inf32 = set1(0x7f800000u);
+    for (; i + 8 <= n; i += 8) {
+      const V u = _mm256_slli_epi32(load_packed(in + i * 2, 2), 16);
+      const V is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, set1(0x7fffffffu)), inf32);
+      const V out = _mm256_or_si256(u, _mm256_and_si256(is_nan, set1(0x00400000u)));
+      _mm256_storeu_si256(reinterpret_cast<V*>(dst + i), out);
+    }
+  }
   for (; i + 8 <= n; i += 8) {
     const void* p = in + i * storage_bytes;
     if (f16) {
       _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p))));
     } else {
-      _mm256_storeu_si256(reinterpret_cast<V*>(dst + i), decode8(load_packed(p, storage_bytes), l));
+      _mm256_storeu_si256(reinterpret_cast<V*>(dst + i), decode8(load_packed(p, storage_bytes), c));
     }
   }
   for (; i < n; ++i) {

@@ -45,14 +45,14 @@ std::string relative_error(double exact, double got) {
 
 std::string format_table_report() {
   std::string out =
-      fmt::format("{:<12} {:>7} {:>5} {:>14} {:>12} {:>14} {:>12}  {}\n", "format", "s/e/m", "bias",
+      fmt::format("{:<12} {:>7} {:>5} {:>16} {:>12} {:>14} {:>12}  {}\n", "format", "s/e/m", "bias",
                   "max", "min normal", "min subnormal", "epsilon", "specials");
   for (const FormatTraits& t : kFormatTable) {
     const Layout& l = t.layout;
     const std::string specials = l.has_infinity() ? "inf, NaN" : "no inf, NaN = S.1111.111";
-    out += fmt::format("{:<12} {:>7} {:>5} {:>14.9g} {:>12.6g} {:>14.6g} {:>12.6g}  {}{}\n", t.name,
-                       fmt::format("1/{}/{}", l.exponent_bits, l.mantissa_bits), l.bias, t.max,
-                       t.min_normal, t.min_subnormal, t.epsilon, specials,
+    out += fmt::format("{:<12} {:>7} {:>5} {:>16.10g} {:>12.6g} {:>14.6g} {:>12.6g}  {}{}\n",
+                       t.name, fmt::format("1/{}/{}", l.exponent_bits, l.mantissa_bits), l.bias,
+                       t.max, t.min_normal, t.min_subnormal, t.epsilon, specials,
                        t.default_overflow == Overflow::saturate ? "; saturates by default" : "");
   }
   return out;

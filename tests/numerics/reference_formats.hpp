@@ -2,6 +2,7 @@
 // The formats of DESIGN.md section 2, written down again for the tests (not read from the
 // library's traits table), each paired with the library's Format.
 #include <array>
+#include <ostream>
 #include <string>
 
 #include "exact_reference.hpp"
@@ -44,3 +45,9 @@ inline std::string case_name(numerics::Format f) {
 }
 
 }  // namespace mantissa::testing
+
+namespace mantissa::numerics {
+inline void PrintTo(Rounding r, std::ostream* os) {
+  *os << rounding_name(r);
+}
+}  // namespace mantissa::numerics

@@ -1,0 +1,141 @@
+// Bulk conversion throughput per format and direction, beside memcpy of the same 64 MiB of
+// float32, in one run. Rates count bytes read plus bytes written; `of_memcpy` is the
+// conversion's rate over memcpy's rate measured by this same process.
+//   build/bench/bench_convert --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "mantissa/numerics/convert.hpp"
+#include "mantissa/numerics/cpu_features.hpp"
+
+namespace {
+
+using mantissa::numerics::Format;
+using mantissa::numerics::Rounding;
+using mantissa::numerics::SimdPath;
+
+constexpr std::size_t kBytes = 64u << 20;
+constexpr std::size_t kFloats = kBytes / sizeof(float);
+
+struct Buffers {
+  std::vector<float> src, back;
+  std::vector<std::uint8_t> packed;
+  std::vector<std::uint8_t> copy_src, copy_dst;
+  Buffers() : src(kFloats), back(kFloats), packed(kBytes), copy_src(kBytes, 1), copy_dst(kBytes) {
+    std::mt19937 rng(1);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    for (float& x : src) x = d(rng);
+  }
+};
+
+Buffers& buffers() {
+  static Buffers b;
+  return b;
+}
+
+// memcpy of 64 MiB: median of 9 timings, in bytes (read + written) per second.
+double memcpy_rate() {
+  static const double rate = [] {
+    Buffers& b = buffers();
+    std::vector<double> t;
+    for (int i = 0; i < 9; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      std::memcpy(b.copy_dst.data(), b.copy_src.data(), kBytes);
+      benchmark::ClobberMemory();
+      t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(t.begin(), t.end());
+    return 2.0 * kBytes / t[t.size() / 2];
+  }();
+  return rate;
+}
+
+using Clock = std::chrono::steady_clock;
+
+void report(benchmark::State& state, std::size_t bytes_per_iteration, Clock::time_point start) {
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double bytes = static_cast<double>(state.iterations()) * bytes_per_iteration;
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes));
+  state.counters["of_memcpy"] = bytes / seconds / memcpy_rate();
+}
+
+void BM_memcpy(benchmark::State& state) {
+  Buffers& b = buffers();
+  memcpy_rate();
+  const auto start = Clock::now();
+  for (auto _ : state) {
+    std::memcpy(b.copy_dst.data(), b.copy_src.data(), kBytes);
+    benchmark::ClobberMemory();
+  }
+  report(state, 2 * kBytes, start);
+}
+
+void encode_bench(benchmark::State& state, Format f, Rounding r, SimdPath path) {
+  mantissa::numerics::set_simd_path(path);
+  Buffers& b = buffers();
+  mantissa::numerics::ConvertOptions opt;
+  opt.rounding = r;
+  opt.seed = 1;
+  memcpy_rate();
+  const auto start = Clock::now();
+  for (auto _ : state) {
+    mantissa::numerics::encode_array(b.src.data(), kFloats, f, b.packed.data(), opt);
+    benchmark::ClobberMemory();
+  }
+  report(state, kBytes + kFloats * mantissa::numerics::traits(f).storage_bytes, start);
+  mantissa::numerics::set_simd_path(mantissa::numerics::best_simd_path());
+}
+
+void decode_bench(benchmark::State& state, Format f, SimdPath path) {
+  mantissa::numerics::set_simd_path(path);
+  Buffers& b = buffers();
+  mantissa::numerics::encode_array(b.src.data(), kFloats, f, b.packed.data());
+  memcpy_rate();
+  const auto start = Clock::now();
+  for (auto _ : state) {
+    mantissa::numerics::decode_array(b.packed.data(), kFloats, f, b.back.data());
+    benchmark::ClobberMemory();
+  }
+  report(state, kBytes + kFloats * mantissa::numerics::traits(f).storage_bytes, start);
+  mantissa::numerics::set_simd_path(mantissa::numerics::best_simd_path());
+}
+
+void register_all() {
+  benchmark::RegisterBenchmark("memcpy/64MiB", BM_memcpy)->Unit(benchmark::kMillisecond);
+  const SimdPath best = mantissa::numerics::best_simd_path();
+  for (Format f : mantissa::numerics::kNarrowFormats) {
+    const std::string n(mantissa::numerics::name(f));
+    for (Rounding r : {Rounding::nearest_even, Rounding::stochastic}) {
+      const std::string rn(mantissa::numerics::rounding_name(r));
+      benchmark::RegisterBenchmark(("encode/" + n + "/" + rn).c_str(), encode_bench, f, r, best)
+          ->Unit(benchmark::kMillisecond);
+    }
+    benchmark::RegisterBenchmark(("decode/" + n).c_str(), decode_bench, f, best)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("encode_ref/" + n + "/nearest_even").c_str(), encode_bench, f,
+                                 Rounding::nearest_even, SimdPath::scalar)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("decode_ref/" + n).c_str(), decode_bench, f, SimdPath::scalar)
+        ->Unit(benchmark::kMillisecond);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  benchmark::AddCustomContext(
+      "simd_path",
+      std::string(mantissa::numerics::simd_path_name(mantissa::numerics::best_simd_path())));
+  benchmark::AddCustomContext("cpu_features",
+                              mantissa::numerics::describe(mantissa::numerics::cpu_features()));
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
