@@ -1,9 +1,12 @@
 #pragma once
 // The formats of DESIGN.md section 2, written down again for the tests (not read from the
 // library's traits table), each paired with the library's Format.
+#include <gtest/gtest.h>
+
 #include <array>
 #include <ostream>
 #include <string>
+#include <tuple>
 
 #include "exact_reference.hpp"
 #include "mantissa/numerics/format.hpp"
@@ -42,6 +45,24 @@ inline RefRounding to_ref(numerics::Rounding r) {
 
 inline std::string case_name(numerics::Format f) {
   return std::string(numerics::name(f));
+}
+
+// Every (format, rounding mode) pair, and the test-name suffix for one.
+using FormatRounding = std::tuple<FormatCase, numerics::Rounding>;
+inline auto all_formats_and_roundings() {
+  return ::testing::Combine(
+      ::testing::ValuesIn(narrow_format_cases()),
+      ::testing::Values(numerics::Rounding::nearest_even, numerics::Rounding::toward_zero,
+                        numerics::Rounding::stochastic));
+}
+inline std::string format_rounding_name(const ::testing::TestParamInfo<FormatRounding>& info) {
+  return case_name(std::get<0>(info.param).format) + "_" +
+         std::string(numerics::rounding_name(std::get<1>(info.param)));
+}
+
+// How GoogleTest shows a parameter in test names and failures.
+inline void PrintTo(const FormatCase& c, std::ostream* os) {
+  *os << numerics::name(c.format);
 }
 
 }  // namespace mantissa::testing

@@ -21,8 +21,7 @@ namespace {
 using numerics::Overflow;
 using numerics::Rounding;
 
-using Param = std::tuple<FormatCase, Rounding>;
-class EncodeExhaustive : public ::testing::TestWithParam<Param> {};
+class EncodeExhaustive : public ::testing::TestWithParam<FormatRounding> {};
 
 TEST_P(EncodeExhaustive, AllFloat32Inputs) {
   const FormatCase& c = std::get<0>(GetParam());
@@ -68,15 +67,8 @@ TEST_P(EncodeExhaustive, AllFloat32Inputs) {
       << case_name(c.format) << " first bad input 0x" << std::hex << first_bad.load();
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, EncodeExhaustive,
-                         ::testing::Combine(::testing::ValuesIn(narrow_format_cases()),
-                                            ::testing::Values(Rounding::nearest_even,
-                                                              Rounding::toward_zero,
-                                                              Rounding::stochastic)),
-                         [](const auto& info) {
-                           return case_name(std::get<0>(info.param).format) + "_" +
-                                  std::string(numerics::rounding_name(std::get<1>(info.param)));
-                         });
+INSTANTIATE_TEST_SUITE_P(Formats, EncodeExhaustive, all_formats_and_roundings(),
+                         format_rounding_name);
 
 }  // namespace
 }  // namespace mantissa::testing

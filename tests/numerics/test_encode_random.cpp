@@ -17,8 +17,7 @@ using numerics::Rounding;
 
 constexpr int kSamples = 10'000'000;
 
-using Param = std::tuple<FormatCase, Rounding>;
-class EncodeRandom : public ::testing::TestWithParam<Param> {};
+class EncodeRandom : public ::testing::TestWithParam<FormatRounding> {};
 
 void check(const FormatCase& c, Rounding r, bool in_range) {
   const RefEncoder reference(c.ref);
@@ -58,15 +57,7 @@ TEST_P(EncodeRandom, PatternsInsideTheFormatsRange) {
   check(std::get<0>(GetParam()), std::get<1>(GetParam()), true);
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, EncodeRandom,
-                         ::testing::Combine(::testing::ValuesIn(narrow_format_cases()),
-                                            ::testing::Values(Rounding::nearest_even,
-                                                              Rounding::toward_zero,
-                                                              Rounding::stochastic)),
-                         [](const auto& info) {
-                           return case_name(std::get<0>(info.param).format) + "_" +
-                                  std::string(numerics::rounding_name(std::get<1>(info.param)));
-                         });
+INSTANTIATE_TEST_SUITE_P(Formats, EncodeRandom, all_formats_and_roundings(), format_rounding_name);
 
 }  // namespace
 }  // namespace mantissa::testing
