@@ -1,0 +1,109 @@
+#include "mantissa/tensor/storage.hpp"
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <new>
+#include <vector>
+
+namespace mantissa::tensor {
+namespace {
+
+constexpr std::size_t kAlign = 64;
+constexpr std::size_t kHeader = 64;  // Storage header, padded so data stays 64-byte aligned
+static_assert(sizeof(Storage) <= kHeader);
+
+// Size classes 2^k and 1.5 * 2^k (at most a third wasted), at least 256 bytes.
+std::size_t size_class(std::size_t bytes) {
+  std::size_t c = 256;
+  while (c < bytes) {
+    const std::size_t mid = c + c / 2;
+    if (mid >= bytes) return mid;
+    c *= 2;
+  }
+  return c;
+}
+
+class Pool {
+ public:
+  void* acquire(std::size_t block) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_.find(block);
+    if (it != free_.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      ++stats_.reuses;
+      --stats_.cached_blocks;
+      stats_.cached_bytes -= block;
+      ++stats_.live_blocks;
+      return p;
+    }
+    void* p = std::aligned_alloc(kAlign, block);
+    if (p == nullptr) throw std::bad_alloc();
+    ++stats_.system_allocations;
+    stats_.system_bytes += block;
+    ++stats_.live_blocks;
+    return p;
+  }
+  void give_back(void* p, std::size_t block) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& list = free_[block];
+    // A free list only grows: once warm, pushing a returned block does not allocate.
+    list.push_back(p);
+    --stats_.live_blocks;
+    ++stats_.cached_blocks;
+    stats_.cached_bytes += block;
+  }
+  PoolStats stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+  void trim() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [block, list] : free_) {
+      for (void* p : list) std::free(p);
+      list.clear();
+    }
+    stats_.cached_blocks = 0;
+    stats_.cached_bytes = 0;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::size_t, std::vector<void*>> free_;
+  PoolStats stats_;
+};
+
+Pool& pool() {
+  static Pool* p = new Pool();  // never destroyed: tensors may outlive static destructors
+  return *p;
+}
+
+}  // namespace
+
+PoolStats pool_stats() {
+  return pool().stats();
+}
+void pool_trim() {
+  pool().trim();
+}
+
+Storage* Storage::create(std::size_t bytes) {
+  const std::size_t block = size_class(bytes + kHeader);
+  void* raw = pool().acquire(block);
+  auto* s = new (raw) Storage();
+  s->data_ = static_cast<char*>(raw) + kHeader;
+  s->bytes_ = bytes;
+  s->block_bytes_ = block;
+  return s;
+}
+
+void Storage::release() {
+  if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    const std::size_t block = block_bytes_;
+    this->~Storage();
+    pool().give_back(this, block);
+  }
+}
+
+}  // namespace mantissa::tensor
