@@ -1,0 +1,31 @@
+#pragma once
+// 2-D convolution helpers (im2col / col2im, so the product runs on the GEMM path with its
+// precision rules) and max pooling, on float32 NCHW buffers.
+#include <cstdint>
+
+namespace mantissa::kernels {
+
+struct Conv2dGeometry {
+  std::int64_t channels, height, width;  // input, per image
+  std::int64_t kernel_h, kernel_w, stride, padding;
+  std::int64_t out_h() const { return (height + 2 * padding - kernel_h) / stride + 1; }
+  std::int64_t out_w() const { return (width + 2 * padding - kernel_w) / stride + 1; }
+  std::int64_t patch() const { return channels * kernel_h * kernel_w; }
+};
+
+// cols[(c*kh + i)*kw + j][oy*out_w + ox] = x[c][oy*stride - pad + i][ox*stride - pad + j]
+void im2col(const float* x, const Conv2dGeometry& g, float* cols);
+// The adjoint: accumulates cols back into dx (dx is added to, not overwritten).
+void col2im(const float* cols, const Conv2dGeometry& g, float* dx);
+// Direct convolution of one image, in double: the twin of im2col + gemm.
+void conv2d_ref(const float* x, const float* w, const float* bias, std::int64_t out_channels,
+                const Conv2dGeometry& g, float* y);
+
+// Max pooling of `planes` planes of height x width; argmax holds the winning input index.
+void max_pool2d_forward(const float* x, std::int64_t planes, std::int64_t height,
+                        std::int64_t width, std::int64_t kernel, std::int64_t stride, float* y,
+                        std::int32_t* argmax);
+void max_pool2d_backward(const float* dy, const std::int32_t* argmax, std::int64_t planes,
+                         std::int64_t in_size, std::int64_t out_size, float* dx);
+
+}  // namespace mantissa::kernels

@@ -1,0 +1,16 @@
+#pragma once
+// Elementwise kernels on float32 buffers. The _ref twins compute in double.
+#include <cstdint>
+
+namespace mantissa::kernels {
+
+// GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+void gelu_forward(const float* x, float* y, std::int64_t n);
+void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n);
+void gelu_forward_ref(const float* x, float* y, std::int64_t n);
+void gelu_backward_ref(const float* x, const float* dy, float* dx, std::int64_t n);
+
+void relu_forward(const float* x, float* y, std::int64_t n);
+void relu_backward(const float* x, const float* dy, float* dx, std::int64_t n);
+
+}  // namespace mantissa::kernels

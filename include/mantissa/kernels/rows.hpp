@@ -1,0 +1,36 @@
+#pragma once
+// Row-wise kernels on float32 buffers of `rows` x `cols`: layer norm, softmax, log-softmax,
+// cross-entropy. Statistics and reductions in fp32 (double in the _ref twins).
+#include <cstdint>
+
+namespace mantissa::kernels {
+
+// y = (x - mean) * rstd * gamma + beta per row; saves mean and rstd (one per row).
+void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y,
+                        float* mean, float* rstd, std::int64_t rows, std::int64_t cols, float eps);
+// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma; dgamma, dbeta accumulate.
+void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
+                         const float* dy, float* dx, float* dgamma, float* dbeta, std::int64_t rows,
+                         std::int64_t cols);
+void layer_norm_forward_ref(const float* x, const float* gamma, const float* beta, float* y,
+                            std::int64_t rows, std::int64_t cols, float eps);
+
+void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t cols);
+void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows,
+                      std::int64_t cols);
+void log_softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t cols);
+void log_softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows,
+                          std::int64_t cols);
+void softmax_forward_ref(const float* x, float* y, std::int64_t rows, std::int64_t cols);
+
+// Per-row loss_r = logsumexp(x_r) - x_r[target_r] (0 where target_r == ignore_index);
+// writes lse_r. Returns the number of rows not ignored.
+std::int64_t cross_entropy_forward(const float* logits, const std::int32_t* targets,
+                                   std::int64_t rows, std::int64_t cols, std::int32_t ignore_index,
+                                   float* loss, float* lse);
+// dlogits_r = scale * (softmax(x_r) - onehot(target_r)); zero rows where ignored.
+void cross_entropy_backward(const float* logits, const float* lse, const std::int32_t* targets,
+                            std::int64_t rows, std::int64_t cols, std::int32_t ignore_index,
+                            float scale, float* dlogits);
+
+}  // namespace mantissa::kernels

@@ -1,0 +1,24 @@
+#include "op_support.hpp"
+
+namespace mantissa::autograd::detail {
+
+Tensor rounded(const Tensor& t, Format f) {
+  Tensor v = t.to(Format::float32);
+  if (f == Format::float32 || t.format() == f) return v;
+  if (v.shares_storage(t)) v = v.clone();
+  numerics::round_to_format(v.f32(), static_cast<std::size_t>(v.numel()), f);
+  return v;
+}
+
+bool any_requires_grad(const std::vector<Variable>& inputs) {
+  for (const Variable& v : inputs) {
+    if (v.defined() && v.requires_grad()) return true;
+  }
+  return false;
+}
+
+void shape_error(const char* op, const std::string& what) {
+  throw Error(std::string(op) + ": " + what);
+}
+
+}  // namespace mantissa::autograd::detail

@@ -1,0 +1,198 @@
+// reshape, transpose, concat, split, embedding.
+#include <cstring>
+
+#include "mantissa/autograd/ops.hpp"
+#include "op_support.hpp"
+
+namespace mantissa::autograd {
+namespace {
+using namespace detail;
+
+struct ReshapeNode : Node {
+  Shape in_shape;
+  const char* name() const override { return "reshape"; }
+  std::vector<Tensor> apply(const Tensor& g) override { return {g.reshape(in_shape)}; }
+};
+
+struct TransposeNode : Node {
+  int a, b;
+  const char* name() const override { return "transpose"; }
+  std::vector<Tensor> apply(const Tensor& g) override { return {g.transpose(a, b).contiguous()}; }
+};
+
+// Copies `count` blocks: block i of `len` elements from src (stride src_stride) to dst
+// (stride dst_stride), in float32.
+void copy_blocks(const float* src, std::int64_t src_stride, float* dst, std::int64_t dst_stride,
+                 std::int64_t count, std::int64_t len) {
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::memcpy(dst + i * dst_stride, src + i * src_stride, static_cast<std::size_t>(len) * 4);
+  }
+}
+
+struct ConcatNode : Node {
+  std::vector<Shape> shapes;
+  int dim;
+  const char* name() const override { return "concat"; }
+  std::vector<Tensor> apply(const Tensor& g) override {
+    const Shape& gs = g.shape();
+    std::int64_t outer = 1, inner = 1;
+    for (int i = 0; i < dim; ++i) outer *= gs[i];
+    for (int i = dim + 1; i < gs.size(); ++i) inner *= gs[i];
+    std::vector<Tensor> out;
+    std::int64_t at = 0;
+    for (const Shape& s : shapes) {
+      Tensor part = new_f32(s);
+      copy_blocks(g.f32() + at * inner, gs[dim] * inner, part.f32(), s[dim] * inner, outer,
+                  s[dim] * inner);
+      at += s[dim];
+      out.push_back(part);
+    }
+    return out;
+  }
+};
+
+struct EmbeddingNode : Node {
+  std::vector<std::int32_t> ids;
+  std::int64_t vocab, width;
+  const char* name() const override { return "embedding"; }
+  std::vector<Tensor> apply(const Tensor& g) override {
+    Tensor d = Tensor::zeros(Shape{vocab, width});
+    float* dp = d.f32();
+    const float* gp = g.f32();
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      float* row = dp + static_cast<std::int64_t>(ids[i]) * width;
+      const float* src = gp + static_cast<std::int64_t>(i) * width;
+      for (std::int64_t c = 0; c < width; ++c) row[c] += src[c];
+    }
+    return {d};
+  }
+};
+
+}  // namespace
+
+Variable reshape(const Variable& x, const Shape& shape) {
+  if (shape.numel() != x.value().numel()) {
+    shape_error("reshape", x.shape().to_string() + " to " + shape.to_string() +
+                               " changes the number of elements");
+  }
+  return make_result(x.value().reshape(shape), {x}, [&] {
+    auto node = std::make_shared<ReshapeNode>();
+    node->in_shape = x.shape();
+    return node;
+  });
+}
+
+Variable transpose(const Variable& x, int a, int b) {
+  return make_result(x.value().transpose(a, b).contiguous(), {x}, [&] {
+    auto node = std::make_shared<TransposeNode>();
+    node->a = a;
+    node->b = b;
+    return node;
+  });
+}
+
+Variable concat(const std::vector<Variable>& parts, int dim) {
+  if (parts.empty()) shape_error("concat", "no tensors to join");
+  const Shape& first = parts[0].shape();
+  const int d = tensor::normalize_dim(dim, first.size(), "concat");
+  Shape out = first;
+  out[d] = 0;
+  for (const Variable& p : parts) {
+    Shape s = p.shape();
+    if (s.size() != first.size()) shape_error("concat", "tensors differ in rank");
+    for (int i = 0; i < s.size(); ++i) {
+      if (i != d && s[i] != first[i]) {
+        shape_error("concat", s.to_string() + " and " + first.to_string() +
+                                  " differ outside dimension " + std::to_string(d));
+      }
+    }
+    out[d] += s[d];
+  }
+  std::int64_t outer = 1, inner = 1;
+  for (int i = 0; i < d; ++i) outer *= out[i];
+  for (int i = d + 1; i < out.size(); ++i) inner *= out[i];
+  Tensor y = new_f32(out);
+  std::int64_t at = 0;
+  std::vector<Shape> shapes;
+  for (const Variable& p : parts) {
+    const Tensor p32 = f32(p.value());
+    const std::int64_t len = p.shape()[d] * inner;
+    copy_blocks(p32.f32(), len, y.f32() + at * inner, out[d] * inner, outer, len);
+    at += p.shape()[d];
+    shapes.push_back(p.shape());
+  }
+  return make_result(store(y, precision::current_policy()), parts, [&] {
+    auto node = std::make_shared<ConcatNode>();
+    node->shapes = shapes;
+    node->dim = d;
+    return node;
+  });
+}
+
+std::vector<Variable> split(const Variable& x, const std::vector<std::int64_t>& sizes, int dim) {
+  const int d = tensor::normalize_dim(dim, x.shape().size(), "split");
+  std::int64_t total = 0;
+  for (std::int64_t s : sizes) total += s;
+  if (total != x.shape()[d]) {
+    shape_error("split", "sizes add up to " + std::to_string(total) + ", not the " +
+                             std::to_string(x.shape()[d]) + " of dimension " + std::to_string(d));
+  }
+  // Each part is a contiguous copy of a slice; its gradient lands in that slice of zeros.
+  std::vector<Variable> parts;
+  std::int64_t at = 0;
+  for (std::int64_t s : sizes) {
+    const Tensor slice = x.value().slice(d, at, at + s).contiguous();
+    const std::int64_t start = at;
+    parts.push_back(make_result(slice, {x}, [&] {
+      struct SliceNode : Node {
+        Shape in_shape;
+        int dim;
+        std::int64_t start;
+        const char* name() const override { return "slice"; }
+        std::vector<Tensor> apply(const Tensor& g) override {
+          Tensor dx = Tensor::zeros(in_shape);
+          dx.slice(dim, start, start + g.shape()[dim]).copy_from(g);
+          return {dx};
+        }
+      };
+      auto node = std::make_shared<SliceNode>();
+      node->in_shape = x.shape();
+      node->dim = d;
+      node->start = start;
+      return node;
+    }));
+    at += s;
+  }
+  return parts;
+}
+
+Variable embedding(const Variable& table, const std::vector<std::int32_t>& ids,
+                   const Shape& ids_shape) {
+  const Shape& ts = table.shape();
+  if (ts.size() != 2 || ids_shape.numel() != static_cast<std::int64_t>(ids.size())) {
+    shape_error("embedding", "table " + ts.to_string() + " with " + std::to_string(ids.size()) +
+                                 " ids of shape " + ids_shape.to_string());
+  }
+  const std::int64_t vocab = ts[0], width = ts[1];
+  const Tensor t32 = f32(table.value());
+  Shape out = ids_shape;
+  out.push_back(width);
+  Tensor y = new_f32(out);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= vocab) {
+      throw Error("embedding: id " + std::to_string(ids[i]) + " is outside [0, " +
+                  std::to_string(vocab) + ")");
+    }
+    std::memcpy(y.f32() + static_cast<std::int64_t>(i) * width, t32.f32() + ids[i] * width,
+                static_cast<std::size_t>(width) * 4);
+  }
+  return make_result(store(y, precision::current_policy()), {table}, [&] {
+    auto node = std::make_shared<EmbeddingNode>();
+    node->ids = ids;
+    node->vocab = vocab;
+    node->width = width;
+    return node;
+  });
+}
+
+}  // namespace mantissa::autograd

@@ -1,0 +1,172 @@
+#include "mantissa/kernels/rows.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "mantissa/error.hpp"
+
+namespace mantissa::kernels {
+
+void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y,
+                        float* mean, float* rstd, std::int64_t rows, std::int64_t cols, float eps) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    float s = 0;
+    for (std::int64_t c = 0; c < cols; ++c) s += xr[c];
+    const float mu = s / static_cast<float>(cols);
+    float v = 0;
+    for (std::int64_t c = 0; c < cols; ++c) v += (xr[c] - mu) * (xr[c] - mu);
+    const float rs = 1.0f / std::sqrt(v / static_cast<float>(cols) + eps);
+    float* yr = y + r * cols;
+    for (std::int64_t c = 0; c < cols; ++c) yr[c] = (xr[c] - mu) * rs * gamma[c] + beta[c];
+    mean[r] = mu;
+    rstd[r] = rs;
+  }
+}
+
+void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
+                         const float* dy, float* dx, float* dgamma, float* dbeta, std::int64_t rows,
+                         std::int64_t cols) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    const float* dyr = dy + r * cols;
+    const float mu = mean[r], rs = rstd[r];
+    float sum_g = 0, sum_gx = 0;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const float xhat = (xr[c] - mu) * rs;
+      const float g = dyr[c] * gamma[c];
+      sum_g += g;
+      sum_gx += g * xhat;
+      if (dgamma) dgamma[c] += dyr[c] * xhat;
+      if (dbeta) dbeta[c] += dyr[c];
+    }
+    const float mg = sum_g / static_cast<float>(cols), mgx = sum_gx / static_cast<float>(cols);
+    float* dxr = dx + r * cols;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const float xhat = (xr[c] - mu) * rs;
+      dxr[c] = rs * (dyr[c] * gamma[c] - mg - xhat * mgx);
+    }
+  }
+}
+
+void layer_norm_forward_ref(const float* x, const float* gamma, const float* beta, float* y,
+                            std::int64_t rows, std::int64_t cols, float eps) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double s = 0, v = 0;
+    for (std::int64_t c = 0; c < cols; ++c) s += x[r * cols + c];
+    const double mu = s / static_cast<double>(cols);
+    for (std::int64_t c = 0; c < cols; ++c) v += (x[r * cols + c] - mu) * (x[r * cols + c] - mu);
+    const double rs = 1.0 / std::sqrt(v / static_cast<double>(cols) + eps);
+    for (std::int64_t c = 0; c < cols; ++c) {
+      y[r * cols + c] = static_cast<float>((x[r * cols + c] - mu) * rs * gamma[c] + beta[c]);
+    }
+  }
+}
+
+void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t cols) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    float* yr = y + r * cols;
+    float m = -std::numeric_limits<float>::infinity();
+    for (std::int64_t c = 0; c < cols; ++c) m = std::max(m, xr[c]);
+    float s = 0;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      yr[c] = std::exp(xr[c] - m);
+      s += yr[c];
+    }
+    const float inv = 1.0f / s;
+    for (std::int64_t c = 0; c < cols; ++c) yr[c] *= inv;
+  }
+}
+
+void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows,
+                      std::int64_t cols) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* yr = y + r * cols;
+    const float* dyr = dy + r * cols;
+    float dot = 0;
+    for (std::int64_t c = 0; c < cols; ++c) dot += yr[c] * dyr[c];
+    for (std::int64_t c = 0; c < cols; ++c) dx[r * cols + c] = yr[c] * (dyr[c] - dot);
+  }
+}
+
+void log_softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t cols) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    float m = -std::numeric_limits<float>::infinity();
+    for (std::int64_t c = 0; c < cols; ++c) m = std::max(m, xr[c]);
+    float s = 0;
+    for (std::int64_t c = 0; c < cols; ++c) s += std::exp(xr[c] - m);
+    const float lse = m + std::log(s);
+    for (std::int64_t c = 0; c < cols; ++c) y[r * cols + c] = xr[c] - lse;
+  }
+}
+
+void log_softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows,
+                          std::int64_t cols) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float s = 0;
+    for (std::int64_t c = 0; c < cols; ++c) s += dy[r * cols + c];
+    for (std::int64_t c = 0; c < cols; ++c) {
+      dx[r * cols + c] = dy[r * cols + c] - std::exp(y[r * cols + c]) * s;
+    }
+  }
+}
+
+void softmax_forward_ref(const float* x, float* y, std::int64_t rows, std::int64_t cols) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double m = -std::numeric_limits<double>::infinity(), s = 0;
+    for (std::int64_t c = 0; c < cols; ++c) m = std::max(m, static_cast<double>(x[r * cols + c]));
+    for (std::int64_t c = 0; c < cols; ++c) s += std::exp(x[r * cols + c] - m);
+    for (std::int64_t c = 0; c < cols; ++c) {
+      y[r * cols + c] = static_cast<float>(std::exp(x[r * cols + c] - m) / s);
+    }
+  }
+}
+
+std::int64_t cross_entropy_forward(const float* logits, const std::int32_t* targets,
+                                   std::int64_t rows, std::int64_t cols, std::int32_t ignore_index,
+                                   float* loss, float* lse) {
+  std::int64_t counted = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* xr = logits + r * cols;
+    float m = -std::numeric_limits<float>::infinity();
+    for (std::int64_t c = 0; c < cols; ++c) m = std::max(m, xr[c]);
+    float s = 0;
+    for (std::int64_t c = 0; c < cols; ++c) s += std::exp(xr[c] - m);
+    lse[r] = m + std::log(s);
+    const std::int32_t t = targets[r];
+    if (t == ignore_index) {
+      loss[r] = 0.0f;
+      continue;
+    }
+    if (t < 0 || t >= cols) {
+      throw Error("cross_entropy: target " + std::to_string(t) + " at row " + std::to_string(r) +
+                  " is outside [0, " + std::to_string(cols) + ")");
+    }
+    loss[r] = lse[r] - xr[t];
+    ++counted;
+  }
+  return counted;
+}
+
+void cross_entropy_backward(const float* logits, const float* lse, const std::int32_t* targets,
+                            std::int64_t rows, std::int64_t cols, std::int32_t ignore_index,
+                            float scale, float* dlogits) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* d = dlogits + r * cols;
+    if (targets[r] == ignore_index) {
+      for (std::int64_t c = 0; c < cols; ++c) d[c] = 0.0f;
+      continue;
+    }
+    const float* xr = logits + r * cols;
+    for (std::int64_t c = 0; c < cols; ++c) d[c] = scale * std::exp(xr[c] - lse[r]);
+    d[targets[r]] -= scale;
+  }
+}
+
+}  // namespace mantissa::kernels
