@@ -6,20 +6,16 @@ namespace mantissa::kernels {
 namespace {
 constexpr double kSqrt2OverPi = 0.7978845608028654;
 constexpr double kCubic = 0.044715;
-
-// tanh through exp: a form the compiler vectorizes (x clamped so exp cannot overflow).
-inline float fast_tanh(float x) {
-  const float c = x > 15.0f ? 15.0f : (x < -15.0f ? -15.0f : x);
-  const float e = std::exp(2.0f * c);
-  return (e - 1.0f) / (e + 1.0f);
-}
 }  // namespace
 
+// 0.5 (1 + tanh(u)) = sigmoid(2u): no cancellation for large negative x (exp(-2u) may reach
+// infinity there, giving exactly 0).
 void gelu_forward(const float* x, float* y, std::int64_t n) {
   const auto a = static_cast<float>(kSqrt2OverPi), b = static_cast<float>(kCubic);
   for (std::int64_t i = 0; i < n; ++i) {
     const float v = x[i];
-    y[i] = 0.5f * v * (1.0f + fast_tanh(a * (v + b * v * v * v)));
+    const float s = 1.0f / (1.0f + std::exp(-2.0f * a * (v + b * v * v * v)));
+    y[i] = v * s;
   }
 }
 
@@ -27,9 +23,9 @@ void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
   const auto a = static_cast<float>(kSqrt2OverPi), b = static_cast<float>(kCubic);
   for (std::int64_t i = 0; i < n; ++i) {
     const float v = x[i];
-    const float t = fast_tanh(a * (v + b * v * v * v));
-    const float dt = (1.0f - t * t) * a * (1.0f + 3.0f * b * v * v);
-    dx[i] = dy[i] * (0.5f * (1.0f + t) + 0.5f * v * dt);
+    const float s = 1.0f / (1.0f + std::exp(-2.0f * a * (v + b * v * v * v)));
+    const float du = a * (1.0f + 3.0f * b * v * v);
+    dx[i] = dy[i] * (s + v * s * (1.0f - s) * 2.0f * du);
   }
 }
 

@@ -1,0 +1,100 @@
+// The fast kernels against their naive twins (double precision), on random inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "mantissa/kernels/attention.hpp"
+#include "mantissa/kernels/conv.hpp"
+#include "mantissa/kernels/gemm.hpp"
+#include "mantissa/kernels/pointwise.hpp"
+#include "mantissa/kernels/rows.hpp"
+
+namespace mantissa::kernels {
+namespace {
+
+std::vector<float> random_values(std::size_t n, unsigned seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+void expect_close(const std::vector<float>& a, const std::vector<float>& b, double atol,
+                  double rtol, const char* what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ASSERT_NEAR(a[i], b[i], atol + rtol * std::fabs(b[i])) << what << " element " << i;
+  }
+}
+
+TEST(KernelTwins, Gelu) {
+  const auto x = random_values(10'000, 1, 3.0f);
+  std::vector<float> y(x.size()), yr(x.size()), dy = random_values(x.size(), 2), dx(x.size()),
+                                                dxr(x.size());
+  gelu_forward(x.data(), y.data(), static_cast<std::int64_t>(x.size()));
+  gelu_forward_ref(x.data(), yr.data(), static_cast<std::int64_t>(x.size()));
+  expect_close(y, yr, 1e-6, 1e-5, "gelu forward");
+  gelu_backward(x.data(), dy.data(), dx.data(), static_cast<std::int64_t>(x.size()));
+  gelu_backward_ref(x.data(), dy.data(), dxr.data(), static_cast<std::int64_t>(x.size()));
+  expect_close(dx, dxr, 1e-6, 1e-5, "gelu backward");
+}
+
+TEST(KernelTwins, LayerNormAndSoftmax) {
+  const std::int64_t rows = 37, cols = 384;
+  const auto x = random_values(rows * cols, 3, 2.0f);
+  const auto gamma = random_values(cols, 4), beta = random_values(cols, 5);
+  std::vector<float> y(x.size()), yr(x.size()), mean(rows), rstd(rows);
+  layer_norm_forward(x.data(), gamma.data(), beta.data(), y.data(), mean.data(), rstd.data(), rows,
+                     cols, 1e-5f);
+  layer_norm_forward_ref(x.data(), gamma.data(), beta.data(), yr.data(), rows, cols, 1e-5f);
+  // fp32 sums over `cols` values: relative error about cols * 2^-24.
+  expect_close(y, yr, 1e-5, cols * std::ldexp(1.0, -24) * 4, "layer_norm");
+  softmax_forward(x.data(), y.data(), rows, cols);
+  softmax_forward_ref(x.data(), yr.data(), rows, cols);
+  expect_close(y, yr, 1e-8, cols * std::ldexp(1.0, -24) * 4, "softmax");
+}
+
+TEST(KernelTwins, BlockwiseAttentionMatchesFullScores) {
+  for (std::int64_t t : {1, 63, 64, 65, 200}) {
+    const std::int64_t bh = 3, d = 16;
+    const auto q = random_values(bh * t * d, 6), k = random_values(bh * t * d, 7),
+               v = random_values(bh * t * d, 8);
+    std::vector<float> o(q.size()), r(q.size()), lse(bh * t);
+    const float scale = 0.25f;
+    attention_forward(q.data(), k.data(), v.data(), o.data(), lse.data(), bh, t, d, scale);
+    attention_forward_ref(q.data(), k.data(), v.data(), r.data(), bh, t, d, scale);
+    // Each output is a convex combination of t values of v: error ~ (t + d) * 2^-24 * max|v|.
+    expect_close(o, r, (t + d) * std::ldexp(1.0, -24) * 8, 0, "attention");
+  }
+}
+
+TEST(KernelTwins, Im2colGemmMatchesDirectConvolution) {
+  const Conv2dGeometry g{3, 9, 7, 3, 2, 2, 1};
+  const std::int64_t out_channels = 4, spatial = g.out_h() * g.out_w();
+  const auto x = random_values(g.channels * g.height * g.width, 9);
+  const auto w = random_values(out_channels * g.patch(), 10);
+  const auto b = random_values(out_channels, 11);
+  std::vector<float> cols(g.patch() * spatial), y(out_channels * spatial), yr(y.size());
+  im2col(x.data(), g, cols.data());
+  gemm_f32(GemmShape::dense(out_channels, spatial, g.patch()), w.data(), cols.data(), y.data(),
+           false);
+  for (std::int64_t o = 0; o < out_channels; ++o) {
+    for (std::int64_t s = 0; s < spatial; ++s) y[o * spatial + s] += b[o];
+  }
+  conv2d_ref(x.data(), w.data(), b.data(), out_channels, g, yr.data());
+  expect_close(y, yr, 1e-5, 1e-5, "conv2d");
+  // col2im is im2col's adjoint: <im2col(x), c> == <x, col2im(c)>.
+  const auto c = random_values(cols.size(), 12);
+  std::vector<float> back(x.size(), 0.0f);
+  col2im(c.data(), g, back.data());
+  double lhs = 0, rhs = 0;
+  for (std::size_t i = 0; i < cols.size(); ++i) lhs += static_cast<double>(cols[i]) * c[i];
+  for (std::size_t i = 0; i < x.size(); ++i) rhs += static_cast<double>(x[i]) * back[i];
+  EXPECT_NEAR(lhs, rhs, 1e-3);
+}
+
+}  // namespace
+}  // namespace mantissa::kernels
