@@ -2,13 +2,14 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <tuple>
 #include <vector>
 
 #include "mantissa/error.hpp"
-#include "mantissa/numerics/minifloat_codec.hpp"
+#include "mantissa/numerics/convert.hpp"
 
 namespace mantissa::kernels {
 namespace {
@@ -57,7 +58,7 @@ CachedMatmul& cached_f32_matmul(const GemmShape& s, bool accumulate) {
 
 // Thread-local scratch that only grows: no allocation once warm.
 std::vector<float>& scratch(int which) {
-  thread_local std::vector<float> buffers[2];
+  thread_local std::vector<float> buffers[6];
   return buffers[which];
 }
 
@@ -65,43 +66,55 @@ float at(const float* x, bool trans, std::int64_t ld, std::int64_t r, std::int64
   return trans ? x[c * ld + r] : x[r * ld + c];
 }
 
+// op(X) (rows x cols) as a dense row-major copy.
+void dense_copy(const float* x, bool trans, std::int64_t ld, std::int64_t rows, std::int64_t cols,
+                std::vector<float>& out) {
+  out.resize(static_cast<std::size_t>(rows * cols));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c)
+      out[static_cast<std::size_t>(r * cols + c)] = at(x, trans, ld, r, c);
+  }
+}
+
+// hi = bf16(x), lo = bf16(x - hi), with the vectorized bulk rounding. x - hi is exact, and
+// for float16 / cbfloat16 values lo keeps at most 3 significant bits, so it is exact too.
+void hi_lo(const std::vector<float>& x, std::vector<float>& hi, std::vector<float>& lo,
+           bool need_lo) {
+  hi = x;
+  numerics::round_to_format(hi.data(), hi.size(), Format::bfloat16);
+  if (!need_lo) return;
+  lo.resize(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) lo[i] = x[i] - hi[i];
+  numerics::round_to_format(lo.data(), lo.size(), Format::bfloat16);
+}
+
 // Builds A' (m x passes*k) and B' (passes*k x n), dense row-major, from the hi/lo split.
+// Pass p multiplies (A part, B part): 0 (hi,hi), 1 (hi,lo), 2 (lo,hi), 3 (lo,lo).
 void split_operands(const GemmShape& s, const float* a, const float* b, int passes,
                     std::vector<float>& a2, std::vector<float>& b2) {
+  std::vector<float>& dense = scratch(2);
+  std::vector<float>& hi = scratch(3);
+  std::vector<float>& lo = scratch(4);
   const std::int64_t k2 = passes * s.k;
-  a2.resize(static_cast<std::size_t>(s.m * k2));
-  b2.resize(static_cast<std::size_t>(k2 * s.n));
-  const numerics::Layout bf16 = numerics::layout(Format::bfloat16);
-  auto to_bf16 = [&bf16](float x) {
-    return numerics::decode(numerics::encode(x, bf16, numerics::Rounding::nearest_even,
-                                             numerics::Overflow::to_infinity),
-                            bf16);
-  };
-  auto hi_lo = [&to_bf16](float x, float& hi, float& lo) {
-    hi = to_bf16(x);
-    lo = to_bf16(x - hi);  // x - hi is exact; lo holds at most 3 significant bits
-  };
-  // Pass p uses (A part, B part): 0 (hi,hi), 1 (hi,lo), 2 (lo,hi), 3 (lo,lo).
   const bool a_lo[4] = {false, false, true, true};
   const bool b_lo[4] = {false, true, false, true};
+  const auto bytes = [](std::int64_t n) { return static_cast<std::size_t>(n) * sizeof(float); };
+
+  dense_copy(a, s.trans_a, s.lda, s.m, s.k, dense);
+  hi_lo(dense, hi, lo, passes > 1);
+  a2.resize(static_cast<std::size_t>(s.m * k2));
   for (std::int64_t i = 0; i < s.m; ++i) {
-    for (std::int64_t j = 0; j < s.k; ++j) {
-      float hi = 0, lo = 0;
-      hi_lo(at(a, s.trans_a, s.lda, i, j), hi, lo);
-      for (int p = 0; p < passes; ++p) {
-        a2[static_cast<std::size_t>(i * k2 + p * s.k + j)] = passes == 1 ? hi : (a_lo[p] ? lo : hi);
-      }
+    for (int p = 0; p < passes; ++p) {
+      const std::vector<float>& part = a_lo[p] ? lo : hi;
+      std::memcpy(a2.data() + i * k2 + p * s.k, part.data() + i * s.k, bytes(s.k));
     }
   }
-  for (std::int64_t j = 0; j < s.k; ++j) {
-    for (std::int64_t c = 0; c < s.n; ++c) {
-      float hi = 0, lo = 0;
-      hi_lo(at(b, s.trans_b, s.ldb, j, c), hi, lo);
-      for (int p = 0; p < passes; ++p) {
-        b2[static_cast<std::size_t>((p * s.k + j) * s.n + c)] =
-            passes == 1 ? hi : (b_lo[p] ? lo : hi);
-      }
-    }
+  dense_copy(b, s.trans_b, s.ldb, s.k, s.n, dense);
+  hi_lo(dense, hi, lo, passes > 1);
+  b2.resize(static_cast<std::size_t>(k2 * s.n));
+  for (int p = 0; p < passes; ++p) {
+    const std::vector<float>& part = b_lo[p] ? lo : hi;
+    std::memcpy(b2.data() + p * s.k * s.n, part.data(), bytes(s.k * s.n));
   }
 }
 

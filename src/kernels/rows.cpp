@@ -127,6 +127,17 @@ void softmax_forward_ref(const float* x, float* y, std::int64_t rows, std::int64
   }
 }
 
+void log_softmax_forward_ref(const float* x, float* y, std::int64_t rows, std::int64_t cols) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double m = -std::numeric_limits<double>::infinity(), s = 0;
+    for (std::int64_t c = 0; c < cols; ++c) m = std::max(m, static_cast<double>(x[r * cols + c]));
+    for (std::int64_t c = 0; c < cols; ++c) s += std::exp(x[r * cols + c] - m);
+    const double lse = m + std::log(s);
+    for (std::int64_t c = 0; c < cols; ++c)
+      y[r * cols + c] = static_cast<float>(x[r * cols + c] - lse);
+  }
+}
+
 std::int64_t cross_entropy_forward(const float* logits, const std::int32_t* targets,
                                    std::int64_t rows, std::int64_t cols, std::int32_t ignore_index,
                                    float* loss, float* lse) {

@@ -55,6 +55,21 @@ TEST(KernelTwins, LayerNormAndSoftmax) {
   softmax_forward(x.data(), y.data(), rows, cols);
   softmax_forward_ref(x.data(), yr.data(), rows, cols);
   expect_close(y, yr, 1e-8, cols * std::ldexp(1.0, -24) * 4, "softmax");
+  log_softmax_forward(x.data(), y.data(), rows, cols);
+  log_softmax_forward_ref(x.data(), yr.data(), rows, cols);
+  expect_close(y, yr, 1e-5, 1e-6, "log_softmax");
+  // cross-entropy per row = -log_softmax at the target, from the same reference.
+  std::vector<std::int32_t> targets(rows);
+  for (std::int64_t r = 0; r < rows; ++r) targets[r] = static_cast<std::int32_t>((r * 7) % cols);
+  targets[3] = -100;
+  std::vector<float> loss(rows), lse(rows);
+  const std::int64_t counted =
+      cross_entropy_forward(x.data(), targets.data(), rows, cols, -100, loss.data(), lse.data());
+  EXPECT_EQ(counted, rows - 1);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const double want = targets[r] == -100 ? 0.0 : -yr[r * cols + targets[r]];
+    EXPECT_NEAR(loss[r], want, 1e-5) << "row " << r;
+  }
 }
 
 TEST(KernelTwins, BlockwiseAttentionMatchesFullScores) {

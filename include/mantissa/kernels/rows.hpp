@@ -22,6 +22,7 @@ void log_softmax_forward(const float* x, float* y, std::int64_t rows, std::int64
 void log_softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows,
                           std::int64_t cols);
 void softmax_forward_ref(const float* x, float* y, std::int64_t rows, std::int64_t cols);
+void log_softmax_forward_ref(const float* x, float* y, std::int64_t rows, std::int64_t cols);
 
 // Per-row loss_r = logsumexp(x_r) - x_r[target_r] (0 where target_r == ignore_index);
 // writes lse_r. Returns the number of rows not ignored.
