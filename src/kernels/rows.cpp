@@ -7,6 +7,18 @@
 #include "mantissa/error.hpp"
 
 namespace mantissa::kernels {
+namespace {
+
+// log(sum(exp(x))) of one row, shifted by its max.
+float row_logsumexp(const float* x, std::int64_t cols) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (std::int64_t c = 0; c < cols; ++c) m = std::max(m, x[c]);
+  float s = 0;
+  for (std::int64_t c = 0; c < cols; ++c) s += std::exp(x[c] - m);
+  return m + std::log(s);
+}
+
+}  // namespace
 
 void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y,
                         float* mean, float* rstd, std::int64_t rows, std::int64_t cols, float eps) {
@@ -96,11 +108,7 @@ void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t r
 void log_softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t cols) {
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * cols;
-    float m = -std::numeric_limits<float>::infinity();
-    for (std::int64_t c = 0; c < cols; ++c) m = std::max(m, xr[c]);
-    float s = 0;
-    for (std::int64_t c = 0; c < cols; ++c) s += std::exp(xr[c] - m);
-    const float lse = m + std::log(s);
+    const float lse = row_logsumexp(xr, cols);
     for (std::int64_t c = 0; c < cols; ++c) y[r * cols + c] = xr[c] - lse;
   }
 }
@@ -144,11 +152,7 @@ std::int64_t cross_entropy_forward(const float* logits, const std::int32_t* targ
   std::int64_t counted = 0;
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* xr = logits + r * cols;
-    float m = -std::numeric_limits<float>::infinity();
-    for (std::int64_t c = 0; c < cols; ++c) m = std::max(m, xr[c]);
-    float s = 0;
-    for (std::int64_t c = 0; c < cols; ++c) s += std::exp(xr[c] - m);
-    lse[r] = m + std::log(s);
+    lse[r] = row_logsumexp(xr, cols);
     const std::int32_t t = targets[r];
     if (t == ignore_index) {
       loss[r] = 0.0f;
