@@ -1,0 +1,19 @@
+#pragma once
+// Gradient clipping over a set of parameters (those without a gradient are skipped).
+#include <vector>
+
+#include "mantissa/autograd/variable.hpp"
+
+namespace mantissa::optim {
+
+// The global L2 norm of all gradients, accumulated in double. A non-finite norm (inf or NaN
+// in some gradient) is returned as it is and the gradients are left untouched: no silent
+// change. Otherwise, when norm > max_norm, every gradient is scaled by
+// max_norm / (norm + 1e-6). Throws mantissa::Error when max_norm <= 0.
+double clip_grad_norm_(std::vector<autograd::Variable>& params, double max_norm);
+// The global L2 norm, without clipping.
+double grad_norm(const std::vector<autograd::Variable>& params);
+// Clamps every gradient element to [-clip_value, clip_value]. Throws when clip_value <= 0.
+void clip_grad_value_(std::vector<autograd::Variable>& params, double clip_value);
+
+}  // namespace mantissa::optim

@@ -1,0 +1,51 @@
+#include "mantissa/optim/clip.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "mantissa/error.hpp"
+
+namespace mantissa::optim {
+
+double grad_norm(const std::vector<autograd::Variable>& params) {
+  double sum = 0;
+  for (const autograd::Variable& p : params) {
+    if (!p.grad().defined()) continue;
+    const float* g = p.grad().f32();
+    for (std::int64_t i = 0; i < p.grad().numel(); ++i) sum += static_cast<double>(g[i]) * g[i];
+  }
+  return std::sqrt(sum);
+}
+
+double clip_grad_norm_(std::vector<autograd::Variable>& params, double max_norm) {
+  if (!(max_norm > 0)) {
+    throw Error("max_gradient_norm: " + std::to_string(max_norm) + " must be > 0");
+  }
+  const double norm = grad_norm(params);
+  if (!std::isfinite(norm)) return norm;
+  const double coef = max_norm / (norm + 1e-6);
+  if (coef < 1.0) {
+    const auto c = static_cast<float>(coef);
+    for (autograd::Variable& p : params) {
+      if (!p.grad().defined()) continue;
+      float* g = p.mutable_grad().f32();
+      for (std::int64_t i = 0; i < p.grad().numel(); ++i) g[i] *= c;
+    }
+  }
+  return norm;
+}
+
+void clip_grad_value_(std::vector<autograd::Variable>& params, double clip_value) {
+  if (!(clip_value > 0)) {
+    throw Error("max_gradient_value: " + std::to_string(clip_value) + " must be > 0");
+  }
+  const auto c = static_cast<float>(clip_value);
+  for (autograd::Variable& p : params) {
+    if (!p.grad().defined()) continue;
+    float* g = p.mutable_grad().f32();
+    for (std::int64_t i = 0; i < p.grad().numel(); ++i) g[i] = std::clamp(g[i], -c, c);
+  }
+}
+
+}  // namespace mantissa::optim

@@ -1,0 +1,298 @@
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <sstream>
+
+#include "mantissa/error.hpp"
+#include "mantissa/optim/schedule.hpp"
+
+namespace mantissa::optim {
+namespace {
+
+constexpr double kPi = std::numbers::pi;
+
+// A schedule from a closure and its description.
+class Fn final : public Schedule {
+ public:
+  Fn(std::function<double(std::int64_t)> f, std::string d) : f_(std::move(f)), d_(std::move(d)) {}
+  double value(std::int64_t step) const override {
+    if (step < 0) throw Error("schedule " + d_ + ": negative step " + std::to_string(step));
+    return f_(step);
+  }
+  std::string describe() const override { return d_; }
+
+ private:
+  std::function<double(std::int64_t)> f_;
+  std::string d_;
+};
+
+SchedulePtr make(std::function<double(std::int64_t)> f, std::string d) {
+  return std::make_shared<Fn>(std::move(f), std::move(d));
+}
+
+void require(bool ok, const std::string& schedule, const std::string& message) {
+  if (!ok) throw Error("schedule " + schedule + ": " + message);
+}
+
+std::string num(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+}  // namespace
+
+SchedulePtr constant(double value) {
+  return make([value](std::int64_t) { return value; }, "Constant(" + num(value) + ")");
+}
+
+SchedulePtr linear(double initial, double end, std::int64_t total_iters) {
+  require(total_iters > 0, "Linear", "total_iters must be > 0 (got " + num(total_iters) + ")");
+  return make(
+      [=](std::int64_t s) {
+        return initial + (end - initial) * static_cast<double>(std::min(s, total_iters)) /
+                             static_cast<double>(total_iters);
+      },
+      "Linear(" + num(initial) + " -> " + num(end) + " over " + num(total_iters) + ")");
+}
+
+SchedulePtr polynomial(double initial, double end, std::int64_t total_iters, double power,
+                       bool cycle) {
+  require(total_iters > 0, "Polynomial", "total_iters must be > 0");
+  return make(
+      [=](std::int64_t s) {
+        double t = static_cast<double>(total_iters);
+        if (cycle) {
+          t *= std::max(1.0, std::ceil(static_cast<double>(s) / t));
+        }
+        const double frac = std::min(static_cast<double>(s), t) / t;
+        return (initial - end) * std::pow(1.0 - frac, power) + end;
+      },
+      "Polynomial(" + num(initial) + " -> " + num(end) + ", power " + num(power) + ")");
+}
+
+SchedulePtr exponential(double initial, std::int64_t total_iters, double decay_rate,
+                        bool staircase) {
+  require(total_iters > 0, "Exponential", "total_iters must be > 0");
+  require(decay_rate > 0, "Exponential", "decay_rate must be > 0");
+  return make(
+      [=](std::int64_t s) {
+        double e = static_cast<double>(s) / static_cast<double>(total_iters);
+        if (staircase) e = std::floor(e);
+        return initial * std::pow(decay_rate, e);
+      },
+      "Exponential(" + num(initial) + ", rate " + num(decay_rate) + ")");
+}
+
+SchedulePtr inverse_exponential_time_decay(double initial, double step_exponent,
+                                           std::int64_t total_iters, double decay_rate,
+                                           bool staircase) {
+  require(total_iters > 0, "InverseExponentialTimeDecay", "total_iters must be > 0");
+  return make(
+      [=](std::int64_t s) {
+        double r =
+            std::pow(static_cast<double>(s), step_exponent) / static_cast<double>(total_iters);
+        if (staircase) r = std::floor(r);
+        return initial / (1.0 + decay_rate * r);
+      },
+      "InverseExponentialTimeDecay(" + num(initial) + ")");
+}
+
+SchedulePtr inverse_square_root_decay(double initial, double scale, std::int64_t warmup_steps) {
+  require(warmup_steps > 0, "InverseSquareRootDecay", "warmup_steps must be > 0");
+  return make(
+      [=](std::int64_t s) {
+        return initial * scale / std::sqrt(static_cast<double>(std::max(s, warmup_steps)));
+      },
+      "InverseSquareRootDecay(" + num(initial) + ")");
+}
+
+SchedulePtr cosine_decay(double initial, double end, std::int64_t total_iters) {
+  require(total_iters > 0, "CosineDecay", "total_iters must be > 0");
+  return make(
+      [=](std::int64_t s) {
+        const double frac =
+            static_cast<double>(std::min(s, total_iters)) / static_cast<double>(total_iters);
+        return end + (initial - end) * 0.5 * (1.0 + std::cos(kPi * frac));
+      },
+      "CosineDecay(" + num(initial) + " -> " + num(end) + " over " + num(total_iters) + ")");
+}
+
+SchedulePtr cosine_annealing(double initial, std::int64_t t_max, double eta_min) {
+  require(t_max > 0, "CosineAnnealing", "T_max must be > 0");
+  return make(
+      [=](std::int64_t s) {
+        return eta_min +
+               (initial - eta_min) *
+                   (1.0 + std::cos(kPi * static_cast<double>(s) / static_cast<double>(t_max))) /
+                   2.0;
+      },
+      "CosineAnnealing(" + num(initial) + ", T_max " + num(t_max) + ")");
+}
+
+SchedulePtr cosine_annealing_warm_restarts(double initial, std::int64_t t_0, std::int64_t t_mult,
+                                           double eta_min) {
+  require(t_0 > 0, "CosineAnnealingWarmRestarts", "T_0 must be > 0");
+  require(t_mult >= 1, "CosineAnnealingWarmRestarts", "T_mult must be >= 1");
+  return make(
+      [=](std::int64_t s) {
+        std::int64_t t_i = t_0, t_cur = s;
+        while (t_cur >= t_i) {  // real restarts: walk the growing cycles
+          t_cur -= t_i;
+          t_i *= t_mult;
+        }
+        return eta_min +
+               (initial - eta_min) *
+                   (1.0 + std::cos(kPi * static_cast<double>(t_cur) / static_cast<double>(t_i))) /
+                   2.0;
+      },
+      "CosineAnnealingWarmRestarts(" + num(initial) + ", T_0 " + num(t_0) + ", T_mult " +
+          num(t_mult) + ")");
+}
+
+SchedulePtr step_decay(double initial, std::int64_t step_size, double gamma) {
+  require(step_size > 0, "Step", "step_size must be > 0");
+  return make(
+      [=](std::int64_t s) { return initial * std::pow(gamma, static_cast<double>(s / step_size)); },
+      "Step(" + num(initial) + ", every " + num(step_size) + " x" + num(gamma) + ")");
+}
+
+SchedulePtr multi_step(double initial, std::vector<std::int64_t> milestones, double gamma) {
+  require(std::is_sorted(milestones.begin(), milestones.end()), "MultiStep",
+          "milestones must be increasing");
+  return make(
+      [=](std::int64_t s) {
+        const auto passed =
+            std::upper_bound(milestones.begin(), milestones.end(), s) - milestones.begin();
+        return initial * std::pow(gamma, static_cast<double>(passed));
+      },
+      "MultiStep(" + num(initial) + ")");
+}
+
+SchedulePtr multiplicative(double initial, double coefficient) {
+  return make(
+      [=](std::int64_t s) { return initial * std::pow(coefficient, static_cast<double>(s)); },
+      "Multiplicative(" + num(initial) + ", x" + num(coefficient) + ")");
+}
+
+SchedulePtr cyclic(double base_lr, double max_lr, std::int64_t step_size_up,
+                   std::int64_t step_size_down, const std::string& mode, double gamma) {
+  require(step_size_up > 0, "Cyclic", "step_size_up must be > 0");
+  require(mode == "triangular" || mode == "triangular2" || mode == "exp_range", "Cyclic",
+          "mode '" + mode + "' (expected one of: triangular, triangular2, exp_range)");
+  const std::int64_t down = step_size_down > 0 ? step_size_down : step_size_up;
+  const double total = static_cast<double>(step_size_up + down);
+  const double ratio = static_cast<double>(step_size_up) / total;
+  return make(
+      [=](std::int64_t s) {
+        const double cycle = std::floor(1.0 + static_cast<double>(s) / total);
+        const double x = 1.0 + static_cast<double>(s) / total - cycle;
+        const double scale_factor = x <= ratio ? x / ratio : (x - 1.0) / (ratio - 1.0);
+        const double height = (max_lr - base_lr) * scale_factor;
+        double f = 1.0;
+        if (mode == "triangular2") f = 1.0 / std::pow(2.0, cycle - 1.0);
+        if (mode == "exp_range") f = std::pow(gamma, static_cast<double>(s));
+        return base_lr + height * f;
+      },
+      "Cyclic(" + num(base_lr) + " .. " + num(max_lr) + ", " + mode + ")");
+}
+
+SchedulePtr one_cycle(double max_lr, std::int64_t total_steps, double pct_start,
+                      const std::string& anneal, double div_factor, double final_div_factor,
+                      bool three_phase) {
+  require(total_steps > 0, "OneCycle", "total_steps must be > 0");
+  require(pct_start > 0 && pct_start < 1, "OneCycle", "pct_start must be in (0, 1)");
+  require(anneal == "cos" || anneal == "linear", "OneCycle",
+          "anneal_strategy '" + anneal + "' (expected cos or linear)");
+  const double initial = max_lr / div_factor, final_lr = initial / final_div_factor;
+  struct Phase {
+    double end_step, start, end;
+  };
+  std::vector<Phase> phases;
+  const double up = pct_start * static_cast<double>(total_steps) - 1.0;
+  if (three_phase) {
+    phases = {{up, initial, max_lr},
+              {2 * pct_start * static_cast<double>(total_steps) - 2.0, max_lr, initial},
+              {static_cast<double>(total_steps) - 1.0, initial, final_lr}};
+  } else {
+    phases = {{up, initial, max_lr}, {static_cast<double>(total_steps) - 1.0, max_lr, final_lr}};
+  }
+  const bool cos = anneal == "cos";
+  return make(
+      [=](std::int64_t s) {
+        if (s >= total_steps) {
+          throw Error("schedule OneCycle: step " + std::to_string(s) + " is past total_steps " +
+                      std::to_string(total_steps));
+        }
+        double start_step = 0;
+        for (std::size_t i = 0; i < phases.size(); ++i) {
+          const Phase& p = phases[i];
+          if (static_cast<double>(s) <= p.end_step || i + 1 == phases.size()) {
+            const double pct = (static_cast<double>(s) - start_step) / (p.end_step - start_step);
+            return cos ? p.end + (p.start - p.end) / 2.0 * (std::cos(kPi * pct) + 1.0)
+                       : (p.end - p.start) * pct + p.start;
+          }
+          start_step = p.end_step;
+        }
+        return final_lr;
+      },
+      "OneCycle(max " + num(max_lr) + ", " + num(total_steps) + " steps)");
+}
+
+SchedulePtr sequential(std::vector<SchedulePtr> schedules, std::vector<std::int64_t> milestones) {
+  require(!schedules.empty() && milestones.size() + 1 == schedules.size(), "Sequential",
+          "needs one milestone fewer than schedules (got " +
+              num(static_cast<double>(schedules.size())) + " schedules, " +
+              num(static_cast<double>(milestones.size())) + " milestones)");
+  require(std::is_sorted(milestones.begin(), milestones.end()), "Sequential",
+          "milestones must be increasing");
+  std::string d = "Sequential(";
+  for (std::size_t i = 0; i < schedules.size(); ++i) {
+    d += (i ? ", " : "") + schedules[i]->describe();
+    if (i < milestones.size()) d += " until " + num(static_cast<double>(milestones[i]));
+  }
+  return make(
+      [=](std::int64_t s) {
+        const auto i = static_cast<std::size_t>(
+            std::upper_bound(milestones.begin(), milestones.end(), s) - milestones.begin());
+        const std::int64_t start = i == 0 ? 0 : milestones[i - 1];
+        return schedules[i]->value(s - start);
+      },
+      d + ")");
+}
+
+SchedulePtr piecewise_constant(std::vector<double> values, std::vector<std::int64_t> boundaries) {
+  require(values.size() == boundaries.size() + 1, "PiecewiseConstant",
+          "needs one value more than boundaries");
+  require(std::is_sorted(boundaries.begin(), boundaries.end()), "PiecewiseConstant",
+          "boundaries must be increasing");
+  return make(
+      [=](std::int64_t s) {
+        return values[static_cast<std::size_t>(
+            std::upper_bound(boundaries.begin(), boundaries.end(), s) - boundaries.begin())];
+      },
+      "PiecewiseConstant");
+}
+
+SchedulePtr chained(std::vector<SchedulePtr> schedules) {
+  require(!schedules.empty(), "Chained", "needs at least one schedule");
+  for (std::size_t i = 1; i < schedules.size(); ++i) {
+    require(schedules[i]->value(0) != 0.0, "Chained",
+            "schedule " + std::to_string(i) + " is 0 at step 0, so it has no factor");
+  }
+  return make(
+      [=](std::int64_t s) {
+        double v = schedules[0]->value(s);
+        for (std::size_t i = 1; i < schedules.size(); ++i) {
+          v *= schedules[i]->value(s) / schedules[i]->value(0);
+        }
+        return v;
+      },
+      "Chained");
+}
+
+SchedulePtr lambda(std::function<double(std::int64_t)> fn, std::string description) {
+  return make(std::move(fn), std::move(description));
+}
+
+}  // namespace mantissa::optim
