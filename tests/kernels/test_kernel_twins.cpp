@@ -8,6 +8,7 @@
 #include "mantissa/kernels/attention.hpp"
 #include "mantissa/kernels/conv.hpp"
 #include "mantissa/kernels/gemm.hpp"
+#include "mantissa/kernels/optimizer_updates.hpp"
 #include "mantissa/kernels/pointwise.hpp"
 #include "mantissa/kernels/rows.hpp"
 
@@ -109,6 +110,28 @@ TEST(KernelTwins, Im2colGemmMatchesDirectConvolution) {
   for (std::size_t i = 0; i < cols.size(); ++i) lhs += static_cast<double>(cols[i]) * c[i];
   for (std::size_t i = 0; i < x.size(); ++i) rhs += static_cast<double>(x[i]) * back[i];
   EXPECT_NEAR(lhs, rhs, 1e-3);
+}
+
+}  // namespace
+}  // namespace mantissa::kernels
+
+namespace mantissa::kernels {
+namespace {
+
+TEST(KernelTwins, AdamUpdateMatchesDoubleTwin) {
+  for (bool decoupled : {false, true}) {
+    const std::int64_t n = 10'007;
+    auto p = random_values(n, 20), g = random_values(n, 21), m = random_values(n, 22, 0.1f);
+    auto v = random_values(n, 23, 0.1f);
+    for (float& x : v) x = x * x;
+    auto p2 = p, m2 = m, v2 = v;
+    const AdamArgs a{1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, decoupled, true, 7};
+    adam_update(p.data(), g.data(), m.data(), v.data(), n, a);
+    adam_update_ref(p2.data(), g.data(), m2.data(), v2.data(), n, a);
+    expect_close(m, m2, 1e-7, 1e-6, "adam m");
+    expect_close(v, v2, 1e-9, 1e-6, "adam v");
+    expect_close(p, p2, 1e-7, 1e-6, "adam p");
+  }
 }
 
 }  // namespace
