@@ -1,0 +1,51 @@
+#include "mantissa/amp/optimizer_step.hpp"
+
+#include "mantissa/error.hpp"
+#include "mantissa/optim/clip.hpp"
+
+namespace mantissa::amp {
+namespace {
+
+std::vector<Variable> all_params(optim::Optimizer& optimizer) {
+  std::vector<Variable> out;
+  for (const auto& g : optimizer.groups()) out.insert(out.end(), g.params.begin(), g.params.end());
+  return out;
+}
+
+}  // namespace
+
+StepReport optimizer_step(const Variable& loss, optim::Optimizer& optimizer, GradScaler* scaler,
+                          std::optional<double> max_gradient_norm,
+                          std::optional<double> max_gradient_value) {
+  if (max_gradient_norm && max_gradient_value) {
+    throw Error("max_gradient_norm and max_gradient_value are mutually exclusive: set one");
+  }
+  StepReport r;
+  if (scaler == nullptr) {
+    autograd::backward(loss);
+    std::vector<Variable> params = all_params(optimizer);
+    r.grad_norm = max_gradient_norm ? optim::clip_grad_norm_(params, *max_gradient_norm)
+                                    : optim::grad_norm(params);
+    if (max_gradient_value) optim::clip_grad_value_(params, *max_gradient_value);
+    optimizer.step();
+    r.stepped = true;
+  } else {
+    r.loss_scale = scaler->get_scale();
+    autograd::backward(scaler->scale(loss));
+    scaler->unscale_(optimizer);
+    if (max_gradient_norm) scaler->clip_grad_norm_(optimizer, *max_gradient_norm);
+    if (max_gradient_value && scaler->last_step_finite()) {
+      std::vector<Variable> params = all_params(optimizer);
+      optim::clip_grad_value_(params, *max_gradient_value);
+    }
+    r.grad_norm = scaler->last_grad_norm();
+    r.nonfinite_params = scaler->last_nonfinite_params();
+    r.stepped = scaler->step_if_finite(optimizer);
+    scaler->update();
+    r.skipped_steps = scaler->num_skipped_steps();
+  }
+  optimizer.zero_grad();
+  return r;
+}
+
+}  // namespace mantissa::amp

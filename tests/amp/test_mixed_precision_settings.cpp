@@ -1,0 +1,95 @@
+// Every MixedPrecision rule rejects bad settings with an error naming the setting.
+#include <gtest/gtest.h>
+
+#include "mantissa/amp/mixed_precision.hpp"
+#include "mantissa/error.hpp"
+
+namespace mantissa::testing {
+namespace {
+
+using amp::MixedPrecision;
+
+void expect_error(const MixedPrecision& m, const std::string& fragment) {
+  try {
+    m.validate();
+    FAIL() << "expected an error mentioning: " << fragment;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+MixedPrecision base() {
+  MixedPrecision m;
+  m.fp16_type = "float16";
+  m.loss_scaling_factor = "dynamic";
+  return m;
+}
+
+TEST(MixedPrecisionSettings, EachRuleNamesItsSetting) {
+  MixedPrecision m = base();
+  m.fp16_type = "fp16";
+  expect_error(m, "fp16_type: 'fp16' (expected one of: float16, bfloat16, cbfloat16)");
+  m = base();
+  m.fp16_type = "cbfloat16";
+  m.loss_scaling_factor = "128";
+  expect_error(m, "loss_scaling_factor: cbfloat16 requires dynamic loss scaling");
+  m.loss_scaling_factor.reset();
+  expect_error(m, "loss_scaling_factor: cbfloat16 requires dynamic");
+  m = base();
+  m.max_gradient_norm = 1.0;
+  m.max_gradient_value = 2.0;
+  expect_error(m, "max_gradient_norm and max_gradient_value are mutually exclusive");
+  m = base();
+  m.max_gradient_norm = 0.0;
+  expect_error(m, "max_gradient_norm: 0");
+  m = base();
+  m.max_gradient_value = -1.0;
+  expect_error(m, "max_gradient_value: -1");
+  m = base();
+  m.precision_opt_level = 3;
+  expect_error(m, "precision_opt_level: 3 (expected one of: 0, 1, 2)");
+  m = base();
+  m.loss_scaling_factor = "lots";
+  expect_error(m, "loss_scaling_factor: 'lots' is neither \"dynamic\" nor a finite number > 0");
+  m = base();
+  m.min_loss_scale = 1e-6;
+  expect_error(m, "min_loss_scale: 1e-06 is below the smallest allowed, 2^-14");
+  m = base();
+  m.initial_loss_scale = 1e9;
+  expect_error(m, "initial_loss_scale: 1e+09 must lie in [min_loss_scale, max_loss_scale]");
+  m = base();
+  m.steps_per_increase = 0;
+  expect_error(m, "steps_per_increase: 0 must be >= 1");
+  m = base();
+  m.on_stuck = "panic";
+  expect_error(m, "on_stuck: 'panic' (expected one of: raise, keep_going, fall_back)");
+}
+
+TEST(MixedPrecisionSettings, ScalersByFormat) {
+  MixedPrecision m = base();
+  auto s = m.make_scaler([](const std::string&) {});
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->get_scale(), 32768.0);
+  m.fp16_type = "cbfloat16";
+  s = m.make_scaler([](const std::string&) {});
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->get_scale(), 2147483648.0);  // 2^31
+  m.fp16_type = "bfloat16";
+  std::vector<std::string> logs;
+  s = m.make_scaler([&](const std::string& l) { logs.push_back(l); });
+  EXPECT_FALSE(s);
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_NE(logs[0].find("ignored"), std::string::npos);
+  m = base();
+  m.loss_scaling_factor = "1024";
+  s = m.make_scaler([](const std::string&) {});
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->get_scale(), 1024.0);
+  EXPECT_FALSE(s->options().dynamic);
+  m.enabled = false;
+  EXPECT_FALSE(m.make_scaler());
+  EXPECT_FALSE(m.policy().enabled());
+}
+
+}  // namespace
+}  // namespace mantissa::testing

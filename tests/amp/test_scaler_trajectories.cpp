@@ -1,0 +1,140 @@
+// Scripted overflow sequences give exactly the scale and counter trajectories of the
+// algorithm (DESIGN.md section 4), derived by hand in the comments.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "mantissa/error.hpp"
+#include "scaler_fixture.hpp"
+
+namespace mantissa::testing {
+namespace {
+
+using amp::GradScalerOptions;
+using amp::StuckPolicy;
+
+GradScalerOptions defaults() {
+  return GradScalerOptions::defaults_for(numerics::Format::float16);
+}
+
+TEST(ScalerTrajectory, GrowthOnThe2001stCleanStep) {
+  GradScalerOptions o = defaults();
+  o.max_loss_scale = std::ldexp(1.0, 20);  // room to grow from 2^15
+  ScriptedScaler t(o);
+  for (int i = 0; i < 2000; ++i) ASSERT_TRUE(t.step(false));
+  // n = 2000 is not > steps_per_increase = 2000: no growth yet.
+  EXPECT_EQ(t.scaler.get_scale(), 32768.0);
+  EXPECT_EQ(t.scaler.state().steps_since_rescale, 2000);
+  t.step(false);  // n = 2001 > 2000: S *= 2, counters reset
+  EXPECT_EQ(t.scaler.get_scale(), 65536.0);
+  EXPECT_EQ(t.scaler.state().steps_since_rescale, 0);
+  EXPECT_EQ(t.scaler.state().overflows_since_rescale, 0);
+}
+
+TEST(ScalerTrajectory, PureDefaultsClampAtMax) {
+  ScriptedScaler t(defaults());  // init = max = 2^15
+  for (int i = 0; i < 2001; ++i) t.step(false);
+  EXPECT_EQ(t.scaler.get_scale(), 32768.0);            // grown to 2^16, clamped to 2^15
+  EXPECT_EQ(t.scaler.state().steps_since_rescale, 0);  // the growth event reset the window
+}
+
+TEST(ScalerTrajectory, ToleranceZeroHalvesOnEveryOverflow) {
+  ScriptedScaler t(defaults());
+  t.step(false);
+  t.step(false);
+  EXPECT_FALSE(t.step(true));  // n = 3, o = 1: 1/3 > 0 -> S = 2^14, reset
+  EXPECT_EQ(t.scaler.get_scale(), 16384.0);
+  EXPECT_EQ(t.scaler.state().steps_since_rescale, 0);
+  EXPECT_FALSE(t.step(true));
+  EXPECT_EQ(t.scaler.get_scale(), 8192.0);
+  EXPECT_EQ(t.scaler.num_skipped_steps(), 2);
+}
+
+TEST(ScalerTrajectory, ToleranceQuarter) {
+  GradScalerOptions o = defaults();
+  o.overflow_tolerance = 0.25;
+  ScriptedScaler t(o);
+  for (int i = 0; i < 3; ++i) t.step(false);
+  t.step(true);  // n = 4, o = 1: 0.25 is not > 0.25 -> unchanged
+  EXPECT_EQ(t.scaler.get_scale(), 32768.0);
+  EXPECT_EQ(t.scaler.state().overflows_since_rescale, 1);
+  t.step(false);  // n = 5, o = 1: 0.2
+  t.step(true);   // n = 6, o = 2: 0.333 > 0.25 -> S = 2^14, reset
+  EXPECT_EQ(t.scaler.get_scale(), 16384.0);
+  EXPECT_EQ(t.scaler.state().steps_since_rescale, 0);
+  t.step(true);  // n = 1, o = 1: 1 > 0.25 -> S = 2^13
+  EXPECT_EQ(t.scaler.get_scale(), 8192.0);
+  EXPECT_EQ(t.scaler.num_skipped_steps(), 3);
+}
+
+GradScalerOptions near_minimum(StuckPolicy policy) {
+  GradScalerOptions o = defaults();
+  o.init_scale = std::ldexp(1.0, -13);
+  o.on_stuck = policy;
+  return o;
+}
+
+TEST(ScalerTrajectory, StuckAtMinimumRaises) {
+  ScriptedScaler t(near_minimum(StuckPolicy::raise));
+  t.step(true);  // 2^-13 -> 2^-14, the minimum
+  EXPECT_EQ(t.scaler.get_scale(), std::ldexp(1.0, -14));
+  try {
+    t.step(true);  // would be 2^-15
+    FAIL() << "expected the stuck-at-minimum error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("stuck at its minimum"), std::string::npos);
+  }
+}
+
+TEST(ScalerTrajectory, StuckAtMinimumKeepGoing) {
+  ScriptedScaler t(near_minimum(StuckPolicy::keep_going));
+  t.step(true);
+  t.step(true);
+  t.step(true);
+  EXPECT_EQ(t.scaler.get_scale(), std::ldexp(1.0, -14));
+  EXPECT_EQ(t.scaler.num_skipped_steps(), 3);
+  ASSERT_FALSE(t.logs.empty());
+  EXPECT_NE(t.logs.back().find("continuing at the minimum"), std::string::npos);
+}
+
+TEST(ScalerTrajectory, StuckAtMinimumFallsBack) {
+  ScriptedScaler t(near_minimum(StuckPolicy::fall_back));
+  t.step(true);
+  t.step(true);
+  EXPECT_EQ(t.scaler.take_fallback(), numerics::Format::bfloat16);
+  EXPECT_FALSE(t.scaler.take_fallback().has_value());  // said once
+  EXPECT_EQ(t.scaler.get_scale(), 1.0);                // scaling stopped
+  EXPECT_TRUE(t.scaler.state().scaling_stopped);
+  for (int i = 0; i < 3000; ++i) t.step(false);
+  EXPECT_EQ(t.scaler.get_scale(), 1.0);  // no growth after the fall-back
+  EXPECT_FALSE(t.step(true));            // non-finite steps are still skipped
+}
+
+TEST(ScalerTrajectory, HysteresisToleratesConsecutiveOverflows) {
+  GradScalerOptions o = defaults();
+  o.hysteresis = 2;
+  ScriptedScaler t(o);
+  t.step(true);  // first overflow event: tolerated (left 2 -> 1), window restarts
+  EXPECT_EQ(t.scaler.get_scale(), 32768.0);
+  EXPECT_EQ(t.scaler.state().hysteresis_left, 1);
+  t.step(false);  // a clean step restores the allowance
+  EXPECT_EQ(t.scaler.state().hysteresis_left, 2);
+  t.step(true);  // tolerated again
+  EXPECT_EQ(t.scaler.get_scale(), 32768.0);
+  t.step(true);  // second consecutive event: S halves
+  EXPECT_EQ(t.scaler.get_scale(), 16384.0);
+  EXPECT_EQ(t.scaler.state().hysteresis_left, 2);
+  EXPECT_EQ(t.scaler.num_skipped_steps(), 3);  // every overflowing step was skipped
+}
+
+TEST(ScalerTrajectory, SkippedStepsNameTheParameters) {
+  ScriptedScaler t(defaults());
+  t.step(true);
+  EXPECT_EQ(t.scaler.last_nonfinite_params(), std::vector<std::string>{"w"});
+  ASSERT_EQ(t.logs.size(), 1u);
+  EXPECT_NE(t.logs[0].find("non-finite gradients at loss scale 32768 in w"), std::string::npos)
+      << t.logs[0];
+}
+
+}  // namespace
+}  // namespace mantissa::testing
