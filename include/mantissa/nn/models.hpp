@@ -1,0 +1,82 @@
+#pragma once
+// The models the trainer builds from config fields: GPT, MLP, CNN.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mantissa/nn/layers.hpp"
+
+namespace mantissa::nn {
+
+struct GptConfig {
+  std::int64_t vocab_size = 256;
+  std::int64_t max_position_embeddings = 256;
+  std::int64_t hidden_size = 384;
+  std::int64_t num_hidden_layers = 6;
+  std::int64_t num_heads = 6;
+  std::int64_t filter_size = 1536;  // MLP width (4 x hidden_size in GPT-ref)
+  float dropout_rate = 0.0f;
+  bool tie_embeddings = false;  // head shares wte's weight
+  float init_std = 0.02f;       // GPT-2 init; residual projections get init_std / sqrt(2 L)
+  void validate() const;        // throws mantissa::Error naming the field
+};
+
+// GPT with learned positions, pre-LN blocks, final LayerNorm and a bias-free head; parameter
+// shapes as ../shared/bench/peer_torch_gpt.py builds them.
+class Gpt : public Module {
+ public:
+  Gpt(const GptConfig& config, std::uint64_t seed);
+  // ids: batch x t tokens, row-major -> logits [batch * t, vocab].
+  Variable logits(const std::vector<std::int32_t>& ids, std::int64_t batch, std::int64_t t);
+  // Mean next-token cross-entropy.
+  Variable loss(const std::vector<std::int32_t>& ids, const std::vector<std::int32_t>& targets,
+                std::int64_t batch, std::int64_t t);
+  const GptConfig& config() const { return config_; }
+  tensor::Rng& dropout_rng() { return dropout_rng_; }
+
+ private:
+  GptConfig config_;
+  std::shared_ptr<Embedding> wte_, wpe_;
+  std::vector<std::shared_ptr<TransformerBlock>> blocks_;
+  std::shared_ptr<LayerNorm> lnf_;
+  std::shared_ptr<Linear> head_;
+  tensor::Rng dropout_rng_;
+};
+
+struct MlpConfig {
+  std::int64_t input_size = 784;
+  std::vector<std::int64_t> hidden_sizes = {256};
+  std::int64_t num_classes = 10;
+  std::string activation = "relu";  // relu | gelu
+  void validate() const;
+};
+
+class Mlp : public Module {
+ public:
+  Mlp(const MlpConfig& config, std::uint64_t seed);
+  Variable logits(const Variable& x);  // x [n, input_size]
+ private:
+  MlpConfig config_;
+  std::vector<std::shared_ptr<Linear>> layers_;
+};
+
+struct CnnConfig {
+  std::int64_t channels = 1, height = 28, width = 28;
+  std::int64_t conv1_channels = 16, conv2_channels = 32;
+  std::int64_t num_classes = 10;
+  void validate() const;
+};
+
+// conv3x3 -> relu -> maxpool2 -> conv3x3 -> relu -> maxpool2 -> linear.
+class Cnn : public Module {
+ public:
+  Cnn(const CnnConfig& config, std::uint64_t seed);
+  Variable logits(const Variable& x);  // x [n, channels, height, width]
+ private:
+  CnnConfig config_;
+  std::shared_ptr<Conv2d> conv1_, conv2_;
+  std::shared_ptr<Linear> head_;
+};
+
+}  // namespace mantissa::nn

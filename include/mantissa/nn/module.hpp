@@ -1,0 +1,52 @@
+#pragma once
+// Module: parameters and child modules under hierarchical names ("blocks.0.attn.qkv.weight"),
+// train/eval mode, and named state in and out. Parameters are float32 leaves; ops cast them
+// to the policy's half format at use (once per optimizer step).
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mantissa/autograd/variable.hpp"
+
+namespace mantissa::nn {
+
+using autograd::Variable;
+using tensor::Shape;
+using tensor::Tensor;
+
+class Module {
+ public:
+  virtual ~Module() = default;
+
+  // Every parameter with its full name, in registration order (depth first).
+  std::vector<std::pair<std::string, Variable>> named_parameters() const;
+  std::vector<Variable> parameters() const;
+  std::int64_t parameter_count() const;
+
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+  std::map<std::string, Tensor> state_dict() const;
+  // Copies values into the parameters. Every parameter must be present with its shape
+  // (else mantissa::Error naming the key); extra keys are errors too.
+  void load_state_dict(const std::map<std::string, Tensor>& state);
+
+ protected:
+  Variable register_parameter(const std::string& name, Tensor value);
+  template <class M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
+    children_.emplace_back(name, m);
+    return m;
+  }
+
+ private:
+  void collect(const std::string& prefix, std::vector<std::pair<std::string, Variable>>& out) const;
+  std::vector<std::pair<std::string, Variable>> params_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  bool training_ = true;
+};
+
+}  // namespace mantissa::nn
