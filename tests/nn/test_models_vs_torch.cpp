@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "mantissa/error.hpp"
 #include "mantissa/nn/models.hpp"
 #include "mantissa/tensor/safetensors.hpp"
 
@@ -104,6 +105,32 @@ TEST(Models, NamesAreHierarchical) {
   c.tie_embeddings = true;
   Gpt tied(c, 0);
   EXPECT_EQ(tied.parameter_count(), gpt.parameter_count() - 256 * 384);
+}
+
+TEST(Models, CnnMapsImagesToClassLogitsAndLearns) {
+  Cnn cnn(CnnConfig{}, 3);
+  tensor::Rng rng(4);
+  Tensor x = Tensor::empty({2, 1, 28, 28});
+  rng.fill_normal(x, 0.0f, 1.0f);
+  const Variable logits = cnn.logits(Variable(x));
+  EXPECT_EQ(logits.shape(), (Shape{2, 10}));
+  autograd::backward(autograd::cross_entropy(logits, {3, 7}));
+  for (const auto& [name, p] : cnn.named_parameters()) EXPECT_TRUE(p.grad().defined()) << name;
+}
+
+TEST(Models, ConfigErrorsNameTheField) {
+  GptConfig c;
+  c.num_heads = 5;
+  try {
+    c.validate();
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("model.num_heads: 5 must divide hidden_size 384"),
+              std::string::npos);
+  }
+  MlpConfig m;
+  m.activation = "tanh";
+  EXPECT_THROW(m.validate(), Error);
 }
 
 }  // namespace

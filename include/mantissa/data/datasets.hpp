@@ -1,0 +1,47 @@
+#pragma once
+// Datasets from real files: IDX arrays (plain or .gz; Fashion-MNIST from Debian's
+// dataset-fashion-mnist) and byte-level text (any file, or the KJV corpus from bible-kjv).
+// A missing file or package is an error naming the file and the package to install.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mantissa/tensor/tensor.hpp"
+
+namespace mantissa::data {
+
+// An IDX file of unsigned bytes (type 0x08): its dimensions and values.
+struct IdxArray {
+  std::vector<std::int64_t> dims;
+  std::vector<std::uint8_t> values;
+};
+// Reads and validates: magic (0, 0, 0x08, ndims 1..4), dimensions, exact length. Files
+// starting with the gzip magic are inflated first.
+IdxArray load_idx(const std::string& path);
+
+inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+
+// Images as float32 rows [n, 784] normalized by the training set's mean and standard
+// deviation (0.2860, 0.3530), and int32 labels 0..9.
+struct ImageDataset {
+  tensor::Tensor images;  // [n, height * width]
+  std::vector<std::int32_t> labels;
+  std::int64_t height = 0, width = 0;
+  std::int64_t size() const { return static_cast<std::int64_t>(labels.size()); }
+};
+// split: "train" or "test". Checks that images and labels agree in count.
+ImageDataset load_fashion_mnist(const std::string& split,
+                                const std::string& dir = kFashionMnistDir);
+
+// A byte-level corpus (vocabulary 256).
+struct ByteText {
+  std::vector<std::int32_t> tokens;
+  std::string source;
+};
+ByteText load_text_file(const std::string& path);
+// The KJV Bible (`bible Gen1:1-Rev22:21`), cached once as <data_dir>/kjv.txt.
+ByteText load_kjv(const std::string& data_dir);
+// Split by position: the first (1 - val_fraction) of the tokens, and the rest.
+std::pair<ByteText, ByteText> split_by_position(const ByteText& text, double val_fraction);
+
+}  // namespace mantissa::data

@@ -1,0 +1,74 @@
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "mantissa/data/datasets.hpp"
+#include "mantissa/error.hpp"
+
+namespace mantissa::data {
+namespace {
+
+ByteText from_bytes(const std::string& bytes, std::string source) {
+  ByteText t;
+  t.source = std::move(source);
+  t.tokens.reserve(bytes.size());
+  for (unsigned char c : bytes) t.tokens.push_back(c);
+  return t;
+}
+
+}  // namespace
+
+ByteText load_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open (missing or unreadable)");
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (s.str().empty()) throw Error(path + ": the text file is empty");
+  return from_bytes(s.str(), path);
+}
+
+ByteText load_kjv(const std::string& data_dir) {
+  namespace fs = std::filesystem;
+  const fs::path cache = fs::path(data_dir) / "kjv.txt";
+  if (fs::exists(cache) && fs::file_size(cache) > 0) return load_text_file(cache.string());
+  fs::create_directories(data_dir);
+  FILE* p = popen("bible Gen1:1-Rev22:21 2>/dev/null", "r");
+  std::string text;
+  if (p != nullptr) {
+    char buf[1 << 16];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) text.append(buf, n);
+    const int status = pclose(p);
+    if (status != 0) text.clear();
+  }
+  if (text.size() < 1000000) {
+    throw Error(
+        "KJV corpus: the `bible` program gave no text (install Debian's bible-kjv: "
+        "apt-get install bible-kjv, or run scripts/install-deps.sh)");
+  }
+  // Written to a temporary name and renamed, so a cut-off run leaves no half cache.
+  const fs::path tmp = cache.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    if (!out) throw Error(tmp.string() + ": write failed");
+  }
+  fs::rename(tmp, cache);
+  return from_bytes(text, cache.string());
+}
+
+std::pair<ByteText, ByteText> split_by_position(const ByteText& text, double val_fraction) {
+  if (!(val_fraction > 0 && val_fraction < 1)) {
+    throw Error("val_fraction: " + std::to_string(val_fraction) + " must be in (0, 1)");
+  }
+  const auto cut =
+      static_cast<std::size_t>(static_cast<double>(text.tokens.size()) * (1 - val_fraction));
+  ByteText train{{text.tokens.begin(), text.tokens.begin() + static_cast<std::ptrdiff_t>(cut)},
+                 text.source + " [train]"};
+  ByteText val{{text.tokens.begin() + static_cast<std::ptrdiff_t>(cut), text.tokens.end()},
+               text.source + " [val]"};
+  return {train, val};
+}
+
+}  // namespace mantissa::data

@@ -1,0 +1,196 @@
+// IDX parsing on files the test writes (good, gzipped, truncated, wrong magic, wrong
+// dimensions), missing-file messages, text splits, and loader determinism and resume.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "mantissa/data/loaders.hpp"
+#include "mantissa/error.hpp"
+
+namespace mantissa::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string idx_bytes(std::vector<std::int64_t> dims, std::int64_t payload,
+                      unsigned char type = 0x08) {
+  std::string b = {0, 0, static_cast<char>(type), static_cast<char>(dims.size())};
+  for (std::int64_t d : dims) {
+    for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<char>((d >> s) & 0xff));
+  }
+  for (std::int64_t i = 0; i < payload; ++i) b.push_back(static_cast<char>(i % 251));
+  return b;
+}
+
+struct TempDir {
+  fs::path dir = fs::temp_directory_path() / ("mantissa_data_" + std::to_string(::getpid()));
+  TempDir() { fs::create_directories(dir); }
+  ~TempDir() { fs::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& bytes, bool gz = false) {
+    const std::string path = (dir / name).string();
+    if (gz) {
+      gzFile f = gzopen(path.c_str(), "wb");
+      gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+      gzclose(f);
+    } else {
+      std::ofstream(path, std::ios::binary) << bytes;
+    }
+    return path;
+  }
+};
+
+void expect_error(const std::function<void()>& f, const std::string& fragment) {
+  try {
+    f();
+    FAIL() << "expected an error containing: " << fragment;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(Idx, GoodFilesLoadPlainAndGzipped) {
+  TempDir t;
+  for (bool gz : {false, true}) {
+    const IdxArray a = load_idx(t.write(gz ? "a.gz" : "a", idx_bytes({3, 2, 4}, 24), gz));
+    EXPECT_EQ(a.dims, (std::vector<std::int64_t>{3, 2, 4}));
+    ASSERT_EQ(a.values.size(), 24u);
+    EXPECT_EQ(a.values[23], 23);
+  }
+}
+
+TEST(Idx, BadFilesAreRefusedWithAReason) {
+  TempDir t;
+  expect_error(
+      [&] {
+        load_idx(t.write("short", idx_bytes({10, 4}, 39)));
+      },
+      "holds 39 bytes but its dimensions need 40 (truncated)");
+  expect_error([&] { load_idx(t.write("long", idx_bytes({10, 4}, 41))); }, "(trailing bytes)");
+  expect_error([&] { load_idx(t.write("magic", idx_bytes({4}, 4, 0x0d))); },
+               "wrong IDX magic 00 00 0d 01");
+  expect_error([&] { load_idx(t.write("dims", idx_bytes({}, 0))); },
+               "0 dimensions (expected 1 to 4)");
+  expect_error([&] { load_idx(t.write("hdr", std::string("\0\0\x08\x03\0\0", 6))); },
+               "truncated IDX header");
+  std::string gz = idx_bytes({100}, 100);
+  expect_error(
+      [&] {
+        const std::string path = t.write("cut.gz", gz, true);
+        fs::resize_file(path, fs::file_size(path) - 10);
+        load_idx(path);
+      },
+      "gzip data is corrupt or truncated");
+  expect_error([&] { load_idx((t.dir / "nope").string()); }, "cannot open");
+}
+
+TEST(FashionMnist, WrongDimensionsAndCountsAreRefused) {
+  TempDir t;
+  t.write("train-images-idx3-ubyte.gz", idx_bytes({5, 16}, 80), true);  // 2 dims, not 3
+  t.write("train-labels-idx1-ubyte.gz", idx_bytes({5}, 5), true);
+  expect_error([&] { load_fashion_mnist("train", t.dir.string()); }, "2 dimensions (expected 3");
+  t.write("train-images-idx3-ubyte.gz", idx_bytes({5, 4, 4}, 80), true);
+  t.write("train-labels-idx1-ubyte.gz", idx_bytes({4}, 4), true);
+  expect_error([&] { load_fashion_mnist("train", t.dir.string()); }, "4 labels for 5 images");
+  expect_error([&] { load_fashion_mnist("valid", t.dir.string()); }, "expected train or test");
+}
+
+TEST(FashionMnist, MissingPackageIsNamed) {
+  expect_error([] { load_idx(std::string(kFashionMnistDir) + "/no-such-file.gz"); },
+               "apt-get install dataset-fashion-mnist");
+}
+
+TEST(FashionMnist, RealFilesLoad) {
+  const ImageDataset test = load_fashion_mnist("test");
+  EXPECT_EQ(test.size(), 10000);
+  EXPECT_EQ(test.height, 28);
+  EXPECT_EQ(test.images.dim(1), 784);
+}
+
+TEST(Text, SplitByPositionAndKjv) {
+  TempDir t;
+  const ByteText text = load_text_file(t.write("t.txt", "abcdefghij"));
+  auto [train, val] = split_by_position(text, 0.2);
+  EXPECT_EQ(train.tokens.size(), 8u);
+  EXPECT_EQ(val.tokens, (std::vector<std::int32_t>{'i', 'j'}));
+  const ByteText kjv = load_kjv(t.dir.string());
+  EXPECT_GT(kjv.tokens.size(), 4000000u);
+  EXPECT_TRUE(fs::exists(t.dir / "kjv.txt"));  // cached
+  const std::string start(kjv.tokens.begin(), kjv.tokens.begin() + 40);
+  EXPECT_NE(start.find("Genesis 1"), std::string::npos);
+  expect_error([&] { load_text_file(t.write("empty.txt", "")); }, "empty");
+}
+
+ImageDataset tiny_images(std::int64_t n) {
+  ImageDataset d;
+  std::vector<float> x;
+  for (std::int64_t i = 0; i < n; ++i) {
+    x.push_back(static_cast<float>(i));
+    d.labels.push_back(static_cast<std::int32_t>(i % 10));
+  }
+  d.images = tensor::Tensor::from_vector(x, {n, 1});
+  d.height = d.width = 1;
+  return d;
+}
+
+std::vector<float> drain(ImageLoader& l, int batches) {
+  std::vector<float> out;
+  for (int i = 0; i < batches; ++i) {
+    for (float v : l.next().x.to_vector()) out.push_back(v);
+  }
+  return out;
+}
+
+TEST(Loaders, SameSeedSameBatchesAndResumeGivesTheRemainingSequence) {
+  const ImageDataset d = tiny_images(103);
+  ImageLoader a(d, 10, true, 42, true), b(d, 10, true, 42, true), other(d, 10, true, 43, true);
+  const std::vector<float> straight = drain(a, 35);  // 3.5 epochs of 10 batches
+  EXPECT_EQ(drain(b, 35), straight);
+  EXPECT_NE(drain(other, 35), straight);
+  // Each epoch is a permutation: 10 batches, 100 distinct of the 103 examples.
+  std::vector<float> first(straight.begin(), straight.begin() + 100);
+  std::sort(first.begin(), first.end());
+  EXPECT_EQ(std::unique(first.begin(), first.end()), first.end());
+  // Stop after 17 batches, restore the state into a fresh loader, continue.
+  ImageLoader c(d, 10, true, 42, true);
+  std::vector<float> resumed = drain(c, 17);
+  const LoaderState s = c.state();
+  ImageLoader fresh(d, 10, true, 42, true);
+  fresh.set_state(s);
+  for (float v : drain(fresh, 18)) resumed.push_back(v);
+  EXPECT_EQ(resumed, straight);
+}
+
+TEST(Loaders, TextWindowsAreShiftedByOneAndResume) {
+  ByteText text;
+  for (int i = 0; i < 1000; ++i) text.tokens.push_back(i % 256);
+  text.source = "synthetic";
+  TextLoader a(text, 16, 4, true, 7);
+  EXPECT_EQ(a.windows(), 62);  // (1000 - 1) / 16
+  const TextBatch b = a.next();
+  for (std::size_t i = 0; i + 1 < 16; ++i) EXPECT_EQ(b.targets[i], b.inputs[i + 1]);
+  std::vector<std::int32_t> straight;
+  TextLoader x(text, 16, 4, true, 7);
+  for (int i = 0; i < 40; ++i) {
+    auto n = x.next();
+    straight.insert(straight.end(), n.inputs.begin(), n.inputs.end());
+  }
+  TextLoader y(text, 16, 4, true, 7);
+  std::vector<std::int32_t> resumed;
+  for (int i = 0; i < 23; ++i) {
+    auto n = y.next();
+    resumed.insert(resumed.end(), n.inputs.begin(), n.inputs.end());
+  }
+  TextLoader z(text, 16, 4, true, 7);
+  z.set_state(y.state());
+  for (int i = 0; i < 17; ++i) {
+    auto n = z.next();
+    resumed.insert(resumed.end(), n.inputs.begin(), n.inputs.end());
+  }
+  EXPECT_EQ(resumed, straight);
+  expect_error([&] { TextLoader(text, 500, 4, true, 1); }, "fewer than one batch");
+}
+
+}  // namespace
+}  // namespace mantissa::data
