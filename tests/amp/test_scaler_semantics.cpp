@@ -54,6 +54,24 @@ TEST(ScalerSemantics, SkippedStepLeavesEverythingAsItWas) {
   EXPECT_EQ(opt->current_learning_rate(), 0.01 * (k_before + 1));
 }
 
+// SGD with learning rate 1 on n zeros, and a float16 DLS + GCC scaler (max norm 1).
+struct SgdWithClipping {
+  Variable p;
+  std::unique_ptr<optim::Optimizer> opt;
+  amp::GradScaler scaler;
+  explicit SgdWithClipping(std::int64_t n)
+      : p(Tensor::zeros({n}), true), scaler([] {
+          auto o = amp::GradScalerOptions::defaults_for(numerics::Format::float16);
+          o.max_gradient_norm = 1.0;
+          return o;
+        }()) {
+    optim::ParamGroup g;
+    g.params = {p};
+    g.learning_rate = optim::constant(1.0);
+    opt = optim::make_optimizer("sgd", {g});
+  }
+};
+
 TEST(ScalerSemantics, DlsPlusGccClipsExactlyAsClipGradNorm) {
   const std::vector<float> grad = {3.0f, -4.0f, 12.0f, 0.5f};
   // Reference: unscaled gradients clipped by clip_grad_norm_.
@@ -61,14 +79,10 @@ TEST(ScalerSemantics, DlsPlusGccClipsExactlyAsClipGradNorm) {
   ref[0].mutable_grad() = Tensor::from_vector(grad, {4});
   const double ref_norm = optim::clip_grad_norm_(ref, 1.0);
 
-  Variable p(Tensor::zeros({4}), true);
-  optim::ParamGroup g;
-  g.params = {p};
-  g.learning_rate = optim::constant(1.0);
-  auto opt = optim::make_optimizer("sgd", {g});
-  amp::GradScalerOptions o = amp::GradScalerOptions::defaults_for(numerics::Format::float16);
-  o.max_gradient_norm = 1.0;
-  amp::GradScaler scaler(o);
+  SgdWithClipping t(4);
+  Variable& p = t.p;
+  auto& opt = t.opt;
+  amp::GradScaler& scaler = t.scaler;
   std::vector<float> scaled = grad;
   for (float& x : scaled) x *= 32768.0f;  // exact: powers of two
   p.mutable_grad() = Tensor::from_vector(scaled, {4});
@@ -80,14 +94,10 @@ TEST(ScalerSemantics, DlsPlusGccClipsExactlyAsClipGradNorm) {
 }
 
 TEST(ScalerSemantics, OverflowDecisionUsesTheUnclippedNorm) {
-  Variable p(Tensor::zeros({2}), true);
-  optim::ParamGroup g;
-  g.params = {p};
-  g.learning_rate = optim::constant(1.0);
-  auto opt = optim::make_optimizer("sgd", {g});
-  amp::GradScalerOptions o = amp::GradScalerOptions::defaults_for(numerics::Format::float16);
-  o.max_gradient_norm = 1.0;
-  amp::GradScaler scaler(o);
+  SgdWithClipping t(2);
+  Variable& p = t.p;
+  auto& opt = t.opt;
+  amp::GradScaler& scaler = t.scaler;
   // A scaled gradient of 1e37 unscales to 1e37 / 2^15 ~ 3e32: its square overflows float32
   // but the double norm is finite, so the step is taken and clipped to norm 1.
   p.mutable_grad() = Tensor::from_vector({1e37f, 0.0f}, {2});
