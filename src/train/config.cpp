@@ -1,0 +1,270 @@
+#include "mantissa/train/config.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+#include "config_internal.hpp"
+
+namespace mantissa::train {
+namespace {
+
+using detail::Reader;
+const char* kNum = "a number";
+const char* kInt = "an integer";
+const char* kBool = "true or false";
+const char* kStr = "a string";
+
+void apply_override(YAML::Node& root, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw Error("--set '" + assignment + "': expected key.path=value");
+  }
+  const std::string path = assignment.substr(0, eq);
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    throw Error("--set '" + assignment + "': the value is not valid YAML (" + e.msg + ")");
+  }
+  std::vector<std::string> keys;
+  std::stringstream ss(path);
+  for (std::string k; std::getline(ss, k, '.');) keys.push_back(k);
+  // Walk with fresh handles so assignment never rebinds an existing node.
+  std::vector<YAML::Node> chain{root};
+  for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
+    YAML::Node next = chain.back()[keys[i]];
+    if (next && !next.IsNull() && !next.IsMap()) {
+      throw Error("--set " + path + ": '" + keys[i] + "' is not a mapping");
+    }
+    chain.push_back(next);
+  }
+  chain.back()[keys.back()] = value;
+}
+
+std::int64_t positive(Reader& r, const std::string& key, std::int64_t fallback, std::int64_t min = 1) {
+  const auto v = r.get<std::int64_t>(key, fallback, kInt);
+  if (v < min) {
+    throw Error(r.key_path(key) + ": " + std::to_string(v) + " must be >= " + std::to_string(min));
+  }
+  return v;
+}
+
+ModelConfig parse_model(Reader r) {
+  ModelConfig m;
+  m.name = r.require<std::string>("name", "a string (gpt, mlp or cnn)");
+  if (m.name == "gpt") {
+    nn::GptConfig& g = m.gpt;
+    g.vocab_size = positive(r, "vocab_size", g.vocab_size);
+    g.max_position_embeddings = positive(r, "max_position_embeddings", g.max_position_embeddings);
+    g.hidden_size = positive(r, "hidden_size", g.hidden_size);
+    g.num_hidden_layers = positive(r, "num_hidden_layers", g.num_hidden_layers);
+    g.num_heads = positive(r, "num_heads", g.num_heads);
+    g.filter_size = positive(r, "filter_size", g.filter_size);
+    g.dropout_rate = static_cast<float>(r.get<double>("dropout_rate", g.dropout_rate, kNum));
+    g.tie_embeddings = r.get<bool>("tie_embeddings", g.tie_embeddings, kBool);
+    g.init_std = static_cast<float>(r.get<double>("initializer_range", g.init_std, kNum));
+    g.validate();
+  } else if (m.name == "mlp") {
+    nn::MlpConfig& c = m.mlp;
+    c.input_size = positive(r, "input_size", c.input_size);
+    if (r.has("hidden_sizes")) {
+      c.hidden_sizes.clear();
+      const YAML::Node n = r.raw("hidden_sizes");
+      if (!n.IsSequence()) throw Error(r.key_path("hidden_sizes") + ": expected a list of integers");
+      for (std::size_t i = 0; i < n.size(); ++i) {
+        c.hidden_sizes.push_back(Reader::as<std::int64_t>(n[i], r.key_path("hidden_sizes"), kInt));
+      }
+    }
+    c.num_classes = positive(r, "num_classes", c.num_classes);
+    c.activation = r.get<std::string>("activation", c.activation, kStr);
+    c.validate();
+  } else if (m.name == "cnn") {
+    nn::CnnConfig& c = m.cnn;
+    c.conv1_channels = positive(r, "conv1_channels", c.conv1_channels);
+    c.conv2_channels = positive(r, "conv2_channels", c.conv2_channels);
+    c.num_classes = positive(r, "num_classes", c.num_classes);
+    c.validate();
+  } else {
+    throw Error(r.key_path("name") + ": '" + m.name + "' (expected one of: gpt, mlp, cnn)");
+  }
+  r.finish();
+  return m;
+}
+
+OptimizerConfig parse_optimizer_node(const YAML::Node& node, const std::string& path) {
+  if (!node || !node.IsMap() || node.size() != 1) {
+    throw Error(path + ": expected one optimizer, as {AdamW: {learning_rate: ..., ...}} (names: " +
+                [] {
+                  std::string s;
+                  for (const auto& n : optim::optimizer_names()) s += (s.empty() ? "" : ", ") + n;
+                  return s;
+                }() + ")");
+  }
+  OptimizerConfig o;
+  std::string name = node.begin()->first.as<std::string>();
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  o.name = name;
+  Reader r(node.begin()->second, path + "." + node.begin()->first.as<std::string>());
+  std::vector<optim::HyperSpec> specs;
+  try {
+    specs = optim::optimizer_hyperparameters(name);
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+  o.learning_rate = r.get<double>("learning_rate", o.learning_rate, kNum);
+  for (const auto& s : specs) {
+    if (r.has(s.name)) {
+      const YAML::Node v = r.raw(s.name);
+      if (v.IsScalar() && (v.Scalar() == "true" || v.Scalar() == "false")) {
+        o.hyperparameters[s.name] = v.Scalar() == "true" ? 1.0 : 0.0;
+      } else {
+        o.hyperparameters[s.name] = Reader::as<double>(v, r.key_path(s.name), kNum);
+      }
+    }
+  }
+  r.finish();
+  return o;
+}
+
+amp::MixedPrecision parse_precision(Reader r) {
+  amp::MixedPrecision m;
+  m.enabled = r.get<bool>("enabled", m.enabled, kBool);
+  m.fp16_type = r.get<std::string>("fp16_type", m.fp16_type, kStr);
+  if (r.has("loss_scaling_factor")) m.loss_scaling_factor = r.require<std::string>("loss_scaling_factor", "\"dynamic\" or a number");
+  if (r.has("initial_loss_scale")) m.initial_loss_scale = r.require<double>("initial_loss_scale", kNum);
+  if (r.has("steps_per_increase")) m.steps_per_increase = r.require<std::int64_t>("steps_per_increase", kInt);
+  if (r.has("min_loss_scale")) m.min_loss_scale = r.require<double>("min_loss_scale", kNum);
+  if (r.has("max_loss_scale")) m.max_loss_scale = r.require<double>("max_loss_scale", kNum);
+  if (r.has("max_gradient_norm")) m.max_gradient_norm = r.require<double>("max_gradient_norm", kNum);
+  if (r.has("max_gradient_value")) m.max_gradient_value = r.require<double>("max_gradient_value", kNum);
+  m.precision_opt_level = r.get<int>("precision_opt_level", m.precision_opt_level, kInt);
+  m.overflow_tolerance = r.get<double>("overflow_tolerance", m.overflow_tolerance, kNum);
+  m.on_stuck = r.get<std::string>("on_stuck", m.on_stuck, kStr);
+  m.hysteresis = r.get<int>("hysteresis", m.hysteresis, kInt);
+  m.grow_only_if_finite = r.get<bool>("grow_only_if_finite", m.grow_only_if_finite, kBool);
+  r.finish();
+  try {
+    m.validate();
+  } catch (const Error& e) {
+    throw Error(r.path() + "." + e.what());
+  }
+  return m;
+}
+
+DataloaderConfig parse_dataloader(Reader r) {
+  DataloaderConfig d;
+  d.dataset = r.require<std::string>("dataset", "a string (kjv, text or fashion_mnist)");
+  if (d.dataset != "kjv" && d.dataset != "text" && d.dataset != "fashion_mnist") {
+    throw Error(r.key_path("dataset") + ": '" + d.dataset + "' (expected one of: kjv, text, fashion_mnist)");
+  }
+  d.split = r.get<std::string>("split", d.split, kStr);
+  const bool images = d.dataset == "fashion_mnist";
+  if (images ? (d.split != "train" && d.split != "test") : (d.split != "train" && d.split != "val")) {
+    throw Error(r.key_path("split") + ": '" + d.split + "' (expected " +
+                (images ? "train or test" : "train or val") + ")");
+  }
+  d.batch_size = positive(r, "batch_size", d.batch_size);
+  d.context = positive(r, "context", d.context);
+  d.path = r.get<std::string>("path", d.path, kStr);
+  if (d.dataset == "text" && d.path.empty()) throw Error(r.key_path("path") + ": missing (the text file)");
+  d.data_dir = r.get<std::string>("data_dir", d.data_dir, kStr);
+  d.val_fraction = r.get<double>("val_fraction", d.val_fraction, kNum);
+  if (!(d.val_fraction > 0 && d.val_fraction < 1)) {
+    throw Error(r.key_path("val_fraction") + ": " + std::to_string(d.val_fraction) + " must be in (0, 1)");
+  }
+  d.shuffle = r.get<bool>("shuffle", d.shuffle, kBool);
+  r.finish();
+  return d;
+}
+
+}  // namespace
+
+TrainerConfig parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
+                           const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw Error(source + ": not valid YAML (" + e.what() + ")");
+  }
+  if (!root || !root.IsMap()) throw Error(source + ": expected a mapping with the key 'trainer'");
+  for (const std::string& o : overrides) apply_override(root, o);
+
+  TrainerConfig c;
+  Reader top(root, "");
+  Reader trainer = top.child("trainer");
+  Reader init = trainer.child("init");
+  c.seed = init.get<std::uint64_t>("seed", c.seed, "a non-negative integer");
+  c.model = parse_model(init.child("model"));
+  if (!init.has("optimizer")) throw Error("trainer.init.optimizer: missing");
+  c.optimizer = parse_optimizer_node(init.raw("optimizer"), "trainer.init.optimizer");
+  if (init.has("schedulers")) {
+    const YAML::Node s = init.raw("schedulers");
+    if (!s.IsSequence() || s.size() != 1) {
+      throw Error("trainer.init.schedulers: expected a list with one learning-rate scheduler");
+    }
+    c.learning_rate = detail::parse_schedule(s[0], "trainer.init.schedulers[0]");
+  } else {
+    c.learning_rate = optim::constant(c.optimizer.learning_rate);
+  }
+  c.schedule_text = c.learning_rate->describe();
+  c.precision = init.has("precision") ? parse_precision(init.child("precision")) : [] {
+    amp::MixedPrecision m;
+    m.enabled = false;
+    return m;
+  }();
+  {
+    Reader loop = init.child("loop");
+    c.loop.max_steps = positive(loop, "max_steps", c.loop.max_steps);
+    c.loop.eval_frequency = positive(loop, "eval_frequency", c.loop.eval_frequency, 0);
+    c.loop.eval_steps = positive(loop, "eval_steps", c.loop.eval_steps);
+    c.loop.grad_accum_steps = positive(loop, "grad_accum_steps", c.loop.grad_accum_steps);
+    loop.finish();
+  }
+  {
+    Reader ck = init.child("checkpoint");
+    c.checkpoint.steps = positive(ck, "steps", c.checkpoint.steps, 0);
+    c.checkpoint.keep = positive(ck, "keep", c.checkpoint.keep);
+    c.checkpoint.dir = ck.get<std::string>("dir", c.checkpoint.dir, kStr);
+    ck.finish();
+  }
+  {
+    Reader lg = init.child("logging");
+    c.logging.log_steps = positive(lg, "log_steps", c.logging.log_steps);
+    lg.finish();
+  }
+  init.finish();
+  Reader fit = trainer.child("fit");
+  c.train_data = parse_dataloader(fit.child("train_dataloader"));
+  if (fit.has("val_dataloader")) c.val_data = parse_dataloader(fit.child("val_dataloader"));
+  fit.finish();
+  trainer.finish();
+  top.finish();
+  const bool text_model = c.model.name == "gpt";
+  const bool text_data = c.train_data.dataset != "fashion_mnist";
+  if (text_model != text_data) {
+    throw Error("trainer.fit.train_dataloader.dataset: '" + c.train_data.dataset +
+                "' does not suit model '" + c.model.name + "' (gpt takes kjv or text; mlp and cnn take fashion_mnist)");
+  }
+  if (text_model && c.train_data.context > c.model.gpt.max_position_embeddings) {
+    throw Error("trainer.fit.train_dataloader.context: " + std::to_string(c.train_data.context) +
+                " exceeds trainer.init.model.max_position_embeddings " +
+                std::to_string(c.model.gpt.max_position_embeddings));
+  }
+  YAML::Emitter out;
+  out << root;
+  c.yaml = out.c_str();
+  return c;
+}
+
+TrainerConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot open the config file (missing or unreadable)");
+  std::stringstream s;
+  s << in.rdbuf();
+  return parse_config(s.str(), overrides, path);
+}
+
+}  // namespace mantissa::train

@@ -1,0 +1,80 @@
+#pragma once
+// Internal: strict reading of a YAML mapping. Every key read is recorded; finish() rejects
+// the rest, naming the key path and the keys allowed there.
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "mantissa/error.hpp"
+
+namespace mantissa::train::detail {
+
+class Reader {
+ public:
+  Reader(YAML::Node node, std::string path) : node_(std::move(node)), path_(std::move(path)) {
+    if (node_ && !node_.IsNull() && !node_.IsMap()) {
+      throw Error(path_ + ": expected a mapping of keys to values");
+    }
+  }
+  const std::string& path() const { return path_; }
+  std::string key_path(const std::string& key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
+  bool has(const std::string& key) {
+    allowed_.insert(key);
+    return node_ && node_.IsMap() && node_[key] && !node_[key].IsNull();
+  }
+  YAML::Node raw(const std::string& key) {
+    allowed_.insert(key);
+    return node_ && node_.IsMap() ? node_[key] : YAML::Node();
+  }
+  Reader child(const std::string& key) { return Reader(raw(key), key_path(key)); }
+
+  template <class T>
+  T get(const std::string& key, const T& fallback, const char* type_name) {
+    if (!has(key)) return fallback;
+    return as<T>(node_[key], key_path(key), type_name);
+  }
+  template <class T>
+  T require(const std::string& key, const char* type_name) {
+    if (!has(key)) throw Error(key_path(key) + ": missing (expected " + type_name + ")");
+    return as<T>(node_[key], key_path(key), type_name);
+  }
+  template <class T>
+  static T as(const YAML::Node& n, const std::string& where, const char* type_name) {
+    if (!n.IsScalar()) throw Error(where + ": expected " + type_name + ", got a " + kind(n));
+    try {
+      return n.as<T>();
+    } catch (const YAML::Exception&) {
+      throw Error(where + ": '" + n.Scalar() + "' is not " + type_name);
+    }
+  }
+  static std::string kind(const YAML::Node& n) {
+    return n.IsMap() ? "mapping" : (n.IsSequence() ? "list" : (n.IsNull() ? "null" : "value"));
+  }
+  // Unknown keys are errors.
+  void finish() const {
+    if (!node_ || !node_.IsMap()) return;
+    for (const auto& kv : node_) {
+      const std::string k = kv.first.as<std::string>();
+      if (allowed_.count(k) == 0) {
+        std::string list;
+        for (const auto& a : allowed_) list += (list.empty() ? "" : ", ") + a;
+        throw Error(key_path(k) + ": unknown key (expected one of: " + list + ")");
+      }
+    }
+  }
+  // Declares keys that are allowed without reading them.
+  void allow(std::initializer_list<const char*> keys) {
+    for (const char* k : keys) allowed_.insert(k);
+  }
+
+ private:
+  YAML::Node node_;
+  std::string path_;
+  std::set<std::string> allowed_;
+};
+
+}  // namespace mantissa::train::detail
