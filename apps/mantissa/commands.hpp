@@ -9,5 +9,9 @@ namespace mantissa::app {
 using Action = std::function<int()>;
 
 Action register_formats_command(CLI::App& app);
+Action register_train_command(CLI::App& app);
+Action register_eval_command(CLI::App& app);
+Action register_generate_command(CLI::App& app);
+Action register_inspect_command(CLI::App& app);
 
 }  // namespace mantissa::app

@@ -12,6 +12,10 @@ int main(int argc, char** argv) {
   CLI::App app{"mantissa: mixed-precision neural-network training on CPUs"};
   app.require_subcommand(1);
   std::vector<mantissa::app::Action> actions;
+  actions.push_back(mantissa::app::register_train_command(app));
+  actions.push_back(mantissa::app::register_eval_command(app));
+  actions.push_back(mantissa::app::register_generate_command(app));
+  actions.push_back(mantissa::app::register_inspect_command(app));
   actions.push_back(mantissa::app::register_formats_command(app));
   // CLI11 reports an unknown command as a missing one; name it instead.
   std::string known;
@@ -45,6 +49,9 @@ int main(int argc, char** argv) {
   } catch (const mantissa::Error& e) {
     fmt::print(stderr, "mantissa: error: {}\n", e.what());
     return 2;
+  } catch (const std::exception& e) {  // I/O and system failures
+    fmt::print(stderr, "mantissa: failed: {}\n", e.what());
+    return 1;
   }
   return 0;
 }

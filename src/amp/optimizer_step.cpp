@@ -17,12 +17,18 @@ std::vector<Variable> all_params(optim::Optimizer& optimizer) {
 StepReport optimizer_step(const Variable& loss, optim::Optimizer& optimizer, GradScaler* scaler,
                           std::optional<double> max_gradient_norm,
                           std::optional<double> max_gradient_value) {
+  autograd::backward(scaler != nullptr ? scaler->scale(loss) : loss);
+  return finish_step(optimizer, scaler, max_gradient_norm, max_gradient_value);
+}
+
+StepReport finish_step(optim::Optimizer& optimizer, GradScaler* scaler,
+                       std::optional<double> max_gradient_norm,
+                       std::optional<double> max_gradient_value) {
   if (max_gradient_norm && max_gradient_value) {
     throw Error("max_gradient_norm and max_gradient_value are mutually exclusive: set one");
   }
   StepReport r;
   if (scaler == nullptr) {
-    autograd::backward(loss);
     std::vector<Variable> params = all_params(optimizer);
     r.grad_norm = max_gradient_norm ? optim::clip_grad_norm_(params, *max_gradient_norm)
                                     : optim::grad_norm(params);
@@ -31,7 +37,6 @@ StepReport optimizer_step(const Variable& loss, optim::Optimizer& optimizer, Gra
     r.stepped = true;
   } else {
     r.loss_scale = scaler->get_scale();
-    autograd::backward(scaler->scale(loss));
     scaler->unscale_(optimizer);
     if (max_gradient_norm) scaler->clip_grad_norm_(optimizer, *max_gradient_norm);
     if (max_gradient_value && scaler->last_step_finite()) {

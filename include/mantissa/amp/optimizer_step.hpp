@@ -20,6 +20,12 @@ struct StepReport {
 // decision on the unclipped norm, clipping (max_gradient_norm or max_gradient_value, at most
 // one), step_if_finite, update, zero_grad. Without a scaler (bfloat16, or mixed precision
 // off) the same sequence runs at scale 1 and every step is taken.
+// Everything after the backward: unscale, finite check, clip, step_if_finite, update,
+// zero_grad (for gradient accumulation, where several scaled backwards come first).
+StepReport finish_step(optim::Optimizer& optimizer, GradScaler* scaler,
+                       std::optional<double> max_gradient_norm = std::nullopt,
+                       std::optional<double> max_gradient_value = std::nullopt);
+
 StepReport optimizer_step(const Variable& loss, optim::Optimizer& optimizer, GradScaler* scaler,
                           std::optional<double> max_gradient_norm = std::nullopt,
                           std::optional<double> max_gradient_value = std::nullopt);

@@ -34,6 +34,7 @@ class Gpt : public Module {
                 std::int64_t batch, std::int64_t t);
   const GptConfig& config() const { return config_; }
   tensor::Rng& dropout_rng() { return dropout_rng_; }
+  tensor::RngState dropout_rng_state() const { return dropout_rng_.state(); }
 
  private:
   GptConfig config_;

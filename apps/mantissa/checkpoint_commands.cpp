@@ -1,0 +1,131 @@
+// `mantissa generate` (sample text from a GPT checkpoint) and `mantissa inspect`.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "commands.hpp"
+#include "mantissa/error.hpp"
+#include "mantissa/nn/models.hpp"
+#include "mantissa/tensor/random.hpp"
+#include "mantissa/train/checkpoint.hpp"
+#include "mantissa/train/config.hpp"
+
+namespace mantissa::app {
+namespace {
+
+std::string resolve(const std::string& checkpoint) {
+  if (std::filesystem::is_directory(checkpoint)) {
+    if (auto latest = train::latest_checkpoint(checkpoint)) return *latest;
+    throw Error(checkpoint + ": no checkpoint files in this directory");
+  }
+  return checkpoint;
+}
+
+struct GenerateArgs {
+  std::string checkpoint, prompt = "In the beginning";
+  int length = 200;
+  double temperature = 0.8;
+  std::uint64_t seed = 1;
+};
+
+int generate(const GenerateArgs& a) {
+  const std::string path = resolve(a.checkpoint);
+  const train::Checkpoint ck = train::load_checkpoint(path);
+  const train::TrainerConfig c =
+      train::parse_config(ck.metadata.at("config"), {}, path + " (config)");
+  if (c.model.name != "gpt")
+    throw Error(path + ": generate needs a GPT checkpoint (this is " + c.model.name + ")");
+  if (!(a.temperature >= 0)) throw Error("--temperature: must be >= 0");
+  if (a.length < 1) throw Error("--length: must be >= 1");
+  nn::Gpt gpt(c.model.gpt, c.seed);
+  std::map<std::string, tensor::Tensor> model;
+  for (const auto& [name, t] : ck.tensors) {
+    if (name.rfind("model.", 0) == 0) model[name.substr(6)] = t;
+  }
+  gpt.load_state_dict(model);
+  gpt.eval();
+  autograd::NoGradGuard no_grad;
+  std::vector<std::int32_t> tokens;
+  for (unsigned char ch : a.prompt) tokens.push_back(ch);
+  if (tokens.empty()) tokens.push_back('\n');
+  tensor::Rng rng(a.seed);
+  const std::int64_t ctx = c.model.gpt.max_position_embeddings, vocab = c.model.gpt.vocab_size;
+  std::string out = a.prompt;
+  for (int i = 0; i < a.length; ++i) {
+    const std::int64_t start =
+        std::max<std::int64_t>(0, static_cast<std::int64_t>(tokens.size()) - ctx);
+    const std::vector<std::int32_t> window(tokens.begin() + start, tokens.end());
+    const auto t = static_cast<std::int64_t>(window.size());
+    const std::vector<float> logits = gpt.logits(window, 1, t).value().to_vector();
+    const float* last = logits.data() + (t - 1) * vocab;
+    std::int32_t next = 0;
+    if (a.temperature == 0) {
+      next = static_cast<std::int32_t>(std::max_element(last, last + vocab) - last);
+    } else {
+      const float m = *std::max_element(last, last + vocab);
+      std::vector<double> p(static_cast<std::size_t>(vocab));
+      double sum = 0;
+      for (std::int64_t v = 0; v < vocab; ++v)
+        sum += p[static_cast<std::size_t>(v)] = std::exp((last[v] - m) / a.temperature);
+      double u = rng.uniform() * sum;
+      for (std::int64_t v = 0; v < vocab; ++v) {
+        u -= p[static_cast<std::size_t>(v)];
+        if (u <= 0) {
+          next = static_cast<std::int32_t>(v);
+          break;
+        }
+      }
+    }
+    tokens.push_back(next);
+    out.push_back(static_cast<char>(next));
+  }
+  std::printf("%s\n", out.c_str());
+  return 0;
+}
+
+int inspect(const std::string& checkpoint) {
+  const std::string path = resolve(checkpoint);
+  const train::Checkpoint ck = train::load_checkpoint(path);
+  std::printf("%s\n", path.c_str());
+  for (const char* key :
+       {"global_step", "optimizer_step", "fp16_type", "scaler", "train_loader", "rng"}) {
+    auto it = ck.metadata.find(key);
+    if (it != ck.metadata.end()) std::printf("  %-15s %s\n", key, it->second.c_str());
+  }
+  std::int64_t total = 0;
+  for (const auto& [name, t] : ck.tensors) {
+    std::printf("  %-50s %-12s %s\n", name.c_str(), std::string(numerics::name(t.format())).c_str(),
+                t.shape().to_string().c_str());
+    if (name.rfind("model.", 0) == 0) total += t.numel();
+  }
+  std::printf("  %zu tensors, %lld model parameters\n", ck.tensors.size(),
+              static_cast<long long>(total));
+  return 0;
+}
+
+}  // namespace
+
+Action register_generate_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("generate", "Sample text from a GPT checkpoint");
+  auto a = std::make_shared<GenerateArgs>();
+  cmd->add_option("--checkpoint", a->checkpoint,
+                  "A checkpoint file, or a run directory (its latest)")
+      ->required();
+  cmd->add_option("--prompt", a->prompt, "Text to continue")->capture_default_str();
+  cmd->add_option("--length", a->length, "Bytes to generate")->capture_default_str();
+  cmd->add_option("--temperature", a->temperature, "Sampling temperature (0: greedy)")
+      ->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Sampling seed")->capture_default_str();
+  return [cmd, a]() -> int { return cmd->parsed() ? generate(*a) : -1; };
+}
+
+Action register_inspect_command(CLI::App& app) {
+  auto* cmd =
+      app.add_subcommand("inspect", "List a checkpoint's tensors, formats, step and scaler state");
+  auto path = std::make_shared<std::string>();
+  cmd->add_option("checkpoint", *path, "A checkpoint file, or a run directory (its latest)")
+      ->required();
+  return [cmd, path]() -> int { return cmd->parsed() ? inspect(*path) : -1; };
+}
+
+}  // namespace mantissa::app

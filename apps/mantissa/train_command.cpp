@@ -1,0 +1,81 @@
+// `mantissa train` and `mantissa eval`.
+#include <csignal>
+#include <filesystem>
+
+#include "commands.hpp"
+#include "mantissa/train/trainer.hpp"
+
+namespace mantissa::app {
+namespace {
+
+train::Trainer* g_running = nullptr;
+extern "C" void on_sigint(int) {
+  if (g_running != nullptr) g_running->request_stop();
+}
+
+struct TrainArgs {
+  std::string config, mode, resume;
+  std::vector<std::string> overrides;
+};
+
+int run(const TrainArgs& a, const std::string& default_mode) {
+  train::TrainerConfig c = train::load_config(a.config, a.overrides);
+  if (c.checkpoint.dir.empty()) {
+    c.checkpoint.dir = "runs/" + std::filesystem::path(a.config).stem().string();
+  }
+  train::Trainer trainer(c);
+  g_running = &trainer;
+  std::signal(SIGINT, on_sigint);  // Ctrl-C: checkpoint at the next step, then exit
+  const std::string mode = a.mode.empty() ? default_mode : a.mode;
+  const std::optional<std::string> resume =
+      a.resume.empty() ? (mode == "eval" ? std::optional<std::string>("latest") : std::nullopt)
+                       : std::optional<std::string>(a.resume);
+  const train::RunSummary s = trainer.run(mode, resume);
+  g_running = nullptr;
+  std::signal(SIGINT, SIG_DFL);
+  if (s.eval) {
+    if (s.eval->perplexity > 0) {
+      std::printf("validation: loss %.4f, perplexity %.3f (%lld batches, step %lld)\n",
+                  s.eval->loss, s.eval->perplexity, static_cast<long long>(s.eval->steps),
+                  static_cast<long long>(s.global_step));
+    } else {
+      std::printf("validation: loss %.4f, accuracy %.4f (%lld batches, step %lld)\n", s.eval->loss,
+                  s.eval->accuracy, static_cast<long long>(s.eval->steps),
+                  static_cast<long long>(s.global_step));
+    }
+  }
+  if (s.interrupted)
+    std::printf("interrupted at step %lld; resume with --resume latest\n",
+                static_cast<long long>(s.global_step));
+  return 0;
+}
+
+Action add(CLI::App& app, const char* name, const char* help, const std::string& default_mode) {
+  auto* cmd = app.add_subcommand(name, help);
+  auto args = std::make_shared<TrainArgs>();
+  cmd->add_option("--config", args->config, "The YAML config (docs/config.md)")->required();
+  if (default_mode != "eval") {
+    cmd->add_option("--mode", args->mode,
+                    "train | eval | train_and_eval (default " + default_mode + ")");
+  }
+  cmd->add_option("--resume", args->resume,
+                  "latest (the newest checkpoint in the run directory) or a checkpoint path");
+  cmd->add_option("--set", args->overrides, "Override a config key: a.b.c=value (repeatable)");
+  return [cmd, args, default_mode]() -> int {
+    if (!cmd->parsed()) return -1;
+    return run(*args, default_mode);
+  };
+}
+
+}  // namespace
+
+Action register_train_command(CLI::App& app) {
+  return add(app, "train", "Train a model from a YAML config", "train_and_eval");
+}
+
+Action register_eval_command(CLI::App& app) {
+  return add(app, "eval",
+             "Evaluate a checkpoint (default: the run's latest) on the validation data", "eval");
+}
+
+}  // namespace mantissa::app

@@ -1,0 +1,100 @@
+#include "mantissa/train/checkpoint.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "mantissa/error.hpp"
+#include "mantissa/tensor/safetensors.hpp"
+
+namespace mantissa::train {
+namespace fs = std::filesystem;
+namespace {
+
+void write_all_synced(const std::string& path, const std::string& bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw Error(path + ": cannot create");
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n <= 0) {
+      ::close(fd);
+      throw Error(path + ": write failed (disk full?)");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    throw Error(path + ": fsync failed");
+  }
+  ::close(fd);
+}
+
+void sync_dir(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+bool is_checkpoint(const fs::path& p) {
+  const std::string n = p.filename().string();
+  return n.rfind("ckpt-", 0) == 0 && p.extension() == ".safetensors";
+}
+
+}  // namespace
+
+std::string save_checkpoint(const std::string& dir, std::int64_t step, const Checkpoint& ckpt) {
+  fs::create_directories(dir);
+  char name[64];
+  std::snprintf(name, sizeof(name), "ckpt-%08lld.safetensors", static_cast<long long>(step));
+  const std::string path = (fs::path(dir) / name).string();
+  const std::string tmp = path + ".tmp";
+  std::map<std::string, std::string> metadata = ckpt.metadata;
+  metadata["format"] = kCheckpointVersion;
+  write_all_synced(tmp, tensor::encode_safetensors(ckpt.tensors, metadata));
+  fs::rename(tmp, path);  // atomic: readers see the old file set or the new one
+  sync_dir(dir);
+  return path;
+}
+
+Checkpoint load_checkpoint(const std::string& path) {
+  tensor::SafetensorsFile f = tensor::load_safetensors(path);
+  auto it = f.metadata.find("format");
+  if (it == f.metadata.end() || it->second != kCheckpointVersion) {
+    throw Error(path + ": not a mantissa checkpoint (metadata 'format' is " +
+                (it == f.metadata.end() ? std::string("missing") : "'" + it->second + "'") +
+                ", expected '" + kCheckpointVersion + "')");
+  }
+  for (const char* key : {"global_step", "config"}) {
+    if (f.metadata.count(key) == 0) throw Error(path + ": checkpoint metadata lacks '" + key + "'");
+  }
+  return Checkpoint{std::move(f.tensors), std::move(f.metadata)};
+}
+
+std::vector<std::string> list_checkpoints(const std::string& dir) {
+  std::vector<std::string> out;
+  if (!fs::is_directory(dir)) return out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.is_regular_file() && is_checkpoint(e.path())) out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());  // zero-padded steps sort by name
+  return out;
+}
+
+std::optional<std::string> latest_checkpoint(const std::string& dir) {
+  auto all = list_checkpoints(dir);
+  if (all.empty()) return std::nullopt;
+  return all.back();
+}
+
+void apply_retention(const std::string& dir, std::int64_t keep) {
+  auto all = list_checkpoints(dir);
+  for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < all.size(); ++i) fs::remove(all[i]);
+}
+
+}  // namespace mantissa::train

@@ -1,0 +1,140 @@
+#include "task.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "mantissa/error.hpp"
+
+namespace mantissa::train {
+namespace {
+
+class TextTask final : public Task {
+ public:
+  explicit TextTask(const TrainerConfig& c) : gpt_(c.model.gpt, c.seed), train_cfg_(c.train_data) {
+    const data::ByteText all = c.train_data.dataset == "kjv"
+                                   ? data::load_kjv(c.train_data.data_dir)
+                                   : data::load_text_file(c.train_data.path);
+    for (int32_t t : all.tokens) {
+      if (t >= c.model.gpt.vocab_size) {
+        throw Error("trainer.init.model.vocab_size: " + std::to_string(c.model.gpt.vocab_size) +
+                    " is too small for byte-level text (needs 256)");
+      }
+    }
+    auto [train, val] = data::split_by_position(all, c.train_data.val_fraction);
+    train_text_ = std::move(train);
+    val_text_ = std::move(val);
+    const DataloaderConfig v = c.val_data.value_or(c.train_data);
+    train_ = std::make_unique<data::TextLoader>(
+        train_text_, c.train_data.context, c.train_data.batch_size, c.train_data.shuffle, c.seed);
+    val_context_ = v.context;
+    val_batch_ = v.batch_size;
+  }
+  nn::Module& module() override { return gpt_; }
+  autograd::Variable next_train_loss() override {
+    const data::TextBatch b = train_->next();
+    return gpt_.loss(b.inputs, b.targets, b.batch, b.context);
+  }
+  EvalResult evaluate(std::int64_t steps) override {
+    data::TextLoader val(val_text_, val_context_, val_batch_, false, 0);
+    steps = std::min(steps, val.batches_per_epoch());
+    EvalResult r;
+    double sum = 0;
+    for (std::int64_t s = 0; s < steps; ++s) {
+      const data::TextBatch b = val.next();
+      sum += gpt_.loss(b.inputs, b.targets, b.batch, b.context).value().item();
+    }
+    r.steps = steps;
+    r.loss = sum / static_cast<double>(steps);
+    r.perplexity = std::exp(r.loss);  // every batch has the same token count
+    return r;
+  }
+  std::int64_t items_per_batch() const override {
+    return train_cfg_.batch_size * train_cfg_.context;
+  }
+  const char* unit() const override { return "tokens"; }
+  data::LoaderState loader_state() const override { return train_->state(); }
+  void set_loader_state(const data::LoaderState& s) override { train_->set_state(s); }
+  tensor::RngState rng_state() const override { return gpt_.dropout_rng_state(); }
+  void set_rng_state(const tensor::RngState& s) override { gpt_.dropout_rng().set_state(s); }
+
+ private:
+  nn::Gpt gpt_;
+  DataloaderConfig train_cfg_;
+  data::ByteText train_text_, val_text_;
+  std::unique_ptr<data::TextLoader> train_;
+  std::int64_t val_context_ = 0, val_batch_ = 0;
+};
+
+class ImageTask final : public Task {
+ public:
+  explicit ImageTask(const TrainerConfig& c) : cfg_(c) {
+    const std::string dir = c.train_data.path.empty() ? data::kFashionMnistDir : c.train_data.path;
+    train_set_ = data::load_fashion_mnist(c.train_data.split, dir);
+    const DataloaderConfig v = c.val_data.value_or(c.train_data);
+    val_set_ =
+        data::load_fashion_mnist(c.val_data ? v.split : "test", v.path.empty() ? dir : v.path);
+    val_batch_ = v.batch_size;
+    train_ = std::make_unique<data::ImageLoader>(train_set_, c.train_data.batch_size,
+                                                 c.train_data.shuffle, c.seed, true);
+    if (c.model.name == "mlp") {
+      mlp_ = std::make_unique<nn::Mlp>(c.model.mlp, c.seed);
+    } else {
+      cnn_ = std::make_unique<nn::Cnn>(c.model.cnn, c.seed);
+    }
+  }
+  nn::Module& module() override { return mlp_ ? static_cast<nn::Module&>(*mlp_) : *cnn_; }
+  autograd::Variable logits(const tensor::Tensor& x) {
+    if (mlp_) return mlp_->logits(autograd::Variable(x));
+    return cnn_->logits(autograd::Variable(x.reshape({x.dim(0), 1, 28, 28})));
+  }
+  autograd::Variable next_train_loss() override {
+    const data::ImageBatch b = train_->next();
+    return autograd::cross_entropy(logits(b.x), b.y);
+  }
+  EvalResult evaluate(std::int64_t steps) override {
+    data::ImageLoader val(val_set_, val_batch_, false, 0, false);
+    steps = std::min(steps, val.batches_per_epoch());
+    EvalResult r;
+    double sum = 0;
+    std::int64_t correct = 0, seen = 0;
+    for (std::int64_t s = 0; s < steps; ++s) {
+      const data::ImageBatch b = val.next();
+      const autograd::Variable l = logits(b.x);
+      sum += autograd::cross_entropy(l, b.y).value().item();
+      const std::vector<float> v = l.value().to_vector();
+      const std::size_t classes = v.size() / b.y.size();
+      for (std::size_t i = 0; i < b.y.size(); ++i) {
+        const float* row = v.data() + i * classes;
+        correct += (std::max_element(row, row + classes) - row) == b.y[i];
+      }
+      seen += static_cast<std::int64_t>(b.y.size());
+    }
+    r.steps = steps;
+    r.loss = sum / static_cast<double>(steps);
+    r.accuracy = static_cast<double>(correct) / static_cast<double>(seen);
+    return r;
+  }
+  std::int64_t items_per_batch() const override { return cfg_.train_data.batch_size; }
+  const char* unit() const override { return "samples"; }
+  data::LoaderState loader_state() const override { return train_->state(); }
+  void set_loader_state(const data::LoaderState& s) override { train_->set_state(s); }
+  tensor::RngState rng_state() const override { return {}; }
+  void set_rng_state(const tensor::RngState&) override {}
+
+ private:
+  TrainerConfig cfg_;
+  data::ImageDataset train_set_, val_set_;
+  std::unique_ptr<data::ImageLoader> train_;
+  std::int64_t val_batch_ = 0;
+  std::unique_ptr<nn::Mlp> mlp_;
+  std::unique_ptr<nn::Cnn> cnn_;
+};
+
+}  // namespace
+
+std::unique_ptr<Task> make_task(const TrainerConfig& config) {
+  if (config.model.name == "gpt") return std::make_unique<TextTask>(config);
+  return std::make_unique<ImageTask>(config);
+}
+
+}  // namespace mantissa::train

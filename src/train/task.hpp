@@ -1,0 +1,31 @@
+#pragma once
+// Internal: a model paired with its data (GPT on text, MLP/CNN on images).
+#include <memory>
+#include <string>
+
+#include "mantissa/data/loaders.hpp"
+#include "mantissa/nn/models.hpp"
+#include "mantissa/train/config.hpp"
+#include "mantissa/train/trainer.hpp"
+
+namespace mantissa::train {
+
+class Task {
+ public:
+  virtual ~Task() = default;
+  virtual nn::Module& module() = 0;
+  // The next training batch's loss (one micro-batch).
+  virtual autograd::Variable next_train_loss() = 0;
+  // One validation run over `steps` batches from the start of the validation data.
+  virtual EvalResult evaluate(std::int64_t steps) = 0;
+  virtual std::int64_t items_per_batch() const = 0;  // tokens or samples
+  virtual const char* unit() const = 0;              // "tokens" or "samples"
+  virtual data::LoaderState loader_state() const = 0;
+  virtual void set_loader_state(const data::LoaderState& s) = 0;
+  virtual tensor::RngState rng_state() const = 0;  // dropout
+  virtual void set_rng_state(const tensor::RngState& s) = 0;
+};
+
+std::unique_ptr<Task> make_task(const TrainerConfig& config);
+
+}  // namespace mantissa::train

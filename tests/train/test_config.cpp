@@ -1,0 +1,103 @@
+// Each kind of bad configuration gets its message: unknown key, wrong type, out of range,
+// mutually exclusive clipping, cbfloat16 without dynamic scaling, missing file; and --set.
+#include <gtest/gtest.h>
+
+#include "mantissa/error.hpp"
+#include "mantissa/train/config.hpp"
+
+namespace mantissa::train {
+namespace {
+
+const char* kBase = R"(
+trainer:
+  init:
+    seed: 3
+    model: {name: mlp, input_size: 784, hidden_sizes: [32], num_classes: 10}
+    optimizer: {AdamW: {learning_rate: 1.0e-3, weight_decay: 0.01}}
+    schedulers:
+      - SequentialLR:
+          schedulers:
+            - LinearLR: {initial_learning_rate: 0.0, end_learning_rate: 1.0e-3, total_iters: 10}
+            - CosineDecayLR: {initial_learning_rate: 1.0e-3, end_learning_rate: 0.0, total_iters: 90}
+          milestones: [10]
+    precision: {fp16_type: float16, loss_scaling_factor: dynamic, max_gradient_norm: 1.0}
+    loop: {max_steps: 100}
+  fit:
+    train_dataloader: {dataset: fashion_mnist, batch_size: 64}
+)";
+
+void expect_error(const std::vector<std::string>& overrides, const std::string& fragment) {
+  try {
+    parse_config(kBase, overrides, "test.yaml");
+    FAIL() << "expected: " << fragment;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(Config, ParsesTheSeedsLayout) {
+  const TrainerConfig c = parse_config(kBase, {}, "test.yaml");
+  EXPECT_EQ(c.seed, 3u);
+  EXPECT_EQ(c.model.name, "mlp");
+  EXPECT_EQ(c.model.mlp.hidden_sizes, std::vector<std::int64_t>{32});
+  EXPECT_EQ(c.optimizer.name, "adamw");
+  EXPECT_EQ(c.optimizer.hyperparameters.at("weight_decay"), 0.01);
+  EXPECT_DOUBLE_EQ(c.learning_rate->value(5), 0.5e-3);
+  EXPECT_DOUBLE_EQ(c.learning_rate->value(10), 1.0e-3);
+  EXPECT_EQ(c.precision.fp16_type, "float16");
+  EXPECT_EQ(c.loop.max_steps, 100);
+  EXPECT_EQ(c.train_data.batch_size, 64);
+}
+
+TEST(Config, OverridesApplyBeforeValidation) {
+  const TrainerConfig c = parse_config(
+      kBase, {"trainer.init.loop.max_steps=7", "trainer.init.logging.log_steps=2"}, "t");
+  EXPECT_EQ(c.loop.max_steps, 7);
+  EXPECT_EQ(c.logging.log_steps, 2);
+  expect_error({"nonsense"}, "--set 'nonsense': expected key.path=value");
+}
+
+TEST(Config, EachKindOfBadInputIsNamed) {
+  expect_error({"trainer.init.loop.max_stepz=5"},
+               "trainer.init.loop.max_stepz: unknown key (expected one of:");
+  expect_error({"trainer.init.loop.max_steps=many"},
+               "trainer.init.loop.max_steps: 'many' is not an integer");
+  expect_error({"trainer.init.loop.max_steps=0"}, "trainer.init.loop.max_steps: 0 must be >= 1");
+  expect_error(
+      {"trainer.init.precision.max_gradient_value=2.0"},
+      "trainer.init.precision.max_gradient_norm and max_gradient_value are mutually exclusive");
+  expect_error({"trainer.init.precision.fp16_type=cbfloat16",
+                "trainer.init.precision.loss_scaling_factor=64"},
+               "cbfloat16 requires dynamic loss scaling");
+  expect_error({"trainer.init.precision.precision_opt_level=4"},
+               "precision_opt_level: 4 (expected one of: 0, 1, 2)");
+  expect_error({"trainer.init.model.name=transformer"},
+               "trainer.init.model.name: 'transformer' (expected one of: gpt, mlp, cnn)");
+  expect_error({"trainer.init.optimizer={Adamm: {}}"}, "unknown name 'adamm'");
+  expect_error({"trainer.init.optimizer={AdamW: {beta3: 0.1}}"},
+               "trainer.init.optimizer.AdamW.beta3: unknown key");
+  expect_error({"trainer.init.schedulers=[{CosineDecayLR: {initial_learning_rate: 1, "
+                "end_learning_rate: 0, total_iters: 0}}]"},
+               "trainer.init.schedulers[0]: schedule CosineDecay: total_iters must be > 0");
+  expect_error({"trainer.fit.train_dataloader.dataset=imagenet"},
+               "(expected one of: kjv, text, fashion_mnist)");
+  expect_error({"trainer.fit.train_dataloader.dataset=kjv"}, "does not suit model 'mlp'");
+  expect_error(
+      {"trainer.init.model={name: gpt, num_heads: 5}", "trainer.fit.train_dataloader.dataset=kjv"},
+      "model.num_heads: 5 must divide hidden_size 384");
+  try {
+    load_config("/no/such/config.yaml", {});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/no/such/config.yaml: cannot open"), std::string::npos);
+  }
+  try {
+    parse_config("trainer: [1, 2", {}, "broken.yaml");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("broken.yaml: not valid YAML"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace mantissa::train
