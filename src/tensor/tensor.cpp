@@ -123,7 +123,6 @@ const float* Tensor::f32() const {
 Tensor Tensor::view(const Shape& requested) const {
   require_defined("Tensor::view");
   if (!is_contiguous()) throw Error("Tensor::view: the tensor is not contiguous");
-  // Shape holds no negative dimensions, so -1 ("infer") arrives as the separate argument form.
   if (requested.numel() != numel()) {
     throw Error("Tensor::view: shape " + shape_text(requested) + " does not hold the " +
                 std::to_string(numel()) + " elements of shape " + shape_text(shape_));
