@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
+MANTISSA_TARGET=mantissa_cli scripts/build.sh  # the program only: the tests build in the second command
 # A fresh run each time (the run directory holds its checkpoints and metrics.jsonl).
 rm -rf runs/gpt-kjv
 build/mantissa train --config configs/gpt-kjv.yaml
