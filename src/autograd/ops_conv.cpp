@@ -1,6 +1,9 @@
 // conv2d (im2col + GEMM, so it follows the matmul-class precision rules) and max_pool2d.
+#include <algorithm>
+
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/kernels/conv.hpp"
+#include "mantissa/numerics/convert.hpp"
 #include "op_support.hpp"
 
 namespace mantissa::autograd {
@@ -9,7 +12,8 @@ using namespace detail;
 using kernels::GemmShape;
 
 struct Conv2dNode : Node {
-  Tensor x32, w32;  // float32 holding H values
+  Tensor cols, w32;  // the batch's patches [patch, batch * spatial] and the weight, H values
+  Shape x_shape;
   kernels::Conv2dGeometry geo;
   std::int64_t batch, out_channels;
   bool has_bias;
@@ -17,27 +21,33 @@ struct Conv2dNode : Node {
   std::vector<Tensor> apply(const Tensor& g) override {
     const kernels::GemmPrecision gp = gemm_precision(policy);
     const std::int64_t spatial = geo.out_h() * geo.out_w(), patch = geo.patch();
-    const std::int64_t image = geo.channels * geo.height * geo.width;
-    Tensor dx = Tensor::zeros(x32.shape());
-    Tensor dw = Tensor::zeros(w32.shape());
-    Tensor db = has_bias ? Tensor::zeros(Shape{out_channels}) : Tensor();
-    Tensor cols = new_f32(Shape{patch, spatial}), dcols = new_f32(Shape{patch, spatial});
+    const std::int64_t wide = batch * spatial, image = geo.channels * geo.height * geo.width;
+    // The output gradient laid out as the forward's product: [out_channels, batch * spatial].
+    Tensor g_all = new_f32(Shape{out_channels, wide});
     for (std::int64_t n = 0; n < batch; ++n) {
-      const float* gn = g.f32() + n * out_channels * spatial;
-      kernels::im2col(x32.f32() + n * image, geo, cols.f32());
-      numerics::round_to_format(cols.f32(), static_cast<std::size_t>(cols.numel()), policy.half);
-      // dW += G_n cols^T ; dcols = W^T G_n
-      kernels::gemm(GemmShape::dense(out_channels, patch, spatial, false, true), gn, cols.f32(),
-                    dw.f32(), true, gp);
-      kernels::gemm(GemmShape::dense(patch, spatial, out_channels, true, false), w32.f32(), gn,
-                    dcols.f32(), false, gp);
-      kernels::col2im(dcols.f32(), geo, dx.f32() + n * image);
-      if (has_bias) {
-        for (std::int64_t o = 0; o < out_channels; ++o) {
-          float acc = 0;
-          for (std::int64_t s = 0; s < spatial; ++s) acc += gn[o * spatial + s];
-          db.f32()[o] += acc;
-        }
+      for (std::int64_t o = 0; o < out_channels; ++o) {
+        std::copy_n(g.f32() + (n * out_channels + o) * spatial, spatial,
+                    g_all.f32() + o * wide + n * spatial);
+      }
+    }
+    Tensor dw = new_f32(w32.shape());
+    Tensor dcols = new_f32(Shape{patch, wide});
+    // dW = G cols^T ; dcols = W^T G (one GEMM each for the whole batch)
+    kernels::gemm(GemmShape::dense(out_channels, patch, wide, false, true), g_all.f32(), cols.f32(),
+                  dw.f32(), false, gp);
+    kernels::gemm(GemmShape::dense(patch, wide, out_channels, true, false), w32.f32(), g_all.f32(),
+                  dcols.f32(), false, gp);
+    Tensor dx = Tensor::zeros(x_shape);
+    for (std::int64_t n = 0; n < batch; ++n) {
+      kernels::col2im(dcols.f32() + n * spatial, geo, dx.f32() + n * image, wide);
+    }
+    Tensor db;
+    if (has_bias) {
+      db = Tensor::zeros(Shape{out_channels});
+      for (std::int64_t o = 0; o < out_channels; ++o) {
+        double acc = 0;
+        for (std::int64_t i = 0; i < wide; ++i) acc += g_all.f32()[o * wide + i];
+        db.f32()[o] = static_cast<float>(acc);
       }
     }
     return {dx, dw, db};
@@ -73,28 +83,37 @@ Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
   const std::int64_t batch = xs[0], out_channels = ws[0];
   const std::int64_t spatial = geo.out_h() * geo.out_w(), patch = geo.patch();
   const Policy& p = precision::current_policy();
-  const Tensor x32 = rounded(x.value(), p.half);
+  const Tensor x32 = f32(x.value());
   const Tensor& w32 = weight.value_rounded_to(p.half);
+  const std::int64_t wide = batch * spatial, image = geo.channels * geo.height * geo.width;
+  // Every image's patches side by side, then one GEMM for the batch.
+  Tensor cols = new_f32(Shape{patch, wide});
+  for (std::int64_t n = 0; n < batch; ++n) {
+    kernels::im2col(x32.f32() + n * image, geo, cols.f32() + n * spatial, wide);
+  }
+  if (p.half != Format::float32) {
+    numerics::round_to_format(cols.f32(), static_cast<std::size_t>(cols.numel()), p.half);
+  }
+  Tensor y_all = new_f32(Shape{out_channels, wide});
+  kernels::gemm(GemmShape::dense(out_channels, wide, patch), w32.f32(), cols.f32(), y_all.f32(),
+                false, gemm_precision(p));
   Tensor y = new_f32(Shape{batch, out_channels, geo.out_h(), geo.out_w()});
-  Tensor cols = new_f32(Shape{patch, spatial});
   const Tensor b32 = bias.defined() ? f32(bias.value()) : Tensor();
   for (std::int64_t n = 0; n < batch; ++n) {
-    kernels::im2col(x32.f32() + n * geo.channels * geo.height * geo.width, geo, cols.f32());
-    float* yn = y.f32() + n * out_channels * spatial;
-    kernels::gemm(GemmShape::dense(out_channels, spatial, patch), w32.f32(), cols.f32(), yn, false,
-                  gemm_precision(p));
-    if (bias.defined()) {
-      for (std::int64_t o = 0; o < out_channels; ++o) {
-        for (std::int64_t s = 0; s < spatial; ++s) yn[o * spatial + s] += b32.f32()[o];
-      }
+    for (std::int64_t o = 0; o < out_channels; ++o) {
+      const float add = bias.defined() ? b32.f32()[o] : 0.0f;
+      const float* src = y_all.f32() + o * wide + n * spatial;
+      float* dst = y.f32() + (n * out_channels + o) * spatial;
+      for (std::int64_t s = 0; s < spatial; ++s) dst[s] = src[s] + add;
     }
   }
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
   return make_result(store(y, p), inputs, [&] {
     auto node = std::make_shared<Conv2dNode>();
-    node->x32 = x32;
+    node->cols = cols;
     node->w32 = w32;
+    node->x_shape = xs;
     node->geo = geo;
     node->batch = batch;
     node->out_channels = out_channels;

@@ -5,12 +5,12 @@
 
 namespace mantissa::kernels {
 
-void im2col(const float* x, const Conv2dGeometry& g, float* cols) {
+void im2col(const float* x, const Conv2dGeometry& g, float* cols, std::int64_t ld) {
   const std::int64_t oh = g.out_h(), ow = g.out_w();
   for (std::int64_t c = 0; c < g.channels; ++c) {
     for (std::int64_t i = 0; i < g.kernel_h; ++i) {
       for (std::int64_t j = 0; j < g.kernel_w; ++j) {
-        float* row = cols + ((c * g.kernel_h + i) * g.kernel_w + j) * oh * ow;
+        float* row = cols + ((c * g.kernel_h + i) * g.kernel_w + j) * ld;
         for (std::int64_t oy = 0; oy < oh; ++oy) {
           const std::int64_t y = oy * g.stride - g.padding + i;
           for (std::int64_t ox = 0; ox < ow; ++ox) {
@@ -24,12 +24,12 @@ void im2col(const float* x, const Conv2dGeometry& g, float* cols) {
   }
 }
 
-void col2im(const float* cols, const Conv2dGeometry& g, float* dx) {
+void col2im(const float* cols, const Conv2dGeometry& g, float* dx, std::int64_t ld) {
   const std::int64_t oh = g.out_h(), ow = g.out_w();
   for (std::int64_t c = 0; c < g.channels; ++c) {
     for (std::int64_t i = 0; i < g.kernel_h; ++i) {
       for (std::int64_t j = 0; j < g.kernel_w; ++j) {
-        const float* row = cols + ((c * g.kernel_h + i) * g.kernel_w + j) * oh * ow;
+        const float* row = cols + ((c * g.kernel_h + i) * g.kernel_w + j) * ld;
         for (std::int64_t oy = 0; oy < oh; ++oy) {
           const std::int64_t y = oy * g.stride - g.padding + i;
           if (y < 0 || y >= g.height) continue;

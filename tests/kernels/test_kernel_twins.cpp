@@ -94,7 +94,7 @@ TEST(KernelTwins, Im2colGemmMatchesDirectConvolution) {
   const auto w = random_values(out_channels * g.patch(), 10);
   const auto b = random_values(out_channels, 11);
   std::vector<float> cols(g.patch() * spatial), y(out_channels * spatial), yr(y.size());
-  im2col(x.data(), g, cols.data());
+  im2col(x.data(), g, cols.data(), spatial);
   gemm_f32(GemmShape::dense(out_channels, spatial, g.patch()), w.data(), cols.data(), y.data(),
            false);
   for (std::int64_t o = 0; o < out_channels; ++o) {
@@ -105,7 +105,7 @@ TEST(KernelTwins, Im2colGemmMatchesDirectConvolution) {
   // col2im is im2col's adjoint: <im2col(x), c> == <x, col2im(c)>.
   const auto c = random_values(cols.size(), 12);
   std::vector<float> back(x.size(), 0.0f);
-  col2im(c.data(), g, back.data());
+  col2im(c.data(), g, back.data(), spatial);
   double lhs = 0, rhs = 0;
   for (std::size_t i = 0; i < cols.size(); ++i) lhs += static_cast<double>(cols[i]) * c[i];
   for (std::size_t i = 0; i < x.size(); ++i) rhs += static_cast<double>(x[i]) * back[i];

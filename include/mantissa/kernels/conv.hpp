@@ -13,10 +13,12 @@ struct Conv2dGeometry {
   std::int64_t patch() const { return channels * kernel_h * kernel_w; }
 };
 
-// cols[(c*kh + i)*kw + j][oy*out_w + ox] = x[c][oy*stride - pad + i][ox*stride - pad + j]
-void im2col(const float* x, const Conv2dGeometry& g, float* cols);
+// cols[(c*kh + i)*kw + j][oy*out_w + ox] = x[c][oy*stride - pad + i][ox*stride - pad + j],
+// rows `ld` floats apart (ld = out_h * out_w for one image; batch * that to lay the images of
+// a batch side by side, so one GEMM covers the whole batch).
+void im2col(const float* x, const Conv2dGeometry& g, float* cols, std::int64_t ld);
 // The adjoint: accumulates cols back into dx (dx is added to, not overwritten).
-void col2im(const float* cols, const Conv2dGeometry& g, float* dx);
+void col2im(const float* cols, const Conv2dGeometry& g, float* dx, std::int64_t ld);
 // Direct convolution of one image, in double: the twin of im2col + gemm.
 void conv2d_ref(const float* x, const float* w, const float* bias, std::int64_t out_channels,
                 const Conv2dGeometry& g, float* y);
