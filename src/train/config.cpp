@@ -43,7 +43,8 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
   chain.back()[keys.back()] = value;
 }
 
-std::int64_t positive(Reader& r, const std::string& key, std::int64_t fallback, std::int64_t min = 1) {
+std::int64_t positive(Reader& r, const std::string& key, std::int64_t fallback,
+                      std::int64_t min = 1) {
   const auto v = r.get<std::int64_t>(key, fallback, kInt);
   if (v < min) {
     throw Error(r.key_path(key) + ": " + std::to_string(v) + " must be >= " + std::to_string(min));
@@ -72,7 +73,8 @@ ModelConfig parse_model(Reader r) {
     if (r.has("hidden_sizes")) {
       c.hidden_sizes.clear();
       const YAML::Node n = r.raw("hidden_sizes");
-      if (!n.IsSequence()) throw Error(r.key_path("hidden_sizes") + ": expected a list of integers");
+      if (!n.IsSequence())
+        throw Error(r.key_path("hidden_sizes") + ": expected a list of integers");
       for (std::size_t i = 0; i < n.size(); ++i) {
         c.hidden_sizes.push_back(Reader::as<std::int64_t>(n[i], r.key_path("hidden_sizes"), kInt));
       }
@@ -100,11 +102,13 @@ OptimizerConfig parse_optimizer_node(const YAML::Node& node, const std::string& 
                   std::string s;
                   for (const auto& n : optim::optimizer_names()) s += (s.empty() ? "" : ", ") + n;
                   return s;
-                }() + ")");
+                }() +
+                ")");
   }
   OptimizerConfig o;
   std::string name = node.begin()->first.as<std::string>();
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   o.name = name;
   Reader r(node.begin()->second, path + "." + node.begin()->first.as<std::string>());
   std::vector<optim::HyperSpec> specs;
@@ -132,13 +136,19 @@ amp::MixedPrecision parse_precision(Reader r) {
   amp::MixedPrecision m;
   m.enabled = r.get<bool>("enabled", m.enabled, kBool);
   m.fp16_type = r.get<std::string>("fp16_type", m.fp16_type, kStr);
-  if (r.has("loss_scaling_factor")) m.loss_scaling_factor = r.require<std::string>("loss_scaling_factor", "\"dynamic\" or a number");
-  if (r.has("initial_loss_scale")) m.initial_loss_scale = r.require<double>("initial_loss_scale", kNum);
-  if (r.has("steps_per_increase")) m.steps_per_increase = r.require<std::int64_t>("steps_per_increase", kInt);
+  if (r.has("loss_scaling_factor"))
+    m.loss_scaling_factor =
+        r.require<std::string>("loss_scaling_factor", "\"dynamic\" or a number");
+  if (r.has("initial_loss_scale"))
+    m.initial_loss_scale = r.require<double>("initial_loss_scale", kNum);
+  if (r.has("steps_per_increase"))
+    m.steps_per_increase = r.require<std::int64_t>("steps_per_increase", kInt);
   if (r.has("min_loss_scale")) m.min_loss_scale = r.require<double>("min_loss_scale", kNum);
   if (r.has("max_loss_scale")) m.max_loss_scale = r.require<double>("max_loss_scale", kNum);
-  if (r.has("max_gradient_norm")) m.max_gradient_norm = r.require<double>("max_gradient_norm", kNum);
-  if (r.has("max_gradient_value")) m.max_gradient_value = r.require<double>("max_gradient_value", kNum);
+  if (r.has("max_gradient_norm"))
+    m.max_gradient_norm = r.require<double>("max_gradient_norm", kNum);
+  if (r.has("max_gradient_value"))
+    m.max_gradient_value = r.require<double>("max_gradient_value", kNum);
   m.precision_opt_level = r.get<int>("precision_opt_level", m.precision_opt_level, kInt);
   m.overflow_tolerance = r.get<double>("overflow_tolerance", m.overflow_tolerance, kNum);
   m.on_stuck = r.get<std::string>("on_stuck", m.on_stuck, kStr);
@@ -157,22 +167,26 @@ DataloaderConfig parse_dataloader(Reader r) {
   DataloaderConfig d;
   d.dataset = r.require<std::string>("dataset", "a string (kjv, text or fashion_mnist)");
   if (d.dataset != "kjv" && d.dataset != "text" && d.dataset != "fashion_mnist") {
-    throw Error(r.key_path("dataset") + ": '" + d.dataset + "' (expected one of: kjv, text, fashion_mnist)");
+    throw Error(r.key_path("dataset") + ": '" + d.dataset +
+                "' (expected one of: kjv, text, fashion_mnist)");
   }
   d.split = r.get<std::string>("split", d.split, kStr);
   const bool images = d.dataset == "fashion_mnist";
-  if (images ? (d.split != "train" && d.split != "test") : (d.split != "train" && d.split != "val")) {
+  if (images ? (d.split != "train" && d.split != "test")
+             : (d.split != "train" && d.split != "val")) {
     throw Error(r.key_path("split") + ": '" + d.split + "' (expected " +
                 (images ? "train or test" : "train or val") + ")");
   }
   d.batch_size = positive(r, "batch_size", d.batch_size);
   d.context = positive(r, "context", d.context);
   d.path = r.get<std::string>("path", d.path, kStr);
-  if (d.dataset == "text" && d.path.empty()) throw Error(r.key_path("path") + ": missing (the text file)");
+  if (d.dataset == "text" && d.path.empty())
+    throw Error(r.key_path("path") + ": missing (the text file)");
   d.data_dir = r.get<std::string>("data_dir", d.data_dir, kStr);
   d.val_fraction = r.get<double>("val_fraction", d.val_fraction, kNum);
   if (!(d.val_fraction > 0 && d.val_fraction < 1)) {
-    throw Error(r.key_path("val_fraction") + ": " + std::to_string(d.val_fraction) + " must be in (0, 1)");
+    throw Error(r.key_path("val_fraction") + ": " + std::to_string(d.val_fraction) +
+                " must be in (0, 1)");
   }
   d.shuffle = r.get<bool>("shuffle", d.shuffle, kBool);
   r.finish();
@@ -246,7 +260,8 @@ TrainerConfig parse_config(const std::string& yaml_text, const std::vector<std::
   const bool text_data = c.train_data.dataset != "fashion_mnist";
   if (text_model != text_data) {
     throw Error("trainer.fit.train_dataloader.dataset: '" + c.train_data.dataset +
-                "' does not suit model '" + c.model.name + "' (gpt takes kjv or text; mlp and cnn take fashion_mnist)");
+                "' does not suit model '" + c.model.name +
+                "' (gpt takes kjv or text; mlp and cnn take fashion_mnist)");
   }
   if (text_model && c.train_data.context > c.model.gpt.max_position_embeddings) {
     throw Error("trainer.fit.train_dataloader.context: " + std::to_string(c.train_data.context) +

@@ -23,7 +23,9 @@ Variable param(const Shape& s, tensor::Rng& rng, float stddev) {
   rng.fill_normal(t, 0.0f, stddev);
   return Variable(t, true);
 }
-Variable constant(const Shape& s, float v) { return Variable(Tensor::full(s, v), true); }
+Variable constant(const Shape& s, float v) {
+  return Variable(Tensor::full(s, v), true);
+}
 
 void sgd_step(std::vector<Variable>& params, float lr) {
   for (Variable& p : params) {
@@ -86,14 +88,22 @@ struct TinyTransformer {
   static constexpr int kVocab = 16, kDim = 32, kHeads = 2, kT = 24;
   std::vector<Variable> params;
   explicit TinyTransformer(tensor::Rng& rng) {
-    params = {param({kVocab, kDim}, rng, 0.1f),     param({kT, kDim}, rng, 0.1f),
-              constant({kDim}, 1.0f),               constant({kDim}, 0.0f),
-              param({3 * kDim, kDim}, rng, 0.1f),   constant({3 * kDim}, 0.0f),
-              param({kDim, kDim}, rng, 0.1f),       constant({kDim}, 0.0f),
-              constant({kDim}, 1.0f),               constant({kDim}, 0.0f),
-              param({4 * kDim, kDim}, rng, 0.1f),   constant({4 * kDim}, 0.0f),
-              param({kDim, 4 * kDim}, rng, 0.1f),   constant({kDim}, 0.0f),
-              constant({kDim}, 1.0f),               constant({kDim}, 0.0f),
+    params = {param({kVocab, kDim}, rng, 0.1f),
+              param({kT, kDim}, rng, 0.1f),
+              constant({kDim}, 1.0f),
+              constant({kDim}, 0.0f),
+              param({3 * kDim, kDim}, rng, 0.1f),
+              constant({3 * kDim}, 0.0f),
+              param({kDim, kDim}, rng, 0.1f),
+              constant({kDim}, 0.0f),
+              constant({kDim}, 1.0f),
+              constant({kDim}, 0.0f),
+              param({4 * kDim, kDim}, rng, 0.1f),
+              constant({4 * kDim}, 0.0f),
+              param({kDim, 4 * kDim}, rng, 0.1f),
+              constant({kDim}, 0.0f),
+              constant({kDim}, 1.0f),
+              constant({kDim}, 0.0f),
               param({kVocab, kDim}, rng, 0.1f)};
   }
   Variable loss(const std::vector<std::int32_t>& ids, const std::vector<std::int32_t>& targets,

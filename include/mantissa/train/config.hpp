@@ -39,7 +39,7 @@ struct LoopConfig {
 struct CheckpointConfig {
   std::int64_t steps = 0;  // 0: only at the end
   std::int64_t keep = 3;
-  std::string dir;         // default: runs/<config name>
+  std::string dir;  // default: runs/<config name>
 };
 
 struct LoggingConfig {
@@ -50,8 +50,8 @@ struct DataloaderConfig {
   std::string dataset;  // kjv | text | fashion_mnist
   std::string split = "train";
   std::int64_t batch_size = 8;
-  std::int64_t context = 128;  // text datasets
-  std::string path;            // text: the file; fashion_mnist: the directory
+  std::int64_t context = 128;     // text datasets
+  std::string path;               // text: the file; fashion_mnist: the directory
   std::string data_dir = "data";  // kjv cache
   double val_fraction = 0.05;     // text datasets: the validation tail
   bool shuffle = true;
