@@ -192,6 +192,7 @@ RunSummary Trainer::run(const std::string& mode, const std::optional<std::string
   std::int64_t window_items = 0, start_step = global_step_;
   double loss_sum = 0;
   std::int64_t loss_count = 0;
+  std::int64_t saved_at = -1;  // the step the last periodic checkpoint holds
   task_->module().train();
   while (global_step_ < config_.loop.max_steps) {
     if (stop_.load()) {
@@ -263,14 +264,11 @@ RunSummary Trainer::run(const std::string& mode, const std::optional<std::string
     }
     if (config_.checkpoint.steps > 0 && global_step_ % config_.checkpoint.steps == 0) {
       summary.last_checkpoint = save_checkpoint_now();
+      saved_at = global_step_;
     }
   }
   if (tty) std::fprintf(stderr, "\n");
-  if (summary.last_checkpoint.empty() || summary.interrupted ||
-      (config_.checkpoint.steps > 0 && global_step_ % config_.checkpoint.steps != 0) ||
-      config_.checkpoint.steps == 0) {
-    summary.last_checkpoint = save_checkpoint_now();
-  }
+  if (saved_at != global_step_) summary.last_checkpoint = save_checkpoint_now();
   log("checkpoint " + summary.last_checkpoint + (summary.interrupted ? " (interrupted)" : ""));
   if (mode == "train_and_eval" && !summary.interrupted) summary.eval = evaluate();
   summary.global_step = global_step_;
