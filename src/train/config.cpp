@@ -263,6 +263,25 @@ TrainerConfig parse_config(const std::string& yaml_text, const std::vector<std::
                 "' does not suit model '" + c.model.name +
                 "' (gpt takes kjv or text; mlp and cnn take fashion_mnist)");
   }
+  if (c.val_data && text_data) {
+    // Text validation reads the same corpus, split by the same fraction, as training.
+    const DataloaderConfig& t = c.train_data;
+    const DataloaderConfig& v = *c.val_data;
+    const std::string at = "trainer.fit.val_dataloader.";
+    if (v.dataset != t.dataset)
+      throw Error(at + "dataset: '" + v.dataset + "' must match the train_dataloader's '" +
+                  t.dataset + "'");
+    if (v.path != t.path)
+      throw Error(at + "path: must match the train_dataloader's (one corpus, split by position)");
+    if (v.data_dir != t.data_dir) throw Error(at + "data_dir: must match the train_dataloader's");
+    if (v.val_fraction != t.val_fraction)
+      throw Error(at + "val_fraction: must match the train_dataloader's");
+    if (v.context > c.model.gpt.max_position_embeddings) {
+      throw Error(at + "context: " + std::to_string(v.context) +
+                  " exceeds trainer.init.model.max_position_embeddings " +
+                  std::to_string(c.model.gpt.max_position_embeddings));
+    }
+  }
   if (text_model && c.train_data.context > c.model.gpt.max_position_embeddings) {
     throw Error("trainer.fit.train_dataloader.context: " + std::to_string(c.train_data.context) +
                 " exceeds trainer.init.model.max_position_embeddings " +

@@ -23,9 +23,16 @@ class TextTask final : public Task {
     auto [train, val] = data::split_by_position(all, c.train_data.val_fraction);
     train_text_ = std::move(train);
     val_text_ = std::move(val);
-    const DataloaderConfig v = c.val_data.value_or(c.train_data);
-    train_ = std::make_unique<data::TextLoader>(
-        train_text_, c.train_data.context, c.train_data.batch_size, c.train_data.shuffle, c.seed);
+    DataloaderConfig v = c.train_data;  // without a val_dataloader: the held-out tail
+    v.split = "val";
+    if (c.val_data) v = *c.val_data;
+    const auto part = [this](const std::string& split) -> const data::ByteText& {
+      return split == "val" ? val_text_ : train_text_;
+    };
+    eval_text_ = &part(v.split);
+    train_ =
+        std::make_unique<data::TextLoader>(part(c.train_data.split), c.train_data.context,
+                                           c.train_data.batch_size, c.train_data.shuffle, c.seed);
     val_context_ = v.context;
     val_batch_ = v.batch_size;
   }
@@ -35,7 +42,7 @@ class TextTask final : public Task {
     return gpt_.loss(b.inputs, b.targets, b.batch, b.context);
   }
   EvalResult evaluate(std::int64_t steps) override {
-    data::TextLoader val(val_text_, val_context_, val_batch_, false, 0);
+    data::TextLoader val(*eval_text_, val_context_, val_batch_, false, 0);
     steps = std::min(steps, val.batches_per_epoch());
     EvalResult r;
     double sum = 0;
@@ -61,6 +68,7 @@ class TextTask final : public Task {
   nn::Gpt gpt_;
   DataloaderConfig train_cfg_;
   data::ByteText train_text_, val_text_;
+  const data::ByteText* eval_text_ = nullptr;  // the split validation reads
   std::unique_ptr<data::TextLoader> train_;
   std::int64_t val_context_ = 0, val_batch_ = 0;
 };

@@ -85,6 +85,9 @@ TEST(Config, EachKindOfBadInputIsNamed) {
   expect_error(
       {"trainer.init.model={name: gpt, num_heads: 5}", "trainer.fit.train_dataloader.dataset=kjv"},
       "model.num_heads: 5 must divide hidden_size 384");
+  expect_error({"trainer.init.model={name: gpt}", "trainer.fit.train_dataloader={dataset: kjv}",
+                "trainer.fit.val_dataloader={dataset: kjv, split: val, val_fraction: 0.2}"},
+               "trainer.fit.val_dataloader.val_fraction: must match the train_dataloader's");
   try {
     load_config("/no/such/config.yaml", {});
     FAIL();
