@@ -13,5 +13,6 @@ Action register_train_command(CLI::App& app);
 Action register_eval_command(CLI::App& app);
 Action register_generate_command(CLI::App& app);
 Action register_inspect_command(CLI::App& app);
+Action register_bench_command(CLI::App& app);
 
 }  // namespace mantissa::app

@@ -1,6 +1,7 @@
 #include "mantissa/amp/optimizer_step.hpp"
 
 #include "mantissa/error.hpp"
+#include "mantissa/kernels/profiler.hpp"
 #include "mantissa/optim/clip.hpp"
 
 namespace mantissa::amp {
@@ -27,6 +28,8 @@ StepReport finish_step(optim::Optimizer& optimizer, GradScaler* scaler,
   if (max_gradient_norm && max_gradient_value) {
     throw Error("max_gradient_norm and max_gradient_value are mutually exclusive: set one");
   }
+  kernels::PhaseScope phase(kernels::Phase::step);
+  kernels::ProfileScope scope(kernels::OpClass::optimizer);
   StepReport r;
   if (scaler == nullptr) {
     std::vector<Variable> params = all_params(optimizer);

@@ -3,6 +3,7 @@
 namespace mantissa::autograd::detail {
 
 Tensor rounded(const Tensor& t, Format f) {
+  kernels::ProfileScope scope(kernels::OpClass::convert);
   Tensor v = t.to(Format::float32);
   if (f == Format::float32 || t.format() == f) return v;
   if (v.shares_storage(t)) v = v.clone();

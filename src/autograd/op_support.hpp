@@ -7,6 +7,7 @@
 #include "mantissa/autograd/variable.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/gemm.hpp"
+#include "mantissa/kernels/profiler.hpp"
 #include "mantissa/precision/policy.hpp"
 
 namespace mantissa::autograd::detail {
@@ -15,6 +16,7 @@ using precision::Policy;
 
 // The values as a contiguous float32 tensor (no copy when already one).
 inline Tensor f32(const Tensor& t) {
+  kernels::ProfileScope scope(kernels::OpClass::convert);
   return t.to(Format::float32);
 }
 
@@ -25,6 +27,7 @@ inline Tensor new_f32(const Shape& shape) {
 
 // Stores a float32 result in the activation format of the policy.
 inline Tensor store(const Tensor& y32, const Policy& p) {
+  kernels::ProfileScope scope(kernels::OpClass::convert);
   return y32.to(precision::activation_format(p));
 }
 

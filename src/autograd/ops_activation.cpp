@@ -24,6 +24,7 @@ struct PointwiseNode : Node {
 
 Variable pointwise(const Variable& x, void (*forward)(const float*, float*, std::int64_t),
                    Backward backward, const char* label) {
+  kernels::ProfileScope scope(kernels::OpClass::pointwise);
   const Tensor x32 = f32(x.value());
   Tensor y = new_f32(x.shape());
   forward(x32.f32(), y.f32(), y.numel());
@@ -59,6 +60,7 @@ Variable gelu(const Variable& x) {
 }
 
 Variable dropout(const Variable& x, float p, bool training, tensor::Rng& rng) {
+  kernels::ProfileScope scope(kernels::OpClass::pointwise);
   if (p < 0.0f || p >= 1.0f) {
     throw Error("dropout: probability " + std::to_string(p) + " is outside [0, 1)");
   }

@@ -8,54 +8,101 @@
 namespace mantissa::autograd {
 namespace {
 using namespace detail;
+using kernels::AttentionShape;
+using kernels::HeadLayout;
 
 kernels::AttentionPrecision attention_precision(const Policy& p) {
   return {p.half, precision::attention_softmax_in_half(p)};
 }
 
+// Where q, k and v start inside their buffers (one buffer for the fused form).
+struct Operands {
+  Tensor q, k, v;  // float32 holding H values (the same tensor three times when fused)
+  std::int64_t k_offset = 0, v_offset = 0;
+};
+
 struct AttentionNode : Node {
-  Tensor q, k, v, o, lse;  // float32 (q, k, v hold H values)
-  std::int64_t bh, t, d;
-  float scale;
+  Operands in;
+  Tensor o, lse;  // float32
+  AttentionShape shape;
+  HeadLayout in_layout, out_layout;
+  bool fused = false;
+  float scale = 1;
   const char* name() const override { return "causal_attention"; }
+  kernels::OpClass op_class() const override { return kernels::OpClass::attention; }
   std::vector<Tensor> apply(const Tensor& g) override {
-    Tensor dq = new_f32(q.shape()), dk = new_f32(k.shape()), dv = new_f32(v.shape());
-    kernels::attention_backward(q.f32(), k.f32(), v.f32(), o.f32(), lse.f32(), g.f32(), dq.f32(),
-                                dk.f32(), dv.f32(), bh, t, d, scale, attention_precision(policy));
+    const kernels::AttentionPrecision pr = attention_precision(policy);
+    if (fused) {
+      Tensor d = new_f32(in.q.shape());
+      float* base = d.f32();
+      kernels::attention_backward(shape, in_layout, in.q.f32(), in.k.f32() + in.k_offset,
+                                  in.v.f32() + in.v_offset, out_layout, o.f32(), g.f32(),
+                                  lse.f32(), base, base + in.k_offset, base + in.v_offset, scale,
+                                  pr);
+      return {d};
+    }
+    Tensor dq = new_f32(in.q.shape()), dk = new_f32(in.k.shape()), dv = new_f32(in.v.shape());
+    kernels::attention_backward(shape, in_layout, in.q.f32(), in.k.f32(), in.v.f32(), out_layout,
+                                o.f32(), g.f32(), lse.f32(), dq.f32(), dk.f32(), dv.f32(), scale,
+                                pr);
     return {dq, dk, dv};
   }
 };
 
+Variable attend(const std::vector<Variable>& inputs, Operands in, const AttentionShape& s,
+                const HeadLayout& in_layout, const HeadLayout& out_layout, const Shape& out_shape,
+                bool fused) {
+  const Policy& p = precision::current_policy();
+  Tensor o = new_f32(out_shape), lse = new_f32(Shape{s.batch * s.heads, s.t});
+  const float scale = 1.0f / std::sqrt(static_cast<float>(s.d));
+  kernels::attention_forward(s, in_layout, in.q.f32(), in.k.f32() + in.k_offset,
+                             in.v.f32() + in.v_offset, out_layout, o.f32(), lse.f32(), scale,
+                             attention_precision(p));
+  return make_result(store(o, p), inputs, [&] {
+    auto node = std::make_shared<AttentionNode>();
+    node->in = std::move(in);
+    node->o = o;
+    node->lse = lse;
+    node->shape = s;
+    node->in_layout = in_layout;
+    node->out_layout = out_layout;
+    node->fused = fused;
+    node->scale = scale;
+    return node;
+  });
+}
+
 }  // namespace
 
 Variable causal_attention(const Variable& q, const Variable& k, const Variable& v) {
+  kernels::ProfileScope scope(kernels::OpClass::attention);
   const Shape& s = q.shape();
   if (s.size() != 4 || !(k.shape() == s) || !(v.shape() == s)) {
     shape_error("causal_attention", "q " + s.to_string() + ", k " + k.shape().to_string() + ", v " +
                                         v.shape().to_string() +
                                         " (expected three equal shapes [b, heads, t, d])");
   }
-  const std::int64_t bh = s[0] * s[1], t = s[2], d = s[3];
   const Policy& p = precision::current_policy();
-  const Tensor q32 = rounded(q.value(), p.half), k32 = rounded(k.value(), p.half),
-               v32 = rounded(v.value(), p.half);
-  Tensor o = new_f32(s), lse = new_f32(Shape{bh, t});
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  kernels::attention_forward(q32.f32(), k32.f32(), v32.f32(), o.f32(), lse.f32(), bh, t, d, scale,
-                             attention_precision(p));
-  return make_result(store(o, p), {q, k, v}, [&] {
-    auto node = std::make_shared<AttentionNode>();
-    node->q = q32;
-    node->k = k32;
-    node->v = v32;
-    node->o = o;
-    node->lse = lse;
-    node->bh = bh;
-    node->t = t;
-    node->d = d;
-    node->scale = scale;
-    return node;
-  });
+  Operands in{rounded(q.value(), p.half), rounded(k.value(), p.half), rounded(v.value(), p.half)};
+  const AttentionShape shape{s[0], s[1], s[2], s[3]};
+  const HeadLayout dense = HeadLayout::dense(shape);
+  return attend({q, k, v}, std::move(in), shape, dense, dense, s, false);
+}
+
+Variable causal_self_attention(const Variable& qkv, std::int64_t heads) {
+  kernels::ProfileScope scope(kernels::OpClass::attention);
+  const Shape& s = qkv.shape();
+  if (s.size() != 3 || s[2] % 3 != 0 || heads < 1 || (s[2] / 3) % heads != 0) {
+    shape_error("causal_self_attention",
+                "qkv " + s.to_string() + " with " + std::to_string(heads) +
+                    " heads (expected [b, t, 3c] with c divisible by the number of heads)");
+  }
+  const std::int64_t c = s[2] / 3;
+  const AttentionShape shape{s[0], heads, s[1], c / heads};
+  const Tensor x = rounded(qkv.value(), precision::current_policy().half);
+  Operands in{x, x, x, c, 2 * c};
+  return attend({qkv}, std::move(in), shape, HeadLayout::interleaved(shape, 3 * c),
+                HeadLayout::interleaved(shape, c), Shape{s[0], s[1], c}, true);
 }
 
 }  // namespace mantissa::autograd

@@ -18,6 +18,7 @@ struct Conv2dNode : Node {
   std::int64_t batch, out_channels;
   bool has_bias;
   const char* name() const override { return "conv2d"; }
+  kernels::OpClass op_class() const override { return kernels::OpClass::gemm; }
   std::vector<Tensor> apply(const Tensor& g) override {
     const kernels::GemmPrecision gp = gemm_precision(policy);
     const std::int64_t spatial = geo.out_h() * geo.out_w(), patch = geo.patch();
@@ -59,6 +60,7 @@ struct MaxPoolNode : Node {
   Shape in_shape;
   std::int64_t planes, in_size, out_size;
   const char* name() const override { return "max_pool2d"; }
+  kernels::OpClass op_class() const override { return kernels::OpClass::layout; }
   std::vector<Tensor> apply(const Tensor& g) override {
     Tensor dx = new_f32(in_shape);
     kernels::max_pool2d_backward(g.f32(), reinterpret_cast<const std::int32_t*>(argmax.f32()),
@@ -71,6 +73,7 @@ struct MaxPoolNode : Node {
 
 Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
                 std::int64_t stride, std::int64_t padding) {
+  kernels::ProfileScope scope(kernels::OpClass::gemm);
   const Shape& xs = x.shape();
   const Shape& ws = weight.shape();
   if (xs.size() != 4 || ws.size() != 4 || xs[1] != ws[1] || stride < 1 || padding < 0) {
@@ -123,6 +126,7 @@ Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
 }
 
 Variable max_pool2d(const Variable& x, std::int64_t kernel, std::int64_t stride) {
+  kernels::ProfileScope scope(kernels::OpClass::layout);
   const Shape& xs = x.shape();
   if (xs.size() != 4 || kernel < 1 || stride < 1 || xs[2] < kernel || xs[3] < kernel) {
     shape_error("max_pool2d", "input " + xs.to_string() + " with kernel " + std::to_string(kernel) +

@@ -63,6 +63,7 @@ struct BinaryNode : Node {
 };
 
 Variable binary(const char* op, Kind kind, const Variable& a, const Variable& b) {
+  kernels::ProfileScope scope(kernels::OpClass::pointwise);
   const std::int64_t inner = broadcast_inner(op, a.shape(), b.shape());
   const Policy& p = precision::current_policy();
   const Tensor a32 = f32(a.value()), b32 = f32(b.value());
@@ -115,6 +116,7 @@ struct SumNode : Node {
 };
 
 Variable reduce_all(const Variable& a, bool average) {
+  kernels::ProfileScope scope(kernels::OpClass::pointwise);
   const Tensor a32 = f32(a.value());
   double acc = 0;
   const float* p = a32.f32();
@@ -142,6 +144,7 @@ Variable mul(const Variable& a, const Variable& b) {
 }
 
 Variable scale(const Variable& a, float s) {
+  kernels::ProfileScope scope(kernels::OpClass::pointwise);
   Tensor y = detail::f32(a.value()).clone();
   float* p = y.f32();
   for (std::int64_t i = 0; i < y.numel(); ++i) p[i] *= s;

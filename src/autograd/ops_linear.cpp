@@ -13,6 +13,7 @@ struct MatmulNode : Node {
   bool batched_b;
   Shape a_shape, b_shape;
   const char* name() const override { return "matmul"; }
+  kernels::OpClass op_class() const override { return kernels::OpClass::gemm; }
   std::vector<Tensor> apply(const Tensor& g) override {
     const kernels::GemmPrecision gp = gemm_precision(policy);
     Tensor da = new_f32(a_shape), db = Tensor::zeros(b_shape);
@@ -35,6 +36,7 @@ struct LinearNode : Node {
   Shape x_shape;
   bool has_bias;
   const char* name() const override { return "linear"; }
+  kernels::OpClass op_class() const override { return kernels::OpClass::gemm; }
   std::vector<Tensor> apply(const Tensor& g) override {
     const kernels::GemmPrecision gp = gemm_precision(policy);
     Tensor dx = new_f32(x_shape);
@@ -59,6 +61,7 @@ struct LinearNode : Node {
 }  // namespace
 
 Variable matmul(const Variable& a, const Variable& b) {
+  kernels::ProfileScope scope(kernels::OpClass::gemm);
   const Shape& as = a.shape();
   const Shape& bs = b.shape();
   if (as.size() < 2 || bs.size() < 2) {
@@ -100,6 +103,7 @@ Variable matmul(const Variable& a, const Variable& b) {
 }
 
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
+  kernels::ProfileScope scope(kernels::OpClass::gemm);
   const Shape& xs = x.shape();
   const Shape& ws = weight.shape();
   if (ws.size() != 2 || xs.empty() || xs.back() != ws[1]) {

@@ -11,6 +11,7 @@ struct LayerNormNode : Node {
   Tensor x, gamma, mean, rstd;
   std::int64_t rows, cols;
   const char* name() const override { return "layer_norm"; }
+  kernels::OpClass op_class() const override { return kernels::OpClass::norm; }
   std::vector<Tensor> apply(const Tensor& g) override {
     const Tensor x32 = f32(x), g32 = f32(gamma);
     Tensor dx = new_f32(x.shape());
@@ -26,6 +27,7 @@ struct SoftmaxNode : Node {
   bool log;
   std::int64_t rows, cols;
   const char* name() const override { return log ? "log_softmax" : "softmax"; }
+  kernels::OpClass op_class() const override { return kernels::OpClass::softmax_loss; }
   std::vector<Tensor> apply(const Tensor& g) override {
     Tensor dx = new_f32(y.shape());
     if (log) {
@@ -43,6 +45,7 @@ struct CrossEntropyNode : Node {
   std::int32_t ignore_index;
   std::int64_t rows, cols, counted;
   const char* name() const override { return "cross_entropy"; }
+  kernels::OpClass op_class() const override { return kernels::OpClass::softmax_loss; }
   std::vector<Tensor> apply(const Tensor& g) override {
     const Tensor l32 = f32(logits);
     Tensor d = new_f32(logits.shape());
@@ -54,6 +57,7 @@ struct CrossEntropyNode : Node {
 };
 
 Variable softmax_impl(const Variable& x, bool log) {
+  kernels::ProfileScope scope(kernels::OpClass::softmax_loss);
   if (x.shape().empty()) shape_error(log ? "log_softmax" : "softmax", "a scalar has no last dim");
   const std::int64_t cols = x.shape().back(),
                      rows = x.value().numel() / std::max<std::int64_t>(cols, 1);
@@ -77,6 +81,7 @@ Variable softmax_impl(const Variable& x, bool log) {
 }  // namespace
 
 Variable layer_norm(const Variable& x, const Variable& gamma, const Variable& beta, float eps) {
+  kernels::ProfileScope scope(kernels::OpClass::norm);
   const std::int64_t cols = x.shape().empty() ? 0 : x.shape().back();
   if (!(gamma.shape() == Shape{cols}) || !(beta.shape() == Shape{cols})) {
     shape_error("layer_norm", "input " + x.shape().to_string() + " with gamma " +
@@ -110,6 +115,7 @@ Variable log_softmax(const Variable& x) {
 
 Variable cross_entropy(const Variable& logits, const std::vector<std::int32_t>& targets,
                        std::int32_t ignore_index) {
+  kernels::ProfileScope scope(kernels::OpClass::softmax_loss);
   const Shape& s = logits.shape();
   if (s.size() != 2 || s[0] != static_cast<std::int64_t>(targets.size())) {
     shape_error("cross_entropy", "logits " + s.to_string() + " with " +

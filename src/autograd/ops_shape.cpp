@@ -11,12 +11,14 @@ using namespace detail;
 struct ReshapeNode : Node {
   Shape in_shape;
   const char* name() const override { return "reshape"; }
+  kernels::OpClass op_class() const override { return kernels::OpClass::layout; }
   std::vector<Tensor> apply(const Tensor& g) override { return {g.reshape(in_shape)}; }
 };
 
 struct TransposeNode : Node {
   int a, b;
   const char* name() const override { return "transpose"; }
+  kernels::OpClass op_class() const override { return kernels::OpClass::layout; }
   std::vector<Tensor> apply(const Tensor& g) override { return {g.transpose(a, b).contiguous()}; }
 };
 
@@ -33,6 +35,7 @@ struct ConcatNode : Node {
   std::vector<Shape> shapes;
   int dim;
   const char* name() const override { return "concat"; }
+  kernels::OpClass op_class() const override { return kernels::OpClass::layout; }
   std::vector<Tensor> apply(const Tensor& g) override {
     const Shape& gs = g.shape();
     std::int64_t outer = 1, inner = 1;
@@ -55,6 +58,7 @@ struct EmbeddingNode : Node {
   std::vector<std::int32_t> ids;
   std::int64_t vocab, width;
   const char* name() const override { return "embedding"; }
+  kernels::OpClass op_class() const override { return kernels::OpClass::layout; }
   std::vector<Tensor> apply(const Tensor& g) override {
     Tensor d = Tensor::zeros(Shape{vocab, width});
     float* dp = d.f32();
@@ -71,6 +75,7 @@ struct EmbeddingNode : Node {
 }  // namespace
 
 Variable reshape(const Variable& x, const Shape& shape) {
+  kernels::ProfileScope scope(kernels::OpClass::layout);
   if (shape.numel() != x.value().numel()) {
     shape_error("reshape", x.shape().to_string() + " to " + shape.to_string() +
                                " changes the number of elements");
@@ -83,6 +88,7 @@ Variable reshape(const Variable& x, const Shape& shape) {
 }
 
 Variable transpose(const Variable& x, int a, int b) {
+  kernels::ProfileScope scope(kernels::OpClass::layout);
   return make_result(x.value().transpose(a, b).contiguous(), {x}, [&] {
     auto node = std::make_shared<TransposeNode>();
     node->a = a;
@@ -92,6 +98,7 @@ Variable transpose(const Variable& x, int a, int b) {
 }
 
 Variable concat(const std::vector<Variable>& parts, int dim) {
+  kernels::ProfileScope scope(kernels::OpClass::layout);
   if (parts.empty()) shape_error("concat", "no tensors to join");
   const Shape& first = parts[0].shape();
   const int d = tensor::normalize_dim(dim, first.size(), "concat");
@@ -130,6 +137,7 @@ Variable concat(const std::vector<Variable>& parts, int dim) {
 }
 
 std::vector<Variable> split(const Variable& x, const std::vector<std::int64_t>& sizes, int dim) {
+  kernels::ProfileScope scope(kernels::OpClass::layout);
   const int d = tensor::normalize_dim(dim, x.shape().size(), "split");
   std::int64_t total = 0;
   for (std::int64_t s : sizes) total += s;
@@ -149,6 +157,7 @@ std::vector<Variable> split(const Variable& x, const std::vector<std::int64_t>& 
         int dim;
         std::int64_t start;
         const char* name() const override { return "slice"; }
+        kernels::OpClass op_class() const override { return kernels::OpClass::layout; }
         std::vector<Tensor> apply(const Tensor& g) override {
           Tensor dx = Tensor::zeros(in_shape);
           dx.slice(dim, start, start + g.shape()[dim]).copy_from(g);
@@ -168,6 +177,7 @@ std::vector<Variable> split(const Variable& x, const std::vector<std::int64_t>& 
 
 Variable embedding(const Variable& table, const std::vector<std::int32_t>& ids,
                    const Shape& ids_shape) {
+  kernels::ProfileScope scope(kernels::OpClass::layout);
   const Shape& ts = table.shape();
   if (ts.size() != 2 || ids_shape.numel() != static_cast<std::int64_t>(ids.size())) {
     shape_error("embedding", "table " + ts.to_string() + " with " + std::to_string(ids.size()) +

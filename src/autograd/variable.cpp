@@ -10,6 +10,7 @@ namespace {
 thread_local bool t_grad_enabled = true;
 
 void accumulate(Tensor& into, const Tensor& g) {
+  kernels::ProfileScope scope(kernels::OpClass::grad_accum);
   // into += g, both float32 with the same shape; `into` is created on first use.
   const Tensor g32 = g.to(Format::float32);
   if (!into.defined()) {
@@ -38,6 +39,7 @@ void Variable::set_grad_fn(std::shared_ptr<Node> fn) {
 }
 
 const Tensor& Variable::value_rounded_to(Format f) const {
+  kernels::ProfileScope scope(kernels::OpClass::convert);
   VariableImpl& v = *impl_;
   if (v.half_format != f || v.half_version != v.version || !v.half_copy.defined()) {
     Tensor rounded = v.value.to(Format::float32);
@@ -70,6 +72,7 @@ void backward(const Variable& root, float seed) {
   if (!root.requires_grad()) {
     throw Error("backward: the root does not require gradients (no parameter reaches it)");
   }
+  kernels::PhaseScope phase(kernels::Phase::backward);
   const Tensor seed_tensor = Tensor::full(root.shape(), seed);
   if (root.is_leaf()) {
     Variable r = root;
@@ -106,7 +109,9 @@ void backward(const Variable& root, float seed) {
     }
     std::vector<Tensor> grads;
     if (g.defined()) {
+      kernels::ProfileScope scope(n->op_class());
       if (n->policy.enabled()) {
+        kernels::ProfileScope round_scope(kernels::OpClass::convert);
         numerics::round_to_format(g.f32(), static_cast<std::size_t>(g.numel()), n->policy.half);
       }
       grads = n->apply(g);

@@ -7,115 +7,175 @@
 
 #include "mantissa/kernels/gemm.hpp"
 #include "mantissa/numerics/convert.hpp"
+#include "vector_exp.hpp"
 
 namespace mantissa::kernels {
 namespace {
 
 constexpr std::int64_t kBlock = 64;
 
+// Per-thread scratch that only grows: no allocation once warm.
 std::vector<float>& scratch(int which) {
-  thread_local std::vector<float> buffers[3];
+  thread_local std::vector<float> buffers[5];
   return buffers[which];
+}
+
+float* sized(int which, std::int64_t n) {
+  std::vector<float>& v = scratch(which);
+  if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
+  return v.data();
 }
 
 void round_if(float* x, std::int64_t n, numerics::Format f) {
   if (f != numerics::Format::float32) numerics::round_to_format(x, static_cast<std::size_t>(n), f);
 }
 
-// s (rows x cols, leading dim cols) = scale * q_block k_prefix^T, masked causally, then
-// turned into probabilities p = exp(s - lse_row). Writes lse when `lse_out`, else reads
-// `lse_in`.
-void block_probabilities(const float* q, const float* k, std::int64_t i0, std::int64_t rows,
-                         std::int64_t cols, std::int64_t d, float scale,
-                         const AttentionPrecision& pr, float* s, float* lse_out,
-                         const float* lse_in) {
-  GemmShape g = GemmShape::dense(rows, cols, d, false, true);
-  gemm_f32(g, q + i0 * d, k, s, false);
+// One head's operands: pointers to row 0 and the distance between rows.
+struct Head {
+  const float* q;
+  const float* k;
+  const float* v;
+  std::int64_t ld;
+};
+
+// s (rows x cols, leading dim cols) = the probabilities of query rows i0.. against keys
+// 0..cols-1: scale * q k^T, causally masked, softmax via the row log-sum-exp. Writes lse
+// when `lse_out`, else uses `lse_in` (the backward's recomputation, bit-identical).
+void block_probabilities(const Head& h, std::int64_t i0, std::int64_t rows, std::int64_t cols,
+                         std::int64_t d, float scale, const AttentionPrecision& pr, float* s,
+                         float* lse_out, const float* lse_in, float* tmp) {
+  GemmShape g{rows, cols, d, false, true, h.ld, h.ld, cols};
+  gemm_f32_in_thread(g, h.q + i0 * h.ld, h.k, s, false);
   for (std::int64_t r = 0; r < rows; ++r) {
     float* sr = s + r * cols;
     const std::int64_t valid = i0 + r + 1;  // keys 0..i0+r
     for (std::int64_t c = 0; c < valid; ++c) sr[c] *= scale;
     if (pr.softmax_in_half) round_if(sr, valid, pr.half);
-    float m = 0;
+    float l;
     if (lse_out != nullptr) {
-      m = -std::numeric_limits<float>::infinity();
+      float m = -std::numeric_limits<float>::infinity();
       for (std::int64_t c = 0; c < valid; ++c) m = std::max(m, sr[c]);
-      float sum = 0;
-      for (std::int64_t c = 0; c < valid; ++c) sum += std::exp(sr[c] - m);
-      lse_out[r] = m + std::log(sum);
+      l = m + std::log(detail::exp_shifted(sr, tmp, valid, m));
+      lse_out[r] = l;
+    } else {
+      l = lse_in[r];
     }
-    const float l = lse_out != nullptr ? lse_out[r] : lse_in[r];
-    for (std::int64_t c = 0; c < valid; ++c) sr[c] = std::exp(sr[c] - l);
-    for (std::int64_t c = valid; c < cols; ++c) sr[c] = 0.0f;
+    detail::exp_shifted(sr, sr, valid, l);
+    std::fill(sr + valid, sr + cols, 0.0f);
     if (pr.softmax_in_half) round_if(sr, valid, pr.half);
   }
   if (!pr.softmax_in_half) round_if(s, rows * cols, pr.half);  // p feeds a matmul
 }
 
+void forward_head(const Head& h, float* o, std::int64_t ldo, float* lse, std::int64_t t,
+                  std::int64_t d, float scale, const AttentionPrecision& pr) {
+  float* s = sized(0, kBlock * t);
+  float* tmp = sized(1, t);
+  for (std::int64_t i0 = 0; i0 < t; i0 += kBlock) {
+    const std::int64_t rows = std::min(kBlock, t - i0);
+    const std::int64_t cols = i0 + rows;  // causal: keys up to the block's last row
+    block_probabilities(h, i0, rows, cols, d, scale, pr, s, lse + i0, nullptr, tmp);
+    gemm_f32_in_thread(GemmShape{rows, d, cols, false, false, cols, h.ld, ldo}, s, h.v,
+                       o + i0 * ldo, false);
+  }
+}
+
+// dq is written in place (layout ld); dk and dv are summed over blocks in dense scratch and
+// then stored (layout ld).
+void backward_head(const Head& h, const float* o, const float* d_o, std::int64_t ldo,
+                   const float* lse, float* dq, float* dk, float* dv, std::int64_t t,
+                   std::int64_t d, float scale, const AttentionPrecision& pr) {
+  float* p = sized(0, kBlock * t);
+  float* dp = sized(1, kBlock * t);
+  float* dk_acc = sized(2, t * d);
+  float* dv_acc = sized(3, t * d);
+  float* delta = sized(4, kBlock);
+  std::fill(dk_acc, dk_acc + t * d, 0.0f);
+  std::fill(dv_acc, dv_acc + t * d, 0.0f);
+  for (std::int64_t i0 = 0; i0 < t; i0 += kBlock) {
+    const std::int64_t rows = std::min(kBlock, t - i0);
+    const std::int64_t cols = i0 + rows;
+    block_probabilities(h, i0, rows, cols, d, scale, pr, p, nullptr, lse + i0, nullptr);
+    const float* dob = d_o + i0 * ldo;
+    // dV[0:cols] += P^T dO_block
+    gemm_f32_in_thread(GemmShape{cols, d, rows, true, false, cols, ldo, d}, p, dob, dv_acc, true);
+    // dP = dO_block V[0:cols]^T
+    gemm_f32_in_thread(GemmShape{rows, cols, d, false, true, ldo, h.ld, cols}, dob, h.v, dp,
+                       false);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* dor = dob + r * ldo;
+      const float* orow = o + (i0 + r) * ldo;
+      float acc = 0;
+      for (std::int64_t c = 0; c < d; ++c) acc += dor[c] * orow[c];
+      delta[r] = acc;
+    }
+    // dS = P * (dP - delta) * scale (zero where masked, since P is zero there)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      float* dpr = dp + r * cols;
+      const float* pr_row = p + r * cols;
+      const float dr = delta[r];
+      for (std::int64_t c = 0; c < cols; ++c) dpr[c] = pr_row[c] * (dpr[c] - dr) * scale;
+    }
+    round_if(dp, rows * cols, pr.half);
+    // dQ_block = dS K[0:cols];  dK[0:cols] += dS^T Q_block
+    gemm_f32_in_thread(GemmShape{rows, d, cols, false, false, cols, h.ld, h.ld}, dp, h.k,
+                       dq + i0 * h.ld, false);
+    gemm_f32_in_thread(GemmShape{cols, d, rows, true, false, cols, h.ld, d}, dp,
+                       h.q + i0 * h.ld, dk_acc, true);
+  }
+  for (std::int64_t r = 0; r < t; ++r) {
+    std::copy(dk_acc + r * d, dk_acc + (r + 1) * d, dk + r * h.ld);
+    std::copy(dv_acc + r * d, dv_acc + (r + 1) * d, dv + r * h.ld);
+  }
+}
+
 }  // namespace
+
+void attention_forward(const AttentionShape& s, const HeadLayout& in, const float* q,
+                       const float* k, const float* v, const HeadLayout& out, float* o, float* lse,
+                       float scale, const AttentionPrecision& pr) {
+  const std::int64_t pairs = s.batch * s.heads;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < pairs; ++i) {
+    const std::int64_t b = i / s.heads, hh = i % s.heads;
+    const std::int64_t at = b * in.batch_stride + hh * in.head_stride;
+    const Head h{q + at, k + at, v + at, in.row_stride};
+    forward_head(h, o + b * out.batch_stride + hh * out.head_stride, out.row_stride, lse + i * s.t,
+                 s.t, s.d, scale, pr);
+  }
+}
+
+void attention_backward(const AttentionShape& s, const HeadLayout& in, const float* q,
+                        const float* k, const float* v, const HeadLayout& out, const float* o,
+                        const float* d_o, const float* lse, float* dq, float* dk, float* dv,
+                        float scale, const AttentionPrecision& pr) {
+  const std::int64_t pairs = s.batch * s.heads;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < pairs; ++i) {
+    const std::int64_t b = i / s.heads, hh = i % s.heads;
+    const std::int64_t at = b * in.batch_stride + hh * in.head_stride;
+    const std::int64_t ot = b * out.batch_stride + hh * out.head_stride;
+    const Head h{q + at, k + at, v + at, in.row_stride};
+    backward_head(h, o + ot, d_o + ot, out.row_stride, lse + i * s.t, dq + at, dk + at, dv + at,
+                  s.t, s.d, scale, pr);
+  }
+}
 
 void attention_forward(const float* q, const float* k, const float* v, float* o, float* lse,
                        std::int64_t bh, std::int64_t t, std::int64_t d, float scale,
                        const AttentionPrecision& pr) {
-  std::vector<float>& s = scratch(0);
-  s.resize(static_cast<std::size_t>(kBlock * t));
-  for (std::int64_t h = 0; h < bh; ++h) {
-    const float* qh = q + h * t * d;
-    const float* kh = k + h * t * d;
-    const float* vh = v + h * t * d;
-    for (std::int64_t i0 = 0; i0 < t; i0 += kBlock) {
-      const std::int64_t rows = std::min(kBlock, t - i0);
-      const std::int64_t cols = i0 + rows;  // causal: keys up to the block's last row
-      block_probabilities(qh, kh, i0, rows, cols, d, scale, pr, s.data(), lse + h * t + i0,
-                          nullptr);
-      gemm_f32(GemmShape::dense(rows, d, cols), s.data(), vh, o + h * t * d + i0 * d, false);
-    }
-  }
+  const AttentionShape s{bh, 1, t, d};
+  const HeadLayout l = HeadLayout::dense(s);
+  attention_forward(s, l, q, k, v, l, o, lse, scale, pr);
 }
 
 void attention_backward(const float* q, const float* k, const float* v, const float* o,
                         const float* lse, const float* d_o, float* dq, float* dk, float* dv,
                         std::int64_t bh, std::int64_t t, std::int64_t d, float scale,
                         const AttentionPrecision& pr) {
-  std::vector<float>& p = scratch(0);
-  std::vector<float>& dp = scratch(1);
-  std::vector<float>& delta = scratch(2);
-  p.resize(static_cast<std::size_t>(kBlock * t));
-  dp.resize(static_cast<std::size_t>(kBlock * t));
-  delta.resize(static_cast<std::size_t>(kBlock));
-  for (std::int64_t h = 0; h < bh; ++h) {
-    const std::int64_t base = h * t * d;
-    const float *qh = q + base, *kh = k + base, *vh = v + base, *oh = o + base, *doh = d_o + base;
-    float *dqh = dq + base, *dkh = dk + base, *dvh = dv + base;
-    std::fill(dkh, dkh + t * d, 0.0f);
-    std::fill(dvh, dvh + t * d, 0.0f);
-    for (std::int64_t i0 = 0; i0 < t; i0 += kBlock) {
-      const std::int64_t rows = std::min(kBlock, t - i0);
-      const std::int64_t cols = i0 + rows;
-      block_probabilities(qh, kh, i0, rows, cols, d, scale, pr, p.data(), nullptr,
-                          lse + h * t + i0);
-      // dV[0:cols] += P^T dO_block
-      gemm_f32(GemmShape::dense(cols, d, rows, true, false), p.data(), doh + i0 * d, dvh, true);
-      // dP = dO_block V[0:cols]^T
-      gemm_f32(GemmShape::dense(rows, cols, d, false, true), doh + i0 * d, vh, dp.data(), false);
-      for (std::int64_t r = 0; r < rows; ++r) {
-        float acc = 0;
-        for (std::int64_t c = 0; c < d; ++c) acc += doh[(i0 + r) * d + c] * oh[(i0 + r) * d + c];
-        delta[static_cast<std::size_t>(r)] = acc;
-      }
-      // dS = P * (dP - delta) * scale (zero where masked, since P is zero there)
-      for (std::int64_t r = 0; r < rows; ++r) {
-        for (std::int64_t c = 0; c < cols; ++c) {
-          const std::size_t idx = static_cast<std::size_t>(r * cols + c);
-          dp[idx] = p[idx] * (dp[idx] - delta[static_cast<std::size_t>(r)]) * scale;
-        }
-      }
-      round_if(dp.data(), rows * cols, pr.half);
-      // dQ_block = dS K[0:cols];  dK[0:cols] += dS^T Q_block
-      gemm_f32(GemmShape::dense(rows, d, cols), dp.data(), kh, dqh + i0 * d, false);
-      gemm_f32(GemmShape::dense(cols, d, rows, true, false), dp.data(), qh + i0 * d, dkh, true);
-    }
-  }
+  const AttentionShape s{bh, 1, t, d};
+  const HeadLayout l = HeadLayout::dense(s);
+  attention_backward(s, l, q, k, v, l, o, d_o, lse, dq, dk, dv, scale, pr);
 }
 
 void attention_forward_ref(const float* q, const float* k, const float* v, float* o,

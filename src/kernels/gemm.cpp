@@ -148,6 +148,17 @@ void gemm_f32(const GemmShape& s, const float* a, const float* b, float* c, bool
   stream.wait();
 }
 
+void gemm_f32_in_thread(const GemmShape& s, const float* a, const float* b, float* c,
+                        bool accumulate) {
+  if (s.m == 0 || s.n == 0) return;
+  const dnnl_status_t st =
+      dnnl_sgemm(s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.m, s.n, s.k, 1.0f, a, s.lda, b,
+                 s.ldb, accumulate ? 1.0f : 0.0f, c, s.ldc);
+  if (st != dnnl_success) {
+    throw Error("gemm_f32_in_thread: dnnl_sgemm failed (status " + std::to_string(st) + ")");
+  }
+}
+
 void gemm_ref(const GemmShape& s, const float* a, const float* b, float* c, bool accumulate) {
   for (std::int64_t i = 0; i < s.m; ++i) {
     for (std::int64_t j = 0; j < s.n; ++j) {

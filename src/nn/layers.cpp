@@ -55,14 +55,7 @@ CausalSelfAttention::CausalSelfAttention(std::int64_t dim, std::int64_t h, tenso
 }
 
 Variable CausalSelfAttention::forward(const Variable& x) const {
-  const std::int64_t b = x.shape()[0], t = x.shape()[1], c = x.shape()[2], d = c / heads;
-  auto parts = ag::split(qkv->forward(x), {c, c, c}, -1);
-  auto split_heads = [&](const Variable& v) {
-    return ag::transpose(ag::reshape(v, Shape{b, t, heads, d}), 1, 2);
-  };
-  const Variable y =
-      ag::causal_attention(split_heads(parts[0]), split_heads(parts[1]), split_heads(parts[2]));
-  return proj->forward(ag::reshape(ag::transpose(y, 1, 2), Shape{b, t, c}));
+  return proj->forward(ag::causal_self_attention(qkv->forward(x), heads));
 }
 
 TransformerBlock::TransformerBlock(std::int64_t dim, std::int64_t heads, std::int64_t filter,

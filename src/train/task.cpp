@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "mantissa/error.hpp"
+#include "mantissa/kernels/profiler.hpp"
 
 namespace mantissa::train {
 namespace {
@@ -38,7 +39,10 @@ class TextTask final : public Task {
   }
   nn::Module& module() override { return gpt_; }
   autograd::Variable next_train_loss() override {
-    const data::TextBatch b = train_->next();
+    const data::TextBatch b = [this] {
+      kernels::ProfileScope scope(kernels::OpClass::data);
+      return train_->next();
+    }();
     return gpt_.loss(b.inputs, b.targets, b.batch, b.context);
   }
   EvalResult evaluate(std::int64_t steps) override {
@@ -96,7 +100,10 @@ class ImageTask final : public Task {
     return cnn_->logits(autograd::Variable(x.reshape({x.dim(0), 1, 28, 28})));
   }
   autograd::Variable next_train_loss() override {
-    const data::ImageBatch b = train_->next();
+    const data::ImageBatch b = [this] {
+      kernels::ProfileScope scope(kernels::OpClass::data);
+      return train_->next();
+    }();
     return autograd::cross_entropy(logits(b.x), b.y);
   }
   EvalResult evaluate(std::int64_t steps) override {

@@ -157,6 +157,41 @@ EvalResult Trainer::evaluate() {
   return r;
 }
 
+StepResult Trainer::train_step() {
+  const std::int64_t accum = config_.loop.grad_accum_steps;
+  StepResult r;
+  task_->module().train();  // dropout on
+  {
+    precision::Autocast cast(policy_);
+    for (std::int64_t a = 0; a < accum; ++a) {
+      autograd::Variable loss = task_->next_train_loss();
+      r.loss += loss.value().item() / static_cast<double>(accum);
+      if (accum > 1) loss = autograd::scale(loss, 1.0f / static_cast<float>(accum));
+      autograd::backward(scaler_ ? scaler_->scale(loss) : loss);
+    }
+    r.report = amp::finish_step(*optimizer_, scaler_.get(), config_.precision.max_gradient_norm,
+                                config_.precision.max_gradient_value);
+  }
+  if (scaler_) {
+    if (auto wider = scaler_->take_fallback()) {
+      policy_.half = *wider;
+      log("precision falls back to " + std::string(numerics::name(*wider)) + " from here on");
+    }
+  }
+  ++global_step_;
+  return r;
+}
+
+std::int64_t Trainer::items_per_step() const {
+  return task_->items_per_batch() * config_.loop.grad_accum_steps;
+}
+const char* Trainer::item_unit() const {
+  return task_->unit();
+}
+std::int64_t Trainer::parameter_count() const {
+  return task_->module().parameter_count();
+}
+
 RunSummary Trainer::run(const std::string& mode, const std::optional<std::string>& resume) {
   if (mode != "train" && mode != "eval" && mode != "train_and_eval") {
     throw Error("--mode: '" + mode + "' (expected one of: train, eval, train_and_eval)");
@@ -184,8 +219,6 @@ RunSummary Trainer::run(const std::string& mode, const std::optional<std::string
       " parameters), precision " + policy_.describe() + ", " + config_.optimizer.name + ", lr " +
       config_.schedule_text + ", run directory " + run_dir_);
   const bool tty = ::isatty(STDERR_FILENO) != 0 && !out_;
-  const auto max_norm = config_.precision.max_gradient_norm;
-  const auto max_value = config_.precision.max_gradient_value;
   const std::int64_t accum = config_.loop.grad_accum_steps;
   auto window_start = Clock::now();
   const auto run_start = window_start;
@@ -193,31 +226,12 @@ RunSummary Trainer::run(const std::string& mode, const std::optional<std::string
   double loss_sum = 0;
   std::int64_t loss_count = 0;
   std::int64_t saved_at = -1;  // the step the last periodic checkpoint holds
-  task_->module().train();
   while (global_step_ < config_.loop.max_steps) {
     if (stop_.load()) {
       summary.interrupted = true;
       break;
     }
-    amp::StepReport report;
-    double step_loss = 0;
-    {
-      precision::Autocast cast(policy_);
-      for (std::int64_t a = 0; a < accum; ++a) {
-        autograd::Variable loss = task_->next_train_loss();
-        step_loss += loss.value().item() / static_cast<double>(accum);
-        if (accum > 1) loss = autograd::scale(loss, 1.0f / static_cast<float>(accum));
-        autograd::backward(scaler_ ? scaler_->scale(loss) : loss);
-      }
-      report = amp::finish_step(*optimizer_, scaler_.get(), max_norm, max_value);
-    }
-    if (scaler_) {
-      if (auto wider = scaler_->take_fallback()) {
-        policy_.half = *wider;
-        log("precision falls back to " + std::string(numerics::name(*wider)) + " from here on");
-      }
-    }
-    ++global_step_;
+    const auto [step_loss, report] = train_step();
     window_items += task_->items_per_batch() * accum;
     loss_sum += step_loss;
     ++loss_count;

@@ -58,4 +58,10 @@ Variable max_pool2d(const Variable& x, std::int64_t kernel, std::int64_t stride)
 // softmax(q k^T / sqrt(d) + causal mask) v, computed blockwise (kernels/attention.hpp).
 Variable causal_attention(const Variable& q, const Variable& k, const Variable& v);
 
+// The same attention straight from a fused projection: qkv [b, t, 3c] holds q, k, v as its
+// column thirds, each split into `heads` heads of c / heads columns; returns [b, t, c] with
+// the heads side by side (what the output projection reads). No transposes or copies:
+// the kernel reads and writes the heads in place.
+Variable causal_self_attention(const Variable& qkv, std::int64_t heads);
+
 }  // namespace mantissa::autograd

@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "mantissa/kernels/profiler.hpp"
 #include "mantissa/precision/policy.hpp"
 #include "mantissa/tensor/tensor.hpp"
 
@@ -69,6 +70,8 @@ class Node {
   // of the output as float32.
   virtual std::vector<Tensor> apply(const Tensor& grad_output) = 0;
   virtual const char* name() const = 0;
+  // What its backward is charged to in a profile.
+  virtual kernels::OpClass op_class() const { return kernels::OpClass::pointwise; }
 
   std::vector<Variable> inputs;
   precision::Policy policy;  // in force when the op ran

@@ -47,6 +47,11 @@ void gemm(const GemmShape& s, const float* a, const float* b, float* c, bool acc
 // Plain oneDNN fp32 GEMM (primitives created once per shape and cached).
 void gemm_f32(const GemmShape& s, const float* a, const float* b, float* c, bool accumulate);
 
+// The same product through dnnl_sgemm, for calls from inside an OpenMP parallel region (it
+// then runs on the calling thread; primitives are not re-entered across threads).
+void gemm_f32_in_thread(const GemmShape& s, const float* a, const float* b, float* c,
+                        bool accumulate);
+
 // The naive twin: triple loop accumulated in double, rounded to float once per element.
 void gemm_ref(const GemmShape& s, const float* a, const float* b, float* c, bool accumulate);
 

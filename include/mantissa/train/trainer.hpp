@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "mantissa/amp/optimizer_step.hpp"
 #include "mantissa/train/config.hpp"
 
 namespace mantissa::train {
@@ -32,6 +33,12 @@ struct RunSummary {
   bool interrupted = false;
 };
 
+// One optimizer step of train_step().
+struct StepResult {
+  double loss = 0;  // mean over the micro-batches
+  amp::StepReport report;
+};
+
 class Task;  // the model + data pairing (text or images)
 
 class Trainer {
@@ -44,6 +51,15 @@ class Trainer {
   // directory, if any) or a checkpoint path.
   RunSummary run(const std::string& mode, const std::optional<std::string>& resume = std::nullopt);
   EvalResult evaluate();
+  // One training step: grad_accum_steps micro-batches (forward, scaled backward), then
+  // unscale, clip, step or skip, update the scale. Advances the global step. run() is a loop
+  // of these; benchmarks time them one by one.
+  StepResult train_step();
+  std::int64_t global_step() const { return global_step_; }
+  std::int64_t items_per_step() const;  // tokens or samples per step
+  const char* item_unit() const;        // "tokens" or "samples"
+  std::int64_t parameter_count() const;
+  const precision::Policy& policy() const { return policy_; }
   // Asks a running run() to checkpoint and return at the next step boundary (Ctrl-C).
   void request_stop() { stop_.store(true); }
 

@@ -1,0 +1,80 @@
+// `mantissa bench train`: training throughput of a config (train/benchmark.hpp).
+#include <fstream>
+
+#include "commands.hpp"
+#include "mantissa/error.hpp"
+#include "mantissa/train/benchmark.hpp"
+
+namespace mantissa::app {
+namespace {
+
+struct BenchArgs {
+  std::string config, precision, loss_scaling, json;
+  int opt_level = -1;
+  std::vector<std::string> overrides;
+  train::BenchOptions options;
+};
+
+// --precision and friends become config overrides, applied after the user's --set.
+std::vector<std::string> precision_overrides(const BenchArgs& a) {
+  const std::string key = "trainer.init.precision.";
+  std::vector<std::string> o;
+  if (a.precision == "float32") {
+    o.push_back(key + "enabled=false");
+  } else if (a.precision == "bfloat16" || a.precision == "float16" || a.precision == "cbfloat16") {
+    o.push_back(key + "enabled=true");
+    o.push_back(key + "fp16_type=" + a.precision);
+    // float16 and cbfloat16 need loss scaling (DESIGN.md section 4): dynamic unless told.
+    if (a.precision != "bfloat16" && a.loss_scaling.empty()) {
+      o.push_back(key + "loss_scaling_factor=dynamic");
+    }
+  } else if (!a.precision.empty()) {
+    throw Error("--precision: '" + a.precision +
+                "' (expected one of: float32, bfloat16, float16, cbfloat16)");
+  }
+  if (!a.loss_scaling.empty()) o.push_back(key + "loss_scaling_factor=" + a.loss_scaling);
+  if (a.opt_level >= 0) o.push_back(key + "precision_opt_level=" + std::to_string(a.opt_level));
+  return o;
+}
+
+int run(BenchArgs a) {
+  for (const std::string& s : precision_overrides(a)) a.overrides.push_back(s);
+  const train::TrainerConfig c = train::load_config(a.config, a.overrides);
+  const train::BenchResult r = train::run_train_benchmark(c, a.options, [](const std::string& l) {
+    std::fprintf(stderr, "%s\n", l.c_str());
+  });
+  std::printf("%s", train::format_bench_report(r).c_str());
+  if (!a.json.empty()) {
+    std::ofstream f(a.json, std::ios::app);
+    if (!f) throw Error("--json: cannot open '" + a.json + "' for appending");
+    f << train::bench_result_json(r) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+Action register_bench_command(CLI::App& app) {
+  auto* bench = app.add_subcommand("bench", "Benchmarks (see docs/PERFORMANCE.md)");
+  bench->require_subcommand(1);
+  auto* cmd = bench->add_subcommand(
+      "train", "Time training steps of a config: median throughput, GFLOP/s, MFU, peak RSS");
+  auto a = std::make_shared<BenchArgs>();
+  cmd->add_option("--config", a->config, "The YAML config (docs/config.md)")->required();
+  cmd->add_option("--precision", a->precision,
+                  "float32 | bfloat16 | float16 | cbfloat16 (default: the config's; float16 and "
+                  "cbfloat16 get dynamic loss scaling unless --loss-scaling says otherwise)");
+  cmd->add_option("--opt-level", a->opt_level, "precision_opt_level 0 | 1 | 2 (default: config's)");
+  cmd->add_option("--loss-scaling", a->loss_scaling, "dynamic or a number (the loss scale)");
+  cmd->add_option("--steps", a->options.steps, "Timed steps (default 10)");
+  cmd->add_option("--warmup", a->options.warmup, "Untimed steps first (default 2)");
+  cmd->add_flag("--profile", a->options.profile, "Print time per step by op class");
+  cmd->add_option("--json", a->json, "Append the results as one JSON line to this file");
+  cmd->add_option("--set", a->overrides, "Override a config key: a.b.c=value (repeatable)");
+  return [cmd, a]() -> int {
+    if (!cmd->parsed()) return -1;
+    return run(*a);
+  };
+}
+
+}  // namespace mantissa::app

@@ -1,0 +1,56 @@
+#pragma once
+// `mantissa bench train`: times training steps of a config one by one and reports the median
+// throughput after warm-up, achieved GFLOP/s, model FLOP utilisation against a GEMM peak
+// measured in the same process, peak resident memory, and (optionally) where the time goes
+// per op class (kernels/profiler.hpp).
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mantissa/kernels/profiler.hpp"
+#include "mantissa/train/config.hpp"
+
+namespace mantissa::train {
+
+struct BenchOptions {
+  std::int64_t steps = 10;   // timed steps
+  std::int64_t warmup = 2;   // untimed steps first (primitive creation, pool warm-up)
+  bool profile = false;      // per-op-class breakdown over the timed steps
+  bool measure_peak = true;  // time a large GEMM of the run's format first (for MFU)
+};
+
+struct BenchResult {
+  std::string model, precision, unit;  // unit: tokens or samples
+  std::int64_t parameters = 0;
+  std::int64_t items_per_step = 0;
+  std::vector<double> step_seconds;  // timed steps, in order
+  std::vector<double> losses;        // every step's loss, warm-up included
+  double median_seconds = 0;
+  double items_per_second = 0;   // items_per_step / median_seconds
+  double flops_per_step = 0;     // 0 when the model's FLOPs are not modelled
+  double achieved_gflops = 0;    // flops_per_step / median_seconds
+  double gemm_peak_gflops = 0;   // measured here (0 when not measured)
+  double peak_rss_mib = 0;       // of this process, at the end
+  std::optional<kernels::ProfileTable> profile;
+  double profiled_seconds = 0;   // wall time of the profiled steps
+  double mfu() const { return gemm_peak_gflops > 0 ? achieved_gflops / gemm_peak_gflops : 0; }
+};
+
+// Training FLOPs per step: GPT as the peer counts them (6 x parameters x tokens plus
+// 12 x layers x hidden x context^2 x batch for attention); MLP 6 x parameters x samples;
+// 0 (not modelled) for the CNN.
+double training_flops_per_step(const TrainerConfig& config, std::int64_t parameters);
+
+// Runs warm-up + timed steps of `config` (no checkpoints or metrics are written). `progress`
+// receives one line per step.
+BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& options,
+                                const std::function<void(const std::string&)>& progress = {});
+
+// The human-readable report (the profile table included when recorded).
+std::string format_bench_report(const BenchResult& r);
+// One JSON object with the same figures.
+std::string bench_result_json(const BenchResult& r);
+
+}  // namespace mantissa::train

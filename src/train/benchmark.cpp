@@ -1,0 +1,212 @@
+#include "mantissa/train/benchmark.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "mantissa/error.hpp"
+#include "mantissa/kernels/gemm.hpp"
+#include "mantissa/numerics/convert.hpp"
+#include "mantissa/tensor/random.hpp"
+#include "mantissa/train/trainer.hpp"
+
+namespace mantissa::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // Linux reports KiB
+}
+
+// Best of a few timed runs of a 2048^3 GEMM whose inputs hold values of the policy's format,
+// through the same kernels::gemm route the model's matmuls take.
+double measure_gemm_peak(const precision::Policy& policy) {
+  constexpr std::int64_t n = 2048;
+  std::vector<float> a(n * n), b(n * n), c(n * n);
+  tensor::Rng rng(1);
+  for (float& x : a) x = static_cast<float>(rng.normal());
+  for (float& x : b) x = static_cast<float>(rng.normal());
+  kernels::GemmPrecision gp;
+  if (policy.enabled()) {
+    gp.format = policy.half;
+    gp.passes = precision::matmul_passes(policy.half, policy.opt_level);
+    numerics::round_to_format(a.data(), a.size(), gp.format);
+    numerics::round_to_format(b.data(), b.size(), gp.format);
+  }
+  const kernels::GemmShape s = kernels::GemmShape::dense(n, n, n);
+  double best = 1e30;
+  for (int rep = 0; rep < 4; ++rep) {  // the first run creates the primitive
+    const auto t = Clock::now();
+    kernels::gemm(s, a.data(), b.data(), c.data(), false, gp);
+    if (rep > 0) best = std::min(best, seconds_since(t));
+  }
+  return s.flops() / best / 1e9;
+}
+
+std::string fixed(double v, int decimals) {
+  char b[64];
+  std::snprintf(b, sizeof(b), "%.*f", decimals, v);
+  return b;
+}
+
+}  // namespace
+
+double training_flops_per_step(const TrainerConfig& c, std::int64_t parameters) {
+  const double p = static_cast<double>(parameters);
+  const double per_batch = static_cast<double>(c.train_data.batch_size);
+  const double accum = static_cast<double>(c.loop.grad_accum_steps);
+  if (c.model.name == "gpt") {
+    const double t = static_cast<double>(c.train_data.context);
+    const double tokens = per_batch * t;
+    return accum * (6.0 * p * tokens + 12.0 * static_cast<double>(c.model.gpt.num_hidden_layers) *
+                                           static_cast<double>(c.model.gpt.hidden_size) * t * t *
+                                           per_batch);
+  }
+  if (c.model.name == "mlp") return accum * 6.0 * p * per_batch;
+  return 0;
+}
+
+BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
+                                const std::function<void(const std::string&)>& progress) {
+  if (o.steps < 1) throw Error("bench: --steps must be at least 1 (got " +
+                               std::to_string(o.steps) + ")");
+  if (o.warmup < 0) throw Error("bench: --warmup must be 0 or more (got " +
+                                std::to_string(o.warmup) + ")");
+  const auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  config.loop.max_steps = o.warmup + o.steps;
+  Trainer trainer(config, progress);
+  BenchResult r;
+  r.model = config.model.name;
+  r.precision = trainer.policy().describe();
+  r.unit = trainer.item_unit();
+  r.parameters = trainer.parameter_count();
+  r.items_per_step = trainer.items_per_step();
+  r.flops_per_step = training_flops_per_step(config, r.parameters);
+  if (o.measure_peak) {
+    say("measuring the GEMM peak (2048^3, " + r.precision + ")");
+    r.gemm_peak_gflops = measure_gemm_peak(trainer.policy());
+  }
+  for (std::int64_t s = 0; s < o.warmup + o.steps; ++s) {
+    const bool timed = s >= o.warmup;
+    if (timed && o.profile && s == o.warmup) kernels::profiler_start();
+    const auto t = Clock::now();
+    const StepResult step = trainer.train_step();
+    const double secs = seconds_since(t);
+    r.losses.push_back(step.loss);
+    if (timed) r.step_seconds.push_back(secs);
+    say(std::string(timed ? "step " : "warm-up step ") + std::to_string(s + 1) + "/" +
+        std::to_string(o.warmup + o.steps) + "  loss " + fixed(step.loss, 4) + "  " +
+        fixed(static_cast<double>(r.items_per_step) / secs, 0) + " " + r.unit + "/s");
+  }
+  if (o.profile) {
+    r.profile = kernels::profiler_stop();
+    for (double s : r.step_seconds) r.profiled_seconds += s;
+  }
+  r.median_seconds = median(r.step_seconds);
+  r.items_per_second = static_cast<double>(r.items_per_step) / r.median_seconds;
+  r.achieved_gflops = r.flops_per_step / r.median_seconds / 1e9;
+  r.peak_rss_mib = peak_rss_mib();
+  return r;
+}
+
+std::string format_bench_report(const BenchResult& r) {
+  std::string s;
+  s += r.model + " (" + std::to_string(r.parameters) + " parameters), precision " + r.precision +
+       "\n";
+  s += "  median step      " + fixed(r.median_seconds * 1e3, 1) + " ms over " +
+       std::to_string(r.step_seconds.size()) + " timed steps\n";
+  s += "  throughput       " + fixed(r.items_per_second, 0) + " " + r.unit + "/s\n";
+  if (r.flops_per_step > 0) {
+    s += "  achieved         " + fixed(r.achieved_gflops, 1) + " GFLOP/s (" +
+         fixed(r.flops_per_step / 1e9, 1) + " GFLOP per step)\n";
+  }
+  if (r.gemm_peak_gflops > 0) {
+    s += "  GEMM peak        " + fixed(r.gemm_peak_gflops, 1) + " GFLOP/s (2048^3, same format)\n";
+    if (r.flops_per_step > 0) s += "  MFU              " + fixed(100.0 * r.mfu(), 1) + " %\n";
+  }
+  s += "  peak RSS         " + fixed(r.peak_rss_mib, 0) + " MiB\n";
+  if (!r.losses.empty()) {
+    s += "  loss             " + fixed(r.losses.front(), 4) + " (step 1) -> " +
+         fixed(r.losses.back(), 4) + " (step " + std::to_string(r.losses.size()) + ")\n";
+  }
+  if (r.profile) {
+    const double steps = static_cast<double>(r.step_seconds.size());
+    const double per_step_ms = r.profiled_seconds / steps * 1e3;
+    s += "\n  time per step by op class (ms; exclusive, nested scopes subtracted)\n";
+    char line[160];
+    std::snprintf(line, sizeof(line), "  %-20s %9s %9s %9s %9s %6s\n", "class", "forward",
+                  "backward", "step", "total", "%");
+    s += line;
+    double accounted = 0;
+    for (int c = 0; c < kernels::kOpClassCount; ++c) {
+      double row[kernels::kPhaseCount];
+      double total = 0;
+      for (int p = 0; p < kernels::kPhaseCount; ++p) {
+        row[p] = (*r.profile)[p][c] / steps * 1e3;
+        total += row[p];
+      }
+      accounted += total;
+      if (total < 0.05) continue;
+      std::snprintf(line, sizeof(line), "  %-20s %9.1f %9.1f %9.1f %9.1f %6.1f\n",
+                    kernels::name(static_cast<kernels::OpClass>(c)), row[0], row[1], row[2], total,
+                    100.0 * total / per_step_ms);
+      s += line;
+    }
+    std::snprintf(line, sizeof(line), "  %-20s %9s %9s %9s %9.1f %6.1f\n", "other (unscoped)", "",
+                  "", "", per_step_ms - accounted, 100.0 * (per_step_ms - accounted) / per_step_ms);
+    s += line;
+    std::snprintf(line, sizeof(line), "  %-20s %9s %9s %9s %9.1f\n", "step total", "", "", "",
+                  per_step_ms);
+    s += line;
+  }
+  return s;
+}
+
+std::string bench_result_json(const BenchResult& r) {
+  nlohmann::json j{{"model", r.model},
+                   {"precision", r.precision},
+                   {"parameters", r.parameters},
+                   {"unit", r.unit},
+                   {"items_per_step", r.items_per_step},
+                   {"median_step_ms", r.median_seconds * 1e3},
+                   {"items_per_s", r.items_per_second},
+                   {"gflops", r.achieved_gflops},
+                   {"gemm_peak_gflops", r.gemm_peak_gflops},
+                   {"mfu", r.mfu()},
+                   {"peak_rss_mib", r.peak_rss_mib},
+                   {"step_ms", nlohmann::json::array()},
+                   {"losses", r.losses}};
+  for (double s : r.step_seconds) j["step_ms"].push_back(s * 1e3);
+  if (r.profile) {
+    nlohmann::json p;
+    for (int c = 0; c < kernels::kOpClassCount; ++c) {
+      for (int ph = 0; ph < kernels::kPhaseCount; ++ph) {
+        p[kernels::name(static_cast<kernels::OpClass>(c))]
+         [kernels::name(static_cast<kernels::Phase>(ph))] = (*r.profile)[ph][c] * 1e3;
+      }
+    }
+    j["profile_ms_total"] = p;
+  }
+  return j.dump();
+}
+
+}  // namespace mantissa::train
