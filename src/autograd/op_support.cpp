@@ -1,5 +1,7 @@
 #include "op_support.hpp"
 
+#include "mantissa/kernels/parallel.hpp"
+
 namespace mantissa::autograd::detail {
 
 Tensor rounded(const Tensor& t, Format f) {
@@ -9,6 +11,14 @@ Tensor rounded(const Tensor& t, Format f) {
   if (v.shares_storage(t)) v = v.clone();
   numerics::round_to_format(v.f32(), static_cast<std::size_t>(v.numel()), f);
   return v;
+}
+
+void round_in_place(float* x, std::int64_t n, Format f) {
+  if (f == Format::float32) return;
+  kernels::ProfileScope scope(kernels::OpClass::convert);
+  kernels::parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
+    numerics::round_to_format(x + begin, static_cast<std::size_t>(end - begin), f);
+  });
 }
 
 bool any_requires_grad(const std::vector<Variable>& inputs) {

@@ -25,10 +25,23 @@ inline Tensor new_f32(const Shape& shape) {
   return Tensor::empty(shape, Format::float32);
 }
 
-// Stores a float32 result in the activation format of the policy.
-inline Tensor store(const Tensor& y32, const Policy& p) {
-  kernels::ProfileScope scope(kernels::OpClass::convert);
-  return y32.to(precision::activation_format(p));
+// Rounds float32 values to `f` in place (nearest-even; no-op for float32), on all threads.
+void round_in_place(float* x, std::int64_t n, Format f);
+
+// An op's float32 result holding values of `held` (make_result marks the Variable, so the
+// next op's value_rounded_to(held) is free).
+struct Stored {
+  Tensor value;
+  Format held = Format::float32;
+};
+
+// Activations live in H between ops (DESIGN.md section 3): the result is rounded to the
+// policy's H in place. The container stays float32: every kernel on this CPU reads float32,
+// so a packed 16-bit copy would only add an encode here and a decode at each consumer.
+inline Stored store(Tensor y32, const Policy& p) {
+  const Format f = precision::activation_format(p);
+  round_in_place(y32.f32(), y32.numel(), f);
+  return {std::move(y32), f};
 }
 
 // float32 values rounded to `f`, as a tensor the caller may keep (a copy when rounding).
@@ -52,6 +65,13 @@ Variable make_result(Tensor value, std::vector<Variable> inputs, MakeNode&& make
     node->policy = precision::current_policy();
     out.set_grad_fn(std::move(node));
   }
+  return out;
+}
+
+template <class MakeNode>
+Variable make_result(Stored value, std::vector<Variable> inputs, MakeNode&& make) {
+  Variable out = make_result(std::move(value.value), std::move(inputs), make);
+  if (value.held != Format::float32) out.mark_rounded_to(value.held);
   return out;
 }
 

@@ -83,7 +83,7 @@ Variable causal_attention(const Variable& q, const Variable& k, const Variable& 
                                         " (expected three equal shapes [b, heads, t, d])");
   }
   const Policy& p = precision::current_policy();
-  Operands in{rounded(q.value(), p.half), rounded(k.value(), p.half), rounded(v.value(), p.half)};
+  Operands in{q.value_rounded_to(p.half), k.value_rounded_to(p.half), v.value_rounded_to(p.half)};
   const AttentionShape shape{s[0], s[1], s[2], s[3]};
   const HeadLayout dense = HeadLayout::dense(shape);
   return attend({q, k, v}, std::move(in), shape, dense, dense, s, false);
@@ -99,7 +99,7 @@ Variable causal_self_attention(const Variable& qkv, std::int64_t heads) {
   }
   const std::int64_t c = s[2] / 3;
   const AttentionShape shape{s[0], heads, s[1], c / heads};
-  const Tensor x = rounded(qkv.value(), precision::current_policy().half);
+  const Tensor x = qkv.value_rounded_to(precision::current_policy().half);
   Operands in{x, x, x, c, 2 * c};
   return attend({qkv}, std::move(in), shape, HeadLayout::interleaved(shape, 3 * c),
                 HeadLayout::interleaved(shape, c), Shape{s[0], s[1], c}, true);

@@ -1,5 +1,6 @@
 // add, sub, mul, scale, sum, mean.
 #include "mantissa/autograd/ops.hpp"
+#include "mantissa/kernels/parallel.hpp"
 #include "op_support.hpp"
 
 namespace mantissa::autograd {
@@ -70,18 +71,25 @@ Variable binary(const char* op, Kind kind, const Variable& a, const Variable& b)
   Tensor y = new_f32(a.shape());
   const float *ap = a32.f32(), *bp = b32.f32();
   float* yp = y.f32();
-  const std::int64_t n = y.numel();
-  switch (kind) {
-    case Kind::add:
-      for (std::int64_t i = 0; i < n; ++i) yp[i] = ap[i] + bp[i % inner];
-      break;
-    case Kind::sub:
-      for (std::int64_t i = 0; i < n; ++i) yp[i] = ap[i] - bp[i % inner];
-      break;
-    case Kind::mul:
-      for (std::int64_t i = 0; i < n; ++i) yp[i] = ap[i] * bp[i % inner];
-      break;
-  }
+  // b repeats every `inner` elements: run over whole repeats (rows) so the loops vectorize.
+  const std::int64_t rows = inner > 0 ? y.numel() / inner : 0;
+  kernels::parallel_chunks(rows, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const float* ar = ap + r * inner;
+      float* yr = yp + r * inner;
+      switch (kind) {
+        case Kind::add:
+          for (std::int64_t i = 0; i < inner; ++i) yr[i] = ar[i] + bp[i];
+          break;
+        case Kind::sub:
+          for (std::int64_t i = 0; i < inner; ++i) yr[i] = ar[i] - bp[i];
+          break;
+        case Kind::mul:
+          for (std::int64_t i = 0; i < inner; ++i) yr[i] = ar[i] * bp[i];
+          break;
+      }
+    }
+  }, std::max<std::int64_t>(1, kernels::kParallelMinElements / inner));
   return make_result(store(y, p), {a, b}, [&] {
     auto node = std::make_shared<BinaryNode>();
     node->kind = kind;

@@ -1,5 +1,6 @@
 // matmul and linear: the matmul class (inputs in H, fp32 accumulation).
 #include "mantissa/autograd/ops.hpp"
+#include "mantissa/kernels/parallel.hpp"
 #include "op_support.hpp"
 
 namespace mantissa::autograd {
@@ -50,9 +51,12 @@ struct LinearNode : Node {
       db = Tensor::zeros(Shape{out});
       float* d = db.f32();
       const float* gp32 = g.f32();
-      for (std::int64_t r = 0; r < rows; ++r) {
-        for (std::int64_t c = 0; c < out; ++c) d[c] += gp32[r * out + c];
-      }
+      // Column sums; each thread owns a range of columns.
+      kernels::parallel_chunks(out, [&](std::int64_t c0, std::int64_t c1) {
+        for (std::int64_t r = 0; r < rows; ++r) {
+          for (std::int64_t c = c0; c < c1; ++c) d[c] += gp32[r * out + c];
+        }
+      }, std::max<std::int64_t>(16, kernels::kParallelMinElements / std::max<std::int64_t>(rows, 1)));
     }
     return {dx, dw, db};
   }
@@ -78,7 +82,7 @@ Variable matmul(const Variable& a, const Variable& b) {
   }
   const std::int64_t batch = as.numel() / (m * k);
   const Policy& p = precision::current_policy();
-  const Tensor a32 = rounded(a.value(), p.half), b32 = rounded(b.value(), p.half);
+  const Tensor a32 = a.value_rounded_to(p.half), b32 = b.value_rounded_to(p.half);
   Shape ys(as.begin(), as.end() - 1);
   ys.push_back(n);
   Tensor y = new_f32(ys);
@@ -116,7 +120,7 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
                 "bias " + bias.shape().to_string() + " (expected [" + std::to_string(out) + "])");
   }
   const Policy& p = precision::current_policy();
-  const Tensor x32 = rounded(x.value(), p.half);
+  const Tensor x32 = x.value_rounded_to(p.half);  // free when x came from an op
   const Tensor& w32 = weight.value_rounded_to(p.half);  // the weight's H copy, once per step
   Shape ys(xs.begin(), xs.end() - 1);
   ys.push_back(out);
@@ -127,9 +131,11 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
     const Tensor b32 = f32(bias.value());
     float* yp = y.f32();
     const float* bp = b32.f32();
-    for (std::int64_t r = 0; r < rows; ++r) {
-      for (std::int64_t c = 0; c < out; ++c) yp[r * out + c] += bp[c];
-    }
+    kernels::parallel_chunks(rows, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r) {
+        for (std::int64_t c = 0; c < out; ++c) yp[r * out + c] += bp[c];
+      }
+    }, std::max<std::int64_t>(1, kernels::kParallelMinElements / std::max<std::int64_t>(out, 1)));
   }
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);

@@ -68,7 +68,9 @@ Variable softmax_impl(const Variable& x, bool log) {
   } else {
     kernels::softmax_forward(x32.f32(), y.f32(), rows, cols);
   }
-  return make_result(store(y, precision::current_policy()), {x}, [&] {
+  const Policy& p = precision::current_policy();
+  // The node keeps the float32 probabilities; the result is rounded to H.
+  return make_result(store(p.enabled() ? y.clone() : y, p), {x}, [&] {
     auto node = std::make_shared<SoftmaxNode>();
     node->y = y;
     node->log = log;

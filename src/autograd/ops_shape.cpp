@@ -80,7 +80,7 @@ Variable reshape(const Variable& x, const Shape& shape) {
     shape_error("reshape", x.shape().to_string() + " to " + shape.to_string() +
                                " changes the number of elements");
   }
-  return make_result(x.value().reshape(shape), {x}, [&] {
+  return make_result(Stored{x.value().reshape(shape), x.held_format()}, {x}, [&] {
     auto node = std::make_shared<ReshapeNode>();
     node->in_shape = x.shape();
     return node;
@@ -89,7 +89,7 @@ Variable reshape(const Variable& x, const Shape& shape) {
 
 Variable transpose(const Variable& x, int a, int b) {
   kernels::ProfileScope scope(kernels::OpClass::layout);
-  return make_result(x.value().transpose(a, b).contiguous(), {x}, [&] {
+  return make_result(Stored{x.value().transpose(a, b).contiguous(), x.held_format()}, {x}, [&] {
     auto node = std::make_shared<TransposeNode>();
     node->a = a;
     node->b = b;
@@ -149,7 +149,7 @@ std::vector<Variable> split(const Variable& x, const std::vector<std::int64_t>& 
   std::vector<Variable> parts;
   std::int64_t at = 0;
   for (std::int64_t s : sizes) {
-    const Tensor slice = x.value().slice(d, at, at + s).contiguous();
+    const Stored slice{x.value().slice(d, at, at + s).contiguous(), x.held_format()};
     const std::int64_t start = at;
     parts.push_back(make_result(slice, {x}, [&] {
       struct SliceNode : Node {

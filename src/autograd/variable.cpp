@@ -4,23 +4,27 @@
 #include <unordered_map>
 
 #include "mantissa/error.hpp"
+#include "mantissa/kernels/parallel.hpp"
 
 namespace mantissa::autograd {
 namespace {
 thread_local bool t_grad_enabled = true;
 
-void accumulate(Tensor& into, const Tensor& g) {
+void accumulate(Tensor& into, Tensor g) {
   kernels::ProfileScope scope(kernels::OpClass::grad_accum);
-  // into += g, both float32 with the same shape; `into` is created on first use.
-  const Tensor g32 = g.to(Format::float32);
+  // into += g, both float32 with the same shape; `into` is created on first use, taking
+  // over g's storage when nothing else holds it (the usual case: a fresh op gradient).
+  Tensor g32 = g.to(Format::float32);
+  g = Tensor();
   if (!into.defined()) {
-    into = g32.clone();
+    into = g32.owns_storage_alone() ? std::move(g32) : g32.clone();
     return;
   }
   float* a = into.f32();
   const float* b = g32.f32();
-  const std::int64_t n = into.numel();
-  for (std::int64_t i = 0; i < n; ++i) a[i] += b[i];
+  kernels::parallel_chunks(into.numel(), [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) a[i] += b[i];
+  });
 }
 }  // namespace
 
@@ -42,6 +46,12 @@ const Tensor& Variable::value_rounded_to(Format f) const {
   kernels::ProfileScope scope(kernels::OpClass::convert);
   VariableImpl& v = *impl_;
   if (v.half_format != f || v.half_version != v.version || !v.half_copy.defined()) {
+    if (f == Format::float32 && v.value.format() == Format::float32 && v.value.is_contiguous()) {
+      v.half_copy = v.value;  // nothing to round
+      v.half_format = f;
+      v.half_version = v.version;
+      return v.half_copy;
+    }
     Tensor rounded = v.value.to(Format::float32);
     if (rounded.shares_storage(v.value)) rounded = rounded.clone();
     if (f != Format::float32) {
@@ -52,6 +62,23 @@ const Tensor& Variable::value_rounded_to(Format f) const {
     v.half_version = v.version;
   }
   return v.half_copy;
+}
+
+void Variable::mark_rounded_to(Format f) {
+  VariableImpl& v = *impl_;
+  if (v.value.format() != Format::float32 || !v.value.is_contiguous()) return;
+  v.half_copy = v.value;
+  v.half_format = f;
+  v.half_version = v.version;
+}
+
+Format Variable::held_format() const {
+  const VariableImpl& v = *impl_;
+  if (v.value.format() != Format::float32) return v.value.format();
+  const bool marked = v.half_copy.defined() && v.half_version == v.version &&
+                      v.half_copy.shares_storage(v.value) &&
+                      v.half_copy.offset() == v.value.offset();
+  return marked ? v.half_format : Format::float32;
 }
 
 NoGradGuard::NoGradGuard() : previous_(t_grad_enabled) {
@@ -115,6 +142,7 @@ void backward(const Variable& root, float seed) {
         numerics::round_to_format(g.f32(), static_cast<std::size_t>(g.numel()), n->policy.half);
       }
       grads = n->apply(g);
+      g = Tensor();  // so an input gradient that is g itself can be taken over, not copied
     }
     for (std::size_t i = 0; i < n->inputs.size(); ++i) {
       Variable in = n->inputs[i];
@@ -122,10 +150,10 @@ void backward(const Variable& root, float seed) {
       const bool has = i < grads.size() && grads[i].defined();
       if (in.grad_fn()) {
         Node* m = in.grad_fn().get();
-        if (has) accumulate(pending[m], grads[i]);
+        if (has) accumulate(pending[m], std::move(grads[i]));
         if (--consumers[m] == 0) ready.push_back(m);  // runs even if nothing arrived
       } else if (has) {
-        accumulate(in.mutable_grad(), grads[i]);
+        accumulate(in.mutable_grad(), std::move(grads[i]));
       }
     }
   }

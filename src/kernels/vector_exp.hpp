@@ -6,7 +6,7 @@
 // The exponent is applied by adding n to p's exponent field, valid for -125 <= n <= 127:
 // x below -86.99 (exp < 1.9e-38, near the smallest normal float) gives 0, and x above 88.37
 // gives inf (exp there is within 1.2x of the largest float).
-#include <immintrin.h>
+#include <immintrin.h>  // the vector path needs AVX2 + FMA at compile time (-march)
 
 #include <cmath>
 #include <cstdint>
@@ -39,7 +39,8 @@ inline float exp_scalar(float x) {
   return out;
 }
 
-__attribute__((target("avx2,fma"))) inline __m256 exp_avx2(__m256 x) {
+#if defined(__AVX2__) && defined(__FMA__)
+inline __m256 exp_avx2(__m256 x) {
   const __m256 too_low = _mm256_cmp_ps(x, _mm256_set1_ps(kExpLow), _CMP_LT_OQ);
   const __m256 too_high = _mm256_cmp_ps(x, _mm256_set1_ps(kExpHigh), _CMP_GT_OQ);
   const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kExpLow)),
@@ -58,11 +59,13 @@ __attribute__((target("avx2,fma"))) inline __m256 exp_avx2(__m256 x) {
   const __m256 is_nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
   return _mm256_blendv_ps(y, x, is_nan);
 }
+#endif
 
 // y[i] = exp(x[i] - shift); returns the sum of the y[i] (in float, lane-wise then reduced).
-__attribute__((target("avx2,fma"))) inline float exp_shifted(const float* x, float* y,
-                                                             std::int64_t n, float shift) {
+inline float exp_shifted(const float* x, float* y, std::int64_t n, float shift) {
   std::int64_t i = 0;
+  float sum = 0;
+#if defined(__AVX2__) && defined(__FMA__)
   __m256 acc = _mm256_setzero_ps();
   const __m256 s = _mm256_set1_ps(shift);
   for (; i + 8 <= n; i += 8) {
@@ -72,8 +75,8 @@ __attribute__((target("avx2,fma"))) inline float exp_shifted(const float* x, flo
   }
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, acc);
-  float sum = 0;
   for (float l : lanes) sum += l;
+#endif
   for (; i < n; ++i) {
     y[i] = exp_scalar(x[i] - shift);
     sum += y[i];

@@ -53,8 +53,14 @@ class Variable {
   const Shape& shape() const { return impl_->value.shape(); }
   Format format() const { return impl_->value.format(); }
 
-  // The value as float32 holding values of `f` (rounded once per version and cached).
+  // The value as float32 holding values of `f` (rounded once per version and cached; the
+  // value itself when it is float32 already holding such values).
   const Tensor& value_rounded_to(Format f) const;
+  // Records that the (contiguous float32) value already holds values of `f`, so
+  // value_rounded_to(f) returns it without a copy. Ops mark their results this way.
+  void mark_rounded_to(Format f);
+  // The narrowest format the value is known to hold (float32 when nothing is known).
+  Format held_format() const;
 
   bool same(const Variable& other) const { return impl_ == other.impl_; }
 

@@ -28,6 +28,7 @@ class Storage {
   static Storage* create(std::size_t bytes);  // refcount 1; contents uninitialized
   void retain() { refs_.fetch_add(1, std::memory_order_relaxed); }
   void release();
+  std::int64_t use_count() const { return refs_.load(std::memory_order_acquire); }
 
   void* data() { return data_; }
   const void* data() const { return data_; }

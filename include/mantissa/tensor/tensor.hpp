@@ -38,6 +38,8 @@ class Tensor {
   bool is_contiguous() const;
   // True when both share the same storage.
   bool shares_storage(const Tensor& other) const { return storage_.get() == other.storage_.get(); }
+  // True when no other tensor (or view) refers to this one's storage.
+  bool owns_storage_alone() const { return storage_ && storage_->use_count() == 1; }
 
   // Pointer to the first element (at the offset). Typed access checks the format.
   void* raw_data();
