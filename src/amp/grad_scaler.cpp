@@ -7,6 +7,7 @@
 
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/kernels/grad_reductions.hpp"
 
 namespace mantissa::amp {
 namespace {
@@ -90,14 +91,9 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
       if (!p.grad().defined()) continue;
       float* x = p.mutable_grad().f32();
       const std::int64_t n = p.grad().numel();
-      double sum = 0;
-      bool finite = true;
-      for (std::int64_t k = 0; k < n; ++k) {  // one pass: unscale, square, check
-        const float v = x[k] * inv;
-        x[k] = v;
-        finite = finite && std::isfinite(v);
-        sum += static_cast<double>(v) * v;
-      }
+      // One pass: unscale, square, check (the sum is finite exactly when every value is).
+      const double sum = kernels::scale_and_sum_squares(x, n, inv);
+      const bool finite = std::isfinite(sum);
       total += sum;
       if (!finite) {
         all_finite = false;
@@ -123,8 +119,7 @@ double GradScaler::clip_grad_norm_(optim::Optimizer& optimizer, double max_norm)
     for (auto& group : optimizer.groups()) {
       for (Variable& p : group.params) {
         if (!p.grad().defined()) continue;
-        float* x = p.mutable_grad().f32();
-        for (std::int64_t k = 0; k < p.grad().numel(); ++k) x[k] *= c;
+        kernels::scale_and_sum_squares(p.mutable_grad().f32(), p.grad().numel(), c);
       }
     }
   }

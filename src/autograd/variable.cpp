@@ -5,6 +5,7 @@
 
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/parallel.hpp"
+#include "op_support.hpp"
 
 namespace mantissa::autograd {
 namespace {
@@ -52,10 +53,20 @@ const Tensor& Variable::value_rounded_to(Format f) const {
       v.half_version = v.version;
       return v.half_copy;
     }
-    Tensor rounded = v.value.to(Format::float32);
-    if (rounded.shares_storage(v.value)) rounded = rounded.clone();
-    if (f != Format::float32) {
-      numerics::round_to_format(rounded.f32(), static_cast<std::size_t>(rounded.numel()), f);
+    Tensor rounded;
+    if (v.value.format() == Format::float32 && v.value.is_contiguous()) {
+      // A weight's H copy: copy and round chunk by chunk while the chunk is in cache.
+      rounded = Tensor::empty(v.value.shape(), Format::float32);
+      const float* src = v.value.f32();
+      float* dst = rounded.f32();
+      kernels::parallel_chunks(rounded.numel(), [&](std::int64_t begin, std::int64_t end) {
+        std::memcpy(dst + begin, src + begin, static_cast<std::size_t>(end - begin) * 4);
+        numerics::round_to_format(dst + begin, static_cast<std::size_t>(end - begin), f);
+      });
+    } else {
+      rounded = v.value.to(Format::float32);
+      if (rounded.shares_storage(v.value)) rounded = rounded.clone();
+      if (f != Format::float32) detail::round_in_place(rounded.f32(), rounded.numel(), f);
     }
     v.half_copy = rounded;
     v.half_format = f;
@@ -138,8 +149,7 @@ void backward(const Variable& root, float seed) {
     if (g.defined()) {
       kernels::ProfileScope scope(n->op_class());
       if (n->policy.enabled()) {
-        kernels::ProfileScope round_scope(kernels::OpClass::convert);
-        numerics::round_to_format(g.f32(), static_cast<std::size_t>(g.numel()), n->policy.half);
+        detail::round_in_place(g.f32(), g.numel(), n->policy.half);
       }
       grads = n->apply(g);
       g = Tensor();  // so an input gradient that is g itself can be taken over, not copied

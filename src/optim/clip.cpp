@@ -5,6 +5,7 @@
 #include <string>
 
 #include "mantissa/error.hpp"
+#include "mantissa/kernels/grad_reductions.hpp"
 
 namespace mantissa::optim {
 
@@ -12,8 +13,7 @@ double grad_norm(const std::vector<autograd::Variable>& params) {
   double sum = 0;
   for (const autograd::Variable& p : params) {
     if (!p.grad().defined()) continue;
-    const float* g = p.grad().f32();
-    for (std::int64_t i = 0; i < p.grad().numel(); ++i) sum += static_cast<double>(g[i]) * g[i];
+    sum += kernels::sum_squares(p.grad().f32(), p.grad().numel());
   }
   return std::sqrt(sum);
 }
@@ -29,8 +29,7 @@ double clip_grad_norm_(std::vector<autograd::Variable>& params, double max_norm)
     const auto c = static_cast<float>(coef);
     for (autograd::Variable& p : params) {
       if (!p.grad().defined()) continue;
-      float* g = p.mutable_grad().f32();
-      for (std::int64_t i = 0; i < p.grad().numel(); ++i) g[i] *= c;
+      kernels::scale_and_sum_squares(p.mutable_grad().f32(), p.grad().numel(), c);
     }
   }
   return norm;
