@@ -73,6 +73,14 @@ void gelu_backward_ref(const float* x, const float* dy, float* dx, std::int64_t 
   }
 }
 
+void exp_forward(const float* x, float* y, std::int64_t n) {
+  detail::exp_shifted(x, y, n, 0.0f);
+}
+
+void exp_forward_ref(const float* x, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(std::exp(static_cast<double>(x[i])));
+}
+
 void relu_forward(const float* x, float* y, std::int64_t n) {
   parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;

@@ -143,5 +143,12 @@ TEST(HalfPolicies, CausalAttention) {
       1.5 + 2 * 3.0);
 }
 
+TEST(HalfPolicies, CausalSelfAttentionFromFusedQkv) {
+  // The same bounds as above: the fused form reads the same values through strides.
+  check_op(
+      "causal_self_attention", [](auto& v) { return ag::causal_self_attention(v[0], 2); },
+      {random_tensor({2, 40, 48}, 18)}, false, 4.0 + 2 * 3.0, 1.5 + 2 * 3.0);
+}
+
 }  // namespace
 }  // namespace mantissa::testing

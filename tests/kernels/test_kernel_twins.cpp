@@ -8,6 +8,7 @@
 #include "mantissa/kernels/attention.hpp"
 #include "mantissa/kernels/conv.hpp"
 #include "mantissa/kernels/gemm.hpp"
+#include "mantissa/kernels/grad_reductions.hpp"
 #include "mantissa/kernels/optimizer_updates.hpp"
 #include "mantissa/kernels/pointwise.hpp"
 #include "mantissa/kernels/rows.hpp"
@@ -85,6 +86,87 @@ TEST(KernelTwins, BlockwiseAttentionMatchesFullScores) {
     // Each output is a convex combination of t values of v: error ~ (t + d) * 2^-24 * max|v|.
     expect_close(o, r, (t + d) * std::ldexp(1.0, -24) * 8, 0, "attention");
   }
+}
+
+TEST(KernelTwins, InterleavedHeadsMatchDenseHeads) {
+  // q, k, v as column thirds of [b, t, 3c] rows, output as [b, t, c] rows: each head must
+  // give what the reference gives for that head gathered into dense [t, d].
+  const std::int64_t b = 2, heads = 3, t = 70, d = 8, c = heads * d;
+  const auto qkv = random_values(b * t * 3 * c, 11);
+  const AttentionShape s{b, heads, t, d};
+  std::vector<float> o(b * t * c), lse(b * heads * t);
+  const float scale = 0.35f;
+  attention_forward(s, HeadLayout::interleaved(s, 3 * c), qkv.data(), qkv.data() + c,
+                    qkv.data() + 2 * c, HeadLayout::interleaved(s, c), o.data(), lse.data(), scale);
+  for (std::int64_t bb = 0; bb < b; ++bb) {
+    for (std::int64_t h = 0; h < heads; ++h) {
+      std::vector<float> q(t * d), k(t * d), v(t * d), r(t * d), got(t * d);
+      for (std::int64_t i = 0; i < t; ++i) {
+        for (std::int64_t j = 0; j < d; ++j) {
+          const std::int64_t row = (bb * t + i) * 3 * c + h * d + j;
+          q[i * d + j] = qkv[row];
+          k[i * d + j] = qkv[row + c];
+          v[i * d + j] = qkv[row + 2 * c];
+          got[i * d + j] = o[(bb * t + i) * c + h * d + j];
+        }
+      }
+      attention_forward_ref(q.data(), k.data(), v.data(), r.data(), 1, t, d, scale);
+      expect_close(got, r, (t + d) * std::ldexp(1.0, -24) * 8, 0, "interleaved attention");
+    }
+  }
+}
+
+TEST(KernelTwins, ExpMatchesDoubleToTwoUlp) {
+  // A sweep over the normal range plus the edges; lengths not a multiple of 8 put values in
+  // the scalar tail too, which must agree with the vector lanes bit for bit.
+  std::vector<float> x;
+  for (float v = -86.9f; v < 88.3f; v += 0.0137f) x.push_back(v);
+  for (float v : {0.0f, -0.0f, 1e-8f, -1e-8f}) x.push_back(v);
+  std::vector<float> y(x.size()), r(x.size());
+  exp_forward(x.data(), y.data(), static_cast<std::int64_t>(x.size()));
+  exp_forward_ref(x.data(), r.data(), static_cast<std::int64_t>(x.size()));
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    ASSERT_NEAR(y[i], r[i], 2.0 * std::ldexp(1.0, -23) * std::fabs(r[i])) << "exp(" << x[i] << ")";
+  }
+  for (std::size_t off = 0; off < 8; ++off) {
+    std::vector<float> tail(x.begin() + static_cast<std::ptrdiff_t>(off), x.begin() + 13 +
+                                                                              static_cast<std::ptrdiff_t>(off));
+    std::vector<float> ty(tail.size());
+    exp_forward(tail.data(), ty.data(), static_cast<std::int64_t>(tail.size()));
+    for (std::size_t i = 0; i < tail.size(); ++i) ASSERT_EQ(ty[i], y[i + off]) << "offset " << off;
+  }
+  // Outside the normal range: 0 below, inf above, NaN stays NaN (in vector lanes and tail).
+  const float special[4] = {-1000.0f, 1000.0f, -INFINITY, NAN};
+  float in[20], out[20];
+  for (int i = 0; i < 20; ++i) in[i] = special[i % 4];
+  exp_forward(in, out, 20);
+  for (int i = 0; i < 20; i += 4) {
+    EXPECT_EQ(out[i], 0.0f);
+    EXPECT_EQ(out[i + 1], INFINITY);
+    EXPECT_EQ(out[i + 2], 0.0f);
+    EXPECT_TRUE(std::isnan(out[i + 3]));
+  }
+}
+
+TEST(KernelTwins, GradientScaleAndSumOfSquares) {
+  for (std::int64_t n : {0, 7, 1000, (1 << 14) + 3, 200000}) {
+    auto a = random_values(static_cast<std::size_t>(n), 21, 3.0f);
+    auto b = a;
+    const double fast = scale_and_sum_squares(a.data(), n, 0.125f);
+    const double ref = scale_and_sum_squares_ref(b.data(), n, 0.125f);
+    EXPECT_EQ(a, b) << "scaling is one multiply per element";  // powers of two: exact
+    // Both sums accumulate in double: they differ only by reassociation, ~n * 2^-53.
+    EXPECT_NEAR(fast, ref, 1e-13 * static_cast<double>(n + 1) * ref) << n;
+    EXPECT_NEAR(sum_squares(a.data(), n), ref, 1e-13 * static_cast<double>(n + 1) * ref);
+  }
+  // Hand-derived: 3^2 + 4^2 = 25; a non-finite value makes the sum non-finite.
+  std::vector<float> v = {3.0f, 4.0f};
+  EXPECT_EQ(sum_squares(v.data(), 2), 25.0);
+  v.resize(100000, 0.0f);
+  v[77777] = INFINITY;
+  EXPECT_FALSE(std::isfinite(sum_squares(v.data(), 100000)));
+  v[77777] = NAN;
+  EXPECT_FALSE(std::isfinite(scale_and_sum_squares(v.data(), 100000, 0.5f)));
 }
 
 TEST(KernelTwins, Im2colGemmMatchesDirectConvolution) {
