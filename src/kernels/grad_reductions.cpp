@@ -39,15 +39,19 @@ template <bool kScale>
 double blocked(float* x, std::int64_t n, float scale) {
   const std::int64_t blocks = (n + kBlock - 1) / kBlock;
   if (blocks <= 1) return block_sum<kScale>(x, n, scale);
-  std::vector<double> partial(static_cast<std::size_t>(blocks));
+  // The caller's buffer (grows once: no allocation at steady state); the worker threads
+  // write through the pointer, not through their own thread_local copies.
+  thread_local std::vector<double> buffer;
+  buffer.assign(static_cast<std::size_t>(blocks), 0.0);
+  double* partial = buffer.data();
 #pragma omp parallel for schedule(static)
   for (std::int64_t b = 0; b < blocks; ++b) {
     const std::int64_t begin = b * kBlock;
-    partial[static_cast<std::size_t>(b)] =
+    partial[b] =
         block_sum<kScale>(x + begin, std::min(kBlock, n - begin), scale);
   }
   double total = 0;
-  for (double p : partial) total += p;
+  for (std::int64_t b = 0; b < blocks; ++b) total += partial[b];
   return total;
 }
 

@@ -94,6 +94,12 @@ void decode_array(const void* src, std::size_t n, Format format, float* dst) {
 
 void round_to_format(float* x, std::size_t n, Format format, const ConvertOptions& options) {
   if (format == Format::float32) return;
+  const FormatTraits& t = traits(format);
+  if (options.rounding == Rounding::nearest_even && active_simd_path() == SimdPath::avx2) {
+    detail::round_nearest_avx2(x, n, t.layout, options.overflow.value_or(t.default_overflow),
+                               static_cast<float>(t.min_normal), static_cast<float>(t.max));
+    return;
+  }
   constexpr std::size_t kBlock = 4096;
   alignas(64) std::uint16_t buffer[kBlock];
   ConvertOptions o = options;

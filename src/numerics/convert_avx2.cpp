@@ -3,6 +3,7 @@
 // encode/decode compute; tails go through the scalar codec itself.
 #include <immintrin.h>
 
+#include <bit>
 #include <cstring>
 
 #include "convert_kernels.hpp"
@@ -260,6 +261,40 @@ void encode_avx2(const float* src, std::size_t n, void* dst, const EncodeArgs& a
     }
   }
   encode_generic(src, n, dst, a);
+}
+
+void round_nearest_avx2(float* x, std::size_t n, const Layout& layout_ref, Overflow overflow,
+                        float min_normal, float max_finite) {
+  const Layout l = layout_ref;
+  const int shift = 23 - l.mantissa_bits;
+  const V half_minus_one = set1((1u << (shift - 1)) - 1u);
+  const V keep = set1(~((1u << shift) - 1u));
+  const V one = set1(1u);
+  const V abs_mask = set1(0x7fffffffu);
+  const V lo = set1(std::bit_cast<std::uint32_t>(min_normal));
+  const V hi = set1(std::bit_cast<std::uint32_t>(max_finite));
+  const auto scalar = [&](std::size_t i) {
+    x[i] = decode(encode(x[i], l, Rounding::nearest_even, overflow), l);
+  };
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const V u = _mm256_loadu_si256(reinterpret_cast<const V*>(x + i));
+    const V mag = _mm256_and_si256(u, abs_mask);
+    // Magnitudes compare as integers (positive floats order like their bits); NaN and inf
+    // are above max_finite.
+    const V below = _mm256_cmpgt_epi32(lo, mag);
+    const V above = _mm256_cmpgt_epi32(mag, hi);
+    const V zero = _mm256_cmpeq_epi32(mag, _mm256_setzero_si256());
+    const V bad = _mm256_andnot_si256(zero, _mm256_or_si256(below, above));
+    if (!_mm256_testz_si256(bad, bad)) {
+      for (std::size_t j = i; j < i + 8; ++j) scalar(j);
+      continue;
+    }
+    const V lsb = _mm256_and_si256(_mm256_srli_epi32(u, shift), one);
+    const V r = _mm256_and_si256(_mm256_add_epi32(u, _mm256_add_epi32(half_minus_one, lsb)), keep);
+    _mm256_storeu_si256(reinterpret_cast<V*>(x + i), r);
+  }
+  for (; i < n; ++i) scalar(i);
 }
 
 void decode_avx2(const void* src, std::size_t n, const Layout& layout_ref, int storage_bytes,

@@ -22,6 +22,12 @@ struct EncodeArgs {
 };
 
 void encode_avx2(const float* src, std::size_t n, void* dst, const EncodeArgs& args);
+// Rounds float32 values in place to the nearest-even value of `layout` (with `overflow` for
+// out-of-range values). Groups of 8 whose lanes are all zero or of magnitude in
+// [min_normal, max_finite] round in float32 bits (add half an ulp of the target, mask the
+// dropped bits); any other group goes through the scalar codec.
+void round_nearest_avx2(float* x, std::size_t n, const Layout& layout, Overflow overflow,
+                        float min_normal, float max_finite);
 void decode_avx2(const void* src, std::size_t n, const Layout& layout, int storage_bytes,
                  float* dst);
 
