@@ -55,6 +55,6 @@ void BM_adamw(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_memcpy)->Unit(benchmark::kMillisecond)->MinTime(2.0);
-BENCHMARK(BM_adamw)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_memcpy)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+BENCHMARK(BM_adamw)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 BENCHMARK_MAIN();

@@ -1,5 +1,6 @@
 #pragma once
 // Internal helpers shared by the op implementations.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -7,7 +8,9 @@
 #include "mantissa/autograd/variable.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/gemm.hpp"
+#include "mantissa/kernels/parallel.hpp"
 #include "mantissa/kernels/profiler.hpp"
+#include "mantissa/numerics/convert.hpp"
 #include "mantissa/precision/policy.hpp"
 
 namespace mantissa::autograd::detail {
@@ -41,6 +44,33 @@ struct Stored {
 inline Stored store(Tensor y32, const Policy& p) {
   const Format f = precision::activation_format(p);
   round_in_place(y32.f32(), y32.numel(), f);
+  return {std::move(y32), f};
+}
+
+// Fused form of filling a result and store(): fill(r0, r1) writes rows [r0, r1) of y32
+// (rows of row_len elements); each tile of rows is rounded to H right after it is written,
+// while it is still in cache. Tiles are spread over the threads. One pass over the result
+// instead of two.
+template <class Fill>
+Stored fill_and_store(Tensor y32, const Policy& p, std::int64_t rows, std::int64_t row_len,
+                      Fill&& fill) {
+  const Format f = precision::activation_format(p);
+  float* y = y32.f32();
+  const std::int64_t len = std::max<std::int64_t>(row_len, 1);
+  const std::int64_t tile = std::max<std::int64_t>(1, (1 << 14) / len);  // ~64 KiB of rows
+  kernels::parallel_chunks(
+      rows,
+      [&](std::int64_t r0, std::int64_t r1) {
+        for (std::int64_t t0 = r0; t0 < r1; t0 += tile) {
+          const std::int64_t t1 = std::min(r1, t0 + tile);
+          fill(t0, t1);
+          if (f != Format::float32) {
+            numerics::round_to_format(y + t0 * row_len,
+                                      static_cast<std::size_t>((t1 - t0) * row_len), f);
+          }
+        }
+      },
+      std::max<std::int64_t>(1, kernels::kParallelMinElements / len));
   return {std::move(y32), f};
 }
 

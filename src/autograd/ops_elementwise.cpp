@@ -73,7 +73,7 @@ Variable binary(const char* op, Kind kind, const Variable& a, const Variable& b)
   float* yp = y.f32();
   // b repeats every `inner` elements: run over whole repeats (rows) so the loops vectorize.
   const std::int64_t rows = inner > 0 ? y.numel() / inner : 0;
-  kernels::parallel_chunks(rows, [&](std::int64_t r0, std::int64_t r1) {
+  Stored stored = fill_and_store(y, p, rows, inner, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const float* ar = ap + r * inner;
       float* yr = yp + r * inner;
@@ -89,8 +89,8 @@ Variable binary(const char* op, Kind kind, const Variable& a, const Variable& b)
           break;
       }
     }
-  }, std::max<std::int64_t>(1, kernels::kParallelMinElements / inner));
-  return make_result(store(y, p), {a, b}, [&] {
+  });
+  return make_result(std::move(stored), {a, b}, [&] {
     auto node = std::make_shared<BinaryNode>();
     node->kind = kind;
     node->inner = inner;

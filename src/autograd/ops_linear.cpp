@@ -127,19 +127,19 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   Tensor y = new_f32(ys);
   kernels::gemm(GemmShape::dense(rows, out, in, false, true), x32.f32(), w32.f32(), y.f32(), false,
                 gemm_precision(p));
-  if (bias.defined()) {
-    const Tensor b32 = f32(bias.value());
-    float* yp = y.f32();
-    const float* bp = b32.f32();
-    kernels::parallel_chunks(rows, [&](std::int64_t r0, std::int64_t r1) {
-      for (std::int64_t r = r0; r < r1; ++r) {
-        for (std::int64_t c = 0; c < out; ++c) yp[r * out + c] += bp[c];
-      }
-    }, std::max<std::int64_t>(1, kernels::kParallelMinElements / std::max<std::int64_t>(out, 1)));
-  }
+  // The bias add and the rounding to H in one pass over the result.
+  const Tensor b32 = bias.defined() ? f32(bias.value()) : Tensor();
+  float* yp = y.f32();
+  const float* bp = bias.defined() ? b32.f32() : nullptr;
+  Stored stored = fill_and_store(y, p, rows, out, [&](std::int64_t r0, std::int64_t r1) {
+    if (bp == nullptr) return;
+    for (std::int64_t r = r0; r < r1; ++r) {
+      for (std::int64_t c = 0; c < out; ++c) yp[r * out + c] += bp[c];
+    }
+  });
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
-  return make_result(store(y, p), inputs, [&] {
+  return make_result(std::move(stored), inputs, [&] {
     auto node = std::make_shared<LinearNode>();
     node->x = x32;
     node->w = w32;
