@@ -69,7 +69,8 @@ void BM_attention(benchmark::State& state, bool backward) {
 void register_all() {
   benchmark::RegisterBenchmark("peak/onednn_fp32/2048x2048x2048", BM_gemm, 2048, 2048, 2048,
                                Format::float32, 1, GemmAlgorithm::automatic)
-      ->Unit(benchmark::kMillisecond)->UseRealTime();
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
   struct S {
     std::int64_t m, n, k;
   };
@@ -79,10 +80,12 @@ void register_all() {
         std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
     benchmark::RegisterBenchmark(("gemm/float32/" + shape).c_str(), BM_gemm, s.m, s.n, s.k,
                                  Format::float32, 1, GemmAlgorithm::automatic)
-        ->Unit(benchmark::kMillisecond)->UseRealTime();
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
     benchmark::RegisterBenchmark(("gemm/bfloat16/" + shape).c_str(), BM_gemm, s.m, s.n, s.k,
                                  Format::bfloat16, 1, GemmAlgorithm::automatic)
-        ->Unit(benchmark::kMillisecond)->UseRealTime();
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
     for (Format f : {Format::float16, Format::cbfloat16}) {
       for (int pol : {0, 1, 2}) {
         for (GemmAlgorithm algo : {GemmAlgorithm::automatic, GemmAlgorithm::decomposed}) {
@@ -90,15 +93,18 @@ void register_all() {
               "gemm/" + std::string(mantissa::numerics::name(f)) + "/pol" + std::to_string(pol) +
               "/" + (algo == GemmAlgorithm::automatic ? "auto" : "decomposed") + "/" + shape;
           benchmark::RegisterBenchmark(name.c_str(), BM_gemm, s.m, s.n, s.k, f, pol, algo)
-              ->Unit(benchmark::kMillisecond)->UseRealTime();
+              ->Unit(benchmark::kMillisecond)
+              ->UseRealTime();
         }
       }
     }
   }
   benchmark::RegisterBenchmark("attention/forward/b8h6t256d64", BM_attention, false)
-      ->Unit(benchmark::kMillisecond)->UseRealTime();
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
   benchmark::RegisterBenchmark("attention/forward_backward/b8h6t256d64", BM_attention, true)
-      ->Unit(benchmark::kMillisecond)->UseRealTime();
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
 }
 
 }  // namespace

@@ -40,9 +40,8 @@ std::vector<std::string> precision_overrides(const BenchArgs& a) {
 int run(BenchArgs a) {
   for (const std::string& s : precision_overrides(a)) a.overrides.push_back(s);
   const train::TrainerConfig c = train::load_config(a.config, a.overrides);
-  const train::BenchResult r = train::run_train_benchmark(c, a.options, [](const std::string& l) {
-    std::fprintf(stderr, "%s\n", l.c_str());
-  });
+  const train::BenchResult r = train::run_train_benchmark(
+      c, a.options, [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); });
   std::printf("%s", train::format_bench_report(r).c_str());
   if (!a.json.empty()) {
     std::ofstream f(a.json, std::ios::app);

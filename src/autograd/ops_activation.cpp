@@ -30,8 +30,9 @@ Variable pointwise(const Variable& x, void (*forward)(const float*, float*, std:
   const float* xp = x32.f32();
   float* yp = y.f32();
   // The activation and the rounding to H in one pass, tile by tile.
-  Stored stored = fill_and_store(y, precision::current_policy(), y.numel(), 1,
-                                 [&](std::int64_t b, std::int64_t e) { forward(xp + b, yp + b, e - b); });
+  Stored stored =
+      fill_and_store(y, precision::current_policy(), y.numel(), 1,
+                     [&](std::int64_t b, std::int64_t e) { forward(xp + b, yp + b, e - b); });
   return make_result(std::move(stored), {x}, [&] {
     auto node = std::make_shared<PointwiseNode>();
     node->x = x.value();

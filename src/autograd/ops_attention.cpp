@@ -36,9 +36,8 @@ struct AttentionNode : Node {
       Tensor d = new_f32(in.q.shape());
       float* base = d.f32();
       kernels::attention_backward(shape, in_layout, in.q.f32(), in.k.f32() + in.k_offset,
-                                  in.v.f32() + in.v_offset, out_layout, o.f32(), g.f32(),
-                                  lse.f32(), base, base + in.k_offset, base + in.v_offset, scale,
-                                  pr);
+                                  in.v.f32() + in.v_offset, out_layout, o.f32(), g.f32(), lse.f32(),
+                                  base, base + in.k_offset, base + in.v_offset, scale, pr);
       return {d};
     }
     Tensor dq = new_f32(in.q.shape()), dk = new_f32(in.k.shape()), dv = new_f32(in.v.shape());

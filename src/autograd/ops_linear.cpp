@@ -52,11 +52,15 @@ struct LinearNode : Node {
       float* d = db.f32();
       const float* gp32 = g.f32();
       // Column sums; each thread owns a range of columns.
-      kernels::parallel_chunks(out, [&](std::int64_t c0, std::int64_t c1) {
-        for (std::int64_t r = 0; r < rows; ++r) {
-          for (std::int64_t c = c0; c < c1; ++c) d[c] += gp32[r * out + c];
-        }
-      }, std::max<std::int64_t>(16, kernels::kParallelMinElements / std::max<std::int64_t>(rows, 1)));
+      kernels::parallel_chunks(
+          out,
+          [&](std::int64_t c0, std::int64_t c1) {
+            for (std::int64_t r = 0; r < rows; ++r) {
+              for (std::int64_t c = c0; c < c1; ++c) d[c] += gp32[r * out + c];
+            }
+          },
+          std::max<std::int64_t>(16,
+                                 kernels::kParallelMinElements / std::max<std::int64_t>(rows, 1)));
     }
     return {dx, dw, db};
   }
@@ -120,7 +124,7 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
                 "bias " + bias.shape().to_string() + " (expected [" + std::to_string(out) + "])");
   }
   const Policy& p = precision::current_policy();
-  const Tensor x32 = x.value_rounded_to(p.half);  // free when x came from an op
+  const Tensor x32 = x.value_rounded_to(p.half);        // free when x came from an op
   const Tensor& w32 = weight.value_rounded_to(p.half);  // the weight's H copy, once per step
   Shape ys(xs.begin(), xs.end() - 1);
   ys.push_back(out);

@@ -100,8 +100,7 @@ void backward_head(const Head& h, const float* o, const float* d_o, std::int64_t
     // dV[0:cols] += P^T dO_block
     gemm_f32_in_thread(GemmShape{cols, d, rows, true, false, cols, ldo, d}, p, dob, dv_acc, true);
     // dP = dO_block V[0:cols]^T
-    gemm_f32_in_thread(GemmShape{rows, cols, d, false, true, ldo, h.ld, cols}, dob, h.v, dp,
-                       false);
+    gemm_f32_in_thread(GemmShape{rows, cols, d, false, true, ldo, h.ld, cols}, dob, h.v, dp, false);
     for (std::int64_t r = 0; r < rows; ++r) {
       const float* dor = dob + r * ldo;
       const float* orow = o + (i0 + r) * ldo;
@@ -120,8 +119,8 @@ void backward_head(const Head& h, const float* o, const float* d_o, std::int64_t
     // dQ_block = dS K[0:cols];  dK[0:cols] += dS^T Q_block
     gemm_f32_in_thread(GemmShape{rows, d, cols, false, false, cols, h.ld, h.ld}, dp, h.k,
                        dq + i0 * h.ld, false);
-    gemm_f32_in_thread(GemmShape{cols, d, rows, true, false, cols, h.ld, d}, dp,
-                       h.q + i0 * h.ld, dk_acc, true);
+    gemm_f32_in_thread(GemmShape{cols, d, rows, true, false, cols, h.ld, d}, dp, h.q + i0 * h.ld,
+                       dk_acc, true);
   }
   for (std::int64_t r = 0; r < t; ++r) {
     std::copy(dk_acc + r * d, dk_acc + (r + 1) * d, dk + r * h.ld);

@@ -151,9 +151,8 @@ void gemm_f32(const GemmShape& s, const float* a, const float* b, float* c, bool
 void gemm_f32_in_thread(const GemmShape& s, const float* a, const float* b, float* c,
                         bool accumulate) {
   if (s.m == 0 || s.n == 0) return;
-  const dnnl_status_t st =
-      dnnl_sgemm(s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.m, s.n, s.k, 1.0f, a, s.lda, b,
-                 s.ldb, accumulate ? 1.0f : 0.0f, c, s.ldc);
+  const dnnl_status_t st = dnnl_sgemm(s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.m, s.n, s.k,
+                                      1.0f, a, s.lda, b, s.ldb, accumulate ? 1.0f : 0.0f, c, s.ldc);
   if (st != dnnl_success) {
     throw Error("gemm_f32_in_thread: dnnl_sgemm failed (status " + std::to_string(st) + ")");
   }

@@ -47,8 +47,7 @@ double blocked(float* x, std::int64_t n, float scale) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t b = 0; b < blocks; ++b) {
     const std::int64_t begin = b * kBlock;
-    partial[b] =
-        block_sum<kScale>(x + begin, std::min(kBlock, n - begin), scale);
+    partial[b] = block_sum<kScale>(x + begin, std::min(kBlock, n - begin), scale);
   }
   double total = 0;
   for (std::int64_t b = 0; b < blocks; ++b) total += partial[b];

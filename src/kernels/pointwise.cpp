@@ -78,7 +78,8 @@ void exp_forward(const float* x, float* y, std::int64_t n) {
 }
 
 void exp_forward_ref(const float* x, float* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(std::exp(static_cast<double>(x[i])));
+  for (std::int64_t i = 0; i < n; ++i)
+    y[i] = static_cast<float>(std::exp(static_cast<double>(x[i])));
 }
 
 void relu_forward(const float* x, float* y, std::int64_t n) {

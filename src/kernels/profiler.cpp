@@ -56,30 +56,19 @@ Phase set_phase(Phase p) {
 }  // namespace detail
 
 const char* name(OpClass c) {
-  switch (c) {
-    case OpClass::gemm: return "gemm";
-    case OpClass::attention: return "attention";
-    case OpClass::norm: return "layer norm";
-    case OpClass::softmax_loss: return "softmax / loss";
-    case OpClass::pointwise: return "pointwise";
-    case OpClass::layout: return "layout / embedding";
-    case OpClass::convert: return "convert (H)";
-    case OpClass::grad_accum: return "grad accumulate";
-    case OpClass::optimizer: return "optimizer step";
-    case OpClass::data: return "data";
-    case OpClass::count_: break;
-  }
-  return "?";
+  static constexpr const char* kNames[kOpClassCount] = {"gemm",           "attention",
+                                                        "layer norm",     "softmax / loss",
+                                                        "pointwise",      "layout / embedding",
+                                                        "convert (H)",    "grad accumulate",
+                                                        "optimizer step", "data"};
+  const int i = static_cast<int>(c);
+  return i >= 0 && i < kOpClassCount ? kNames[i] : "?";
 }
 
 const char* name(Phase p) {
-  switch (p) {
-    case Phase::forward: return "forward";
-    case Phase::backward: return "backward";
-    case Phase::step: return "step";
-    case Phase::count_: break;
-  }
-  return "?";
+  static constexpr const char* kNames[kPhaseCount] = {"forward", "backward", "step"};
+  const int i = static_cast<int>(p);
+  return i >= 0 && i < kPhaseCount ? kNames[i] : "?";
 }
 
 void profiler_start() {

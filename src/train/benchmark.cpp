@@ -85,10 +85,10 @@ double training_flops_per_step(const TrainerConfig& c, std::int64_t parameters) 
 
 BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
                                 const std::function<void(const std::string&)>& progress) {
-  if (o.steps < 1) throw Error("bench: --steps must be at least 1 (got " +
-                               std::to_string(o.steps) + ")");
-  if (o.warmup < 0) throw Error("bench: --warmup must be 0 or more (got " +
-                                std::to_string(o.warmup) + ")");
+  if (o.steps < 1)
+    throw Error("bench: --steps must be at least 1 (got " + std::to_string(o.steps) + ")");
+  if (o.warmup < 0)
+    throw Error("bench: --warmup must be 0 or more (got " + std::to_string(o.warmup) + ")");
   const auto say = [&](const std::string& line) {
     if (progress) progress(line);
   };

@@ -119,8 +119,7 @@ TEST(GradCheck, CausalAttention) {
 
 TEST(GradCheck, CausalSelfAttentionFromFusedQkv) {
   // [b, t, 3c] with c = 8 split into 2 heads of 4; t = 70 spans two 64-row blocks.
-  gradcheck("causal_self_attention",
-            [](auto& v) { return ag::causal_self_attention(v[0], 2); },
+  gradcheck("causal_self_attention", [](auto& v) { return ag::causal_self_attention(v[0], 2); },
             {random_tensor(Shape{2, 70, 24}, 38)});
 }
 

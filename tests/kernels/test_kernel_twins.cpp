@@ -129,8 +129,8 @@ TEST(KernelTwins, ExpMatchesDoubleToTwoUlp) {
     ASSERT_NEAR(y[i], r[i], 2.0 * std::ldexp(1.0, -23) * std::fabs(r[i])) << "exp(" << x[i] << ")";
   }
   for (std::size_t off = 0; off < 8; ++off) {
-    std::vector<float> tail(x.begin() + static_cast<std::ptrdiff_t>(off), x.begin() + 13 +
-                                                                              static_cast<std::ptrdiff_t>(off));
+    std::vector<float> tail(x.begin() + static_cast<std::ptrdiff_t>(off),
+                            x.begin() + 13 + static_cast<std::ptrdiff_t>(off));
     std::vector<float> ty(tail.size());
     exp_forward(tail.data(), ty.data(), static_cast<std::int64_t>(tail.size()));
     for (std::size_t i = 0; i < tail.size(); ++i) ASSERT_EQ(ty[i], y[i + off]) << "offset " << off;

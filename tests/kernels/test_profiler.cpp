@@ -41,9 +41,7 @@ TEST(Profiler, NestedScopesAreChargedExclusiveTime) {
   }
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   const ProfileTable t = profiler_stop();
-  const auto at = [&](Phase p, OpClass c) {
-    return t[static_cast<int>(p)][static_cast<int>(c)];
-  };
+  const auto at = [&](Phase p, OpClass c) { return t[static_cast<int>(p)][static_cast<int>(c)]; };
   // The inner scopes' time is not charged to the outer one; together they cover the wall
   // time of the outer scope (up to the cost of reading the clock).
   EXPECT_GE(at(Phase::forward, OpClass::convert), 0.030);

@@ -24,7 +24,8 @@ trainer:
     precision: {fp16_type: bfloat16}
     loop: {grad_accum_steps: 2}
   fit:
-    train_dataloader: {dataset: text, path: )" + text + R"(, batch_size: 3, context: 16}
+    train_dataloader: {dataset: text, path: )" +
+                          text + R"(, batch_size: 3, context: 16}
 )",
                       {}, "tiny");
 }
@@ -32,7 +33,8 @@ trainer:
 TEST(Benchmark, FlopModelIsThePeersFormula) {
   const TrainerConfig c = tiny_gpt("unused.txt");
   // 2 micro-batches x (6 x 1000 parameters x 48 tokens + 12 x 2 layers x 32 x 16^2 x 3).
-  EXPECT_DOUBLE_EQ(training_flops_per_step(c, 1000), 2.0 * (6.0 * 1000 * 48 + 12.0 * 2 * 32 * 256 * 3));
+  EXPECT_DOUBLE_EQ(training_flops_per_step(c, 1000),
+                   2.0 * (6.0 * 1000 * 48 + 12.0 * 2 * 32 * 256 * 3));
 }
 
 TEST(Benchmark, TimesEveryStepAfterWarmUpAndProfilesThem) {
@@ -49,7 +51,8 @@ TEST(Benchmark, TimesEveryStepAfterWarmUpAndProfilesThem) {
   o.profile = true;
   o.measure_peak = false;
   int lines = 0;
-  const BenchResult r = run_train_benchmark(tiny_gpt(text), o, [&](const std::string&) { ++lines; });
+  const BenchResult r =
+      run_train_benchmark(tiny_gpt(text), o, [&](const std::string&) { ++lines; });
   EXPECT_EQ(lines, 5);
   EXPECT_EQ(r.step_seconds.size(), 3u);
   EXPECT_EQ(r.losses.size(), 5u);

@@ -26,9 +26,7 @@ struct AttentionShape {
 struct HeadLayout {
   std::int64_t row_stride = 0, head_stride = 0, batch_stride = 0;
   // [batch, heads, t, d] stored densely.
-  static HeadLayout dense(const AttentionShape& s) {
-    return {s.d, s.t * s.d, s.heads * s.t * s.d};
-  }
+  static HeadLayout dense(const AttentionShape& s) { return {s.d, s.t * s.d, s.heads * s.t * s.d}; }
   // Head h as columns [h d, (h + 1) d) of rows `width` floats wide: [batch, t, width].
   static HeadLayout interleaved(const AttentionShape& s, std::int64_t width) {
     return {width, s.d, s.t * width};

@@ -28,13 +28,13 @@ struct BenchResult {
   std::vector<double> step_seconds;  // timed steps, in order
   std::vector<double> losses;        // every step's loss, warm-up included
   double median_seconds = 0;
-  double items_per_second = 0;   // items_per_step / median_seconds
-  double flops_per_step = 0;     // 0 when the model's FLOPs are not modelled
-  double achieved_gflops = 0;    // flops_per_step / median_seconds
-  double gemm_peak_gflops = 0;   // measured here (0 when not measured)
-  double peak_rss_mib = 0;       // of this process, at the end
+  double items_per_second = 0;  // items_per_step / median_seconds
+  double flops_per_step = 0;    // 0 when the model's FLOPs are not modelled
+  double achieved_gflops = 0;   // flops_per_step / median_seconds
+  double gemm_peak_gflops = 0;  // measured here (0 when not measured)
+  double peak_rss_mib = 0;      // of this process, at the end
   std::optional<kernels::ProfileTable> profile;
-  double profiled_seconds = 0;   // wall time of the profiled steps
+  double profiled_seconds = 0;  // wall time of the profiled steps
   double mfu() const { return gemm_peak_gflops > 0 ? achieved_gflops / gemm_peak_gflops : 0; }
 };
 
