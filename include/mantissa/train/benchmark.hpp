@@ -18,7 +18,7 @@ struct BenchOptions {
   std::int64_t steps = 10;   // timed steps
   std::int64_t warmup = 2;   // untimed steps first (primitive creation, pool warm-up)
   bool profile = false;      // per-op-class breakdown over the timed steps
-  bool measure_peak = true;  // time a large GEMM of the run's format first (for MFU)
+  bool measure_peak = true;  // time a large GEMM of the run's format after the steps (MFU)
 };
 
 struct BenchResult {
@@ -32,7 +32,7 @@ struct BenchResult {
   double flops_per_step = 0;    // 0 when the model's FLOPs are not modelled
   double achieved_gflops = 0;   // flops_per_step / median_seconds
   double gemm_peak_gflops = 0;  // measured here (0 when not measured)
-  double peak_rss_mib = 0;      // of this process, at the end
+  double peak_rss_mib = 0;      // of this process, after the steps (before the peak GEMM)
   std::optional<kernels::ProfileTable> profile;
   double profiled_seconds = 0;  // wall time of the profiled steps
   double mfu() const { return gemm_peak_gflops > 0 ? achieved_gflops / gemm_peak_gflops : 0; }
