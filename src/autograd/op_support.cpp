@@ -1,17 +1,8 @@
 #include "op_support.hpp"
 
-#include "mantissa/kernels/parallel.hpp"
+#include "kernels/parallel.hpp"
 
 namespace mantissa::autograd::detail {
-
-Tensor rounded(const Tensor& t, Format f) {
-  kernels::ProfileScope scope(kernels::OpClass::convert);
-  Tensor v = t.to(Format::float32);
-  if (f == Format::float32 || t.format() == f) return v;
-  if (v.shares_storage(t)) v = v.clone();
-  numerics::round_to_format(v.f32(), static_cast<std::size_t>(v.numel()), f);
-  return v;
-}
 
 void round_in_place(float* x, std::int64_t n, Format f) {
   if (f == Format::float32) return;

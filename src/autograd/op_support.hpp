@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "kernels/parallel.hpp"
 #include "mantissa/autograd/variable.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/gemm.hpp"
-#include "mantissa/kernels/parallel.hpp"
 #include "mantissa/kernels/profiler.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/precision/policy.hpp"
@@ -73,9 +73,6 @@ Stored fill_and_store(Tensor y32, const Policy& p, std::int64_t rows, std::int64
       std::max<std::int64_t>(1, kernels::kParallelMinElements / len));
   return {std::move(y32), f};
 }
-
-// float32 values rounded to `f`, as a tensor the caller may keep (a copy when rounding).
-Tensor rounded(const Tensor& t, Format f);
 
 // The GEMM precision a matmul-class op uses under `p`.
 inline kernels::GemmPrecision gemm_precision(const Policy& p) {

@@ -1,6 +1,6 @@
 // matmul and linear: the matmul class (inputs in H, fp32 accumulation).
+#include "kernels/parallel.hpp"
 #include "mantissa/autograd/ops.hpp"
-#include "mantissa/kernels/parallel.hpp"
 #include "op_support.hpp"
 
 namespace mantissa::autograd {

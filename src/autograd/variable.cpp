@@ -3,8 +3,8 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "kernels/parallel.hpp"
 #include "mantissa/error.hpp"
-#include "mantissa/kernels/parallel.hpp"
 #include "op_support.hpp"
 
 namespace mantissa::autograd {

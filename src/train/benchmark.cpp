@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "mantissa/error.hpp"
@@ -61,9 +63,7 @@ double measure_gemm_peak(const precision::Policy& policy) {
 }
 
 std::string fixed(double v, int decimals) {
-  char b[64];
-  std::snprintf(b, sizeof(b), "%.*f", decimals, v);
-  return b;
+  return fmt::format("{:.{}f}", v, decimals);
 }
 
 }  // namespace

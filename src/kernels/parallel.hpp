@@ -1,6 +1,6 @@
 #pragma once
-// Splits an index range [0, n) over the OpenMP threads in contiguous chunks (multiples of 16
-// elements, so vector loops stay aligned to their lanes). Small ranges run on the calling
+// Internal. Splits an index range [0, n) over the OpenMP threads in contiguous chunks (multiples of
+// 16 elements, so vector loops stay aligned to their lanes). Small ranges run on the calling
 // thread: a parallel region costs a few microseconds.
 #include <omp.h>
 
