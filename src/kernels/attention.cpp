@@ -128,36 +128,38 @@ void backward_head(const Head& h, const float* o, const float* d_o, std::int64_t
   }
 }
 
+// Runs fn(i, in_offset, out_offset) for every (batch, head) pair i = b * heads + h, the
+// pairs spread over the threads; the offsets locate the head in the `in` and `out` layouts.
+template <class Fn>
+void for_each_head(const AttentionShape& s, const HeadLayout& in, const HeadLayout& out, Fn&& fn) {
+  const std::int64_t pairs = s.batch * s.heads;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < pairs; ++i) {
+    const std::int64_t b = i / s.heads, h = i % s.heads;
+    fn(i, b * in.batch_stride + h * in.head_stride, b * out.batch_stride + h * out.head_stride);
+  }
+}
+
 }  // namespace
 
 void attention_forward(const AttentionShape& s, const HeadLayout& in, const float* q,
                        const float* k, const float* v, const HeadLayout& out, float* o, float* lse,
                        float scale, const AttentionPrecision& pr) {
-  const std::int64_t pairs = s.batch * s.heads;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < pairs; ++i) {
-    const std::int64_t b = i / s.heads, hh = i % s.heads;
-    const std::int64_t at = b * in.batch_stride + hh * in.head_stride;
+  for_each_head(s, in, out, [&](std::int64_t i, std::int64_t at, std::int64_t ot) {
     const Head h{q + at, k + at, v + at, in.row_stride};
-    forward_head(h, o + b * out.batch_stride + hh * out.head_stride, out.row_stride, lse + i * s.t,
-                 s.t, s.d, scale, pr);
-  }
+    forward_head(h, o + ot, out.row_stride, lse + i * s.t, s.t, s.d, scale, pr);
+  });
 }
 
 void attention_backward(const AttentionShape& s, const HeadLayout& in, const float* q,
                         const float* k, const float* v, const HeadLayout& out, const float* o,
                         const float* d_o, const float* lse, float* dq, float* dk, float* dv,
                         float scale, const AttentionPrecision& pr) {
-  const std::int64_t pairs = s.batch * s.heads;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < pairs; ++i) {
-    const std::int64_t b = i / s.heads, hh = i % s.heads;
-    const std::int64_t at = b * in.batch_stride + hh * in.head_stride;
-    const std::int64_t ot = b * out.batch_stride + hh * out.head_stride;
+  for_each_head(s, in, out, [&](std::int64_t i, std::int64_t at, std::int64_t ot) {
     const Head h{q + at, k + at, v + at, in.row_stride};
     backward_head(h, o + ot, d_o + ot, out.row_stride, lse + i * s.t, dq + at, dk + at, dv + at,
                   s.t, s.d, scale, pr);
-  }
+  });
 }
 
 void attention_forward(const float* q, const float* k, const float* v, float* o, float* lse,

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "gradcheck.hpp"
+#include "mantissa/numerics/minifloat_codec.hpp"
 #include "mantissa/precision/policy.hpp"
 
 namespace mantissa::testing {
@@ -76,6 +77,16 @@ void check_op(const char* label, const OpFn& f, const std::vector<Tensor>& input
     // The policy must have taken effect (cross_entropy alone stays float32 throughout).
     if (std::string(label) != "cross_entropy") {
       EXPECT_NE(got.y, ref.y) << label << " ignored the " << numerics::name(h) << " policy";
+      // Results live in H between ops: every output is an H value (checked with the scalar
+      // codec, independent of the bulk rounding the ops use).
+      const numerics::Layout& l = numerics::layout(h);
+      const numerics::Overflow o = numerics::traits(h).default_overflow;
+      for (std::size_t i = 0; i < got.y.size(); ++i) {
+        const float v = got.y[i];
+        ASSERT_EQ(numerics::decode(numerics::encode(v, l, numerics::Rounding::nearest_even, o), l),
+                  v)
+            << label << " output " << i << " is not a " << numerics::name(h) << " value";
+      }
     }
     for (std::size_t i = 0; i < ref.y.size(); ++i) {
       const double bound = matmul_class      ? eps * abs_y[i] + eps / 2 * std::fabs(ref.y[i]) + 1e-6
