@@ -11,6 +11,18 @@ namespace {
 using namespace detail;
 using kernels::GemmShape;
 
+// fn(n) for every image n of the batch, images spread over the threads (each call touches
+// only its image's slices); `work` is elements per image, to leave small batches serial.
+template <class Fn>
+void per_image(std::int64_t batch, std::int64_t work, Fn&& fn) {
+  kernels::parallel_chunks(
+      batch,
+      [&](std::int64_t n0, std::int64_t n1) {
+        for (std::int64_t n = n0; n < n1; ++n) fn(n);
+      },
+      std::max<std::int64_t>(1, kernels::kParallelMinElements / std::max<std::int64_t>(work, 1)));
+}
+
 struct Conv2dNode : Node {
   Tensor cols, w32;  // the batch's patches [patch, batch * spatial] and the weight, H values
   Shape x_shape;
@@ -25,12 +37,12 @@ struct Conv2dNode : Node {
     const std::int64_t wide = batch * spatial, image = geo.channels * geo.height * geo.width;
     // The output gradient laid out as the forward's product: [out_channels, batch * spatial].
     Tensor g_all = new_f32(Shape{out_channels, wide});
-    for (std::int64_t n = 0; n < batch; ++n) {
+    per_image(batch, out_channels * spatial, [&](std::int64_t n) {
       for (std::int64_t o = 0; o < out_channels; ++o) {
         std::copy_n(g.f32() + (n * out_channels + o) * spatial, spatial,
                     g_all.f32() + o * wide + n * spatial);
       }
-    }
+    });
     Tensor dw = new_f32(w32.shape());
     Tensor dcols = new_f32(Shape{patch, wide});
     // dW = G cols^T ; dcols = W^T G (one GEMM each for the whole batch)
@@ -39,9 +51,9 @@ struct Conv2dNode : Node {
     kernels::gemm(GemmShape::dense(patch, wide, out_channels, true, false), w32.f32(), g_all.f32(),
                   dcols.f32(), false, gp);
     Tensor dx = Tensor::zeros(x_shape);
-    for (std::int64_t n = 0; n < batch; ++n) {
+    per_image(batch, image, [&](std::int64_t n) {  // each image's dx is its own
       kernels::col2im(dcols.f32() + n * spatial, geo, dx.f32() + n * image, wide);
-    }
+    });
     Tensor db;
     if (has_bias) {
       db = Tensor::zeros(Shape{out_channels});
@@ -91,28 +103,31 @@ Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
   const std::int64_t wide = batch * spatial, image = geo.channels * geo.height * geo.width;
   // Every image's patches side by side, then one GEMM for the batch.
   Tensor cols = new_f32(Shape{patch, wide});
-  for (std::int64_t n = 0; n < batch; ++n) {
+  per_image(batch, patch * spatial, [&](std::int64_t n) {  // each image's columns are its own
     kernels::im2col(x32.f32() + n * image, geo, cols.f32() + n * spatial, wide);
-  }
-  if (p.half != Format::float32) {
-    numerics::round_to_format(cols.f32(), static_cast<std::size_t>(cols.numel()), p.half);
-  }
+  });
+  round_in_place(cols.f32(), cols.numel(), p.half);
   Tensor y_all = new_f32(Shape{out_channels, wide});
   kernels::gemm(GemmShape::dense(out_channels, wide, patch), w32.f32(), cols.f32(), y_all.f32(),
                 false, gemm_precision(p));
   Tensor y = new_f32(Shape{batch, out_channels, geo.out_h(), geo.out_w()});
   const Tensor b32 = bias.defined() ? f32(bias.value()) : Tensor();
-  for (std::int64_t n = 0; n < batch; ++n) {
-    for (std::int64_t o = 0; o < out_channels; ++o) {
-      const float add = bias.defined() ? b32.f32()[o] : 0.0f;
-      const float* src = y_all.f32() + o * wide + n * spatial;
-      float* dst = y.f32() + (n * out_channels + o) * spatial;
-      for (std::int64_t s = 0; s < spatial; ++s) dst[s] = src[s] + add;
-    }
-  }
+  // [out_channels, batch * spatial] back to [batch, out_channels, spatial] with the bias, and
+  // rounded to H, image by image.
+  Stored stored =
+      fill_and_store(y, p, batch, out_channels * spatial, [&](std::int64_t n0, std::int64_t n1) {
+        for (std::int64_t n = n0; n < n1; ++n) {
+          for (std::int64_t o = 0; o < out_channels; ++o) {
+            const float add = bias.defined() ? b32.f32()[o] : 0.0f;
+            const float* src = y_all.f32() + o * wide + n * spatial;
+            float* dst = y.f32() + (n * out_channels + o) * spatial;
+            for (std::int64_t s = 0; s < spatial; ++s) dst[s] = src[s] + add;
+          }
+        }
+      });
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
-  return make_result(store(y, p), inputs, [&] {
+  return make_result(std::move(stored), inputs, [&] {
     auto node = std::make_shared<Conv2dNode>();
     node->cols = cols;
     node->w32 = w32;

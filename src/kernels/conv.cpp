@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "kernels/parallel.hpp"
+
 namespace mantissa::kernels {
 
 void im2col(const float* x, const Conv2dGeometry& g, float* cols, std::int64_t ld) {
@@ -72,6 +74,7 @@ void max_pool2d_forward(const float* x, std::int64_t planes, std::int64_t height
                         std::int64_t width, std::int64_t kernel, std::int64_t stride, float* y,
                         std::int32_t* argmax) {
   const std::int64_t oh = (height - kernel) / stride + 1, ow = (width - kernel) / stride + 1;
+#pragma omp parallel for schedule(static) if (planes * height * width >= kParallelMinElements)
   for (std::int64_t p = 0; p < planes; ++p) {
     const float* xp = x + p * height * width;
     for (std::int64_t oy = 0; oy < oh; ++oy) {
@@ -96,8 +99,9 @@ void max_pool2d_forward(const float* x, std::int64_t planes, std::int64_t height
 
 void max_pool2d_backward(const float* dy, const std::int32_t* argmax, std::int64_t planes,
                          std::int64_t in_size, std::int64_t out_size, float* dx) {
-  std::fill(dx, dx + planes * in_size, 0.0f);
+#pragma omp parallel for schedule(static) if (planes * in_size >= kParallelMinElements)
   for (std::int64_t p = 0; p < planes; ++p) {
+    std::fill(dx + p * in_size, dx + (p + 1) * in_size, 0.0f);
     for (std::int64_t i = 0; i < out_size; ++i) {
       dx[p * in_size + argmax[p * out_size + i]] += dy[p * out_size + i];
     }
