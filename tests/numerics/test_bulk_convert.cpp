@@ -147,6 +147,46 @@ TEST_P(BulkConvert, RoundToFormatEqualsDecodeOfEncode) {
   ASSERT_EQ(std::memcmp(x.data(), want.data(), x.size() * 4), 0);
 }
 
+// round_to_format rounds groups of 8 in-range lanes in float32 bits. Whole groups of ties,
+// near-ties, values at max, at the smallest normal and just below it (the group then takes
+// the scalar path), against the independent exact reference, in both overflow modes.
+TEST_P(BulkConvert, RoundToFormatInRangeGroupsMatchTheExactReference) {
+  const FormatCase& c = GetParam();
+  const numerics::FormatTraits& t = numerics::traits(c.format);
+  const int drop = 23 - c.ref.mantissa_bits;
+  const float lo = static_cast<float>(t.min_normal), hi = static_cast<float>(t.max);
+  std::mt19937 rng(31);
+  std::vector<float> x;
+  for (int g = 0; g < 4000; ++g) {
+    const int kind = g % 5;
+    for (int lane = 0; lane < 8; ++lane) {
+      // A random normal value of the format, then moved to a tie, next to a tie, or an edge.
+      const float e = std::uniform_real_distribution<float>(std::log2(lo), std::log2(hi))(rng);
+      auto bits = std::bit_cast<std::uint32_t>(std::exp2(e)) & ~((1u << drop) - 1u);
+      if (kind == 0) bits |= 1u << (drop - 1);         // exactly half an ulp: a tie
+      if (kind == 1) bits |= (1u << (drop - 1)) - 1u;  // just below the tie
+      if (kind == 2) bits |= (1u << (drop - 1)) + 1u;  // just above the tie
+      float v = std::bit_cast<float>(bits);
+      if (kind == 3) v = lane % 2 ? hi : lo;                        // the edges of the fast path
+      if (kind == 4) v = lane == 5 ? std::nextafter(lo, 0.0f) : v;  // one lane leaves it
+      x.push_back(std::min(v, hi) * (rng() % 2 ? 1.0f : -1.0f));
+    }
+  }
+  for (Overflow o : {Overflow::to_infinity, Overflow::saturate}) {
+    const RefEncoder ref(c.ref);
+    std::vector<float> got = x;
+    ConvertOptions opt;
+    opt.overflow = o;
+    numerics::round_to_format(got.data(), got.size(), c.format, opt);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const std::uint32_t b =
+          ref.encode(x[i], RefRounding::nearest_even, o == Overflow::saturate, 0);
+      ASSERT_EQ(got[i], static_cast<float>(ref_decode(b, c.ref)))
+          << case_name(c.format) << " x = " << x[i] << " (element " << i << ")";
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, BulkConvert, ::testing::ValuesIn(narrow_format_cases()),
                          [](const auto& info) { return case_name(info.param.format); });
 
