@@ -219,7 +219,6 @@ RunSummary Trainer::run(const std::string& mode, const std::optional<std::string
       " parameters), precision " + policy_.describe() + ", " + config_.optimizer.name + ", lr " +
       config_.schedule_text + ", run directory " + run_dir_);
   const bool tty = ::isatty(STDERR_FILENO) != 0 && !out_;
-  const std::int64_t accum = config_.loop.grad_accum_steps;
   auto window_start = Clock::now();
   const auto run_start = window_start;
   std::int64_t window_items = 0, start_step = global_step_;
@@ -232,7 +231,7 @@ RunSummary Trainer::run(const std::string& mode, const std::optional<std::string
       break;
     }
     const auto [step_loss, report] = train_step();
-    window_items += task_->items_per_batch() * accum;
+    window_items += items_per_step();
     loss_sum += step_loss;
     ++loss_count;
     summary.last_loss = step_loss;
