@@ -1,24 +1,33 @@
 #!/usr/bin/env bash
 # Runs mantissa's GPT-ref benchmark in every precision and the PyTorch peer
-# (../shared/bench/peer_torch_gpt.py, Debian's python3-torch) back to back on this machine,
-# then prints the ratios issue 8 asks for. Nothing runs concurrently: the machine has 2 cores.
+# (../shared/bench/peer_torch_gpt.py) back to back on this machine, then prints our throughput
+# against the peer's (issue 12). Nothing runs concurrently: the machine has 2 cores.
 #
 #   bench/compare_with_peer.sh [--steps N] [--half-steps N] [--peer-steps N] [--out DIR]
 #
 #   --steps N       timed steps for our float32 and bfloat16 runs (default 200: their losses
 #                   after 200 steps are compared too)
 #   --half-steps N  timed steps for float16 + DLS and cbfloat16 + DLS (default 20)
-#   --peer-steps N  the peer's timed steps per precision, after its 2 warm-up steps
-#                   (default 3; one peer step takes about a minute here)
+#   --peer-steps N  the peer's timed steps per precision and mode, after its 2 warm-up steps
+#                   (default 10)
 #   --out DIR       where the JSON lines and logs go (default bench-results/<UTC time>)
 #
-# Needs: build/mantissa (scripts/build.sh) and python3-torch (scripts/install-deps.sh --peer).
+# The peer is the strongest one installed (bench/install-peer.sh installs it), picked in this order:
+#   1. a PyTorch 2.x from the package index in $MANTISSA_PEER_DIR/venv (default /opt/mantissa-peer),
+#      run eager and, when bench/install-peer.sh found that torch.compile works here, compiled too;
+#   2. Debian's python3-torch with an optimized BLAS (libopenblas0-pthread), eager only;
+#   3. none: Debian's python3-torch on the reference BLAS is ~20x slower and no peer, so the script
+#      refuses rather than print meaningless ratios.
+# Each peer run uses 2 threads. The report names the peer (version, where from) and prints its
+# BLAS/oneDNN configuration, its thread count and the CPU ISA oneDNN dispatches to.
+#
+# Needs: build/mantissa (scripts/build.sh) and a peer (bench/install-peer.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 steps=200
 half_steps=20
-peer_steps=3
+peer_steps=10
 out="bench-results/$(date -u +%Y%m%dT%H%M%SZ)"
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -31,14 +40,53 @@ while [[ $# -gt 0 ]]; do
 done
 
 peer=../shared/bench/peer_torch_gpt.py
+peer_dir=${MANTISSA_PEER_DIR:-/opt/mantissa-peer}
+peer_threads=2
 [[ -x build/mantissa ]] || { echo "compare_with_peer.sh: build/mantissa is missing: run scripts/build.sh" >&2; exit 2; }
 [[ -f $peer ]] || { echo "compare_with_peer.sh: the peer script $peer is missing" >&2; exit 2; }
-/usr/bin/python3 -c 'import torch' 2>/dev/null ||
-  { echo "compare_with_peer.sh: PyTorch is missing: run scripts/install-deps.sh --peer" >&2; exit 2; }
+
+# --- Pick the strongest peer before spending any time on our runs.
+torch_version() { (cd /tmp && "$1" -c 'import torch; print(torch.__version__)' 2>/dev/null) || true; }
+peer_py= peer_version= peer_from=
+v=$( [[ -x $peer_dir/venv/bin/python ]] && torch_version "$peer_dir/venv/bin/python" || true)
+if [[ -n $v && ${v%%.*} -ge 2 ]]; then
+  peer_py=$peer_dir/venv/bin/python peer_version=$v
+  peer_from="PyTorch $v, wheel from the package index (PyPI), venv $peer_dir/venv"
+else
+  v=$(torch_version /usr/bin/python3)
+  [[ -n $v ]] || { echo "compare_with_peer.sh: no PyTorch peer: run bench/install-peer.sh" >&2; exit 2; }
+  # Which BLAS Debian's PyTorch really loads (through the libblas.so.3 alternative).
+  blas=$(cd /tmp && /usr/bin/python3 -c 'import torch; torch.ones(8, 8) @ torch.ones(8, 8)
+libs = sorted({l.split()[-1] for l in open("/proc/self/maps") if "blas" in l or "mkl" in l})
+print(" ".join([l for l in libs if "libblas.so" in l] or libs))')
+  if [[ $blas != *openblas* && $blas != *blis* && $blas != *mkl* ]]; then
+    echo "compare_with_peer.sh: the only peer is Debian's PyTorch $v on the reference BLAS ($blas)," \
+      "about 20x slower than with an optimized BLAS: its ratios would mean nothing." >&2
+    echo "compare_with_peer.sh: run bench/install-peer.sh (PyTorch 2.x from PyPI, else libopenblas0-pthread)" >&2
+    exit 2
+  fi
+  peer_py=/usr/bin/python3 peer_version=$v
+  peer_from="PyTorch $v, Debian's python3-torch, BLAS $blas"
+fi
+# Does torch.compile work here? bench/install-peer.sh records it; re-check if stale or missing.
+status=$peer_dir/compile-check.txt
+if ! { [[ -f $status ]] && grep -qxF "python=$peer_py" "$status" && grep -qxF "torch=$peer_version" "$status"; }; then
+  if [[ ${peer_version%%.*} -ge 2 ]]; then
+    bench/install-peer.sh --check-compile >&2
+  else
+    mkdir -p "$peer_dir" 2>/dev/null || true
+    printf 'python=%s\ntorch=%s\ncompile=unavailable\ndetail=torch.compile needs PyTorch 2.x\n' \
+      "$peer_py" "$peer_version" >"$status" 2>/dev/null || status=/dev/null
+  fi
+fi
+compile=$(sed -n 's/^compile=//p' "$status" 2>/dev/null); compile=${compile:-unavailable}
+compile_detail=$(sed -n 's/^detail=//p' "$status" 2>/dev/null)
+echo "== peer: $peer_from; torch.compile: $compile" >&2
 
 mkdir -p "$out"
 json="$out/mantissa.jsonl"
 : >"$json"
+: >"$out/report.txt"
 config=configs/bench/gpt-ref.yaml
 
 ours() {  # precision, timed steps
@@ -55,39 +103,117 @@ echo "== mantissa bfloat16 --profile" >&2
 build/mantissa bench train --config "$config" --precision bfloat16 --steps 5 --warmup 2 --profile \
   2>/dev/null | tee -a "$out/report.txt"
 
-echo "== peer: PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)') ($peer_steps timed steps each)" >&2
-/usr/bin/time -v /usr/bin/python3 "$peer" --steps "$peer_steps" >"$out/peer.txt" 2>"$out/peer-time.txt"
-cat "$out/peer.txt"
+# --- The peer's configuration: what it is, its BLAS, oneDNN, threads and the ISA oneDNN uses.
+echo "== peer configuration" >&2
+(cd /tmp && OMP_NUM_THREADS=$peer_threads "$peer_py" - "$peer_from" "$compile" "$compile_detail" "$peer_threads" <<'EOF'
+import os, re, subprocess, sys, torch
+frm, compile_ok, compile_detail, threads = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+torch.set_num_threads(threads)
+print(f"\npeer: {frm}")
+print(f"peer python: {sys.executable}, torch at {os.path.dirname(torch.__file__)}")
+cfg = torch.__config__.show()
+keys = ("BLAS_INFO", "LAPACK_INFO", "USE_MKL", "USE_MKLDNN", "USE_OPENMP", "USE_CUDA")
+print("peer build: " + ", ".join(f"{k}={m.group(1)}" for k in keys
+                                 for m in [re.search(rf"\b{k}=([^,\s]*)", cfg)] if m))
+for line in cfg.splitlines():
+    if re.search(r"Math Kernel|MKL-DNN|oneDNN|LAPACK is|CPU capability|OpenBLAS|BLIS", line):
+        print("peer build: " + line.strip(" -"))
+cap = torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else "?"
+print(f"peer runtime: ATen CPU capability {cap}, mkldnn available {torch.backends.mkldnn.is_available()}")
+for line in torch.__config__.parallel_info().splitlines():
+    if re.search(r"get_num_threads|get_num_interop|max_threads|parallel backend|NUM_THREADS", line):
+        print("peer threads: " + line.strip())
+a = torch.randn(256, 384); w = torch.randn(384, 384); a @ w
+# The BLAS/OpenMP libraries torch loaded (not numpy's own, nor the CUDA wheel's GPU libraries).
+libs = sorted({l.split()[-1] for l in open("/proc/self/maps")
+               if re.search(r"blas|mkl|dnnl|gomp|iomp", l) and not re.search(r"/nvidia/|numpy", l)})
+static = " (MKL and oneDNN linked statically into libtorch_cpu)" if "BLAS_INFO=mkl" in cfg else ""
+print("peer libraries mapped: " + (" ".join(libs) or "none") + static)
+# oneDNN's own report of the ISA it dispatches to, and the kernels a fp32 and a bf16 linear use.
+probe = """
+import torch; torch.set_num_threads(%d)
+a = torch.randn(256, 384); w = torch.randn(384, 384)
+torch.nn.functional.linear(a, w)
+with torch.autocast('cpu', dtype=torch.bfloat16): torch.nn.functional.linear(a, w)
+torch.nn.functional.conv2d(torch.randn(2, 32, 32, 32), torch.randn(32, 32, 3, 3))
+""" % threads
+env = dict(os.environ, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1")
+r = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+seen = set()
+for line in (r.stdout + r.stderr).splitlines():
+    f = line.split(",")
+    if ",info," in line and re.search(r"oneDNN v|runtime:|isa:", line):
+        print("peer oneDNN: " + ",".join(f[f.index("info") + 1:]))
+    elif ",exec," in line and "cpu" in f:
+        i = f.index("cpu"); src = re.search(r"src[_:]([a-z0-9]+)", line)
+        kernel = f"{f[i + 1]} {f[i + 2]} (src {src.group(1) if src else '?'})"
+        if kernel not in seen:
+            seen.add(kernel); print("peer oneDNN kernel: " + kernel)
+if not any(",info," in l for l in (r.stdout + r.stderr).splitlines()):
+    print("peer oneDNN: no verbose output (the fp32 linear runs on the BLAS; oneDNN not used here)")
+print(f"peer torch.compile: {compile_ok}" + (f" ({compile_detail})" if compile_detail else ""))
+EOF
+) | tee "$out/peer-config.txt" | tee -a "$out/report.txt"
 
-/usr/bin/python3 - "$json" "$out/peer.txt" "$out/peer-time.txt" <<'EOF' | tee "$out/ratios.txt"
-import json, re, sys
+# --- The peer runs, one process per mode, each timed for its peak RSS.
+peer_run() {  # name, extra peer arguments...
+  local name=$1; shift
+  echo "== peer $name: $peer_from ($peer_steps timed steps per precision, $peer_threads threads)" >&2
+  OMP_NUM_THREADS=$peer_threads /usr/bin/time -v "$peer_py" "$peer" --steps "$peer_steps" \
+    --threads "$peer_threads" "$@" >"$out/peer-$name.txt" 2>"$out/peer-$name-time.txt" || {
+    echo "compare_with_peer.sh: the peer ($name) failed; see $out/peer-$name-time.txt" >&2
+    tail -n 20 "$out/peer-$name-time.txt" >&2; return 1; }
+  tee -a "$out/report.txt" <"$out/peer-$name.txt"
+}
+peer_run eager
+peer_logs=("$out/peer-eager.txt" "$out/peer-eager-time.txt")
+if [[ $compile == ok ]]; then
+  if peer_run compiled --compile; then
+    peer_logs+=("$out/peer-compiled.txt" "$out/peer-compiled-time.txt")
+  else
+    compile="failed in the peer run"
+  fi
+fi
+
+/usr/bin/python3 - "$json" "$peer_from" "$compile" "${peer_logs[@]}" <<'EOF' | tee "$out/ratios.txt"
+import json, math, re, sys
 ours = {}
 for line in open(sys.argv[1]):
     r = json.loads(line)
     ours[r["precision"].split(",")[0].split(" ")[0]] = r
-peer = {}
-for line in open(sys.argv[2]):
-    m = re.search(r"(fp32|bf16-autocast): .*tokens/s=(\d+)", line)
-    if m: peer[m.group(1)] = float(m.group(2))
-rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(sys.argv[3]).read())
-peer_rss = int(rss.group(1)) / 1024 if rss else float("nan")
-f32, bf16, f16, cbf16 = (ours[k] for k in ("float32", "bfloat16", "float16", "cbfloat16"))
-def row(name, value, target, ok):
-    print(f"{name:<52} {value:>10}   target {target:<10} {'met' if ok else 'NOT met'}")
-print("\nmantissa tokens/s (median): " + ", ".join(f"{k} {v['items_per_s']:.0f}" for k, v in ours.items()))
-print(f"peer tokens/s (median): fp32 {peer['fp32']:.0f}, bf16-autocast {peer['bf16-autocast']:.0f}\n")
-r = bf16["items_per_s"] / peer["bf16-autocast"]; row("bfloat16 POL 1 / peer bf16-autocast", f"{r:.1f}x", ">= 2.0x", r >= 2.0)
-r = f32["items_per_s"] / peer["fp32"]; row("float32 / peer fp32", f"{r:.1f}x", ">= 1.2x", r >= 1.2)
-r = f16["items_per_s"] / f32["items_per_s"]; row("float16 + DLS / our float32", f"{r:.2f}x", ">= 2.0x", r >= 2.0)
-r = cbf16["items_per_s"] / f32["items_per_s"]; row("cbfloat16 + DLS / our float32", f"{r:.2f}x", ">= 2.0x", r >= 2.0)
+frm, compile_state, logs = sys.argv[2], sys.argv[3], sys.argv[4:]
+peer, rss = {}, {}
+for out_log, time_log in zip(logs[::2], logs[1::2]):
+    for line in open(out_log):
+        m = re.search(r"(fp32|bf16-autocast)(-compiled)?: .*tokens/s=(\d+)", line)
+        if m: peer[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(time_log).read())
+    rss["compiled" if "compiled" in out_log else "eager"] = int(m.group(1)) / 1024 if m else math.nan
+def fmt(d, keys): return ", ".join(f"{k} {d[k]:.0f}" for k in keys if k in d)
+print("\nmantissa tokens/s (median): " + fmt({k: v["items_per_s"] for k, v in ours.items()}, ours))
+print(f"peer tokens/s (median): " + fmt(peer, ("fp32", "bf16-autocast", "fp32-compiled", "bf16-autocast-compiled")))
+print(f"peer: {frm}; torch.compile: {compile_state}\n")
+def row(name, value): print(f"{name:<58} {value:>12}")
+for our, theirs in (("float32", "fp32"), ("bfloat16", "bf16-autocast")):
+    for mode, key in (("eager", theirs), ("compiled", theirs + "-compiled")):
+        label = f"our {our} / peer {theirs} {mode}"
+        if our not in ours: row(label, f"n/a (no {our} run)")
+        elif key in peer: row(label, f"{ours[our]['items_per_s'] / peer[key]:.2f}x")
+        else: row(label, "n/a (torch.compile " + compile_state + ")")
+f32 = ours.get("float32")
+for k in ("float16", "cbfloat16"):
+    if f32 and k in ours:
+        row(f"our {k} + DLS / our float32", f"{ours[k]['items_per_s'] / f32['items_per_s']:.2f}x")
 worst = max(v["peak_rss_mib"] for v in ours.values())
-row("peak RSS: our largest / peer process", f"{worst:.0f}/{peer_rss:.0f} MiB", "<= 1.0x", worst <= peer_rss)
+row("peak RSS: our largest run, peer " + " / ".join(rss), f"{worst:.0f} MiB, " + " / ".join(f"{v:.0f}" for v in rss.values()) + " MiB")
 for k, v in ours.items():
     print(f"MFU {k:<10} {100 * v['mfu']:5.1f} %  ({v['gflops']:.1f} GFLOP/s of a {v['gemm_peak_gflops']:.1f} GFLOP/s GEMM peak measured in the same process)")
-n = min(200, len(f32["losses"]), len(bf16["losses"]))  # steps 1..n, warm-up included
+bf16 = ours.get("bfloat16")
+n = min(200, len(f32["losses"]), len(bf16["losses"])) if f32 and bf16 else 0  # steps 1..n, warm-up included
 if n >= 10:
     a = sum(f32["losses"][n - 10:n]) / 10
     b = sum(bf16["losses"][n - 10:n]) / 10
-    row(f"loss, mean of steps {n - 9}-{n}: float32 {a:.4f} vs bfloat16 {b:.4f}", f"{abs(a - b):.4f}", "<= 0.05", abs(a - b) <= 0.05)
+    row(f"loss, mean of steps {n - 9}-{n}: float32 {a:.4f} vs bfloat16 {b:.4f}", f"{abs(a - b):.4f}")
 EOF
+cat "$out/ratios.txt" >>"$out/report.txt"
 echo "results in $out" >&2

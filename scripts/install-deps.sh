@@ -2,7 +2,8 @@
 # Installs every Debian package mantissa needs, and only those that are missing.
 # Idempotent: a second run installs nothing and exits 0.
 #   scripts/install-deps.sh          build, test and data packages
-#   scripts/install-deps.sh --peer   also python3-torch (the PyTorch peer for benchmarks)
+#   scripts/install-deps.sh --peer   also python3-torch with OpenBLAS (the fallback PyTorch peer for
+#                                    benchmarks; bench/install-peer.sh installs the stronger one)
 set -euo pipefail
 
 packages=(
@@ -19,7 +20,7 @@ packages=(
   dataset-fashion-mnist  # /usr/share/datasets/fashion-mnist/*.gz
 )
 if [[ "${1:-}" == "--peer" ]]; then
-  packages+=(python3-torch)
+  packages+=(python3-torch libopenblas0-pthread)  # reference BLAS: ~20x slower, no peer
 elif [[ -n "${1:-}" ]]; then
   echo "install-deps.sh: unknown argument '$1' (expected nothing or --peer)" >&2
   exit 2
