@@ -1,62 +1,93 @@
-// GEMM GFLOP/s per format and precision_opt_level on the GPT-ref shapes (DESIGN.md
-// section 8), beside the machine's oneDNN fp32 peak (2048^3) measured in the same run, and
-// the fused causal attention forward+backward at GPT-ref size.
+// GEMM GFLOP/s by route and operand storage on the GPT-ref shapes (DESIGN.md section 8), with
+// oneDNN's fp32 matmul (the peer) on the same shapes in the same run, and the fused causal
+// attention forward+backward at GPT-ref size.
 //   build/bench/bench_gemm --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+// Shapes are m x n x k with the layouts the model uses: NT (forward: x W^T), NN (dX = G W),
+// TN (dW = G^T X).
 #include <benchmark/benchmark.h>
 
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "mantissa/kernels/attention.hpp"
 #include "mantissa/kernels/gemm.hpp"
+#include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/numerics/convert.hpp"
+#include "mantissa/numerics/cpu_features.hpp"
 #include "mantissa/precision/policy.hpp"
 
 namespace {
 
-using mantissa::kernels::GemmAlgorithm;
-using mantissa::kernels::GemmShape;
+namespace k = mantissa::kernels;
+using k::GemmRoute;
+using k::GemmShape;
 using mantissa::numerics::Format;
 
-std::vector<float> values(std::size_t n, Format f, unsigned seed) {
+// n values of format f, stored in f's own width (float32 when f is float32).
+std::vector<std::uint8_t> values(std::size_t n, Format f, unsigned seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> d(0.0f, 1.0f);
   std::vector<float> v(n);
   for (float& x : v) x = d(rng);
-  mantissa::numerics::round_to_format(v.data(), n, f);
-  return v;
+  std::vector<std::uint8_t> out(
+      n * static_cast<std::size_t>(mantissa::numerics::traits(f).storage_bytes));
+  mantissa::numerics::encode_array(v.data(), n, f, out.data());
+  return out;
 }
 
-void BM_gemm(benchmark::State& state, std::int64_t m, std::int64_t n, std::int64_t k, Format f,
-             int pol, GemmAlgorithm algo) {
-  const auto a = values(static_cast<std::size_t>(m * k), f, 1);
-  const auto b = values(static_cast<std::size_t>(k * n), f, 2);
-  std::vector<float> c(static_cast<std::size_t>(m * n));
-  const GemmShape s = GemmShape::dense(m, n, k);
-  const mantissa::kernels::GemmPrecision p{f, mantissa::precision::matmul_passes(f, pol), algo};
+GemmShape layout(std::int64_t m, std::int64_t n, std::int64_t kk, const std::string& form) {
+  return GemmShape::dense(m, n, kk, form[0] == 'T', form[1] == 'T');
+}
+
+// Our GEMM: operands stored in `storage`, holding values of `f`.
+void BM_ours(benchmark::State& state, GemmShape s, Format f, int pol, GemmRoute route) {
+  const auto a = values(static_cast<std::size_t>(s.m * s.k), f, 1);
+  const auto b = values(static_cast<std::size_t>(s.k * s.n), f, 2);
+  std::vector<float> c(static_cast<std::size_t>(s.m * s.n));
+  const k::GemmPrecision p{f, mantissa::precision::matmul_passes(f, pol),
+                           k::GemmAlgorithm::automatic, route};
   for (auto _ : state) {
-    mantissa::kernels::gemm(s, a.data(), b.data(), c.data(), false, p);
+    k::gemm(s, k::Operand(a.data(), f), k::Operand(b.data(), f), c.data(), false, p);
     benchmark::DoNotOptimize(c.data());
   }
   state.counters["GFLOP/s"] =
       benchmark::Counter(s.flops() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+void BM_onednn(benchmark::State& state, GemmShape s) {
+  const auto a = values(static_cast<std::size_t>(s.m * s.k), Format::float32, 1);
+  const auto b = values(static_cast<std::size_t>(s.k * s.n), Format::float32, 2);
+  std::vector<float> c(static_cast<std::size_t>(s.m * s.n));
+  for (auto _ : state) {
+    k::gemm_onednn_f32(s, reinterpret_cast<const float*>(a.data()),
+                       reinterpret_cast<const float*>(b.data()), c.data(), false);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(s.flops() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+std::vector<float> f32_values(std::size_t n, unsigned seed) {
+  const auto raw = values(n, Format::float32, seed);
+  std::vector<float> v(n);
+  std::memcpy(v.data(), raw.data(), n * sizeof(float));
+  return v;
+}
+
 void BM_attention(benchmark::State& state, bool backward) {
   const std::int64_t bh = 8 * 6, t = 256, d = 64;
   const std::size_t n = static_cast<std::size_t>(bh * t * d);
-  const auto q = values(n, Format::float32, 3), k = values(n, Format::float32, 4),
-             v = values(n, Format::float32, 5), g = values(n, Format::float32, 6);
+  const auto q = f32_values(n, 3), kk = f32_values(n, 4), v = f32_values(n, 5),
+             g = f32_values(n, 6);
   std::vector<float> o(n), lse(static_cast<std::size_t>(bh * t)), dq(n), dk(n), dv(n);
   const float scale = 0.125f;
   for (auto _ : state) {
-    mantissa::kernels::attention_forward(q.data(), k.data(), v.data(), o.data(), lse.data(), bh, t,
-                                         d, scale);
+    k::attention_forward(q.data(), kk.data(), v.data(), o.data(), lse.data(), bh, t, d, scale);
     if (backward) {
-      mantissa::kernels::attention_backward(q.data(), k.data(), v.data(), o.data(), lse.data(),
-                                            g.data(), dq.data(), dk.data(), dv.data(), bh, t, d,
-                                            scale);
+      k::attention_backward(q.data(), kk.data(), v.data(), o.data(), lse.data(), g.data(),
+                            dq.data(), dk.data(), dv.data(), bh, t, d, scale);
     }
     benchmark::DoNotOptimize(o.data());
   }
@@ -66,45 +97,41 @@ void BM_attention(benchmark::State& state, bool backward) {
       benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void register_all() {
-  benchmark::RegisterBenchmark("peak/onednn_fp32/2048x2048x2048", BM_gemm, 2048, 2048, 2048,
-                               Format::float32, 1, GemmAlgorithm::automatic)
+template <class... Args>
+void add(const std::string& name, Args&&... args) {
+  benchmark::RegisterBenchmark(name.c_str(), std::forward<Args>(args)...)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
+}
+
+void register_all() {
   struct S {
     std::int64_t m, n, k;
+    const char* form;
   };
-  // qkv projection, MLP up, MLP down (rows = batch 8 x context 256).
-  for (const S& s : {S{2048, 1152, 384}, S{2048, 1536, 384}, S{2048, 384, 1536}}) {
+  const bool native = k::native_bf16().available;
+  // 2048^3, then qkv projection, MLP up, MLP down (forward), their dX and dW (rows = batch 8
+  // x context 256).
+  for (const S& s : {S{2048, 2048, 2048, "NN"}, S{2048, 1152, 384, "NT"}, S{2048, 1536, 384, "NT"},
+                     S{2048, 384, 1536, "NT"}, S{2048, 384, 1536, "NN"}, S{1536, 384, 2048, "TN"},
+                     S{384, 1536, 2048, "TN"}}) {
+    const GemmShape g = layout(s.m, s.n, s.k, s.form);
     const std::string shape =
-        std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
-    benchmark::RegisterBenchmark(("gemm/float32/" + shape).c_str(), BM_gemm, s.m, s.n, s.k,
-                                 Format::float32, 1, GemmAlgorithm::automatic)
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
-    benchmark::RegisterBenchmark(("gemm/bfloat16/" + shape).c_str(), BM_gemm, s.m, s.n, s.k,
-                                 Format::bfloat16, 1, GemmAlgorithm::automatic)
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
-    for (Format f : {Format::float16, Format::cbfloat16}) {
-      for (int pol : {0, 1, 2}) {
-        for (GemmAlgorithm algo : {GemmAlgorithm::automatic, GemmAlgorithm::decomposed}) {
-          const std::string name =
-              "gemm/" + std::string(mantissa::numerics::name(f)) + "/pol" + std::to_string(pol) +
-              "/" + (algo == GemmAlgorithm::automatic ? "auto" : "decomposed") + "/" + shape;
-          benchmark::RegisterBenchmark(name.c_str(), BM_gemm, s.m, s.n, s.k, f, pol, algo)
-              ->Unit(benchmark::kMillisecond)
-              ->UseRealTime();
-        }
-      }
+        std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + "/" + s.form;
+    add("onednn_fp32/" + shape, BM_onednn, g);
+    add("fp32_route/float32/" + shape, BM_ours, g, Format::float32, 1, GemmRoute::fp32);
+    for (Format f : {Format::bfloat16, Format::float16, Format::cbfloat16, Format::float8_e4m3}) {
+      add("fp32_route/" + std::string(mantissa::numerics::name(f)) + "/" + shape, BM_ours, g, f, 1,
+          GemmRoute::fp32);
+    }
+    if (native) {
+      add("native_bf16/bfloat16/" + shape, BM_ours, g, Format::bfloat16, 1, GemmRoute::native_bf16);
+      add("native_bf16/float16_pol1/" + shape, BM_ours, g, Format::float16, 1,
+          GemmRoute::native_bf16);
     }
   }
-  benchmark::RegisterBenchmark("attention/forward/b8h6t256d64", BM_attention, false)
-      ->Unit(benchmark::kMillisecond)
-      ->UseRealTime();
-  benchmark::RegisterBenchmark("attention/forward_backward/b8h6t256d64", BM_attention, true)
-      ->Unit(benchmark::kMillisecond)
-      ->UseRealTime();
+  add("attention/forward/b8h6t256d64", BM_attention, false);
+  add("attention/forward_backward/b8h6t256d64", BM_attention, true);
 }
 
 }  // namespace
@@ -112,8 +139,12 @@ void register_all() {
 int main(int argc, char** argv) {
   register_all();
   benchmark::Initialize(&argc, argv);
-  benchmark::AddCustomContext("native_bf16_gemm",
-                              mantissa::kernels::native_bf16_gemm_available() ? "yes" : "no");
+  benchmark::AddCustomContext("cpu_features",
+                              mantissa::numerics::describe(mantissa::numerics::cpu_features()));
+  benchmark::AddCustomContext("fp32_route_isa",
+                              std::string(k::gemm_isa_name(k::active_gemm_isa())));
+  benchmark::AddCustomContext(
+      "native_bf16", k::native_bf16().available ? k::native_bf16().isa : std::string("none"));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

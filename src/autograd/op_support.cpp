@@ -1,15 +1,72 @@
 #include "op_support.hpp"
 
+#include <cstring>
+
 #include "kernels/parallel.hpp"
+#include "kernels/scratch.hpp"
 
 namespace mantissa::autograd::detail {
+namespace {
 
-void round_in_place(float* x, std::int64_t n, Format f) {
-  if (f == Format::float32) return;
-  kernels::ProfileScope scope(kernels::OpClass::convert);
-  kernels::parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
-    numerics::round_to_format(x + begin, static_cast<std::size_t>(end - begin), f);
+kernels::ScratchBuffer& read_buffer(int slot) {
+  thread_local kernels::ScratchBuffer buffers[Decoded::kSlots];
+  return buffers[slot];
+}
+
+}  // namespace
+
+Tensor to_format(const Tensor& t, Format f, bool fresh) {
+  if (t.format() == f && t.is_contiguous() && !fresh) return t;
+  const Tensor c = t.contiguous();
+  Tensor out = Tensor::empty(c.shape(), f);
+  const char* src = static_cast<const char*>(c.raw_data());
+  char* dst = static_cast<char*>(out.raw_data());
+  const int in_bytes = c.element_bytes(), out_bytes = out.element_bytes();
+  kernels::parallel_chunks(c.numel(), [&](std::int64_t begin, std::int64_t end) {
+    numerics::convert_array(src + begin * in_bytes, c.format(),
+                            static_cast<std::size_t>(end - begin), dst + begin * out_bytes, f);
   });
+  return out;
+}
+
+void add_into(Tensor& into, const Tensor& g) {
+  if (into.numel() != g.numel()) {
+    throw Error("backward: gradients of " + std::to_string(into.numel()) + " and " +
+                std::to_string(g.numel()) + " elements cannot be summed");
+  }
+  const Decoded in(g, 0);
+  float* a = into.f32();
+  kernels::parallel_chunks(into.numel(), [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t t0 = begin; t0 < end; t0 += kTileElements) {
+      const std::int64_t n = std::min(kTileElements, end - t0);
+      const float* b = in.range(t0, n);
+      for (std::int64_t i = 0; i < n; ++i) a[t0 + i] += b[i];
+    }
+  });
+}
+
+Decoded::Decoded(const Tensor& t, int slot) : t_(t.contiguous()), slot_(slot) {
+  if (slot < 0 || slot >= kSlots) throw Error("Decoded: slot out of range");
+  if (t_.format() == Format::float32) f32_ = t_.f32();
+}
+
+const float* Decoded::range(std::int64_t begin, std::int64_t count) const {
+  if (f32_ != nullptr) return f32_ + begin;
+  float* buf =
+      read_buffer(slot_).as<float>(static_cast<std::size_t>(std::max<std::int64_t>(count, 1)));
+  numerics::decode_array(static_cast<const char*>(t_.raw_data()) + begin * t_.element_bytes(),
+                         static_cast<std::size_t>(count), t_.format(), buf);
+  return buf;
+}
+
+float* tile_buffer(std::int64_t n) {
+  thread_local kernels::ScratchBuffer buffer;
+  return buffer.as<float>(static_cast<std::size_t>(std::max<std::int64_t>(n, 1)));
+}
+
+void write_values(Tensor& t, std::int64_t at, const float* v, std::int64_t n) {
+  numerics::encode_array(v, static_cast<std::size_t>(n), t.format(),
+                         static_cast<char*>(t.raw_data()) + at * t.element_bytes());
 }
 
 bool any_requires_grad(const std::vector<Variable>& inputs) {

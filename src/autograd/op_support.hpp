@@ -1,5 +1,12 @@
 #pragma once
 // Internal helpers shared by the op implementations.
+//
+// Storage: under a half policy every op stores its result in H's own width (2 bytes for the
+// 16-bit formats, 1 for fp8), and reads its inputs in whatever format they are stored. Ops
+// never make a float32 copy of a whole input: they read it a tile at a time through Decoded
+// (decoded into a per-thread buffer), or hand it to the GEMM, which decodes inside its
+// packing; results are made tile by tile by produce() (a per-thread float32 tile encoded into
+// the result while in cache). A step's float32 working set is that of one op.
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -17,88 +24,103 @@ namespace mantissa::autograd::detail {
 
 using precision::Policy;
 
-// The values as a contiguous float32 tensor (no copy when already one).
-inline Tensor f32(const Tensor& t) {
-  kernels::ProfileScope scope(kernels::OpClass::convert);
-  return t.to(Format::float32);
+// The format an op stores its result in: H, or float32 when mixed precision is off.
+inline Format result_format(const Policy& p) {
+  return precision::activation_format(p);
 }
 
-// A fresh float32 result buffer.
-inline Tensor new_f32(const Shape& shape) {
-  return Tensor::empty(shape, Format::float32);
-}
+// A contiguous copy of t in format f (nearest-even), converted on all threads. Without
+// `fresh`, t itself when it is contiguous and already in f.
+Tensor to_format(const Tensor& t, Format f, bool fresh);
 
-// Rounds float32 values to `f` in place (nearest-even; no-op for float32), on all threads.
-void round_in_place(float* x, std::int64_t n, Format f);
+// into += g elementwise in float32; into is float32, contiguous and not shared, g any format
+// with the same number of elements. On all threads.
+void add_into(Tensor& into, const Tensor& g);
 
-// An op's float32 result holding values of `held` (make_result marks the Variable, so the
-// next op's value_rounded_to(held) is free).
-struct Stored {
-  Tensor value;
-  Format held = Format::float32;
+// Reads a tensor's elements (row-major order of its shape) as float32, a range at a time:
+// straight from the tensor when it is float32, else decoded into the calling thread's buffer
+// for `slot` (one slot per tensor an op reads at the same time). A pointer stays valid until
+// the same thread reads the same slot again.
+class Decoded {
+ public:
+  static constexpr int kSlots = 4;
+  Decoded() = default;
+  Decoded(const Tensor& t, int slot);
+  const float* range(std::int64_t begin, std::int64_t count) const;
+  const Tensor& tensor() const { return t_; }
+
+ private:
+  Tensor t_;
+  const float* f32_ = nullptr;
+  int slot_ = 0;
 };
 
-// Activations live in H between ops (DESIGN.md section 3): the result is rounded to the
-// policy's H in place. The container stays float32: every kernel on this CPU reads float32,
-// so a packed 16-bit copy would only add an encode here and a decode at each consumer.
-inline Stored store(Tensor y32, const Policy& p) {
-  const Format f = precision::activation_format(p);
-  round_in_place(y32.f32(), y32.numel(), f);
-  return {std::move(y32), f};
+// A per-thread float32 buffer of at least n elements (for results made a tile at a time).
+float* tile_buffer(std::int64_t n);
+
+// Writes n float32 values into t (contiguous) from element `at` on, encoded to t's format.
+void write_values(Tensor& t, std::int64_t at, const float* v, std::int64_t n);
+
+// The GEMM operand for a contiguous tensor, starting `offset` elements in.
+inline kernels::Operand operand(const Tensor& t, std::int64_t offset = 0) {
+  return {static_cast<const char*>(t.raw_data()) + offset * t.element_bytes(), t.format()};
 }
 
-// Fused form of filling a result and store(): fill(r0, r1) writes rows [r0, r1) of y32
-// (rows of row_len elements); each tile of rows is rounded to H right after it is written,
-// while it is still in cache. Tiles are spread over the threads. One pass over the result
-// instead of two.
+constexpr std::int64_t kTileElements = 1 << 14;  // ~64 KiB of float32
+
+// A new contiguous tensor of `shape` in `format`, made on all threads (or the calling one) a
+// tile of rows at a time: fill(r0, r1, out) writes rows [r0, r1) (row_len floats each) as
+// float32 to out. For a float32 result out points into the result; else into a per-thread
+// tile that is encoded into the result right after, while it is in cache.
 template <class Fill>
-Stored fill_and_store(Tensor y32, const Policy& p, std::int64_t rows, std::int64_t row_len,
-                      Fill&& fill) {
-  const Format f = precision::activation_format(p);
-  float* y = y32.f32();
+Tensor produce(const Shape& shape, Format format, std::int64_t row_len, Fill&& fill,
+               bool parallel = true) {
+  Tensor out = Tensor::empty(shape, format);
   const std::int64_t len = std::max<std::int64_t>(row_len, 1);
-  const std::int64_t tile = std::max<std::int64_t>(1, (1 << 14) / len);  // ~64 KiB of rows
-  kernels::parallel_chunks(
-      rows,
-      [&](std::int64_t r0, std::int64_t r1) {
-        for (std::int64_t t0 = r0; t0 < r1; t0 += tile) {
-          const std::int64_t t1 = std::min(r1, t0 + tile);
-          fill(t0, t1);
-          if (f != Format::float32) {
-            numerics::round_to_format(y + t0 * row_len,
-                                      static_cast<std::size_t>((t1 - t0) * row_len), f);
-          }
-        }
-      },
-      std::max<std::int64_t>(1, kernels::kParallelMinElements / len));
-  return {std::move(y32), f};
+  const std::int64_t rows = shape.numel() / len;
+  const std::int64_t tile_rows = std::max<std::int64_t>(1, kTileElements / len);
+  const auto body = [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t t0 = r0; t0 < r1; t0 += tile_rows) {
+      const std::int64_t t1 = std::min(r1, t0 + tile_rows);
+      if (format == Format::float32) {
+        fill(t0, t1, out.f32() + t0 * len);
+      } else {
+        float* tile = tile_buffer((t1 - t0) * len);
+        fill(t0, t1, tile);
+        write_values(out, t0 * len, tile, (t1 - t0) * len);
+      }
+    }
+  };
+  if (parallel) {
+    kernels::parallel_chunks(rows, body,
+                             std::max<std::int64_t>(1, kernels::kParallelMinElements / len));
+  } else if (rows > 0) {
+    body(0, rows);
+  }
+  return out;
 }
 
 // The GEMM precision a matmul-class op uses under `p`.
 inline kernels::GemmPrecision gemm_precision(const Policy& p) {
-  return {p.half, precision::matmul_passes(p.half, p.opt_level), kernels::GemmAlgorithm::automatic};
+  return {p.half, precision::matmul_passes(p.half, p.opt_level), kernels::GemmAlgorithm::automatic,
+          p.matmul_route};
 }
 
 bool any_requires_grad(const std::vector<Variable>& inputs);
 
 // Wraps `value` as the result of an op: when gradients are on and an input needs one, the
-// node made by `make` records the inputs and the policy.
+// node made by `make` records an edge per input and the policy. `make` runs only then, so
+// nothing is saved for a backward that cannot happen.
 template <class MakeNode>
-Variable make_result(Tensor value, std::vector<Variable> inputs, MakeNode&& make) {
+Variable make_result(Tensor value, const std::vector<Variable>& inputs, MakeNode&& make) {
   Variable out(std::move(value));
   if (grad_enabled() && any_requires_grad(inputs)) {
     std::shared_ptr<Node> node = make();
-    node->inputs = std::move(inputs);
+    node->next.reserve(inputs.size());
+    for (const Variable& v : inputs) node->next.push_back(v.edge());
     node->policy = precision::current_policy();
     out.set_grad_fn(std::move(node));
   }
-  return out;
-}
-
-template <class MakeNode>
-Variable make_result(Stored value, std::vector<Variable> inputs, MakeNode&& make) {
-  Variable out = make_result(std::move(value.value), std::move(inputs), make);
-  if (value.held != Format::float32) out.mark_rounded_to(value.held);
   return out;
 }
 

@@ -1,4 +1,6 @@
 // relu, gelu, dropout.
+#include <cstdint>
+
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/kernels/pointwise.hpp"
 #include "op_support.hpp"
@@ -7,33 +9,32 @@ namespace mantissa::autograd {
 namespace {
 using namespace detail;
 
+using Forward = void (*)(const float*, float*, std::int64_t);
 using Backward = void (*)(const float*, const float*, float*, std::int64_t);
 
 struct PointwiseNode : Node {
-  Tensor x;
+  Tensor x;  // the input, as stored
   Backward backward_fn;
   const char* label;
   const char* name() const override { return label; }
   std::vector<Tensor> apply(const Tensor& g) override {
-    const Tensor x32 = f32(x);
-    Tensor dx = new_f32(x.shape());
-    backward_fn(x32.f32(), g.f32(), dx.f32(), dx.numel());
-    return {dx};
+    const Decoded xd(x, 0), gd(g, 1);
+    return {
+        produce(x.shape(), Format::float32, 1, [&](std::int64_t r0, std::int64_t r1, float* out) {
+          backward_fn(xd.range(r0, r1 - r0), gd.range(r0, r1 - r0), out, r1 - r0);
+        })};
   }
 };
 
-Variable pointwise(const Variable& x, void (*forward)(const float*, float*, std::int64_t),
-                   Backward backward, const char* label) {
+Variable pointwise(const Variable& x, Forward forward, Backward backward, const char* label) {
   kernels::ProfileScope scope(kernels::OpClass::pointwise);
-  const Tensor x32 = f32(x.value());
-  Tensor y = new_f32(x.shape());
-  const float* xp = x32.f32();
-  float* yp = y.f32();
+  const Decoded xd(x.value(), 0);
   // The activation and the rounding to H in one pass, tile by tile.
-  Stored stored =
-      fill_and_store(y, precision::current_policy(), y.numel(), 1,
-                     [&](std::int64_t b, std::int64_t e) { forward(xp + b, yp + b, e - b); });
-  return make_result(std::move(stored), {x}, [&] {
+  Tensor y = produce(x.shape(), result_format(precision::current_policy()), 1,
+                     [&](std::int64_t r0, std::int64_t r1, float* out) {
+                       forward(xd.range(r0, r1 - r0), out, r1 - r0);
+                     });
+  return make_result(std::move(y), {x}, [&] {
     auto node = std::make_shared<PointwiseNode>();
     node->x = x.value();
     node->backward_fn = backward;
@@ -43,14 +44,18 @@ Variable pointwise(const Variable& x, void (*forward)(const float*, float*, std:
 }
 
 struct DropoutNode : Node {
-  Tensor mask;  // float32: 0 or 1/(1-p)
+  std::vector<std::uint8_t> kept;  // 1 where the element was kept
+  float keep_scale;
   const char* name() const override { return "dropout"; }
   std::vector<Tensor> apply(const Tensor& g) override {
-    Tensor dx = new_f32(g.shape());
-    const float *gp = g.f32(), *mp = mask.f32();
-    float* d = dx.f32();
-    for (std::int64_t i = 0; i < dx.numel(); ++i) d[i] = gp[i] * mp[i];
-    return {dx};
+    const Decoded gd(g, 0);
+    return {
+        produce(g.shape(), Format::float32, 1, [&](std::int64_t r0, std::int64_t r1, float* out) {
+          const float* gp = gd.range(r0, r1 - r0);
+          for (std::int64_t i = 0; i < r1 - r0; ++i) {
+            out[i] = gp[i] * (kept[static_cast<std::size_t>(r0 + i)] ? keep_scale : 0.0f);
+          }
+        })};
   }
 };
 
@@ -66,22 +71,26 @@ Variable gelu(const Variable& x) {
 
 Variable dropout(const Variable& x, float p, bool training, tensor::Rng& rng) {
   kernels::ProfileScope scope(kernels::OpClass::pointwise);
-  if (p < 0.0f || p >= 1.0f) {
+  if (!(p >= 0.0f && p < 1.0f)) {
     throw Error("dropout: probability " + std::to_string(p) + " is outside [0, 1)");
   }
   if (!training || p == 0.0f) return x;
-  const Tensor x32 = f32(x.value());
-  Tensor mask = new_f32(x.shape()), y = new_f32(x.shape());
   const float keep_scale = 1.0f / (1.0f - p);
-  float *m = mask.f32(), *yp = y.f32();
-  const float* xp = x32.f32();
-  for (std::int64_t i = 0; i < y.numel(); ++i) {
-    m[i] = rng.uniform() < p ? 0.0f : keep_scale;
-    yp[i] = xp[i] * m[i];
-  }
-  return make_result(store(y, precision::current_policy()), {x}, [&] {
+  std::vector<std::uint8_t> kept(static_cast<std::size_t>(x.value().numel()));
+  for (std::uint8_t& k : kept) k = rng.uniform() < p ? 0 : 1;  // one draw per element, in order
+  const Decoded xd(x.value(), 0);
+  Tensor y = produce(x.shape(), result_format(precision::current_policy()), 1,
+                     [&](std::int64_t r0, std::int64_t r1, float* out) {
+                       const float* xp = xd.range(r0, r1 - r0);
+                       for (std::int64_t i = 0; i < r1 - r0; ++i) {
+                         out[i] =
+                             xp[i] * (kept[static_cast<std::size_t>(r0 + i)] ? keep_scale : 0.0f);
+                       }
+                     });
+  return make_result(std::move(y), {x}, [&] {
     auto node = std::make_shared<DropoutNode>();
-    node->mask = mask;
+    node->kept = std::move(kept);
+    node->keep_scale = keep_scale;
     return node;
   });
 }

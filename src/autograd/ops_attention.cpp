@@ -12,18 +12,18 @@ using kernels::AttentionShape;
 using kernels::HeadLayout;
 
 kernels::AttentionPrecision attention_precision(const Policy& p) {
-  return {p.half, precision::attention_softmax_in_half(p)};
+  return {p.half, precision::attention_softmax_in_half(p), gemm_precision(p)};
 }
 
-// Where q, k and v start inside their buffers (one buffer for the fused form).
+// Where q, k and v start inside their tensors (one tensor for the fused form), in H.
 struct Operands {
-  Tensor q, k, v;  // float32 holding H values (the same tensor three times when fused)
+  Tensor q, k, v;  // the same tensor three times when fused
   std::int64_t k_offset = 0, v_offset = 0;
 };
 
 struct AttentionNode : Node {
   Operands in;
-  Tensor o, lse;  // float32
+  Tensor o, lse;  // the output as stored (H), the row log-sum-exp (float32)
   AttentionShape shape;
   HeadLayout in_layout, out_layout;
   bool fused = false;
@@ -32,18 +32,21 @@ struct AttentionNode : Node {
   kernels::OpClass op_class() const override { return kernels::OpClass::attention; }
   std::vector<Tensor> apply(const Tensor& g) override {
     const kernels::AttentionPrecision pr = attention_precision(policy);
+    const Tensor gc = g.contiguous();
     if (fused) {
-      Tensor d = new_f32(in.q.shape());
+      Tensor d = Tensor::empty(in.q.shape());
       float* base = d.f32();
-      kernels::attention_backward(shape, in_layout, in.q.f32(), in.k.f32() + in.k_offset,
-                                  in.v.f32() + in.v_offset, out_layout, o.f32(), g.f32(), lse.f32(),
-                                  base, base + in.k_offset, base + in.v_offset, scale, pr);
+      kernels::attention_backward(shape, in_layout, operand(in.q), operand(in.k, in.k_offset),
+                                  operand(in.v, in.v_offset), out_layout, operand(o), operand(gc),
+                                  lse.f32(), base, base + in.k_offset, base + in.v_offset, scale,
+                                  pr);
       return {d};
     }
-    Tensor dq = new_f32(in.q.shape()), dk = new_f32(in.k.shape()), dv = new_f32(in.v.shape());
-    kernels::attention_backward(shape, in_layout, in.q.f32(), in.k.f32(), in.v.f32(), out_layout,
-                                o.f32(), g.f32(), lse.f32(), dq.f32(), dk.f32(), dv.f32(), scale,
-                                pr);
+    Tensor dq = Tensor::empty(in.q.shape()), dk = Tensor::empty(in.k.shape()),
+           dv = Tensor::empty(in.v.shape());
+    kernels::attention_backward(shape, in_layout, operand(in.q), operand(in.k), operand(in.v),
+                                out_layout, operand(o), operand(gc), lse.f32(), dq.f32(), dk.f32(),
+                                dv.f32(), scale, pr);
     return {dq, dk, dv};
   }
 };
@@ -52,15 +55,17 @@ Variable attend(const std::vector<Variable>& inputs, Operands in, const Attentio
                 const HeadLayout& in_layout, const HeadLayout& out_layout, const Shape& out_shape,
                 bool fused) {
   const Policy& p = precision::current_policy();
-  Tensor o = new_f32(out_shape), lse = new_f32(Shape{s.batch * s.heads, s.t});
+  Tensor o = Tensor::empty(out_shape, result_format(p));
+  Tensor lse = Tensor::empty(Shape{s.batch * s.heads, s.t});
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.d));
-  kernels::attention_forward(s, in_layout, in.q.f32(), in.k.f32() + in.k_offset,
-                             in.v.f32() + in.v_offset, out_layout, o.f32(), lse.f32(), scale,
-                             attention_precision(p));
-  return make_result(store(o, p), inputs, [&] {
+  kernels::attention_forward(s, in_layout, operand(in.q), operand(in.k, in.k_offset),
+                             operand(in.v, in.v_offset), out_layout, {o.raw_data(), o.format()},
+                             lse.f32(), scale, attention_precision(p));
+  const Tensor saved_o = o;
+  return make_result(std::move(o), inputs, [&] {
     auto node = std::make_shared<AttentionNode>();
     node->in = std::move(in);
-    node->o = o;
+    node->o = saved_o;
     node->lse = lse;
     node->shape = s;
     node->in_layout = in_layout;

@@ -20,13 +20,34 @@ std::int64_t broadcast_inner(const char* op, const Shape& a, const Shape& b) {
   return b.numel();
 }
 
-// Sums g (n elements) into `inner` buckets: the gradient of a broadcast operand.
-Tensor reduce_to(const Tensor& g, std::int64_t inner, const Shape& shape) {
+// Calls fn(offset, count, column) for the pieces of the element range [begin, end) that stay
+// within one repeat of `inner` elements (column: where the piece starts in the repeat).
+template <class Fn>
+void by_repeat(std::int64_t begin, std::int64_t end, std::int64_t inner, Fn&& fn) {
+  for (std::int64_t i = begin; i < end;) {
+    const std::int64_t col = i % inner;
+    const std::int64_t len = std::min(end - i, inner - col);
+    fn(i, len, col);
+    i += len;
+  }
+}
+
+// Sums g (n elements) into `inner` buckets in element order: the gradient of a broadcast
+// operand, scaled elementwise by `by` (b's partner, or nothing).
+Tensor reduce_to(const Tensor& g, const Tensor& by, std::int64_t inner, const Shape& shape) {
   Tensor out = Tensor::zeros(shape);
-  const float* gp = g.f32();
   float* o = out.f32();
+  const Decoded gd(g, 0);
+  const Decoded bd = by.defined() ? Decoded(by, 1) : Decoded();
   const std::int64_t n = g.numel();
-  for (std::int64_t i = 0; i < n; ++i) o[i % inner] += gp[i];
+  for (std::int64_t t0 = 0; t0 < n; t0 += kTileElements) {
+    const std::int64_t len = std::min(kTileElements, n - t0);
+    const float* gp = gd.range(t0, len);
+    const float* bp = by.defined() ? bd.range(t0, len) : nullptr;
+    for (std::int64_t i = 0; i < len; ++i) {
+      o[(t0 + i) % inner] += bp != nullptr ? gp[i] * bp[i] : gp[i];
+    }
+  }
   return out;
 }
 
@@ -40,25 +61,41 @@ struct BinaryNode : Node {
   const char* name() const override { return "binary"; }
   std::vector<Tensor> apply(const Tensor& g) override {
     const std::int64_t n = g.numel();
-    Tensor ga = g, gb;
-    if (kind == Kind::mul) {
-      const Tensor a32 = f32(a), b32 = f32(b);
-      ga = new_f32(g.shape());
-      Tensor gb_full = new_f32(g.shape());
-      const float *gp = g.f32(), *ap = a32.f32(), *bp = b32.f32();
-      float *gap = ga.f32(), *gbp = gb_full.f32();
-      for (std::int64_t i = 0; i < n; ++i) {
-        gap[i] = gp[i] * bp[i % inner];
-        gbp[i] = gp[i] * ap[i];
-      }
-      gb = inner == n ? gb_full : reduce_to(gb_full, inner, b_shape);
-    } else {
-      gb = inner == n ? g.clone() : reduce_to(g, inner, b_shape);
-      if (kind == Kind::sub) {
+    const bool full = inner == n;
+    if (kind == Kind::add) {
+      return {g, full ? g.reshape(b_shape) : reduce_to(g, Tensor(), inner, b_shape)};
+    }
+    if (kind == Kind::sub) {
+      const Decoded gd(g, 0);
+      Tensor gb = full ? produce(g.shape(), Format::float32, 1,
+                                 [&](std::int64_t r0, std::int64_t r1, float* out) {
+                                   const float* gp = gd.range(r0, r1 - r0);
+                                   for (std::int64_t i = 0; i < r1 - r0; ++i) out[i] = -gp[i];
+                                 })
+                       : reduce_to(g, Tensor(), inner, b_shape);
+      if (!full) {
         float* p = gb.f32();
         for (std::int64_t i = 0; i < gb.numel(); ++i) p[i] = -p[i];
       }
+      return {g, gb.reshape(b_shape)};
     }
+    // mul: ga = g * b (b repeating), gb = g * a (summed over the repeats when broadcast).
+    const Decoded gd(g, 0), bd(b, 1), ad(a, 2);
+    Tensor ga =
+        produce(g.shape(), Format::float32, 1, [&](std::int64_t r0, std::int64_t r1, float* out) {
+          const float* gp = gd.range(r0, r1 - r0);
+          by_repeat(r0, r1, inner, [&](std::int64_t i, std::int64_t len, std::int64_t col) {
+            const float* bp = bd.range(col, len);
+            for (std::int64_t j = 0; j < len; ++j) out[i - r0 + j] = gp[i - r0 + j] * bp[j];
+          });
+        });
+    Tensor gb = full ? produce(g.shape(), Format::float32, 1,
+                               [&](std::int64_t r0, std::int64_t r1, float* out) {
+                                 const float* gp = gd.range(r0, r1 - r0);
+                                 const float* ap = ad.range(r0, r1 - r0);
+                                 for (std::int64_t i = 0; i < r1 - r0; ++i) out[i] = gp[i] * ap[i];
+                               })
+                     : reduce_to(g, a, inner, b_shape);
     return {ga, gb.reshape(b_shape)};
   }
 };
@@ -67,30 +104,28 @@ Variable binary(const char* op, Kind kind, const Variable& a, const Variable& b)
   kernels::ProfileScope scope(kernels::OpClass::pointwise);
   const std::int64_t inner = broadcast_inner(op, a.shape(), b.shape());
   const Policy& p = precision::current_policy();
-  const Tensor a32 = f32(a.value()), b32 = f32(b.value());
-  Tensor y = new_f32(a.shape());
-  const float *ap = a32.f32(), *bp = b32.f32();
-  float* yp = y.f32();
-  // b repeats every `inner` elements: run over whole repeats (rows) so the loops vectorize.
-  const std::int64_t rows = inner > 0 ? y.numel() / inner : 0;
-  Stored stored = fill_and_store(y, p, rows, inner, [&](std::int64_t r0, std::int64_t r1) {
-    for (std::int64_t r = r0; r < r1; ++r) {
-      const float* ar = ap + r * inner;
-      float* yr = yp + r * inner;
-      switch (kind) {
-        case Kind::add:
-          for (std::int64_t i = 0; i < inner; ++i) yr[i] = ar[i] + bp[i];
-          break;
-        case Kind::sub:
-          for (std::int64_t i = 0; i < inner; ++i) yr[i] = ar[i] - bp[i];
-          break;
-        case Kind::mul:
-          for (std::int64_t i = 0; i < inner; ++i) yr[i] = ar[i] * bp[i];
-          break;
-      }
-    }
-  });
-  return make_result(std::move(stored), {a, b}, [&] {
+  const Decoded ad(a.value(), 0), bd(b.value(), 1);
+  Tensor y =
+      produce(a.shape(), result_format(p), 1, [&](std::int64_t r0, std::int64_t r1, float* out) {
+        const float* ap = ad.range(r0, r1 - r0);
+        by_repeat(r0, r1, inner, [&](std::int64_t i, std::int64_t len, std::int64_t col) {
+          const float* x = ap + (i - r0);
+          const float* bp = bd.range(col, len);
+          float* yr = out + (i - r0);
+          switch (kind) {
+            case Kind::add:
+              for (std::int64_t j = 0; j < len; ++j) yr[j] = x[j] + bp[j];
+              break;
+            case Kind::sub:
+              for (std::int64_t j = 0; j < len; ++j) yr[j] = x[j] - bp[j];
+              break;
+            case Kind::mul:
+              for (std::int64_t j = 0; j < len; ++j) yr[j] = x[j] * bp[j];
+              break;
+          }
+        });
+      });
+  return make_result(std::move(y), {a, b}, [&] {
     auto node = std::make_shared<BinaryNode>();
     node->kind = kind;
     node->inner = inner;
@@ -107,10 +142,12 @@ struct ScaleNode : Node {
   float s;
   const char* name() const override { return "scale"; }
   std::vector<Tensor> apply(const Tensor& g) override {
-    Tensor out = g.clone();
-    float* p = out.f32();
-    for (std::int64_t i = 0; i < out.numel(); ++i) p[i] *= s;
-    return {out};
+    const Decoded gd(g, 0);
+    return {
+        produce(g.shape(), Format::float32, 1, [&](std::int64_t r0, std::int64_t r1, float* out) {
+          const float* gp = gd.range(r0, r1 - r0);
+          for (std::int64_t i = 0; i < r1 - r0; ++i) out[i] = gp[i] * s;
+        })};
   }
 };
 
@@ -125,11 +162,15 @@ struct SumNode : Node {
 
 Variable reduce_all(const Variable& a, bool average) {
   kernels::ProfileScope scope(kernels::OpClass::pointwise);
-  const Tensor a32 = f32(a.value());
+  const Decoded ad(a.value(), 0);
+  const std::int64_t n = a.value().numel();
   double acc = 0;
-  const float* p = a32.f32();
-  for (std::int64_t i = 0; i < a32.numel(); ++i) acc += p[i];
-  const float factor = average ? 1.0f / static_cast<float>(a32.numel()) : 1.0f;
+  for (std::int64_t t0 = 0; t0 < n; t0 += kTileElements) {
+    const std::int64_t len = std::min(kTileElements, n - t0);
+    const float* p = ad.range(t0, len);
+    for (std::int64_t i = 0; i < len; ++i) acc += p[i];
+  }
+  const float factor = average ? 1.0f / static_cast<float>(n) : 1.0f;
   // The result of a reduction stays float32 (DESIGN.md section 3).
   return make_result(Tensor::scalar(static_cast<float>(acc * factor)), {a}, [&] {
     auto node = std::make_shared<SumNode>();
@@ -153,10 +194,13 @@ Variable mul(const Variable& a, const Variable& b) {
 
 Variable scale(const Variable& a, float s) {
   kernels::ProfileScope scope(kernels::OpClass::pointwise);
-  Tensor y = detail::f32(a.value()).clone();
-  float* p = y.f32();
-  for (std::int64_t i = 0; i < y.numel(); ++i) p[i] *= s;
-  return detail::make_result(detail::store(y, precision::current_policy()), {a}, [&] {
+  const Decoded ad(a.value(), 0);
+  Tensor y = produce(a.shape(), result_format(precision::current_policy()), 1,
+                     [&](std::int64_t r0, std::int64_t r1, float* out) {
+                       const float* x = ad.range(r0, r1 - r0);
+                       for (std::int64_t i = 0; i < r1 - r0; ++i) out[i] = x[i] * s;
+                     });
+  return make_result(std::move(y), {a}, [&] {
     auto node = std::make_shared<ScaleNode>();
     node->s = s;
     return node;

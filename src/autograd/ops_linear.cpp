@@ -1,4 +1,6 @@
-// matmul and linear: the matmul class (inputs in H, fp32 accumulation).
+// matmul and linear: the matmul class (inputs in H, fp32 accumulation). Inputs go to the GEMM
+// in their stored format (it decodes them while packing); results are written in H straight
+// from the GEMM's finished blocks, with the bias added on the way.
 #include "kernels/parallel.hpp"
 #include "mantissa/autograd/ops.hpp"
 #include "op_support.hpp"
@@ -7,24 +9,39 @@ namespace mantissa::autograd {
 namespace {
 using namespace detail;
 using kernels::GemmShape;
+using kernels::GemmTile;
+
+// An epilogue writing finished blocks into rows of `y` (contiguous, `ld` elements per row,
+// starting at element `base`), plus `bias` per column when given, encoded to y's format.
+kernels::GemmEpilogue write_rows(Tensor& y, std::int64_t base, std::int64_t ld, const float* bias) {
+  return [&y, base, ld, bias](const GemmTile& t) {
+    for (std::int64_t r = 0; r < t.rows; ++r) {
+      float* v = t.values + r * t.ld;
+      if (bias != nullptr) {
+        for (std::int64_t j = 0; j < t.cols; ++j) v[j] += bias[t.col0 + j];
+      }
+      write_values(y, base + (t.row0 + r) * ld + t.col0, v, t.cols);
+    }
+  };
+}
 
 struct MatmulNode : Node {
-  Tensor a, b;  // float32 holding H values
+  Tensor a, b;  // the operands in H (as the forward multiplied them)
   std::int64_t batch, m, k, n;
   bool batched_b;
-  Shape a_shape, b_shape;
   const char* name() const override { return "matmul"; }
   kernels::OpClass op_class() const override { return kernels::OpClass::gemm; }
   std::vector<Tensor> apply(const Tensor& g) override {
     const kernels::GemmPrecision gp = gemm_precision(policy);
-    Tensor da = new_f32(a_shape), db = Tensor::zeros(b_shape);
+    const Tensor gc = g.contiguous();
+    Tensor da = Tensor::empty(a.shape()), db = Tensor::zeros(b.shape());
     for (std::int64_t i = 0; i < batch; ++i) {
-      const float* gi = g.f32() + i * m * n;
-      const float* bi = b.f32() + (batched_b ? i * k * n : 0);
+      const kernels::Operand gi = operand(gc, i * m * n);
+      const kernels::Operand bi = operand(b, batched_b ? i * k * n : 0);
       // dA = G B^T ; dB (+)= A^T G
       kernels::gemm(GemmShape::dense(m, k, n, false, true), gi, bi, da.f32() + i * m * k, false,
                     gp);
-      kernels::gemm(GemmShape::dense(k, n, m, true, false), a.f32() + i * m * k, gi,
+      kernels::gemm(GemmShape::dense(k, n, m, true, false), operand(a, i * m * k), gi,
                     db.f32() + (batched_b ? i * k * n : 0), true, gp);
     }
     return {da, db};
@@ -32,31 +49,32 @@ struct MatmulNode : Node {
 };
 
 struct LinearNode : Node {
-  Tensor x, w;  // float32 holding H values: x [rows, in], w [out, in]
+  Tensor x, w;  // in H: x [rows, in] as the forward read it, w [out, in] the weight's H copy
   std::int64_t rows, in, out;
-  Shape x_shape;
   bool has_bias;
   const char* name() const override { return "linear"; }
   kernels::OpClass op_class() const override { return kernels::OpClass::gemm; }
   std::vector<Tensor> apply(const Tensor& g) override {
     const kernels::GemmPrecision gp = gemm_precision(policy);
-    Tensor dx = new_f32(x_shape);
-    Tensor dw = new_f32(Shape{out, in});
+    const Tensor gc = g.contiguous();
+    Tensor dx = Tensor::empty(x.shape());
+    Tensor dw = Tensor::empty(Shape{out, in});
     // dx = G W ; dW = G^T X ; db = column sums of G (fp32)
-    kernels::gemm(GemmShape::dense(rows, in, out), g.f32(), w.f32(), dx.f32(), false, gp);
-    kernels::gemm(GemmShape::dense(out, in, rows, true, false), g.f32(), x.f32(), dw.f32(), false,
-                  gp);
+    kernels::gemm(GemmShape::dense(rows, in, out), operand(gc), operand(w), dx.f32(), false, gp);
+    kernels::gemm(GemmShape::dense(out, in, rows, true, false), operand(gc), operand(x), dw.f32(),
+                  false, gp);
     Tensor db;
     if (has_bias) {
       db = Tensor::zeros(Shape{out});
       float* d = db.f32();
-      const float* gp32 = g.f32();
-      // Column sums; each thread owns a range of columns.
+      const Decoded gd(gc, 0);
+      // Column sums in row order; each thread owns a range of columns.
       kernels::parallel_chunks(
           out,
           [&](std::int64_t c0, std::int64_t c1) {
             for (std::int64_t r = 0; r < rows; ++r) {
-              for (std::int64_t c = c0; c < c1; ++c) d[c] += gp32[r * out + c];
+              const float* gr = gd.range(r * out + c0, c1 - c0);
+              for (std::int64_t c = c0; c < c1; ++c) d[c] += gr[c - c0];
             }
           },
           std::max<std::int64_t>(16,
@@ -84,28 +102,26 @@ Variable matmul(const Variable& a, const Variable& b) {
     shape_error("matmul",
                 "shapes " + as.to_string() + " and " + bs.to_string() + " do not multiply");
   }
-  const std::int64_t batch = as.numel() / (m * k);
+  const std::int64_t batch = m * k > 0 ? as.numel() / (m * k) : 0;
   const Policy& p = precision::current_policy();
-  const Tensor a32 = a.value_rounded_to(p.half), b32 = b.value_rounded_to(p.half);
+  const Tensor ah = a.value_rounded_to(p.half), bh = b.value_rounded_to(p.half);
   Shape ys(as.begin(), as.end() - 1);
   ys.push_back(n);
-  Tensor y = new_f32(ys);
+  Tensor y = Tensor::empty(ys, result_format(p));
   const kernels::GemmPrecision gp = gemm_precision(p);
   for (std::int64_t i = 0; i < batch; ++i) {
-    kernels::gemm(GemmShape::dense(m, n, k), a32.f32() + i * m * k,
-                  b32.f32() + (batched_b ? i * k * n : 0), y.f32() + i * m * n, false, gp);
+    kernels::gemm(GemmShape::dense(m, n, k), operand(ah, i * m * k),
+                  operand(bh, batched_b ? i * k * n : 0), write_rows(y, i * m * n, n, nullptr), gp);
   }
-  return make_result(store(y, p), {a, b}, [&] {
+  return make_result(std::move(y), {a, b}, [&] {
     auto node = std::make_shared<MatmulNode>();
-    node->a = a32;
-    node->b = b32;
+    node->a = ah;
+    node->b = bh;
     node->batch = batch;
     node->m = m;
     node->k = k;
     node->n = n;
     node->batched_b = batched_b;
-    node->a_shape = as;
-    node->b_shape = bs;
     return node;
   });
 }
@@ -118,39 +134,30 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
     shape_error("linear", "input " + xs.to_string() + " and weight " + ws.to_string() +
                               " (expected weight [out, in] with in = the input's last dim)");
   }
-  const std::int64_t in = ws[1], out = ws[0], rows = xs.numel() / in;
+  const std::int64_t in = ws[1], out = ws[0], rows = in > 0 ? xs.numel() / in : 0;
   if (bias.defined() && !(bias.shape() == Shape{out})) {
     shape_error("linear",
                 "bias " + bias.shape().to_string() + " (expected [" + std::to_string(out) + "])");
   }
   const Policy& p = precision::current_policy();
-  const Tensor x32 = x.value_rounded_to(p.half);        // free when x came from an op
-  const Tensor& w32 = weight.value_rounded_to(p.half);  // the weight's H copy, once per step
+  const Tensor xh = x.value_rounded_to(p.half);        // free when x came from an op
+  const Tensor& wh = weight.value_rounded_to(p.half);  // the weight's H copy, once per step
   Shape ys(xs.begin(), xs.end() - 1);
   ys.push_back(out);
-  Tensor y = new_f32(ys);
-  kernels::gemm(GemmShape::dense(rows, out, in, false, true), x32.f32(), w32.f32(), y.f32(), false,
-                gemm_precision(p));
-  // The bias add and the rounding to H in one pass over the result.
-  const Tensor b32 = bias.defined() ? f32(bias.value()) : Tensor();
-  float* yp = y.f32();
-  const float* bp = bias.defined() ? b32.f32() : nullptr;
-  Stored stored = fill_and_store(y, p, rows, out, [&](std::int64_t r0, std::int64_t r1) {
-    if (bp == nullptr) return;
-    for (std::int64_t r = r0; r < r1; ++r) {
-      for (std::int64_t c = 0; c < out; ++c) yp[r * out + c] += bp[c];
-    }
-  });
+  Tensor y = Tensor::empty(ys, result_format(p));
+  const Tensor b32 = bias.defined() ? to_format(bias.value(), Format::float32, false) : Tensor();
+  // The product, the bias add and the rounding to H in one pass over each finished block.
+  kernels::gemm(GemmShape::dense(rows, out, in, false, true), operand(xh), operand(wh),
+                write_rows(y, 0, out, bias.defined() ? b32.f32() : nullptr), gemm_precision(p));
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
-  return make_result(std::move(stored), inputs, [&] {
+  return make_result(std::move(y), inputs, [&] {
     auto node = std::make_shared<LinearNode>();
-    node->x = x32;
-    node->w = w32;
+    node->x = xh;
+    node->w = wh;
     node->rows = rows;
     node->in = in;
     node->out = out;
-    node->x_shape = xs;
     node->has_bias = bias.defined();
     return node;
   });

@@ -1,4 +1,6 @@
-// layer_norm, softmax, log_softmax, cross_entropy: fp32 reductions over the last dimension.
+// layer_norm, softmax, log_softmax, cross_entropy: fp32 reductions over the last dimension,
+// a tile of rows at a time (inputs decoded per tile, results encoded per tile).
+#include "kernels/scratch.hpp"
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/kernels/rows.hpp"
 #include "op_support.hpp"
@@ -7,74 +9,100 @@ namespace mantissa::autograd {
 namespace {
 using namespace detail;
 
+std::int64_t rows_of(const Tensor& t, std::int64_t cols) {
+  return cols > 0 ? t.numel() / cols : 0;
+}
+
+// A per-thread buffer for outputs a backward recomputes.
+float* recompute_buffer(std::int64_t n) {
+  thread_local kernels::ScratchBuffer buffer;
+  return buffer.as<float>(static_cast<std::size_t>(std::max<std::int64_t>(n, 1)));
+}
+
 struct LayerNormNode : Node {
-  Tensor x, gamma, mean, rstd;
-  std::int64_t rows, cols;
+  Tensor x, gamma, mean, rstd;  // x as stored; gamma, mean, rstd float32
+  std::int64_t cols;
   const char* name() const override { return "layer_norm"; }
   kernels::OpClass op_class() const override { return kernels::OpClass::norm; }
   std::vector<Tensor> apply(const Tensor& g) override {
-    const Tensor x32 = f32(x), g32 = f32(gamma);
-    Tensor dx = new_f32(x.shape());
+    const Decoded xd(x, 0), gd(g, 1), gammad(gamma, 2);
     Tensor dgamma = Tensor::zeros(Shape{cols}), dbeta = Tensor::zeros(Shape{cols});
-    kernels::layer_norm_backward(x32.f32(), g32.f32(), mean.f32(), rstd.f32(), g.f32(), dx.f32(),
-                                 dgamma.f32(), dbeta.f32(), rows, cols);
+    const float* gm = gammad.range(0, cols);
+    // Serial: dgamma and dbeta sum over the rows in order.
+    Tensor dx = produce(
+        x.shape(), Format::float32, cols,
+        [&](std::int64_t r0, std::int64_t r1, float* out) {
+          kernels::layer_norm_backward(xd.range(r0 * cols, (r1 - r0) * cols), gm, mean.f32() + r0,
+                                       rstd.f32() + r0, gd.range(r0 * cols, (r1 - r0) * cols), out,
+                                       dgamma.f32(), dbeta.f32(), r1 - r0, cols);
+        },
+        /*parallel=*/false);
     return {dx, dgamma, dbeta};
   }
 };
 
 struct SoftmaxNode : Node {
-  Tensor y;  // float32 output (probabilities or log-probabilities)
+  Tensor x;  // the input, as stored: backward recomputes the float32 output from it
   bool log;
-  std::int64_t rows, cols;
+  std::int64_t cols;
   const char* name() const override { return log ? "log_softmax" : "softmax"; }
   kernels::OpClass op_class() const override { return kernels::OpClass::softmax_loss; }
   std::vector<Tensor> apply(const Tensor& g) override {
-    Tensor dx = new_f32(y.shape());
-    if (log) {
-      kernels::log_softmax_backward(y.f32(), g.f32(), dx.f32(), rows, cols);
-    } else {
-      kernels::softmax_backward(y.f32(), g.f32(), dx.f32(), rows, cols);
-    }
-    return {dx};
+    const Decoded xd(x, 0), gd(g, 1);
+    return {produce(x.shape(), Format::float32, cols,
+                    [&](std::int64_t r0, std::int64_t r1, float* out) {
+                      const std::int64_t n = r1 - r0;
+                      // The float32 output, recomputed exactly as the forward made it.
+                      float* y = recompute_buffer(n * cols);
+                      const float* xp = xd.range(r0 * cols, n * cols);
+                      const float* gp = gd.range(r0 * cols, n * cols);
+                      if (log) {
+                        kernels::log_softmax_forward(xp, y, n, cols);
+                        kernels::log_softmax_backward(y, gp, out, n, cols);
+                      } else {
+                        kernels::softmax_forward(xp, y, n, cols);
+                        kernels::softmax_backward(y, gp, out, n, cols);
+                      }
+                    })};
   }
 };
 
 struct CrossEntropyNode : Node {
-  Tensor logits, lse;
+  Tensor logits, lse;  // logits as stored; lse float32
   std::vector<std::int32_t> targets;
   std::int32_t ignore_index;
-  std::int64_t rows, cols, counted;
+  std::int64_t cols, counted;
   const char* name() const override { return "cross_entropy"; }
   kernels::OpClass op_class() const override { return kernels::OpClass::softmax_loss; }
   std::vector<Tensor> apply(const Tensor& g) override {
-    const Tensor l32 = f32(logits);
-    Tensor d = new_f32(logits.shape());
+    const Decoded ld(logits, 0);
     const float s = counted > 0 ? g.item() / static_cast<float>(counted) : 0.0f;
-    kernels::cross_entropy_backward(l32.f32(), lse.f32(), targets.data(), rows, cols, ignore_index,
-                                    s, d.f32());
-    return {d};
+    return {produce(
+        logits.shape(), Format::float32, cols, [&](std::int64_t r0, std::int64_t r1, float* out) {
+          kernels::cross_entropy_backward(ld.range(r0 * cols, (r1 - r0) * cols), lse.f32() + r0,
+                                          targets.data() + r0, r1 - r0, cols, ignore_index, s, out);
+        })};
   }
 };
 
 Variable softmax_impl(const Variable& x, bool log) {
   kernels::ProfileScope scope(kernels::OpClass::softmax_loss);
   if (x.shape().empty()) shape_error(log ? "log_softmax" : "softmax", "a scalar has no last dim");
-  const std::int64_t cols = x.shape().back(),
-                     rows = x.value().numel() / std::max<std::int64_t>(cols, 1);
-  const Tensor x32 = f32(x.value());
-  Tensor y = new_f32(x.shape());
-  if (log) {
-    kernels::log_softmax_forward(x32.f32(), y.f32(), rows, cols);
-  } else {
-    kernels::softmax_forward(x32.f32(), y.f32(), rows, cols);
-  }
-  const Policy& p = precision::current_policy();
-  // The node keeps the float32 probabilities; the result is rounded to H.
-  return make_result(store(p.enabled() ? y.clone() : y, p), {x}, [&] {
+  const std::int64_t cols = x.shape().back();
+  const Decoded xd(x.value(), 0);
+  Tensor y = produce(x.shape(), result_format(precision::current_policy()), cols,
+                     [&](std::int64_t r0, std::int64_t r1, float* out) {
+                       const float* xp = xd.range(r0 * cols, (r1 - r0) * cols);
+                       if (log) {
+                         kernels::log_softmax_forward(xp, out, r1 - r0, cols);
+                       } else {
+                         kernels::softmax_forward(xp, out, r1 - r0, cols);
+                       }
+                     });
+  return make_result(std::move(y), {x}, [&] {
     auto node = std::make_shared<SoftmaxNode>();
-    node->y = y;
+    node->x = x.value();
     node->log = log;
-    node->rows = rows;
     node->cols = cols;
     return node;
   });
@@ -91,18 +119,23 @@ Variable layer_norm(const Variable& x, const Variable& gamma, const Variable& be
                                   beta.shape().to_string() + " (expected [" + std::to_string(cols) +
                                   "])");
   }
-  const std::int64_t rows = x.value().numel() / cols;
-  const Tensor x32 = f32(x.value()), g32 = f32(gamma.value()), b32 = f32(beta.value());
-  Tensor y = new_f32(x.shape()), mu = new_f32(Shape{rows}), rs = new_f32(Shape{rows});
-  kernels::layer_norm_forward(x32.f32(), g32.f32(), b32.f32(), y.f32(), mu.f32(), rs.f32(), rows,
-                              cols, eps);
-  return make_result(store(y, precision::current_policy()), {x, gamma, beta}, [&] {
+  const std::int64_t rows = rows_of(x.value(), cols);
+  const Decoded xd(x.value(), 0);
+  const Tensor g32 = to_format(gamma.value(), Format::float32, false);
+  const Tensor b32 = to_format(beta.value(), Format::float32, false);
+  Tensor mu = Tensor::empty(Shape{rows}), rs = Tensor::empty(Shape{rows});
+  Tensor y = produce(x.shape(), result_format(precision::current_policy()), cols,
+                     [&](std::int64_t r0, std::int64_t r1, float* out) {
+                       kernels::layer_norm_forward(xd.range(r0 * cols, (r1 - r0) * cols), g32.f32(),
+                                                   b32.f32(), out, mu.f32() + r0, rs.f32() + r0,
+                                                   r1 - r0, cols, eps);
+                     });
+  return make_result(std::move(y), {x, gamma, beta}, [&] {
     auto node = std::make_shared<LayerNormNode>();
     node->x = x.value();
     node->gamma = gamma.value();
     node->mean = mu;
     node->rstd = rs;
-    node->rows = rows;
     node->cols = cols;
     return node;
   });
@@ -125,10 +158,30 @@ Variable cross_entropy(const Variable& logits, const std::vector<std::int32_t>& 
                                      " targets (expected logits [n, classes] and n targets)");
   }
   const std::int64_t rows = s[0], cols = s[1];
-  const Tensor l32 = f32(logits.value());
-  Tensor per_row = new_f32(Shape{rows}), lse = new_f32(Shape{rows});
-  const std::int64_t counted = kernels::cross_entropy_forward(
-      l32.f32(), targets.data(), rows, cols, ignore_index, per_row.f32(), lse.f32());
+  std::int64_t counted = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int32_t t = targets[static_cast<std::size_t>(r)];
+    if (t == ignore_index) continue;
+    if (t < 0 || t >= cols) {
+      throw Error("cross_entropy: target " + std::to_string(t) + " at row " + std::to_string(r) +
+                  " is outside [0, " + std::to_string(cols) + ")");
+    }
+    ++counted;
+  }
+  const Decoded ld(logits.value(), 0);
+  Tensor per_row = Tensor::empty(Shape{rows}), lse = Tensor::empty(Shape{rows});
+  kernels::parallel_chunks(
+      rows,
+      [&](std::int64_t r0, std::int64_t r1) {
+        for (std::int64_t t0 = r0; t0 < r1; t0 += std::max<std::int64_t>(1, kTileElements / cols)) {
+          const std::int64_t t1 =
+              std::min(r1, t0 + std::max<std::int64_t>(1, kTileElements / cols));
+          kernels::cross_entropy_forward(ld.range(t0 * cols, (t1 - t0) * cols), targets.data() + t0,
+                                         t1 - t0, cols, ignore_index, per_row.f32() + t0,
+                                         lse.f32() + t0);
+        }
+      },
+      std::max<std::int64_t>(1, kernels::kParallelMinElements / std::max<std::int64_t>(cols, 1)));
   double total = 0;
   for (std::int64_t r = 0; r < rows; ++r) total += per_row.f32()[r];
   const float loss = counted > 0 ? static_cast<float>(total / static_cast<double>(counted)) : 0.0f;
@@ -138,7 +191,6 @@ Variable cross_entropy(const Variable& logits, const std::vector<std::int32_t>& 
     node->lse = lse;
     node->targets = targets;
     node->ignore_index = ignore_index;
-    node->rows = rows;
     node->cols = cols;
     node->counted = counted;
     return node;

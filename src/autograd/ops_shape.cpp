@@ -1,4 +1,5 @@
-// reshape, transpose, concat, split, embedding.
+// reshape, transpose, concat, split, embedding. Layout ops move elements in their stored
+// format (no conversion when formats agree).
 #include <cstring>
 
 #include "mantissa/autograd/ops.hpp"
@@ -22,12 +23,18 @@ struct TransposeNode : Node {
   std::vector<Tensor> apply(const Tensor& g) override { return {g.transpose(a, b).contiguous()}; }
 };
 
-// Copies `count` blocks: block i of `len` elements from src (stride src_stride) to dst
-// (stride dst_stride), in float32.
-void copy_blocks(const float* src, std::int64_t src_stride, float* dst, std::int64_t dst_stride,
-                 std::int64_t count, std::int64_t len) {
+// Copies `count` blocks of `len` elements: block i from element i * src_stride of src to element
+// i * dst_stride of dst (both contiguous), converting to dst's format.
+void copy_blocks(const Tensor& src, std::int64_t src_at, std::int64_t src_stride, Tensor& dst,
+                 std::int64_t dst_at, std::int64_t dst_stride, std::int64_t count,
+                 std::int64_t len) {
+  const char* s = static_cast<const char*>(src.raw_data());
+  char* d = static_cast<char*>(dst.raw_data());
+  const int sb = src.element_bytes(), db = dst.element_bytes();
   for (std::int64_t i = 0; i < count; ++i) {
-    std::memcpy(dst + i * dst_stride, src + i * src_stride, static_cast<std::size_t>(len) * 4);
+    numerics::convert_array(s + (src_at + i * src_stride) * sb, src.format(),
+                            static_cast<std::size_t>(len), d + (dst_at + i * dst_stride) * db,
+                            dst.format());
   }
 }
 
@@ -37,20 +44,33 @@ struct ConcatNode : Node {
   const char* name() const override { return "concat"; }
   kernels::OpClass op_class() const override { return kernels::OpClass::layout; }
   std::vector<Tensor> apply(const Tensor& g) override {
-    const Shape& gs = g.shape();
+    const Tensor gc = g.contiguous();
+    const Shape& gs = gc.shape();
     std::int64_t outer = 1, inner = 1;
     for (int i = 0; i < dim; ++i) outer *= gs[i];
     for (int i = dim + 1; i < gs.size(); ++i) inner *= gs[i];
     std::vector<Tensor> out;
     std::int64_t at = 0;
     for (const Shape& s : shapes) {
-      Tensor part = new_f32(s);
-      copy_blocks(g.f32() + at * inner, gs[dim] * inner, part.f32(), s[dim] * inner, outer,
-                  s[dim] * inner);
+      Tensor part = Tensor::empty(s, gc.format());
+      copy_blocks(gc, at * inner, gs[dim] * inner, part, 0, s[dim] * inner, outer, s[dim] * inner);
       at += s[dim];
       out.push_back(part);
     }
     return out;
+  }
+};
+
+struct SliceNode : Node {
+  Shape in_shape;
+  int dim;
+  std::int64_t start;
+  const char* name() const override { return "slice"; }
+  kernels::OpClass op_class() const override { return kernels::OpClass::layout; }
+  std::vector<Tensor> apply(const Tensor& g) override {
+    Tensor dx = Tensor::zeros(in_shape);
+    dx.slice(dim, start, start + g.shape()[dim]).copy_from(g);
+    return {dx};
   }
 };
 
@@ -62,10 +82,10 @@ struct EmbeddingNode : Node {
   std::vector<Tensor> apply(const Tensor& g) override {
     Tensor d = Tensor::zeros(Shape{vocab, width});
     float* dp = d.f32();
-    const float* gp = g.f32();
+    const Decoded gd(g, 0);
     for (std::size_t i = 0; i < ids.size(); ++i) {
       float* row = dp + static_cast<std::int64_t>(ids[i]) * width;
-      const float* src = gp + static_cast<std::int64_t>(i) * width;
+      const float* src = gd.range(static_cast<std::int64_t>(i) * width, width);
       for (std::int64_t c = 0; c < width; ++c) row[c] += src[c];
     }
     return {d};
@@ -80,7 +100,7 @@ Variable reshape(const Variable& x, const Shape& shape) {
     shape_error("reshape", x.shape().to_string() + " to " + shape.to_string() +
                                " changes the number of elements");
   }
-  return make_result(Stored{x.value().reshape(shape), x.held_format()}, {x}, [&] {
+  return make_result(x.value().reshape(shape), {x}, [&] {
     auto node = std::make_shared<ReshapeNode>();
     node->in_shape = x.shape();
     return node;
@@ -89,7 +109,7 @@ Variable reshape(const Variable& x, const Shape& shape) {
 
 Variable transpose(const Variable& x, int a, int b) {
   kernels::ProfileScope scope(kernels::OpClass::layout);
-  return make_result(Stored{x.value().transpose(a, b).contiguous(), x.held_format()}, {x}, [&] {
+  return make_result(x.value().transpose(a, b).contiguous(), {x}, [&] {
     auto node = std::make_shared<TransposeNode>();
     node->a = a;
     node->b = b;
@@ -118,17 +138,17 @@ Variable concat(const std::vector<Variable>& parts, int dim) {
   std::int64_t outer = 1, inner = 1;
   for (int i = 0; i < d; ++i) outer *= out[i];
   for (int i = d + 1; i < out.size(); ++i) inner *= out[i];
-  Tensor y = new_f32(out);
+  Tensor y = Tensor::empty(out, result_format(precision::current_policy()));
   std::int64_t at = 0;
   std::vector<Shape> shapes;
   for (const Variable& p : parts) {
-    const Tensor p32 = f32(p.value());
+    const Tensor pc = p.value().contiguous();
     const std::int64_t len = p.shape()[d] * inner;
-    copy_blocks(p32.f32(), len, y.f32() + at * inner, out[d] * inner, outer, len);
+    copy_blocks(pc, 0, len, y, at * inner, out[d] * inner, outer, len);
     at += p.shape()[d];
     shapes.push_back(p.shape());
   }
-  return make_result(store(y, precision::current_policy()), parts, [&] {
+  return make_result(std::move(y), parts, [&] {
     auto node = std::make_shared<ConcatNode>();
     node->shapes = shapes;
     node->dim = d;
@@ -145,25 +165,13 @@ std::vector<Variable> split(const Variable& x, const std::vector<std::int64_t>& 
     shape_error("split", "sizes add up to " + std::to_string(total) + ", not the " +
                              std::to_string(x.shape()[d]) + " of dimension " + std::to_string(d));
   }
-  // Each part is a contiguous copy of a slice; its gradient lands in that slice of zeros.
+  // Each part is a contiguous copy of a slice (in x's format); its gradient lands in that slice
+  // of zeros.
   std::vector<Variable> parts;
   std::int64_t at = 0;
   for (std::int64_t s : sizes) {
-    const Stored slice{x.value().slice(d, at, at + s).contiguous(), x.held_format()};
     const std::int64_t start = at;
-    parts.push_back(make_result(slice, {x}, [&] {
-      struct SliceNode : Node {
-        Shape in_shape;
-        int dim;
-        std::int64_t start;
-        const char* name() const override { return "slice"; }
-        kernels::OpClass op_class() const override { return kernels::OpClass::layout; }
-        std::vector<Tensor> apply(const Tensor& g) override {
-          Tensor dx = Tensor::zeros(in_shape);
-          dx.slice(dim, start, start + g.shape()[dim]).copy_from(g);
-          return {dx};
-        }
-      };
+    parts.push_back(make_result(x.value().slice(d, at, at + s).contiguous(), {x}, [&] {
       auto node = std::make_shared<SliceNode>();
       node->in_shape = x.shape();
       node->dim = d;
@@ -184,19 +192,21 @@ Variable embedding(const Variable& table, const std::vector<std::int32_t>& ids,
                                  " ids of shape " + ids_shape.to_string());
   }
   const std::int64_t vocab = ts[0], width = ts[1];
-  const Tensor t32 = f32(table.value());
-  Shape out = ids_shape;
-  out.push_back(width);
-  Tensor y = new_f32(out);
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0 || ids[i] >= vocab) {
-      throw Error("embedding: id " + std::to_string(ids[i]) + " is outside [0, " +
+  for (std::int32_t id : ids) {
+    if (id < 0 || id >= vocab) {
+      throw Error("embedding: id " + std::to_string(id) + " is outside [0, " +
                   std::to_string(vocab) + ")");
     }
-    std::memcpy(y.f32() + static_cast<std::int64_t>(i) * width, t32.f32() + ids[i] * width,
-                static_cast<std::size_t>(width) * 4);
   }
-  return make_result(store(y, precision::current_policy()), {table}, [&] {
+  const Tensor t = table.value().contiguous();
+  Shape out = ids_shape;
+  out.push_back(width);
+  Tensor y = Tensor::empty(out, result_format(precision::current_policy()));
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    copy_blocks(t, static_cast<std::int64_t>(ids[i]) * width, 0, y,
+                static_cast<std::int64_t>(i) * width, 0, 1, width);
+  }
+  return make_result(std::move(y), {table}, [&] {
     auto node = std::make_shared<EmbeddingNode>();
     node->ids = ids;
     node->vocab = vocab;

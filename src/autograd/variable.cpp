@@ -3,7 +3,6 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "kernels/parallel.hpp"
 #include "mantissa/error.hpp"
 #include "op_support.hpp"
 
@@ -11,22 +10,31 @@ namespace mantissa::autograd {
 namespace {
 thread_local bool t_grad_enabled = true;
 
-void accumulate(Tensor& into, Tensor g) {
+// A gradient flowing into a node: the first one is taken as it comes (any format); a second
+// one makes the sum in float32, so the consumer rounds the exact float32 sum to its H once.
+void accumulate_pending(Tensor& into, Tensor g) {
   kernels::ProfileScope scope(kernels::OpClass::grad_accum);
-  // into += g, both float32 with the same shape; `into` is created on first use, taking
-  // over g's storage when nothing else holds it (the usual case: a fresh op gradient).
-  Tensor g32 = g.to(Format::float32);
-  g = Tensor();
   if (!into.defined()) {
-    into = g32.owns_storage_alone() ? std::move(g32) : g32.clone();
+    into = std::move(g);
     return;
   }
-  float* a = into.f32();
-  const float* b = g32.f32();
-  kernels::parallel_chunks(into.numel(), [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i) a[i] += b[i];
-  });
+  if (into.format() != Format::float32 || !into.owns_storage_alone() || !into.is_contiguous()) {
+    into = detail::to_format(into, Format::float32, /*fresh=*/true);
+  }
+  detail::add_into(into, g);
 }
+
+// A leaf's gradient: float32, owned by the leaf (optimizers update it in place).
+void accumulate_leaf(Tensor& into, Tensor g) {
+  kernels::ProfileScope scope(kernels::OpClass::grad_accum);
+  if (!into.defined()) {
+    const bool take = g.format() == Format::float32 && g.is_contiguous() && g.owns_storage_alone();
+    into = take ? std::move(g) : detail::to_format(g, Format::float32, /*fresh=*/true);
+    return;
+  }
+  detail::add_into(into, g);
+}
+
 }  // namespace
 
 Variable::Variable(Tensor value, bool requires_grad) : impl_(std::make_shared<VariableImpl>()) {
@@ -35,7 +43,9 @@ Variable::Variable(Tensor value, bool requires_grad) : impl_(std::make_shared<Va
 }
 
 void Variable::zero_grad() {
-  if (impl_->grad.defined()) std::memset(impl_->grad.raw_data(), 0, impl_->grad.numel() * 4);
+  Tensor& g = impl_->grad;
+  if (g.defined())
+    std::memset(g.raw_data(), 0, static_cast<std::size_t>(g.numel()) * sizeof(float));
 }
 
 void Variable::set_grad_fn(std::shared_ptr<Node> fn) {
@@ -43,53 +53,23 @@ void Variable::set_grad_fn(std::shared_ptr<Node> fn) {
   impl_->requires_grad = impl_->grad_fn != nullptr || impl_->requires_grad;
 }
 
+Edge Variable::edge() const {
+  if (!defined() || !impl_->requires_grad) return {};
+  if (impl_->grad_fn) return {impl_->grad_fn, nullptr};
+  return {nullptr, impl_};
+}
+
 const Tensor& Variable::value_rounded_to(Format f) const {
-  kernels::ProfileScope scope(kernels::OpClass::convert);
   VariableImpl& v = *impl_;
+  if (v.value.format() == f && v.value.is_contiguous()) return v.value;
   if (v.half_format != f || v.half_version != v.version || !v.half_copy.defined()) {
-    if (f == Format::float32 && v.value.format() == Format::float32 && v.value.is_contiguous()) {
-      v.half_copy = v.value;  // nothing to round
-      v.half_format = f;
-      v.half_version = v.version;
-      return v.half_copy;
-    }
-    Tensor rounded;
-    if (v.value.format() == Format::float32 && v.value.is_contiguous()) {
-      // A weight's H copy: copy and round chunk by chunk while the chunk is in cache.
-      rounded = Tensor::empty(v.value.shape(), Format::float32);
-      const float* src = v.value.f32();
-      float* dst = rounded.f32();
-      kernels::parallel_chunks(rounded.numel(), [&](std::int64_t begin, std::int64_t end) {
-        std::memcpy(dst + begin, src + begin, static_cast<std::size_t>(end - begin) * 4);
-        numerics::round_to_format(dst + begin, static_cast<std::size_t>(end - begin), f);
-      });
-    } else {
-      rounded = v.value.to(Format::float32);
-      if (rounded.shares_storage(v.value)) rounded = rounded.clone();
-      if (f != Format::float32) detail::round_in_place(rounded.f32(), rounded.numel(), f);
-    }
-    v.half_copy = rounded;
+    kernels::ProfileScope scope(kernels::OpClass::convert);
+    v.half_copy = Tensor();  // the old copy's storage goes back to the pool first
+    v.half_copy = detail::to_format(v.value, f, /*fresh=*/true);
     v.half_format = f;
     v.half_version = v.version;
   }
   return v.half_copy;
-}
-
-void Variable::mark_rounded_to(Format f) {
-  VariableImpl& v = *impl_;
-  if (v.value.format() != Format::float32 || !v.value.is_contiguous()) return;
-  v.half_copy = v.value;
-  v.half_format = f;
-  v.half_version = v.version;
-}
-
-Format Variable::held_format() const {
-  const VariableImpl& v = *impl_;
-  if (v.value.format() != Format::float32) return v.value.format();
-  const bool marked = v.half_copy.defined() && v.half_version == v.version &&
-                      v.half_copy.shares_storage(v.value) &&
-                      v.half_copy.offset() == v.value.offset();
-  return marked ? v.half_format : Format::float32;
 }
 
 NoGradGuard::NoGradGuard() : previous_(t_grad_enabled) {
@@ -114,56 +94,57 @@ void backward(const Variable& root, float seed) {
   const Tensor seed_tensor = Tensor::full(root.shape(), seed);
   if (root.is_leaf()) {
     Variable r = root;
-    accumulate(r.mutable_grad(), seed_tensor);
+    accumulate_leaf(r.mutable_grad(), seed_tensor.clone());
     return;
   }
   // Count, for every node, how many edges from other nodes of the graph lead to it.
+  Node* const top = root.grad_fn().get();
   std::unordered_map<Node*, int> consumers;
-  std::vector<Node*> stack{root.grad_fn().get()};
-  consumers[root.grad_fn().get()] = 0;
+  std::vector<Node*> stack{top};
+  consumers[top] = 0;
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
-    for (const Variable& in : n->inputs) {
-      if (!in.defined() || !in.grad_fn()) continue;
-      Node* m = in.grad_fn().get();
-      auto [it, fresh] = consumers.emplace(m, 0);
+    for (const Edge& e : n->next) {
+      if (!e.fn) continue;
+      auto [it, fresh] = consumers.emplace(e.fn.get(), 0);
       ++it->second;
-      if (fresh) stack.push_back(m);
+      if (fresh) stack.push_back(e.fn.get());
     }
   }
   // Run nodes whose consumers have all delivered their gradients (Kahn's algorithm).
   std::unordered_map<Node*, Tensor> pending;
-  pending[root.grad_fn().get()] = seed_tensor;
-  std::vector<Node*> ready{root.grad_fn().get()};
+  pending[top] = seed_tensor;
+  std::vector<Node*> ready{top};
   while (!ready.empty()) {
     Node* n = ready.back();
     ready.pop_back();
     auto found = pending.find(n);
     Tensor g;
     if (found != pending.end()) {
-      g = std::move(found->second);  // exclusively ours: made by accumulate() or the seed
+      g = std::move(found->second);
       pending.erase(found);
     }
     std::vector<Tensor> grads;
     if (g.defined()) {
       kernels::ProfileScope scope(n->op_class());
-      if (n->policy.enabled()) {
-        detail::round_in_place(g.f32(), g.numel(), n->policy.half);
+      // The gradient of an op's output is rounded to the H it ran under, and kept packed.
+      if (n->policy.enabled() && g.format() != n->policy.half) {
+        kernels::ProfileScope convert(kernels::OpClass::convert);
+        g = detail::to_format(g, n->policy.half, /*fresh=*/false);
       }
       grads = n->apply(g);
       g = Tensor();  // so an input gradient that is g itself can be taken over, not copied
     }
-    for (std::size_t i = 0; i < n->inputs.size(); ++i) {
-      Variable in = n->inputs[i];
-      if (!in.defined() || !in.requires_grad()) continue;
+    for (std::size_t i = 0; i < n->next.size(); ++i) {
+      const Edge& e = n->next[i];
       const bool has = i < grads.size() && grads[i].defined();
-      if (in.grad_fn()) {
-        Node* m = in.grad_fn().get();
-        if (has) accumulate(pending[m], std::move(grads[i]));
+      if (e.fn) {
+        Node* m = e.fn.get();
+        if (has) accumulate_pending(pending[m], std::move(grads[i]));
         if (--consumers[m] == 0) ready.push_back(m);  // runs even if nothing arrived
-      } else if (has) {
-        accumulate(in.mutable_grad(), std::move(grads[i]));
+      } else if (e.leaf && has) {
+        accumulate_leaf(e.leaf->grad, std::move(grads[i]));
       }
     }
   }

@@ -92,6 +92,32 @@ void decode_array(const void* src, std::size_t n, Format format, float* dst) {
   detail::decode_avx2(src, n, t.layout, t.storage_bytes, dst);
 }
 
+void convert_array(const void* src, Format from, std::size_t n, void* dst, Format to) {
+  if (from == to) {
+    std::memcpy(dst, src, n * static_cast<std::size_t>(traits(from).storage_bytes));
+    return;
+  }
+  if (from == Format::float32) {
+    encode_array(static_cast<const float*>(src), n, to, dst);
+    return;
+  }
+  if (to == Format::float32) {
+    decode_array(src, n, from, static_cast<float*>(dst));
+    return;
+  }
+  constexpr std::size_t kBlock = 1024;
+  alignas(64) float buffer[kBlock];
+  const auto* in = static_cast<const std::uint8_t*>(src);
+  auto* out = static_cast<std::uint8_t*>(dst);
+  const std::size_t in_bytes = static_cast<std::size_t>(traits(from).storage_bytes);
+  const std::size_t out_bytes = static_cast<std::size_t>(traits(to).storage_bytes);
+  for (std::size_t i = 0; i < n; i += kBlock) {
+    const std::size_t m = std::min(kBlock, n - i);
+    decode_array(in + i * in_bytes, m, from, buffer);
+    encode_array(buffer, m, to, out + i * out_bytes);
+  }
+}
+
 void round_to_format(float* x, std::size_t n, Format format, const ConvertOptions& options) {
   if (format == Format::float32) return;
   const FormatTraits& t = traits(format);

@@ -5,6 +5,19 @@
 namespace mantissa::precision {
 namespace {
 thread_local Policy t_policy;
+constexpr std::string_view kRouteNames[] = {"automatic", "fp32", "native_bf16"};
+}  // namespace
+
+std::string_view route_name(MatmulRoute route) {
+  return kRouteNames[static_cast<int>(route)];
+}
+
+MatmulRoute parse_route(std::string_view name, std::string_view what) {
+  for (int i = 0; i < 3; ++i) {
+    if (name == kRouteNames[i]) return static_cast<MatmulRoute>(i);
+  }
+  throw Error(std::string(what) + ": '" + std::string(name) +
+              "' (expected one of: automatic, fp32, native_bf16)");
 }
 
 void Policy::validate() const {
@@ -21,7 +34,10 @@ void Policy::validate() const {
 
 std::string Policy::describe() const {
   if (!enabled()) return "float32 (mixed precision off)";
-  return std::string(numerics::name(half)) + ", POL " + std::to_string(opt_level);
+  std::string s = std::string(numerics::name(half)) + ", POL " + std::to_string(opt_level);
+  if (matmul_route != MatmulRoute::automatic)
+    s += ", route " + std::string(route_name(matmul_route));
+  return s;
 }
 
 const Policy& current_policy() {

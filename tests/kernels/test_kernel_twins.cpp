@@ -97,7 +97,8 @@ TEST(KernelTwins, InterleavedHeadsMatchDenseHeads) {
   std::vector<float> o(b * t * c), lse(b * heads * t);
   const float scale = 0.35f;
   attention_forward(s, HeadLayout::interleaved(s, 3 * c), qkv.data(), qkv.data() + c,
-                    qkv.data() + 2 * c, HeadLayout::interleaved(s, c), o.data(), lse.data(), scale);
+                    qkv.data() + 2 * c, HeadLayout::interleaved(s, c), {o.data(), Format::float32},
+                    lse.data(), scale);
   for (std::int64_t bb = 0; bb < b; ++bb) {
     for (std::int64_t h = 0; h < heads; ++h) {
       std::vector<float> q(t * d), k(t * d), v(t * d), r(t * d), got(t * d);
@@ -177,8 +178,7 @@ TEST(KernelTwins, Im2colGemmMatchesDirectConvolution) {
   const auto b = random_values(out_channels, 11);
   std::vector<float> cols(g.patch() * spatial), y(out_channels * spatial), yr(y.size());
   im2col(x.data(), g, cols.data(), spatial);
-  gemm_f32(GemmShape::dense(out_channels, spatial, g.patch()), w.data(), cols.data(), y.data(),
-           false);
+  gemm(GemmShape::dense(out_channels, spatial, g.patch()), w.data(), cols.data(), y.data(), false);
   for (std::int64_t o = 0; o < out_channels; ++o) {
     for (std::int64_t s = 0; s < spatial; ++s) y[o * spatial + s] += b[o];
   }

@@ -23,10 +23,20 @@ struct VariableImpl {
   bool requires_grad = false;
   std::shared_ptr<Node> grad_fn;
   std::uint64_t version = 0;  // bumped whenever the value changes in place
-  // The value rounded to a half format, made once per version (a weight's H copy).
+  // The value converted to another format, made once per version (a weight's H copy,
+  // stored packed in H's own width).
   Tensor half_copy;
   Format half_format = Format::float32;
   std::uint64_t half_version = ~std::uint64_t{0};
+};
+
+// Where a gradient goes from a node: the node that made the input, or the input itself when
+// it is a leaf that wants a gradient. Nodes hold edges, not their inputs' values: a value
+// lives on only if some node saved it for its backward.
+struct Edge {
+  std::shared_ptr<Node> fn;
+  std::shared_ptr<VariableImpl> leaf;
+  bool defined() const { return fn != nullptr || leaf != nullptr; }
 };
 
 class Variable {
@@ -49,18 +59,16 @@ class Variable {
   bool is_leaf() const { return impl_->grad_fn == nullptr; }
   const std::shared_ptr<Node>& grad_fn() const { return impl_->grad_fn; }
   void set_grad_fn(std::shared_ptr<Node> fn);
+  // The edge a node records for this input (undefined when no gradient flows to it).
+  Edge edge() const;
 
   const Shape& shape() const { return impl_->value.shape(); }
   Format format() const { return impl_->value.format(); }
 
-  // The value as float32 holding values of `f` (rounded once per version and cached; the
-  // value itself when it is float32 already holding such values).
+  // The value as a contiguous tensor of format `f`: the value itself when it is one already
+  // (an op's result under a policy with H = f), else converted (nearest-even) once per version
+  // and cached (a weight's H copy, made once per optimizer step).
   const Tensor& value_rounded_to(Format f) const;
-  // Records that the (contiguous float32) value already holds values of `f`, so
-  // value_rounded_to(f) returns it without a copy. Ops mark their results this way.
-  void mark_rounded_to(Format f);
-  // The narrowest format the value is known to hold (float32 when nothing is known).
-  Format held_format() const;
 
   bool same(const Variable& other) const { return impl_ == other.impl_; }
 
@@ -73,13 +81,14 @@ class Node {
  public:
   virtual ~Node() = default;
   // Gradients with respect to each input (undefined tensors where none), given the gradient
-  // of the output as float32.
+  // of the output. The gradient arrives in the policy's H (packed) when the op ran under a
+  // half policy, else in float32; the results may be in any format (float32 or H).
   virtual std::vector<Tensor> apply(const Tensor& grad_output) = 0;
   virtual const char* name() const = 0;
   // What its backward is charged to in a profile.
   virtual kernels::OpClass op_class() const { return kernels::OpClass::pointwise; }
 
-  std::vector<Variable> inputs;
+  std::vector<Edge> next;    // one per input, in the op's input order
   precision::Policy policy;  // in force when the op ran
 };
 

@@ -1,9 +1,19 @@
 #pragma once
-// Matrix products on float32 buffers through oneDNN, with the mixed-precision semantics of
-// DESIGN.md section 3: inputs hold values of a format H, products are accumulated in fp32.
+// Matrix products with the mixed-precision semantics of DESIGN.md section 3: operands hold
+// values of a format H (stored packed in H's own width, or as float32), products are
+// accumulated in float32. Two routes, chosen per call from the precision's route preference
+// and what this CPU has (gemm_route.hpp):
+//   - fp32 FMA: mantissa's own blocked GEMM (AVX-512 or AVX2 micro-kernels, a scalar twin).
+//     Operands are decoded from their storage format inside the packing step, into
+//     per-thread cache-sized panels; each element of C is one fused multiply-add chain over
+//     k in order, so the result does not depend on the ISA, the blocking or the thread count.
+//   - native bf16: oneDNN's bf16 matmul (AMX or AVX512-BF16 as oneDNN finds them), with
+//     float16 / cbfloat16 / float32 operands split exactly into bf16 hi + lo passes.
 #include <cstdint>
+#include <functional>
 
 #include "mantissa/numerics/format.hpp"
+#include "mantissa/precision/policy.hpp"
 
 namespace mantissa::kernels {
 
@@ -22,40 +32,72 @@ struct GemmShape {
   double flops() const { return 2.0 * static_cast<double>(m) * n * k; }
 };
 
+// One operand's elements: `format` says how they are stored (float32, or packed 16/8-bit
+// patterns), the shape's lda/ldb and trans flags say where.
+struct Operand {
+  const void* data = nullptr;
+  Format format = Format::float32;
+  Operand() = default;
+  Operand(const float* p) : data(p) {}  // NOLINT: float32 buffers convert implicitly
+  Operand(const void* p, Format f) : data(p), format(f) {}
+};
+
 enum class GemmAlgorithm {
-  // Fastest exact-enough route for this CPU. Without native bf16 matrix units (no AVX512-BF16
-  // or AMX; oneDNN then has no bf16 matmul) one fp32 GEMM on the H values is exact in its
-  // products for every H here, so POL 0 and 1 run as that single pass; POL 2 rounds
-  // float16/cbfloat16 inputs to bfloat16 first, as specified.
+  // The fastest exact-enough form for the route. fp32 FMA: one pass over the H values,
+  // exact in its products for every H here, so POL 0 and 1 run as that single pass; POL 2
+  // rounds float16 / cbfloat16 inputs to bfloat16 first, as specified. native bf16: the
+  // decomposition below (bf16 units cannot take float16 values in one pass).
   automatic,
   // The exact bf16 decomposition, pass for pass: x = hi + lo with hi = bf16(x),
-  // lo = bf16(x - hi); one GEMM over the concatenated inner dimension (4K at POL 0, 3K at
-  // POL 1 dropping lo*lo, K at POL 2). The numerics of a bf16 matrix unit, on any CPU.
+  // lo = bf16(x - hi); one product over the concatenated inner dimension (4K at POL 0, 3K at
+  // POL 1 dropping lo*lo, K at POL 2). The numerics of a bf16 matrix unit, on any route.
   decomposed,
 };
 
+// Which hardware runs the products (precision/policy.hpp; resolved in gemm_route.hpp).
+using GemmRoute = precision::MatmulRoute;
+
 struct GemmPrecision {
-  Format format = Format::float32;  // the format whose values A and B hold
+  Format format = Format::float32;  // the format whose values A and B hold (H)
   int passes = 1;                   // 4, 3 or 1 (precision::matmul_passes)
   GemmAlgorithm algorithm = GemmAlgorithm::automatic;
+  GemmRoute route = GemmRoute::automatic;
 };
 
-// A and B must already hold values of precision.format (the caller rounds them once).
-void gemm(const GemmShape& s, const float* a, const float* b, float* c, bool accumulate,
+// A finished block of the product (float32, before any accumulation into C): rows
+// [row0, row0 + rows) and columns [col0, col0 + cols) of C, element (r, c) of the block at
+// values[r * ld + c].
+struct GemmTile {
+  float* values;  // scratch: the epilogue may change it in place
+  std::int64_t ld, row0, rows, col0, cols;
+};
+// Receives every block of C exactly once; called concurrently for disjoint blocks.
+using GemmEpilogue = std::function<void(const GemmTile&)>;
+
+// C (+)= op(A) op(B) into a float32 matrix (ldc). A and B must hold values of
+// precision.format (the caller rounds them once); they may be stored in any format. With
+// `accumulate`, C = C + P with one rounding per element, P the product.
+void gemm(const GemmShape& s, Operand a, Operand b, float* c, bool accumulate,
+          const GemmPrecision& precision = {});
+// The product handed block by block to `epilogue` (bias, activation, rounding to H, a
+// re-layout: whatever the caller fuses into writing C). Runs on all threads.
+void gemm(const GemmShape& s, Operand a, Operand b, const GemmEpilogue& epilogue,
           const GemmPrecision& precision = {});
 
-// Plain oneDNN fp32 GEMM (primitives created once per shape and cached).
-void gemm_f32(const GemmShape& s, const float* a, const float* b, float* c, bool accumulate);
+// The same two, on the calling thread only: for calls from inside an OpenMP parallel region.
+void gemm_in_thread(const GemmShape& s, Operand a, Operand b, float* c, bool accumulate,
+                    const GemmPrecision& precision = {});
+void gemm_in_thread(const GemmShape& s, Operand a, Operand b, const GemmEpilogue& epilogue,
+                    const GemmPrecision& precision = {});
 
-// The same product through dnnl_sgemm, for calls from inside an OpenMP parallel region (it
-// then runs on the calling thread; primitives are not re-entered across threads).
-void gemm_f32_in_thread(const GemmShape& s, const float* a, const float* b, float* c,
-                        bool accumulate);
+// The scalar twin of the fp32 FMA route: per element of C one std::fma chain over k in order
+// (over the passes' concatenated inner dimension when decomposed), then C = P or C + P. The
+// fp32 route gives exactly these bits.
+void gemm_ref(const GemmShape& s, Operand a, Operand b, float* c, bool accumulate,
+              const GemmPrecision& precision = {});
 
-// The naive twin: triple loop accumulated in double, rounded to float once per element.
-void gemm_ref(const GemmShape& s, const float* a, const float* b, float* c, bool accumulate);
-
-// True when oneDNN offers a bf16 matmul on this CPU (AVX512-BF16 or AMX).
-bool native_bf16_gemm_available();
+// Plain oneDNN fp32 matmul on float32 buffers (primitives cached per shape): the peer the
+// benchmarks compare the fp32 FMA route with.
+void gemm_onednn_f32(const GemmShape& s, const float* a, const float* b, float* c, bool accumulate);
 
 }  // namespace mantissa::kernels

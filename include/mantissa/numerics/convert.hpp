@@ -26,6 +26,10 @@ void encode_array(const float* src, std::size_t n, Format format, void* dst,
 // format -> float32, exact.
 void decode_array(const void* src, std::size_t n, Format format, float* dst);
 
+// Any format -> any format: decode, then encode to `to` (nearest-even, the format's default
+// overflow); a copy when the formats match. Through a small stack buffer: no allocation.
+void convert_array(const void* src, Format from, std::size_t n, void* dst, Format to);
+
 // The scalar twins: one codec call per element. They define the bits the fast paths give.
 void encode_array_ref(const float* src, std::size_t n, Format format, void* dst,
                       const ConvertOptions& options = {});

@@ -1,7 +1,9 @@
 #pragma once
 // The precision Policy: the half format H and precision_opt_level (POL), read by every op,
 // set for a scope by the Autocast guard (DESIGN.md section 3).
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "mantissa/numerics/format.hpp"
 
@@ -9,9 +11,20 @@ namespace mantissa::precision {
 
 using numerics::Format;
 
+// Which hardware runs matrix products (kernels/gemm_route.hpp resolves it on this CPU).
+enum class MatmulRoute : std::uint8_t {
+  automatic,    // bf16 matrix units (AMX) where this CPU has them, else fp32 FMA
+  fp32,         // mantissa's fp32 FMA GEMM
+  native_bf16,  // oneDNN's bf16 matmul (AMX or AVX512-BF16); an error where there is none
+};
+std::string_view route_name(MatmulRoute route);  // automatic | fp32 | native_bf16
+// Parses a route name; throws mantissa::Error naming `what` and the allowed names.
+MatmulRoute parse_route(std::string_view name, std::string_view what);
+
 struct Policy {
   Format half = Format::float32;  // float32: mixed precision disabled
   int opt_level = 1;              // precision_opt_level: 0, 1 or 2
+  MatmulRoute matmul_route = MatmulRoute::automatic;
 
   bool enabled() const { return half != Format::float32; }
   // Throws mantissa::Error naming fp16_type / precision_opt_level and the allowed values.

@@ -1,0 +1,210 @@
+#include "blocked_gemm.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <new>
+
+#include "../scratch.hpp"
+#include "packing.hpp"
+
+namespace mantissa::kernels::gemm_detail {
+namespace {
+
+struct Blocking {
+  std::int64_t kc;  // depth of a packed block
+  std::int64_t mc;  // rows of A packed at once (a multiple of mr)
+  std::int64_t nc;  // columns of B packed at once (a multiple of nr)
+  std::int64_t mb;  // rows of C per chunk (a multiple of mc): B is packed once per chunk
+};
+
+Blocking blocking_for(GemmIsa isa) {
+  switch (isa) {
+    case GemmIsa::avx512:
+      return {256, 192, 2048, 768};
+    case GemmIsa::avx2:
+      return {256, 96, 1024, 768};
+    case GemmIsa::scalar:
+      break;
+  }
+  return {128, 64, 256, 1024};
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
+
+struct ThreadScratch {
+  ScratchBuffer a, run, c;
+};
+ThreadScratch& thread_scratch() {
+  thread_local ThreadScratch s;
+  return s;
+}
+// B panels shared by the threads of one product: the calling thread's.
+ScratchBuffer& shared_b_panels() {
+  thread_local ScratchBuffer b;
+  return b;
+}
+
+struct Job {
+  GemmShape s;
+  MatrixRef a, b;
+  PassList passes;
+  const GemmEpilogue* epilogue;
+  MicroKernelInfo kern;
+  Blocking bl;
+  float* b_panels;
+  std::atomic<bool>* failed;
+};
+
+// [begin, end) of `count` items for part t of `parts`, as even as possible.
+std::pair<std::int64_t, std::int64_t> share(std::int64_t count, int t, int parts) {
+  return {count * t / parts, count * (t + 1) / parts};
+}
+
+void barrier(int threads) {
+  if (threads > 1) {
+#pragma omp barrier
+  }
+}
+
+// The largest C block one thread holds: its rows of a chunk by its columns of a panel.
+std::int64_t c_block_floats(const GemmShape& s, const MicroKernelInfo& kern, const Blocking& bl,
+                            int threads) {
+  const std::int64_t row_panels = ceil_div(std::min(bl.mb, s.m), kern.mr);
+  const std::int64_t col_panels = ceil_div(std::min(bl.nc, s.n), kern.nr);
+  const std::int64_t split_rows = (ceil_div(row_panels, threads) + 1) * kern.mr * col_panels;
+  const std::int64_t split_cols = row_panels * (ceil_div(col_panels, threads) + 1) * kern.nr;
+  return std::max(split_rows * kern.nr, split_cols * kern.mr);
+}
+
+void run_thread(const Job& job, int t, int threads) {
+  const GemmShape& s = job.s;
+  const int mr = job.kern.mr, nr = job.kern.nr;
+  const Blocking& bl = job.bl;
+  ThreadScratch& ws = thread_scratch();
+  // Everything this thread needs, allocated before the first barrier: a failure here is
+  // agreed on by all threads (nobody waits at a barrier for a thread that has left).
+  float *abuf = nullptr, *cbuf = nullptr;
+  try {
+    abuf = ws.a.as<float>(static_cast<std::size_t>(bl.mc * bl.kc));
+    ws.run.as<float>(static_cast<std::size_t>(std::max({bl.kc, bl.mb, bl.nc})));
+    cbuf = ws.c.as<float>(static_cast<std::size_t>(c_block_floats(s, job.kern, bl, threads)));
+  } catch (const std::bad_alloc&) {
+    job.failed->store(true);
+  }
+  barrier(threads);
+  if (job.failed->load()) return;
+
+  // Depth blocks of (nearly) equal size, a multiple of 8 where possible.
+  const std::int64_t depth = std::min(s.k, (ceil_div(s.k, ceil_div(s.k, bl.kc)) + 7) / 8 * 8);
+  const std::int64_t depth_blocks = ceil_div(s.k, depth);
+  for (std::int64_t i0 = 0; i0 < s.m; i0 += bl.mb) {
+    const std::int64_t rows = std::min(bl.mb, s.m - i0);
+    const std::int64_t row_panels = ceil_div(rows, mr);
+    // Threads split the rows when there are enough of them, else the columns.
+    const bool split_rows = threads == 1 || row_panels >= 2 * threads;
+    std::int64_t r0 = 0, r1 = rows;
+    if (split_rows) {
+      const auto [p0, p1] = share(row_panels, t, threads);
+      r0 = p0 * mr;
+      r1 = std::min(p1 * mr, rows);
+    }
+    for (std::int64_t j0 = 0; j0 < s.n; j0 += bl.nc) {
+      const std::int64_t cols = std::min(bl.nc, s.n - j0);
+      const std::int64_t col_panels = ceil_div(cols, nr);
+      const auto [pack0, pack1] = share(col_panels, t, threads);  // B panels this thread packs
+      std::int64_t q0 = 0, q1 = col_panels;                       // ... and multiplies by
+      if (!split_rows) std::tie(q0, q1) = share(col_panels, t, threads);
+      const std::int64_t ldc = std::max<std::int64_t>(q1 - q0, 1) * nr;
+      const bool busy = r0 < r1 && q0 < q1;
+      for (int p = 0; p < job.passes.count; ++p) {
+        const Pass& pass = job.passes.pass[p];
+        for (std::int64_t d = 0; d < depth_blocks; ++d) {
+          const std::int64_t k0 = d * depth, kc = std::min(depth, s.k - k0);
+          const bool first = p == 0 && d == 0;
+          const bool last = p + 1 == job.passes.count && d + 1 == depth_blocks;
+          if (pack0 < pack1) {
+            pack_b(job.b, k0, kc, j0 + pack0 * nr, std::min(pack1 * nr, cols) - pack0 * nr, pass.b,
+                   nr, job.b_panels + pack0 * kc * nr, ws.run);
+          }
+          barrier(threads);
+          for (std::int64_t ib = r0; busy && ib < r1; ib += bl.mc) {
+            const std::int64_t mc = std::min(bl.mc, r1 - ib);
+            pack_a(job.a, i0 + ib, mc, k0, kc, pass.a, mr, abuf, ws.run);
+            float* cblock = cbuf + (ib - r0) * ldc;
+            for (std::int64_t q = q0; q < q1; ++q) {
+              const float* bpanel = job.b_panels + q * kc * nr;
+              for (std::int64_t ir = 0; ir * mr < mc; ++ir) {
+                job.kern.fn(kc, abuf + ir * kc * mr, bpanel, cblock + ir * mr * ldc + (q - q0) * nr,
+                            ldc, !first);
+              }
+            }
+            if (last) {
+              (*job.epilogue)(GemmTile{cblock, ldc, i0 + ib, mc, j0 + q0 * nr,
+                                       std::min(q1 * nr, cols) - q0 * nr});
+            }
+          }
+          barrier(threads);  // the B panels are packed anew next
+        }
+      }
+    }
+  }
+}
+
+MicroKernelInfo kernel_for(GemmIsa isa) {
+  switch (isa) {
+    case GemmIsa::avx512:
+      return micro_kernel_avx512();
+    case GemmIsa::avx2:
+      return micro_kernel_avx2();
+    case GemmIsa::scalar:
+      break;
+  }
+  return micro_kernel_scalar();
+}
+
+// An all-zero product (k == 0), handed out in blocks of rows.
+void zero_product(const GemmShape& s, const GemmEpilogue& epilogue) {
+  constexpr std::int64_t kRows = 64;
+  float* zeros = thread_scratch().c.as<float>(static_cast<std::size_t>(kRows * s.n));
+  std::fill(zeros, zeros + kRows * s.n, 0.0f);
+  for (std::int64_t i = 0; i < s.m; i += kRows) {
+    epilogue(GemmTile{zeros, s.n, i, std::min(kRows, s.m - i), 0, s.n});
+  }
+}
+
+}  // namespace
+
+MicroKernelInfo active_micro_kernel() {
+  return kernel_for(active_gemm_isa());
+}
+
+void blocked_gemm(const GemmShape& s, const Operand& a, const Operand& b, const PassList& passes,
+                  const GemmEpilogue& epilogue, bool all_threads) {
+  if (s.m <= 0 || s.n <= 0) return;
+  if (s.k <= 0) {
+    zero_product(s, epilogue);
+    return;
+  }
+  const MicroKernelInfo kern = active_micro_kernel();
+  const Blocking bl = blocking_for(kern.isa);
+  std::atomic<bool> failed{false};
+  float* b_panels = shared_b_panels().as<float>(static_cast<std::size_t>(bl.kc * bl.nc));
+  const Job job{
+      s,      {a, s.trans_a, s.lda}, {b, s.trans_b, s.ldb}, passes, &epilogue, kern, bl, b_panels,
+      &failed};
+  const bool parallel = all_threads && !omp_in_parallel() && omp_get_max_threads() > 1 &&
+                        s.flops() >= 2.0 * 64 * 64 * 64;
+  if (parallel) {
+#pragma omp parallel
+    run_thread(job, omp_get_thread_num(), omp_get_num_threads());
+  } else {
+    run_thread(job, 0, 1);
+  }
+  if (failed.load()) throw std::bad_alloc();
+}
+
+}  // namespace mantissa::kernels::gemm_detail

@@ -1,0 +1,20 @@
+#pragma once
+// Internal: the fp32 FMA route. A blocked GEMM in the layout of Goto and van de Geijn: row
+// chunks of C, column panels of B packed once per chunk and depth block and shared by the
+// threads, A blocks packed per thread, register-blocked micro-kernels. Each finished block of
+// C goes to the epilogue while it is still in cache.
+#include "mantissa/kernels/gemm.hpp"
+#include "micro_kernels.hpp"
+#include "passes.hpp"
+
+namespace mantissa::kernels::gemm_detail {
+
+// The product over the passes' concatenated inner dimension; all OpenMP threads when
+// `all_threads` (and not already inside a parallel region), else the calling thread.
+void blocked_gemm(const GemmShape& s, const Operand& a, const Operand& b, const PassList& passes,
+                  const GemmEpilogue& epilogue, bool all_threads);
+
+// The micro-kernel of the active ISA (active_gemm_isa()).
+MicroKernelInfo active_micro_kernel();
+
+}  // namespace mantissa::kernels::gemm_detail

@@ -1,0 +1,213 @@
+#include "onednn_routes.hpp"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "../parallel.hpp"
+#include "../scratch.hpp"
+#include "mantissa/error.hpp"
+#include "packing.hpp"
+
+namespace mantissa::kernels {
+namespace {
+
+using dt = dnnl::memory::data_type;
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::memory::desc matrix_desc(std::int64_t rows, std::int64_t cols, bool transposed,
+                               std::int64_t ld, dt type) {
+  // Logical rows x cols; stored row-major with leading dimension ld, or transposed.
+  const dnnl::memory::dims strides =
+      transposed ? dnnl::memory::dims{1, ld} : dnnl::memory::dims{ld, 1};
+  return dnnl::memory::desc({rows, cols}, type, strides);
+}
+
+using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, bool, bool, std::int64_t,
+                       std::int64_t, std::int64_t, bool, int>;
+
+struct CachedMatmul {
+  dnnl::matmul primitive;
+  dnnl::memory::desc a, b, c;
+};
+
+CachedMatmul make_matmul(const GemmShape& s, bool accumulate, dt in_type) {
+  const auto a = matrix_desc(s.m, s.k, s.trans_a, s.lda, in_type);
+  const auto b = matrix_desc(s.k, s.n, s.trans_b, s.ldb, in_type);
+  const auto c = matrix_desc(s.m, s.n, false, s.ldc, dt::f32);
+  dnnl::primitive_attr attr;
+  if (accumulate) {
+    dnnl::post_ops ops;
+    ops.append_sum(1.0f);
+    attr.set_post_ops(ops);
+  }
+  try {
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine());
+    return CachedMatmul{dnnl::matmul(pd), a, b, c};
+  } catch (const dnnl::error& e) {
+    throw Error(std::string("gemm: oneDNN could not create a matmul (") + e.what() + ")");
+  }
+}
+
+// Primitives are created once per shape. Calls from inside a parallel region use the calling
+// thread's own cache (a primitive is not executed by two threads at once).
+CachedMatmul& cached_matmul(const GemmShape& s, bool accumulate, dt in_type, bool in_thread) {
+  const Key key{s.m,   s.n,   s.k,   s.trans_a,  s.trans_b,
+                s.lda, s.ldb, s.ldc, accumulate, static_cast<int>(in_type)};
+  if (in_thread) {
+    thread_local std::map<Key, CachedMatmul> local;
+    auto it = local.find(key);
+    if (it == local.end()) it = local.emplace(key, make_matmul(s, accumulate, in_type)).first;
+    return it->second;
+  }
+  static std::mutex mu;
+  static std::map<Key, CachedMatmul> shared;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = shared.find(key);
+  if (it == shared.end()) it = shared.emplace(key, make_matmul(s, accumulate, in_type)).first;
+  return it->second;
+}
+
+void execute(CachedMatmul& mm, const void* a, const void* b, float* c) {
+  dnnl::stream stream(engine());
+  dnnl::memory am(mm.a, engine(), const_cast<void*>(a));
+  dnnl::memory bm(mm.b, engine(), const_cast<void*>(b));
+  dnnl::memory cm(mm.c, engine(), c);
+  mm.primitive.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+  stream.wait();
+}
+
+std::uint16_t bf16_bits(float x) {
+  // x is a bf16 value (a pass part or an H value): its top half, exactly.
+  return static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(x) >> 16);
+}
+
+struct Scratch {
+  ScratchBuffer a, b, c, run;
+};
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+// op(X) (rows x cols) of every pass, side by side along the inner dimension, as dense bf16.
+// along_rows: the inner dimension runs along X's columns (A: [rows, passes * cols]); else
+// along its rows (B: [passes * rows, cols]).
+void encode_passes(const gemm_detail::MatrixRef& x, std::int64_t rows, std::int64_t cols,
+                   const gemm_detail::PassList& passes, bool a_side, std::uint16_t* out,
+                   ScratchBuffer& run) {
+  float* tmp = run.as<float>(static_cast<std::size_t>(std::max(rows, cols)));
+  const std::int64_t width = a_side ? passes.count * cols : cols;
+  for (int p = 0; p < passes.count; ++p) {
+    const gemm_detail::Part part = a_side ? passes.pass[p].a : passes.pass[p].b;
+    // Element (r, c) of this pass goes to out[at(r, c)].
+    const auto at = [&](std::int64_t r, std::int64_t c) {
+      return a_side ? r * width + p * cols + c : (p * rows + r) * width + c;
+    };
+    if (!x.trans) {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const float* v = gemm_detail::load_run(x.x, r * x.ld, cols, part, tmp);
+        for (std::int64_t c = 0; c < cols; ++c) out[at(r, c)] = bf16_bits(v[c]);
+      }
+    } else {
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const float* v = gemm_detail::load_run(x.x, c * x.ld, rows, part, tmp);
+        for (std::int64_t r = 0; r < rows; ++r) out[at(r, c)] = bf16_bits(v[r]);
+      }
+    }
+  }
+}
+
+bool direct(const Operand& x, const gemm_detail::PassList& passes, bool a_side) {
+  if (x.format != Format::bfloat16 || passes.count != 1) return false;
+  const gemm_detail::Part part = a_side ? passes.pass[0].a : passes.pass[0].b;
+  return part != gemm_detail::Part::lo;  // whole or hi: a bf16 value is its own hi
+}
+
+}  // namespace
+
+namespace gemm_detail {
+
+void onednn_bf16_gemm(const GemmShape& s, const Operand& a, const Operand& b,
+                      const PassList& passes, const GemmEpilogue& epilogue, bool all_threads) {
+  if (s.m <= 0 || s.n <= 0) return;
+  Scratch& sc = scratch();
+  const bool in_thread = !all_threads || omp_in_parallel();
+  GemmShape g = s;
+  const void* ap = a.data;
+  const void* bp = b.data;
+  const std::int64_t k2 = passes.count * s.k;
+  if (!direct(a, passes, true)) {
+    auto* out = sc.a.as<std::uint16_t>(static_cast<std::size_t>(s.m * k2));
+    encode_passes({a, s.trans_a, s.lda}, s.m, s.k, passes, true, out, sc.run);
+    ap = out;
+    g.trans_a = false;
+    g.lda = k2;
+  }
+  if (!direct(b, passes, false)) {
+    auto* out = sc.b.as<std::uint16_t>(static_cast<std::size_t>(k2 * s.n));
+    encode_passes({b, s.trans_b, s.ldb}, s.k, s.n, passes, false, out, sc.run);
+    bp = out;
+    g.trans_b = false;
+    g.ldb = s.n;
+  }
+  g.k = k2;
+  g.ldc = s.n;
+  float* c = sc.c.as<float>(static_cast<std::size_t>(s.m * s.n));
+  if (k2 == 0) {
+    std::fill(c, c + s.m * s.n, 0.0f);
+  } else {
+    execute(cached_matmul(g, false, dt::bf16, in_thread), ap, bp, c);
+  }
+  constexpr std::int64_t kRows = 32;
+  const auto hand_out = [&](std::int64_t b0, std::int64_t b1) {
+    for (std::int64_t r = b0 * kRows; r < std::min(s.m, b1 * kRows); r += kRows) {
+      epilogue(GemmTile{c + r * s.n, s.n, r, std::min(kRows, s.m - r), 0, s.n});
+    }
+  };
+  const std::int64_t blocks = (s.m + kRows - 1) / kRows;
+  if (in_thread) {
+    hand_out(0, blocks);
+  } else {
+    parallel_chunks(blocks, hand_out, 1);
+  }
+}
+
+NativeBf16 probe_native_bf16() {
+  NativeBf16 info;
+  try {
+    const auto a = dnnl::memory::desc({64, 64}, dt::bf16, dnnl::memory::format_tag::ab);
+    const auto c = dnnl::memory::desc({64, 64}, dt::f32, dnnl::memory::format_tag::ab);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, a, c), engine());
+    info.available = true;
+    info.isa = pd.impl_info_str();
+    info.matrix_units = info.isa.find("amx") != std::string::npos;
+  } catch (const dnnl::error&) {
+    info.available = false;
+  }
+  return info;
+}
+
+}  // namespace gemm_detail
+
+void gemm_onednn_f32(const GemmShape& s, const float* a, const float* b, float* c,
+                     bool accumulate) {
+  if (s.m <= 0 || s.n <= 0) return;
+  if (s.k <= 0) {
+    for (std::int64_t i = 0; i < s.m; ++i) {
+      if (!accumulate) std::fill(c + i * s.ldc, c + i * s.ldc + s.n, 0.0f);
+    }
+    return;
+  }
+  execute(cached_matmul(s, accumulate, dt::f32, omp_in_parallel()), a, b, c);
+}
+
+}  // namespace mantissa::kernels

@@ -1,0 +1,19 @@
+#pragma once
+// Internal: the products that run inside oneDNN. The native route (bf16 matmul on AMX or
+// AVX512-BF16, whichever oneDNN finds) and the plain fp32 matmul the benchmarks compare with.
+#include "mantissa/kernels/gemm.hpp"
+#include "mantissa/kernels/gemm_route.hpp"
+#include "passes.hpp"
+
+namespace mantissa::kernels::gemm_detail {
+
+// The product over the passes on bf16 units: operands that are not bf16 already (or that a
+// pass splits) are encoded into bf16 panels of the concatenated inner dimension, exactly; the
+// float32 result goes to the epilogue in blocks of rows.
+void onednn_bf16_gemm(const GemmShape& s, const Operand& a, const Operand& b,
+                      const PassList& passes, const GemmEpilogue& epilogue, bool all_threads);
+
+// Asks oneDNN once whether it has a bf16 matmul here, and on which ISA.
+NativeBf16 probe_native_bf16();
+
+}  // namespace mantissa::kernels::gemm_detail

@@ -1,0 +1,227 @@
+#include "packing.hpp"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "mantissa/numerics/convert.hpp"
+
+namespace mantissa::kernels::gemm_detail {
+namespace {
+
+// Formats converted in registers; the others are decoded into a buffer first.
+bool fused(Format f) {
+  return f == Format::float32 || f == Format::bfloat16 || f == Format::float16;
+}
+
+// 8 consecutive elements starting at index i, as float32.
+inline __m256 load8(const void* base, Format f, std::int64_t i) {
+  switch (f) {
+    case Format::bfloat16: {
+      const __m128i h = _mm_loadu_si128(
+          reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(base) + i));
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+    case Format::float16:
+      return _mm256_cvtph_ps(_mm_loadu_si128(
+          reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(base) + i)));
+    default:
+      return _mm256_loadu_ps(static_cast<const float*>(base) + i);
+  }
+}
+
+inline float load1(const void* base, Format f, std::int64_t i) {
+  switch (f) {
+    case Format::bfloat16: {
+      const std::uint32_t u = static_cast<std::uint32_t>(static_cast<const std::uint16_t*>(base)[i])
+                              << 16;
+      float v;
+      std::memcpy(&v, &u, sizeof v);
+      return v;
+    }
+    case Format::float16:
+      return _cvtsh_ss(static_cast<const std::uint16_t*>(base)[i]);
+    default:
+      return static_cast<const float*>(base)[i];
+  }
+}
+
+// n consecutive elements from index i into dst (float32), for a fused format.
+void convert_run(const void* base, Format f, std::int64_t i, std::int64_t n, float* dst) {
+  if (f == Format::float32) {
+    std::memcpy(dst, static_cast<const float*>(base) + i, static_cast<std::size_t>(n) * 4);
+    return;
+  }
+  std::int64_t j = 0;
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(dst + j, load8(base, f, i + j));
+  for (; j < n; ++j) dst[j] = load1(base, f, i + j);
+}
+
+inline void transpose8(__m256 v[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xee);
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xee);
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xee);
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xee);
+  v[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+  v[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+  v[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+  v[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+  v[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+  v[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+  v[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+  v[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+// Up to 8 source lines, each contiguous along k: line l starts at element start[l] of base.
+struct Lines {
+  const void* base;
+  Format format;
+  std::int64_t start[8];
+  int count;  // lines present; the rest read as zero
+};
+
+// dst[k * stride + l] = line l at depth k, for k < kc and l < lines.count (8 lanes written
+// when count is 8, else only count).
+void transpose_lines(const Lines& in, std::int64_t kc, float* dst, std::int64_t stride) {
+  const int n = in.count;
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane);
+  std::int64_t k = 0;
+  for (; k + 8 <= kc; k += 8) {
+    __m256 v[8];
+    for (int l = 0; l < 8; ++l) {
+      v[l] = l < n ? load8(in.base, in.format, in.start[l] + k) : _mm256_setzero_ps();
+    }
+    transpose8(v);
+    for (int c = 0; c < 8; ++c) {
+      float* out = dst + (k + c) * stride;
+      if (n == 8) {
+        _mm256_storeu_ps(out, v[c]);
+      } else {
+        _mm256_maskstore_ps(out, mask, v[c]);
+      }
+    }
+  }
+  for (; k < kc; ++k) {
+    for (int l = 0; l < n; ++l) dst[k * stride + l] = load1(in.base, in.format, in.start[l] + k);
+  }
+}
+
+// Lines of a format that is not converted in registers, decoded into `tmp` first.
+Lines decoded(const Lines& in, std::int64_t kc, ScratchBuffer& tmp) {
+  float* buf = tmp.as<float>(static_cast<std::size_t>(8 * kc));
+  const int bytes = numerics::traits(in.format).storage_bytes;
+  Lines out{buf, Format::float32, {}, in.count};
+  for (int l = 0; l < in.count; ++l) {
+    numerics::decode_array(static_cast<const char*>(in.base) + in.start[l] * bytes,
+                           static_cast<std::size_t>(kc), in.format, buf + l * kc);
+    out.start[l] = l * kc;
+  }
+  return out;
+}
+
+// `lines` lines (each contiguous along k, `line_stride` elements apart, the first at
+// `first`) into panels of `width` lanes: panel q at dst + q * kc * width, lane i of line
+// q * width + i; lanes past `lines` are zero.
+void pack_transposed(const Operand& x, std::int64_t first, std::int64_t line_stride,
+                     std::int64_t lines, std::int64_t kc, int width, float* dst,
+                     ScratchBuffer& tmp) {
+  const std::int64_t panels = (lines + width - 1) / width;
+  for (std::int64_t q = 0; q < panels; ++q) {
+    float* panel = dst + q * kc * width;
+    for (int g = 0; g < width; g += 8) {
+      Lines in{x.data, x.format, {}, 0};
+      const int group = std::min(8, width - g);
+      for (int l = 0; l < group; ++l) {
+        const std::int64_t line = q * width + g + l;
+        if (line >= lines) break;
+        in.start[l] = first + line * line_stride;
+        in.count = l + 1;
+      }
+      if (in.count < group) {
+        // Lanes of this group past the last line: zero (the masked store leaves them alone).
+        for (std::int64_t k = 0; k < kc; ++k) {
+          std::fill(panel + k * width + g + in.count, panel + k * width + g + group, 0.0f);
+        }
+      }
+      if (in.count == 0) continue;
+      const Lines src = fused(x.format) ? in : decoded(in, kc, tmp);
+      transpose_lines(src, kc, panel + g, width);
+    }
+  }
+}
+
+// Depth rows contiguous along the lanes: row k of the block starts at element
+// first + k * row_stride; `lanes` lanes go into panels of `width`.
+void pack_straight(const Operand& x, std::int64_t first, std::int64_t row_stride,
+                   std::int64_t lanes, std::int64_t kc, int width, float* dst, ScratchBuffer& tmp) {
+  const std::int64_t panels = (lanes + width - 1) / width;
+  const bool convert = fused(x.format);
+  float* run = convert ? nullptr : tmp.as<float>(static_cast<std::size_t>(lanes));
+  const int bytes = numerics::traits(x.format).storage_bytes;
+  for (std::int64_t k = 0; k < kc; ++k) {
+    const std::int64_t at = first + k * row_stride;
+    if (!convert) {
+      numerics::decode_array(static_cast<const char*>(x.data) + at * bytes,
+                             static_cast<std::size_t>(lanes), x.format, run);
+    }
+    for (std::int64_t q = 0; q < panels; ++q) {
+      float* out = dst + q * kc * width + k * width;
+      const std::int64_t have = std::min<std::int64_t>(width, lanes - q * width);
+      if (convert) {
+        convert_run(x.data, x.format, at + q * width, have, out);
+      } else {
+        std::memcpy(out, run + q * width, static_cast<std::size_t>(have) * sizeof(float));
+      }
+      std::fill(out + have, out + width, 0.0f);
+    }
+  }
+}
+
+}  // namespace
+
+const float* load_run(const Operand& x, std::int64_t index, std::int64_t n, Part part, float* tmp) {
+  if (x.format == Format::float32 && part == Part::whole) {
+    return static_cast<const float*>(x.data) + index;
+  }
+  if (fused(x.format)) {
+    convert_run(x.data, x.format, index, n, tmp);
+  } else {
+    const int bytes = numerics::traits(x.format).storage_bytes;
+    numerics::decode_array(static_cast<const char*>(x.data) + index * bytes,
+                           static_cast<std::size_t>(n), x.format, tmp);
+  }
+  apply_part(tmp, n, part);
+  return tmp;
+}
+
+void pack_a(const MatrixRef& a, std::int64_t r0, std::int64_t rows, std::int64_t k0,
+            std::int64_t kc, Part part, int mr, float* dst, ScratchBuffer& tmp) {
+  if (a.trans) {
+    // op(A) rows are contiguous at each depth: A(r, k) at k * ld + r.
+    pack_straight(a.x, k0 * a.ld + r0, a.ld, rows, kc, mr, dst, tmp);
+  } else {
+    // Each row is contiguous along k: A(r, k) at r * ld + k.
+    pack_transposed(a.x, r0 * a.ld + k0, a.ld, rows, kc, mr, dst, tmp);
+  }
+  apply_part(dst, ((rows + mr - 1) / mr) * mr * kc, part);
+}
+
+void pack_b(const MatrixRef& b, std::int64_t k0, std::int64_t kc, std::int64_t c0,
+            std::int64_t cols, Part part, int nr, float* dst, ScratchBuffer& tmp) {
+  if (b.trans) {
+    // Each column is contiguous along k: B(k, c) at c * ld + k.
+    pack_transposed(b.x, c0 * b.ld + k0, b.ld, cols, kc, nr, dst, tmp);
+  } else {
+    // Depth rows are contiguous across the columns: B(k, c) at k * ld + c.
+    pack_straight(b.x, k0 * b.ld + c0, b.ld, cols, kc, nr, dst, tmp);
+  }
+  apply_part(dst, ((cols + nr - 1) / nr) * nr * kc, part);
+}
+
+}  // namespace mantissa::kernels::gemm_detail
