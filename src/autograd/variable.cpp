@@ -98,10 +98,15 @@ void backward(const Variable& root, float seed) {
     return;
   }
   // Count, for every node, how many edges from other nodes of the graph lead to it.
-  Node* const top = root.grad_fn().get();
+  const std::shared_ptr<Node>& top = root.grad_fn();
+  if (top->released) {
+    throw Error(
+        "backward: this graph was already back-propagated and its saved tensors freed; "
+        "run the forward again for another backward");
+  }
   std::unordered_map<Node*, int> consumers;
-  std::vector<Node*> stack{top};
-  consumers[top] = 0;
+  std::vector<Node*> stack{top.get()};
+  consumers[top.get()] = 0;
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
@@ -112,14 +117,17 @@ void backward(const Variable& root, float seed) {
       if (fresh) stack.push_back(e.fn.get());
     }
   }
-  // Run nodes whose consumers have all delivered their gradients (Kahn's algorithm).
+  // Run nodes whose consumers have all delivered their gradients (Kahn's algorithm). A node
+  // that has run lets go of its edges: the nodes after it are then held only by this loop (or
+  // by consumers still to run), and each is destroyed, with the tensors it saved, as soon as
+  // it has run. Activation memory shrinks as the backward proceeds.
   std::unordered_map<Node*, Tensor> pending;
-  pending[top] = seed_tensor;
-  std::vector<Node*> ready{top};
+  pending[top.get()] = seed_tensor;
+  std::vector<std::shared_ptr<Node>> ready{top};
   while (!ready.empty()) {
-    Node* n = ready.back();
+    const std::shared_ptr<Node> n = std::move(ready.back());
     ready.pop_back();
-    auto found = pending.find(n);
+    auto found = pending.find(n.get());
     Tensor g;
     if (found != pending.end()) {
       g = std::move(found->second);
@@ -136,13 +144,15 @@ void backward(const Variable& root, float seed) {
       grads = n->apply(g);
       g = Tensor();  // so an input gradient that is g itself can be taken over, not copied
     }
-    for (std::size_t i = 0; i < n->next.size(); ++i) {
-      const Edge& e = n->next[i];
+    const std::vector<Edge> next = std::move(n->next);
+    n->next.clear();
+    n->released = true;
+    for (std::size_t i = 0; i < next.size(); ++i) {
+      const Edge& e = next[i];
       const bool has = i < grads.size() && grads[i].defined();
       if (e.fn) {
-        Node* m = e.fn.get();
-        if (has) accumulate_pending(pending[m], std::move(grads[i]));
-        if (--consumers[m] == 0) ready.push_back(m);  // runs even if nothing arrived
+        if (has) accumulate_pending(pending[e.fn.get()], std::move(grads[i]));
+        if (--consumers[e.fn.get()] == 0) ready.push_back(e.fn);  // runs even if nothing arrived
       } else if (e.leaf && has) {
         accumulate_leaf(e.leaf->grad, std::move(grads[i]));
       }

@@ -1,5 +1,6 @@
 #include "mantissa/tensor/storage.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -13,7 +14,8 @@ constexpr std::size_t kAlign = 64;
 constexpr std::size_t kHeader = 64;  // Storage header, padded so data stays 64-byte aligned
 static_assert(sizeof(Storage) <= kHeader);
 
-// Size classes 2^k and 1.5 * 2^k (at most a third wasted), at least 256 bytes.
+// Size classes of the data: 2^k and 1.5 * 2^k bytes (at most a third wasted), at least 256;
+// a block is its class plus the header, so a tensor of exactly a class's size fits it.
 std::size_t size_class(std::size_t bytes) {
   std::size_t c = 256;
   while (c < bytes) {
@@ -35,14 +37,14 @@ class Pool {
       ++stats_.reuses;
       --stats_.cached_blocks;
       stats_.cached_bytes -= block;
-      ++stats_.live_blocks;
+      note_live(block);
       return p;
     }
     void* p = std::aligned_alloc(kAlign, block);
     if (p == nullptr) throw std::bad_alloc();
     ++stats_.system_allocations;
     stats_.system_bytes += block;
-    ++stats_.live_blocks;
+    note_live(block);
     return p;
   }
   void give_back(void* p, std::size_t block) {
@@ -51,12 +53,17 @@ class Pool {
     // A free list only grows: once warm, pushing a returned block does not allocate.
     list.push_back(p);
     --stats_.live_blocks;
+    stats_.live_bytes -= block;
     ++stats_.cached_blocks;
     stats_.cached_bytes += block;
   }
   PoolStats stats() {
     std::lock_guard<std::mutex> lock(mu_);
     return stats_;
+  }
+  void reset_peak() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.peak_live_bytes = stats_.live_bytes;
   }
   void trim() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -69,6 +76,11 @@ class Pool {
   }
 
  private:
+  void note_live(std::size_t block) {
+    ++stats_.live_blocks;
+    stats_.live_bytes += block;
+    stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
+  }
   std::mutex mu_;
   std::map<std::size_t, std::vector<void*>> free_;
   PoolStats stats_;
@@ -84,12 +96,15 @@ Pool& pool() {
 PoolStats pool_stats() {
   return pool().stats();
 }
+void pool_reset_peak() {
+  pool().reset_peak();
+}
 void pool_trim() {
   pool().trim();
 }
 
 Storage* Storage::create(std::size_t bytes) {
-  const std::size_t block = size_class(bytes + kHeader);
+  const std::size_t block = size_class(bytes) + kHeader;
   void* raw = pool().acquire(block);
   auto* s = new (raw) Storage();
   s->data_ = static_cast<char*>(raw) + kHeader;

@@ -13,6 +13,7 @@
 #include "mantissa/kernels/gemm.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/tensor/random.hpp"
+#include "mantissa/tensor/storage.hpp"
 #include "mantissa/train/trainer.hpp"
 
 namespace mantissa::train {
@@ -103,6 +104,7 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
   r.flops_per_step = training_flops_per_step(config, r.parameters);
   for (std::int64_t s = 0; s < o.warmup + o.steps; ++s) {
     const bool timed = s >= o.warmup;
+    if (timed && s == o.warmup) tensor::pool_reset_peak();
     if (timed && o.profile && s == o.warmup) kernels::profiler_start();
     const auto t = Clock::now();
     const StepResult step = trainer.train_step();
@@ -121,6 +123,9 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
   r.items_per_second = static_cast<double>(r.items_per_step) / r.median_seconds;
   r.achieved_gflops = r.flops_per_step / r.median_seconds / 1e9;
   r.peak_rss_mib = peak_rss_mib();  // training's, before the peak GEMM's buffers exist
+  const tensor::PoolStats pool = tensor::pool_stats();
+  r.peak_tensor_mib = static_cast<double>(pool.peak_live_bytes) / (1 << 20);
+  r.pool_mib = static_cast<double>(pool.system_bytes) / (1 << 20);
   if (o.measure_peak) {
     say("measuring the GEMM peak (2048^3, " + r.precision + ")");
     r.gemm_peak_gflops = measure_gemm_peak(trainer.policy());
@@ -143,7 +148,9 @@ std::string format_bench_report(const BenchResult& r) {
     s += "  GEMM peak        " + fixed(r.gemm_peak_gflops, 1) + " GFLOP/s (2048^3, same format)\n";
     if (r.flops_per_step > 0) s += "  MFU              " + fixed(100.0 * r.mfu(), 1) + " %\n";
   }
-  s += "  peak RSS         " + fixed(r.peak_rss_mib, 0) + " MiB\n";
+  s += "  peak RSS         " + fixed(r.peak_rss_mib, 0) +
+       " MiB (tensors: " + fixed(r.peak_tensor_mib, 0) + " MiB live at most, " +
+       fixed(r.pool_mib, 0) + " MiB pooled)\n";
   if (!r.losses.empty()) {
     s += "  loss             " + fixed(r.losses.front(), 4) + " (step 1) -> " +
          fixed(r.losses.back(), 4) + " (step " + std::to_string(r.losses.size()) + ")\n";
@@ -193,6 +200,8 @@ std::string bench_result_json(const BenchResult& r) {
                    {"gemm_peak_gflops", r.gemm_peak_gflops},
                    {"mfu", r.mfu()},
                    {"peak_rss_mib", r.peak_rss_mib},
+                   {"peak_tensor_mib", r.peak_tensor_mib},
+                   {"pool_mib", r.pool_mib},
                    {"step_ms", nlohmann::json::array()},
                    {"losses", r.losses}};
   for (double s : r.step_seconds) j["step_ms"].push_back(s * 1e3);

@@ -14,11 +14,15 @@ struct PoolStats {
   std::uint64_t system_bytes = 0;        // bytes obtained from the system allocator
   std::uint64_t reuses = 0;              // requests served from a free list
   std::uint64_t live_blocks = 0;         // blocks held by tensors now
+  std::uint64_t live_bytes = 0;          // their size classes' bytes
+  std::uint64_t peak_live_bytes = 0;     // the most live_bytes has been (reset_peak clears)
   std::uint64_t cached_blocks = 0;       // blocks waiting in free lists
   std::uint64_t cached_bytes = 0;
 };
 
 PoolStats pool_stats();
+// Starts a new peak_live_bytes window at the current live_bytes.
+void pool_reset_peak();
 // Returns every cached block to the system.
 void pool_trim();
 

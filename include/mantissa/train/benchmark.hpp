@@ -33,6 +33,8 @@ struct BenchResult {
   double achieved_gflops = 0;   // flops_per_step / median_seconds
   double gemm_peak_gflops = 0;  // measured here (0 when not measured)
   double peak_rss_mib = 0;      // of this process, after the steps (before the peak GEMM)
+  double peak_tensor_mib = 0;   // most tensor storage alive at once during the timed steps
+  double pool_mib = 0;          // storage obtained from the system by the tensor pool
   std::optional<kernels::ProfileTable> profile;
   double profiled_seconds = 0;  // wall time of the profiled steps
   double mfu() const { return gemm_peak_gflops > 0 ? achieved_gflops / gemm_peak_gflops : 0; }
