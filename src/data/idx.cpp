@@ -89,11 +89,8 @@ IdxArray load_idx(const std::string& path) {
   return a;
 }
 
-ImageDataset load_fashion_mnist(const std::string& split, const std::string& dir) {
-  if (split != "train" && split != "test") {
-    throw Error("fashion_mnist split: '" + split + "' (expected train or test)");
-  }
-  const std::string prefix = dir + "/" + (split == "train" ? "train" : "t10k");
+ImageDataset load_fashion_mnist(ImageSplit split, const std::string& dir) {
+  const std::string prefix = dir + "/" + (split == ImageSplit::train ? "train" : "t10k");
   const IdxArray images = load_idx(prefix + "-images-idx3-ubyte.gz");
   const IdxArray labels = load_idx(prefix + "-labels-idx1-ubyte.gz");
   if (images.dims.size() != 3) {
@@ -105,6 +102,7 @@ ImageDataset load_fashion_mnist(const std::string& split, const std::string& dir
                 " labels for " + std::to_string(images.dims[0]) + " images");
   }
   ImageDataset d;
+  d.channels = 1;  // grayscale
   d.height = images.dims[1];
   d.width = images.dims[2];
   const std::int64_t n = images.dims[0], pixels = d.height * d.width;

@@ -1,7 +1,9 @@
 #pragma once
 // The precision Policy: the half format H and precision_opt_level (POL), read by every op,
 // set for a scope by the Autocast guard (DESIGN.md section 3).
+#include <array>
 #include <string>
+#include <string_view>
 
 #include "mantissa/numerics/format.hpp"
 
@@ -9,12 +11,26 @@ namespace mantissa::precision {
 
 using numerics::Format;
 
+// The formats a Policy computes in (fp16_type's values).
+inline constexpr std::array<Format, 3> kHalfFormats = {Format::float16, Format::bfloat16,
+                                                       Format::cbfloat16};
+constexpr bool is_half_format(Format f) {
+  for (Format h : kHalfFormats) {
+    if (h == f) return true;
+  }
+  return false;
+}
+// The one message for a bad fp16_type, wherever it is caught:
+// "fp16_type: '<given>' (expected one of: float16, bfloat16, cbfloat16)".
+std::string fp16_type_error(std::string_view given);
+
 struct Policy {
   Format half = Format::float32;  // float32: mixed precision disabled
   int opt_level = 1;              // precision_opt_level: 0, 1 or 2
 
   bool enabled() const { return half != Format::float32; }
-  // Throws mantissa::Error naming fp16_type / precision_opt_level and the allowed values.
+  // Throws mantissa::Error naming fp16_type / precision_opt_level and the allowed values:
+  // `half` must be float32 (off) or a half format, opt_level 0, 1 or 2.
   void validate() const;
   std::string describe() const;  // "cbfloat16, POL 1"
 };
