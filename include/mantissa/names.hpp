@@ -50,8 +50,8 @@ constexpr std::optional<E> find_named(const NameTable<E, N>& table, std::string_
 template <class E, std::size_t N>
 E parse_named(const NameTable<E, N>& table, std::string_view word, std::string_view what) {
   if (const std::optional<E> v = find_named(table, word)) return *v;
-  throw Error(std::string(what) + ": '" + std::string(word) + "' (expected one of: " +
-              names_of(table) + ")");
+  throw Error(std::string(what) + ": '" + std::string(word) +
+              "' (expected one of: " + names_of(table) + ")");
 }
 
 }  // namespace mantissa

@@ -97,7 +97,8 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
       total += sum;
       if (!finite) {
         all_finite = false;
-        if (options_.attribute_overflows) nonfinite_.push_back(optim::parameter_name(groups[g], g, i));
+        if (options_.attribute_overflows)
+          nonfinite_.push_back(optim::parameter_name(groups[g], g, i));
       }
     }
   }

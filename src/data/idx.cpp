@@ -67,12 +67,14 @@ IdxArray load_idx(const std::string& path) {
     throw Error(path + ": IDX file with " + std::to_string(ndims) +
                 " dimensions (expected 1 to 4)");
   }
-  const std::size_t header = 4 + 4 * static_cast<std::size_t>(ndims);
+  // The IDX header: the 4-byte magic, then one 4-byte big-endian size per dimension.
+  constexpr std::size_t kWord = 4;
+  const std::size_t header = kWord + kWord * static_cast<std::size_t>(ndims);
   if (bytes.size() < header) throw Error(path + ": truncated IDX header");
   IdxArray a;
   std::int64_t count = 1;
   for (int i = 0; i < ndims; ++i) {
-    const unsigned char* d = b + 4 + 4 * i;
+    const unsigned char* d = b + kWord + kWord * static_cast<std::size_t>(i);
     const std::int64_t dim = (std::int64_t{d[0]} << 24) | (d[1] << 16) | (d[2] << 8) | d[3];
     if (dim <= 0)
       throw Error(path + ": IDX dimension " + std::to_string(i) + " is " + std::to_string(dim));

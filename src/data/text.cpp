@@ -54,7 +54,8 @@ ByteText load_kjv(const std::string& data_dir, const CorpusProvider& provider) {
     if (!out) throw Error(tmp.string() + ": write failed");
   }
   fs::rename(tmp, cache, ec);
-  if (ec) throw Error(cache.string() + ": cannot rename the cache into place (" + ec.message() + ")");
+  if (ec)
+    throw Error(cache.string() + ": cannot rename the cache into place (" + ec.message() + ")");
   return from_bytes(text, cache.string());
 }
 

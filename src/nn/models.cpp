@@ -100,7 +100,8 @@ Variable Mlp::logits(const Variable& x) {
   Variable h = x;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     h = layers_[i]->forward(h);
-    if (i + 1 < layers_.size()) h = config_.activation == Activation::relu ? ag::relu(h) : ag::gelu(h);
+    if (i + 1 < layers_.size())
+      h = config_.activation == Activation::relu ? ag::relu(h) : ag::gelu(h);
   }
   return h;
 }

@@ -96,8 +96,9 @@ void update(const RAdam& s, const UpdateArgs& a) {
   const double rho_t = rho_inf - 2.0 * t * std::pow(b2, t) / bc2;
   const bool rectify = rho_t > 5.0;
   const double rect =
-      rectify ? std::sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
-              : 0.0;
+      rectify
+          ? std::sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+          : 0.0;
   const auto fb1 = static_cast<float>(b1), fb2 = static_cast<float>(b2),
              eps = static_cast<float>(s.eps);
   const auto scale_m = static_cast<float>(a.lr / bc1);

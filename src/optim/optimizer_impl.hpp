@@ -23,8 +23,8 @@ struct UpdateArgs {
   const Variable& param;
 };
 
-#define MANTISSA_OPTIMIZER_RULES(S)                                         \
-  void update(const S& s, const UpdateArgs& a);                             \
+#define MANTISSA_OPTIMIZER_RULES(S)             \
+  void update(const S& s, const UpdateArgs& a); \
   std::vector<std::string> state_names(const S& s, const Variable& param);
 MANTISSA_OPTIMIZER_RULES(Sgd)
 MANTISSA_OPTIMIZER_RULES(Asgd)

@@ -16,9 +16,13 @@ std::string num(double v) {
 }
 
 template <class S>
-concept HasWeightDecay = requires(const S& s) { s.weight_decay; };
+concept HasWeightDecay = requires(const S& s) {
+  s.weight_decay;
+};
 template <class S>
-concept HasCheck = requires(const S& s) { s.check(); };
+concept HasCheck = requires(const S& s) {
+  s.check();
+};
 
 template <class S>
 double default_weight_decay(const S& s) {

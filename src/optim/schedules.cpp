@@ -196,9 +196,8 @@ SchedulePtr cyclic(double base_lr, double max_lr, std::int64_t step_size_up,
           std::string(name_of(kCyclicModeNames, mode)) + ")");
 }
 
-SchedulePtr one_cycle(double max_lr, std::int64_t total_steps, double pct_start,
-                      Anneal anneal, double div_factor, double final_div_factor,
-                      bool three_phase) {
+SchedulePtr one_cycle(double max_lr, std::int64_t total_steps, double pct_start, Anneal anneal,
+                      double div_factor, double final_div_factor, bool three_phase) {
   require(total_steps > 0, "OneCycle", "total_steps must be > 0");
   require(pct_start > 0 && pct_start < 1, "OneCycle", "pct_start must be in (0, 1)");
   const double initial = max_lr / div_factor, final_lr = initial / final_div_factor;

@@ -12,9 +12,12 @@ std::vector<std::string> state_names(const Sgd&, const Variable&) {
 }
 
 void update(const Sgd& s, const UpdateArgs& a) {
-  const kernels::SgdArgs k{static_cast<float>(a.lr),        static_cast<float>(s.momentum),
-                           static_cast<float>(s.dampening), static_cast<float>(a.wd),
-                           s.nesterov,                      a.step == 1};
+  const kernels::SgdArgs k{static_cast<float>(a.lr),
+                           static_cast<float>(s.momentum),
+                           static_cast<float>(s.dampening),
+                           static_cast<float>(a.wd),
+                           s.nesterov,
+                           a.step == 1};
   kernels::sgd_update(a.p, a.g, a.state[0].f32(), a.n, k);
 }
 

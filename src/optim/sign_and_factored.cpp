@@ -100,7 +100,8 @@ void update(const Adafactor& s, const UpdateArgs& a) {
     for (std::int64_t i = 0; i < n; ++i) {
       v[i] = static_cast<float>(beta2t * v[i] +
                                 (1.0 - beta2t) * (static_cast<double>(g[i]) * g[i] + eps1));
-      u[static_cast<std::size_t>(i)] = static_cast<float>(g[i] / std::sqrt(static_cast<double>(v[i])));
+      u[static_cast<std::size_t>(i)] =
+          static_cast<float>(g[i] / std::sqrt(static_cast<double>(v[i])));
     }
   }
   const double clip = std::max(1.0, rms(u.data(), n) / s.clip_threshold);

@@ -9,7 +9,8 @@ thread_local Policy t_policy;
 
 std::string fp16_type_error(std::string_view given) {
   std::string names;
-  for (Format h : kHalfFormats) names += (names.empty() ? "" : ", ") + std::string(numerics::name(h));
+  for (Format h : kHalfFormats)
+    names += (names.empty() ? "" : ", ") + std::string(numerics::name(h));
   return "fp16_type: '" + std::string(given) + "' (expected one of: " + names + ")";
 }
 

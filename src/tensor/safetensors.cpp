@@ -23,7 +23,8 @@ Format format_of(const std::string& dtype, const std::string& what, const std::s
   if (const std::optional<Format> f = numerics::format_of_safetensors_dtype(dtype)) return *f;
   std::string dtypes;
   for (const auto& t : numerics::kFormatTable) {
-    if (!t.safetensors_dtype.empty()) dtypes += (dtypes.empty() ? "" : ", ") + std::string(t.safetensors_dtype);
+    if (!t.safetensors_dtype.empty())
+      dtypes += (dtypes.empty() ? "" : ", ") + std::string(t.safetensors_dtype);
   }
   throw Error(what + ": tensor '" + name + "' has unsupported dtype '" + dtype +
               "' (expected one of: " + dtypes + ")");

@@ -114,8 +114,8 @@ OptimizerConfig parse_optimizer_node(const YAML::Node& node, const std::string& 
                  [](unsigned char c) { return std::tolower(c); });
   const std::optional<optim::OptimizerSettings> defaults = optim::default_settings(name);
   if (!defaults) {
-    throw Error(path + ": unknown name '" + name + "' (expected one of: " +
-                optimizer_names_text() + ")");
+    throw Error(path + ": unknown name '" + name + "' (expected one of: " + optimizer_names_text() +
+                ")");
   }
   OptimizerConfig o{*defaults};
   Reader r(node.begin()->second, path + "." + key);
@@ -127,7 +127,9 @@ OptimizerConfig parse_optimizer_node(const YAML::Node& node, const std::string& 
             [&](std::string_view field, double& v, const optim::Range&) {
               v = r.get<double>(std::string(field), v, kNum);
             },
-            [&](std::string_view field, bool& v) { v = r.get<bool>(std::string(field), v, kBool); });
+            [&](std::string_view field, bool& v) {
+              v = r.get<bool>(std::string(field), v, kBool);
+            });
       },
       o.settings);
   r.finish();

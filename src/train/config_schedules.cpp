@@ -39,7 +39,6 @@ std::vector<optim::SchedulePtr> schedule_list(Reader& r, const std::string& key)
   return out;
 }
 
-
 const char* const kNum = "a number";
 const char* const kInt = "an integer";
 const char* const kBool = "true or false";
@@ -69,8 +68,7 @@ constexpr std::array<ScheduleEntry, optim::kScheduleKindCount> kSchedules = {{
      }},
     {optim::ScheduleKind::linear, "LinearLR",
      [](Reader& r) {
-       return optim::linear(initial(r), number(r, "end_learning_rate"),
-                            integer(r, "total_iters"));
+       return optim::linear(initial(r), number(r, "end_learning_rate"), integer(r, "total_iters"));
      }},
     {optim::ScheduleKind::polynomial, "PolynomialLR",
      [](Reader& r) {
@@ -125,21 +123,21 @@ constexpr std::array<ScheduleEntry, optim::kScheduleKindCount> kSchedules = {{
      [](Reader& r) { return optim::multiplicative(initial(r), number(r, "coefficient")); }},
     {optim::ScheduleKind::cyclic, "CyclicLR",
      [](Reader& r) {
-       return optim::cyclic(number(r, "base_lr"), number(r, "max_lr"), integer(r, "step_size_up"),
-                            r.get<std::int64_t>("step_size_down", 0, kInt),
-                            r.get_named("mode", optim::CyclicMode::triangular, optim::kCyclicModeNames),
-                            r.get<double>("gamma", 1.0, kNum));
+       return optim::cyclic(
+           number(r, "base_lr"), number(r, "max_lr"), integer(r, "step_size_up"),
+           r.get<std::int64_t>("step_size_down", 0, kInt),
+           r.get_named("mode", optim::CyclicMode::triangular, optim::kCyclicModeNames),
+           r.get<double>("gamma", 1.0, kNum));
      }},
     {optim::ScheduleKind::one_cycle, "OneCycleLR",
      [](Reader& r) {
        const double max_lr = number(r, "max_lr");
        const double first = r.get<double>("initial_learning_rate", max_lr / 25.0, kNum);
        const double final_lr = r.get<double>("final_learning_rate", first / 1e4, kNum);
-       return optim::one_cycle(max_lr, integer(r, "total_steps"),
-                               r.get<double>("pct_start", 0.3, kNum),
-                               r.get_named("anneal_strategy", optim::Anneal::cos, optim::kAnnealNames),
-                               max_lr / first, first / final_lr,
-                               r.get<bool>("three_phase", false, kBool));
+       return optim::one_cycle(
+           max_lr, integer(r, "total_steps"), r.get<double>("pct_start", 0.3, kNum),
+           r.get_named("anneal_strategy", optim::Anneal::cos, optim::kAnnealNames), max_lr / first,
+           first / final_lr, r.get<bool>("three_phase", false, kBool));
      }},
     {optim::ScheduleKind::sequential, "SequentialLR",
      [](Reader& r) {

@@ -157,7 +157,8 @@ class ImageTask final : public Task {
 
 }  // namespace
 
-std::unique_ptr<Task> make_task(const TrainerConfig& config, const data::CorpusProvider& kjv_corpus) {
+std::unique_ptr<Task> make_task(const TrainerConfig& config,
+                                const data::CorpusProvider& kjv_corpus) {
   if (config.model.kind == ModelKind::gpt) return std::make_unique<TextTask>(config, kjv_corpus);
   return std::make_unique<ImageTask>(config);
 }

@@ -27,6 +27,7 @@ class Task {
 };
 
 // `kjv_corpus` supplies the KJV text when the kjv dataset is not cached yet.
-std::unique_ptr<Task> make_task(const TrainerConfig& config, const data::CorpusProvider& kjv_corpus);
+std::unique_ptr<Task> make_task(const TrainerConfig& config,
+                                const data::CorpusProvider& kjv_corpus);
 
 }  // namespace mantissa::train

@@ -19,7 +19,7 @@ using tensor::Tensor;
 std::vector<std::uint32_t> bits(const Tensor& t) {
   const std::vector<float> v = t.to_vector();
   std::vector<std::uint32_t> b(v.size());
-  std::memcpy(b.data(), v.data(), v.size() * 4);
+  std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
   return b;
 }
 

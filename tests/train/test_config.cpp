@@ -2,8 +2,11 @@
 // mutually exclusive clipping, cbfloat16 without dynamic scaling, missing file; and --set.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "mantissa/error.hpp"
 #include "mantissa/train/config.hpp"
+#include "mantissa/train/trainer.hpp"
 
 namespace mantissa::train {
 namespace {
@@ -66,8 +69,9 @@ TEST(Config, OverridesApplyBeforeValidation) {
 TEST(Config, WordsBecomeTypedValues) {
   const TrainerConfig c = parse_config(
       kBase,
-      {"trainer.init.precision.loss_scaling_factor=128", "trainer.init.precision.on_stuck=fall_back",
-       "trainer.init.precision.fp16_type=bfloat16", "trainer.init.model.activation=gelu",
+      {"trainer.init.precision.loss_scaling_factor=128",
+       "trainer.init.precision.on_stuck=fall_back", "trainer.init.precision.fp16_type=bfloat16",
+       "trainer.init.model.activation=gelu",
        "trainer.init.optimizer={SGD: {learning_rate: 0.1, momentum: 0.9, nesterov: true}}",
        "trainer.fit.train_dataloader.split=test"},
       "t");
@@ -165,6 +169,33 @@ TEST(Config, EachKindOfBadInputIsNamed) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("broken.yaml: not valid YAML"), std::string::npos);
   }
+}
+
+// Every value of each enum the config names has one word, and the word finds the value.
+template <class E, std::size_t N>
+void expect_one_word_each(const NameTable<E, N>& table, std::size_t values) {
+  std::set<std::string_view> words;
+  std::set<E> seen;
+  for (const Named<E>& n : table) {
+    words.insert(n.name);
+    seen.insert(n.value);
+    EXPECT_EQ(find_named(table, n.name), n.value) << n.name;
+    EXPECT_EQ(name_of(table, n.value), n.name);
+  }
+  EXPECT_EQ(words.size(), values);
+  EXPECT_EQ(seen.size(), values);
+}
+
+TEST(Config, NameTablesCoverTheirEnums) {
+  expect_one_word_each(kModelNames, 3);
+  expect_one_word_each(kDatasetNames, 3);
+  expect_one_word_each(kSplitNames, 3);
+  expect_one_word_each(kRunModeNames, 3);
+  expect_one_word_each(nn::kActivationNames, 2);
+  expect_one_word_each(amp::kStuckPolicyNames, 3);
+  expect_one_word_each(optim::kCyclicModeNames, 3);
+  expect_one_word_each(optim::kAnnealNames, 2);
+  EXPECT_EQ(find_named(kModelNames, "GPT"), std::nullopt);  // words are exact
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ trainer:
 std::vector<std::uint32_t> bits(const tensor::Tensor& t) {
   const std::vector<float> v = t.to_vector();
   std::vector<std::uint32_t> b(v.size());
-  std::memcpy(b.data(), v.data(), v.size() * 4);
+  std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
   return b;
 }
 

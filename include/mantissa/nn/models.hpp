@@ -68,7 +68,8 @@ class Mlp : public Module {
 };
 
 struct CnnConfig {
-  std::int64_t channels = 1, height = 28, width = 28;  // the input images' (the trainer: the dataset's)
+  std::int64_t channels = 1, height = 28,
+               width = 28;  // the input images' (the trainer: the dataset's)
   std::int64_t conv1_channels = 16, conv2_channels = 32;
   std::int64_t num_classes = 10;
   void validate() const;

@@ -83,8 +83,8 @@ constexpr double pow2(int e) {
   return v;
 }
 
-constexpr FormatTraits make_traits(Format f, std::string_view name, std::string_view dtype, Layout l,
-                                   Overflow overflow) {
+constexpr FormatTraits make_traits(Format f, std::string_view name, std::string_view dtype,
+                                   Layout l, Overflow overflow) {
   const int e_max_field = l.specials == Specials::ieee ? static_cast<int>(l.exponent_mask()) - 1
                                                        : static_cast<int>(l.exponent_mask());
   // fn formats lose the all-ones mantissa at the top exponent to NaN.

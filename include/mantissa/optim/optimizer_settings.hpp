@@ -117,9 +117,9 @@ struct NAdam : AdamCore {
   static constexpr std::string_view kName = "nadam";
   double momentum_decay = 4e-3;
   static constexpr auto numbers() {
-    return concat(adam_core_numbers<NAdam>(),
-                         std::array{NumberField<NAdam>{"momentum_decay", &NAdam::momentum_decay,
-                                                       kNonNegative}});
+    return concat(
+        adam_core_numbers<NAdam>(),
+        std::array{NumberField<NAdam>{"momentum_decay", &NAdam::momentum_decay, kNonNegative}});
   }
   static constexpr auto flags() { return no_flags<NAdam>(); }
 };

@@ -65,8 +65,8 @@ SchedulePtr cyclic(double base_lr, double max_lr, std::int64_t step_size_up,
                    double gamma = 1.0);
 // OneCycle's annealing between phase ends: half a cosine, or a straight line.
 enum class Anneal { cos, linear };
-inline constexpr NameTable<Anneal, 2> kAnnealNames = {{{"cos", Anneal::cos},
-                                                       {"linear", Anneal::linear}}};
+inline constexpr NameTable<Anneal, 2> kAnnealNames = {
+    {{"cos", Anneal::cos}, {"linear", Anneal::linear}}};
 // PyTorch OneCycleLR, with initial = max_lr / div_factor and final = initial /
 // final_div_factor; three_phase as PyTorch.
 SchedulePtr one_cycle(double max_lr, std::int64_t total_steps, double pct_start = 0.3,

@@ -38,8 +38,8 @@ inline constexpr const char* kCheckpointVersion = "mantissa-checkpoint-1";
 inline constexpr std::string_view kModelPrefix = "model.";
 inline constexpr std::string_view kOptimizerPrefix = "optimizer.";
 // `tensors` with `prefix` put before every name.
-std::map<std::string, tensor::Tensor> with_prefix(std::string_view prefix,
-                                                  const std::map<std::string, tensor::Tensor>& tensors);
+std::map<std::string, tensor::Tensor> with_prefix(
+    std::string_view prefix, const std::map<std::string, tensor::Tensor>& tensors);
 // The tensors whose names start with `prefix`, under their names without it.
 std::map<std::string, tensor::Tensor> under_prefix(
     std::string_view prefix, const std::map<std::string, tensor::Tensor>& tensors);

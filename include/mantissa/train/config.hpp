@@ -53,10 +53,10 @@ struct LoggingConfig {
 };
 
 enum class DatasetKind { kjv, text, fashion_mnist };
-inline constexpr NameTable<DatasetKind, 3> kDatasetNames = {{{"kjv", DatasetKind::kjv},
-                                                             {"text", DatasetKind::text},
-                                                             {"fashion_mnist",
-                                                              DatasetKind::fashion_mnist}}};
+inline constexpr NameTable<DatasetKind, 3> kDatasetNames = {
+    {{"kjv", DatasetKind::kjv},
+     {"text", DatasetKind::text},
+     {"fashion_mnist", DatasetKind::fashion_mnist}}};
 // Text datasets split into train and val (the held-out tail); Fashion-MNIST has train and
 // test files.
 enum class Split { train, val, test };

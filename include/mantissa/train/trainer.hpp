@@ -20,9 +20,10 @@
 namespace mantissa::train {
 
 enum class RunMode { train, eval, train_and_eval };
-inline constexpr NameTable<RunMode, 3> kRunModeNames = {{{"train", RunMode::train},
-                                                         {"eval", RunMode::eval},
-                                                         {"train_and_eval", RunMode::train_and_eval}}};
+inline constexpr NameTable<RunMode, 3> kRunModeNames = {
+    {{"train", RunMode::train},
+     {"eval", RunMode::eval},
+     {"train_and_eval", RunMode::train_and_eval}}};
 
 struct EvalResult {
   double loss = 0;        // mean of the per-step losses
