@@ -14,7 +14,8 @@ namespace mantissa::app {
 namespace {
 
 std::string resolve(const std::string& checkpoint) {
-  if (std::filesystem::is_directory(checkpoint)) {
+  std::error_code ec;  // an unreadable path falls through to the file's own error
+  if (std::filesystem::is_directory(checkpoint, ec)) {
     if (auto latest = train::latest_checkpoint(checkpoint)) return *latest;
     throw Error(checkpoint + ": no checkpoint files in this directory");
   }
