@@ -30,7 +30,7 @@ int main() {
   group.learning_rate = mantissa::optim::sequential(
       {mantissa::optim::linear(0.0, 0.05, 20), mantissa::optim::cosine_decay(0.05, 0.0, 180)},
       {20});
-  auto optimizer = mantissa::optim::make_optimizer("adamw", {group});
+  auto optimizer = mantissa::optim::make_optimizer(mantissa::optim::AdamW{}, {group});
 
   // grad_scaler = GradScaler(loss_scale="dynamic")
   mantissa::amp::GradScaler grad_scaler(

@@ -15,7 +15,6 @@ packages=(
   libfmt-dev           # formatting
   zlib1g-dev           # IDX .gz datasets
   libgtest-dev libgmock-dev libbenchmark-dev
-  libopenmpi-dev openmpi-bin   # data parallel (dist layer)
   bible-kjv            # KJV corpus (the `bible` program)
   dataset-fashion-mnist  # /usr/share/datasets/fashion-mnist/*.gz
 )

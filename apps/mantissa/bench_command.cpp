@@ -1,6 +1,7 @@
 // `mantissa bench train`: training throughput of a config (train/benchmark.hpp).
 #include <fstream>
 
+#include "bible_corpus.hpp"
 #include "commands.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/train/benchmark.hpp"
@@ -41,7 +42,8 @@ int run(BenchArgs a) {
   for (const std::string& s : precision_overrides(a)) a.overrides.push_back(s);
   const train::TrainerConfig c = train::load_config(a.config, a.overrides);
   const train::BenchResult r = train::run_train_benchmark(
-      c, a.options, [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); });
+      c, a.options, [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); },
+      bible_kjv_text);
   std::printf("%s", train::format_bench_report(r).c_str());
   if (!a.json.empty()) {
     std::ofstream f(a.json, std::ios::app);

@@ -14,7 +14,8 @@ namespace mantissa::app {
 namespace {
 
 std::string resolve(const std::string& checkpoint) {
-  if (std::filesystem::is_directory(checkpoint)) {
+  std::error_code ec;  // an unreadable path falls through to the file's own error
+  if (std::filesystem::is_directory(checkpoint, ec)) {
     if (auto latest = train::latest_checkpoint(checkpoint)) return *latest;
     throw Error(checkpoint + ": no checkpoint files in this directory");
   }
@@ -33,16 +34,14 @@ int generate(const GenerateArgs& a) {
   const train::Checkpoint ck = train::load_checkpoint(path);
   const train::TrainerConfig c =
       train::parse_config(ck.metadata.at("config"), {}, path + " (config)");
-  if (c.model.name != "gpt")
-    throw Error(path + ": generate needs a GPT checkpoint (this is " + c.model.name + ")");
+  if (c.model.kind != train::ModelKind::gpt) {
+    throw Error(path + ": generate needs a GPT checkpoint (this is " +
+                std::string(name_of(train::kModelNames, c.model.kind)) + ")");
+  }
   if (!(a.temperature >= 0)) throw Error("--temperature: must be >= 0");
   if (a.length < 1) throw Error("--length: must be >= 1");
   nn::Gpt gpt(c.model.gpt, c.seed);
-  std::map<std::string, tensor::Tensor> model;
-  for (const auto& [name, t] : ck.tensors) {
-    if (name.rfind("model.", 0) == 0) model[name.substr(6)] = t;
-  }
-  gpt.load_state_dict(model);
+  gpt.load_state_dict(train::under_prefix(train::kModelPrefix, ck.tensors));
   gpt.eval();
   autograd::NoGradGuard no_grad;
   std::vector<std::int32_t> tokens;
@@ -92,11 +91,13 @@ int inspect(const std::string& checkpoint) {
     auto it = ck.metadata.find(key);
     if (it != ck.metadata.end()) std::printf("  %-15s %s\n", key, it->second.c_str());
   }
-  std::int64_t total = 0;
   for (const auto& [name, t] : ck.tensors) {
     std::printf("  %-50s %-12s %s\n", name.c_str(), std::string(numerics::name(t.format())).c_str(),
                 t.shape().to_string().c_str());
-    if (name.rfind("model.", 0) == 0) total += t.numel();
+  }
+  std::int64_t total = 0;
+  for (const auto& [name, t] : train::under_prefix(train::kModelPrefix, ck.tensors)) {
+    total += t.numel();
   }
   std::printf("  %zu tensors, %lld model parameters\n", ck.tensors.size(),
               static_cast<long long>(total));

@@ -2,8 +2,11 @@
 #include <csignal>
 #include <filesystem>
 
+#include "bible_corpus.hpp"
 #include "commands.hpp"
+#include "mantissa/names.hpp"
 #include "mantissa/train/trainer.hpp"
+#include "terminal_events.hpp"
 
 namespace mantissa::app {
 namespace {
@@ -19,17 +22,20 @@ struct TrainArgs {
 };
 
 int run(const TrainArgs& a, const std::string& default_mode) {
+  const train::RunMode mode =
+      parse_named(train::kRunModeNames, a.mode.empty() ? default_mode : a.mode, "--mode");
   train::TrainerConfig c = train::load_config(a.config, a.overrides);
   if (c.checkpoint.dir.empty()) {
     c.checkpoint.dir = "runs/" + std::filesystem::path(a.config).stem().string();
   }
-  train::Trainer trainer(c);
+  TerminalEvents events;
+  train::Trainer trainer(c, {&events, bible_kjv_text});
   g_running = &trainer;
   std::signal(SIGINT, on_sigint);  // Ctrl-C: checkpoint at the next step, then exit
-  const std::string mode = a.mode.empty() ? default_mode : a.mode;
   const std::optional<std::string> resume =
-      a.resume.empty() ? (mode == "eval" ? std::optional<std::string>("latest") : std::nullopt)
-                       : std::optional<std::string>(a.resume);
+      a.resume.empty()
+          ? (mode == train::RunMode::eval ? std::optional<std::string>("latest") : std::nullopt)
+          : std::optional<std::string>(a.resume);
   const train::RunSummary s = trainer.run(mode, resume);
   g_running = nullptr;
   std::signal(SIGINT, SIG_DFL);

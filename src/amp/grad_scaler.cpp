@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <sstream>
 
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/grad_reductions.hpp"
+#include "mantissa/optim/clip.hpp"
 
 namespace mantissa::amp {
 namespace {
@@ -19,6 +19,11 @@ std::string num(double v) {
 }
 
 }  // namespace
+
+std::string loss_scaling_factor_error(std::string_view given) {
+  return "loss_scaling_factor: '" + std::string(given) +
+         "' is neither \"dynamic\" nor a finite number > 0";
+}
 
 GradScalerOptions GradScalerOptions::defaults_for(Format half) {
   GradScalerOptions o;
@@ -32,8 +37,7 @@ GradScalerOptions GradScalerOptions::defaults_for(Format half) {
 void GradScalerOptions::validate() const {
   auto fail = [](const std::string& m) { throw Error(m); };
   if (!dynamic && !(static_scale > 0 && std::isfinite(static_scale))) {
-    fail("loss_scaling_factor: " + num(static_scale) +
-         " must be a finite number > 0 or \"dynamic\"");
+    fail(loss_scaling_factor_error(num(static_scale)));
   }
   if (!(min_loss_scale >= 1.0 / 16384)) {
     fail("min_loss_scale: " + num(min_loss_scale) + " is below the smallest allowed, 2^-14 (" +
@@ -66,11 +70,7 @@ GradScaler::GradScaler(GradScalerOptions options) : options_(std::move(options))
 }
 
 void GradScaler::log(const std::string& line) const {
-  if (options_.log) {
-    options_.log(line);
-  } else {
-    std::fprintf(stderr, "mantissa: %s\n", line.c_str());
-  }
+  if (options_.log) options_.log(line);
 }
 
 Variable GradScaler::scale(const Variable& loss) const {
@@ -97,11 +97,8 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
       total += sum;
       if (!finite) {
         all_finite = false;
-        if (options_.attribute_overflows) {
-          nonfinite_.push_back(groups[g].names.empty()
-                                   ? "group" + std::to_string(g) + ".param" + std::to_string(i)
-                                   : groups[g].names[i]);
-        }
+        if (options_.attribute_overflows)
+          nonfinite_.push_back(optim::parameter_name(groups[g], g, i));
       }
     }
   }
@@ -113,15 +110,10 @@ double GradScaler::clip_grad_norm_(optim::Optimizer& optimizer, double max_norm)
   if (!(max_norm > 0)) throw Error("max_gradient_norm: " + num(max_norm) + " must be > 0");
   unscale_(optimizer);
   if (!finite_) return norm_;
-  const double coef = max_norm / (norm_ + 1e-6);
+  const double coef = optim::clip_coefficient(norm_, max_norm);
   if (coef < 1.0) {
-    const auto c = static_cast<float>(coef);
-    for (auto& group : optimizer.groups()) {
-      for (Variable& p : group.params) {
-        if (!p.grad().defined()) continue;
-        kernels::scale_and_sum_squares(p.mutable_grad().f32(), p.grad().numel(), c);
-      }
-    }
+    std::vector<Variable> params = optimizer.parameters();
+    optim::scale_grads_(params, coef);
   }
   return norm_;
 }

@@ -5,15 +5,6 @@
 #include "mantissa/optim/clip.hpp"
 
 namespace mantissa::amp {
-namespace {
-
-std::vector<Variable> all_params(optim::Optimizer& optimizer) {
-  std::vector<Variable> out;
-  for (const auto& g : optimizer.groups()) out.insert(out.end(), g.params.begin(), g.params.end());
-  return out;
-}
-
-}  // namespace
 
 StepReport optimizer_step(const Variable& loss, optim::Optimizer& optimizer, GradScaler* scaler,
                           std::optional<double> max_gradient_norm,
@@ -32,7 +23,7 @@ StepReport finish_step(optim::Optimizer& optimizer, GradScaler* scaler,
   kernels::ProfileScope scope(kernels::OpClass::optimizer);
   StepReport r;
   if (scaler == nullptr) {
-    std::vector<Variable> params = all_params(optimizer);
+    std::vector<Variable> params = optimizer.parameters();
     r.grad_norm = max_gradient_norm ? optim::clip_grad_norm_(params, *max_gradient_norm)
                                     : optim::grad_norm(params);
     if (max_gradient_value) optim::clip_grad_value_(params, *max_gradient_value);
@@ -43,7 +34,7 @@ StepReport finish_step(optim::Optimizer& optimizer, GradScaler* scaler,
     scaler->unscale_(optimizer);
     if (max_gradient_norm) scaler->clip_grad_norm_(optimizer, *max_gradient_norm);
     if (max_gradient_value && scaler->last_step_finite()) {
-      std::vector<Variable> params = all_params(optimizer);
+      std::vector<Variable> params = optimizer.parameters();
       optim::clip_grad_value_(params, *max_gradient_value);
     }
     r.grad_norm = scaler->last_grad_norm();

@@ -67,12 +67,14 @@ IdxArray load_idx(const std::string& path) {
     throw Error(path + ": IDX file with " + std::to_string(ndims) +
                 " dimensions (expected 1 to 4)");
   }
-  const std::size_t header = 4 + 4 * static_cast<std::size_t>(ndims);
+  // The IDX header: the 4-byte magic, then one 4-byte big-endian size per dimension.
+  constexpr std::size_t kWord = 4;
+  const std::size_t header = kWord + kWord * static_cast<std::size_t>(ndims);
   if (bytes.size() < header) throw Error(path + ": truncated IDX header");
   IdxArray a;
   std::int64_t count = 1;
   for (int i = 0; i < ndims; ++i) {
-    const unsigned char* d = b + 4 + 4 * i;
+    const unsigned char* d = b + kWord + kWord * static_cast<std::size_t>(i);
     const std::int64_t dim = (std::int64_t{d[0]} << 24) | (d[1] << 16) | (d[2] << 8) | d[3];
     if (dim <= 0)
       throw Error(path + ": IDX dimension " + std::to_string(i) + " is " + std::to_string(dim));
@@ -89,11 +91,8 @@ IdxArray load_idx(const std::string& path) {
   return a;
 }
 
-ImageDataset load_fashion_mnist(const std::string& split, const std::string& dir) {
-  if (split != "train" && split != "test") {
-    throw Error("fashion_mnist split: '" + split + "' (expected train or test)");
-  }
-  const std::string prefix = dir + "/" + (split == "train" ? "train" : "t10k");
+ImageDataset load_fashion_mnist(ImageSplit split, const std::string& dir) {
+  const std::string prefix = dir + "/" + (split == ImageSplit::train ? "train" : "t10k");
   const IdxArray images = load_idx(prefix + "-images-idx3-ubyte.gz");
   const IdxArray labels = load_idx(prefix + "-labels-idx1-ubyte.gz");
   if (images.dims.size() != 3) {
@@ -105,6 +104,7 @@ ImageDataset load_fashion_mnist(const std::string& split, const std::string& dir
                 " labels for " + std::to_string(images.dims[0]) + " images");
   }
   ImageDataset d;
+  d.channels = 1;  // grayscale
   d.height = images.dims[1];
   d.width = images.dims[2];
   const std::int64_t n = images.dims[0], pixels = d.height * d.width;

@@ -59,7 +59,8 @@ ImageBatch ImageLoader::next() {
   const float* src = data_.images.f32();
   for (std::int64_t i = 0; i < count; ++i) {
     const std::int64_t e = order_[static_cast<std::size_t>(state_.position + i)];
-    std::memcpy(b.x.f32() + i * pixels, src + e * pixels, static_cast<std::size_t>(pixels) * 4);
+    std::memcpy(b.x.f32() + i * pixels, src + e * pixels,
+                static_cast<std::size_t>(pixels) * sizeof(float));
     b.y.push_back(data_.labels[static_cast<std::size_t>(e)]);
   }
   state_.position += count;

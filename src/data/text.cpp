@@ -1,4 +1,3 @@
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -28,33 +27,35 @@ ByteText load_text_file(const std::string& path) {
   return from_bytes(s.str(), path);
 }
 
-ByteText load_kjv(const std::string& data_dir) {
+ByteText load_kjv(const std::string& data_dir, const CorpusProvider& provider) {
   namespace fs = std::filesystem;
   const fs::path cache = fs::path(data_dir) / "kjv.txt";
-  if (fs::exists(cache) && fs::file_size(cache) > 0) return load_text_file(cache.string());
-  fs::create_directories(data_dir);
-  FILE* p = popen("bible Gen1:1-Rev22:21 2>/dev/null", "r");
-  std::string text;
-  if (p != nullptr) {
-    char buf[1 << 16];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) text.append(buf, n);
-    const int status = pclose(p);
-    if (status != 0) text.clear();
+  std::error_code ec;
+  if (fs::exists(cache, ec) && fs::file_size(cache, ec) > 0 && !ec) {
+    return load_text_file(cache.string());
   }
+  if (!provider) {
+    throw Error("KJV corpus: " + cache.string() +
+                " is not there and no corpus provider was given (the mantissa program supplies "
+                "one that runs `bible` from Debian's bible-kjv)");
+  }
+  const std::string text = provider();
   if (text.size() < 1000000) {
-    throw Error(
-        "KJV corpus: the `bible` program gave no text (install Debian's bible-kjv: "
-        "apt-get install bible-kjv, or run scripts/install-deps.sh)");
+    throw Error("KJV corpus: the provider gave " + std::to_string(text.size()) +
+                " bytes, not the whole Bible");
   }
   // Written to a temporary name and renamed, so a cut-off run leaves no half cache.
   const fs::path tmp = cache.string() + ".tmp";
+  fs::create_directories(data_dir, ec);
+  if (ec) throw Error(data_dir + ": cannot create the data directory (" + ec.message() + ")");
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     if (!out) throw Error(tmp.string() + ": write failed");
   }
-  fs::rename(tmp, cache);
+  fs::rename(tmp, cache, ec);
+  if (ec)
+    throw Error(cache.string() + ": cannot rename the cache into place (" + ec.message() + ")");
   return from_bytes(text, cache.string());
 }
 

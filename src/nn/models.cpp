@@ -78,9 +78,6 @@ void MlpConfig::validate() const {
   positive(input_size, "input_size");
   positive(num_classes, "num_classes");
   for (std::int64_t h : hidden_sizes) positive(h, "hidden_sizes");
-  if (activation != "relu" && activation != "gelu") {
-    throw Error("model.activation: '" + activation + "' (expected one of: relu, gelu)");
-  }
 }
 
 Mlp::Mlp(const MlpConfig& c, std::uint64_t seed) : config_(c) {
@@ -103,7 +100,8 @@ Variable Mlp::logits(const Variable& x) {
   Variable h = x;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     h = layers_[i]->forward(h);
-    if (i + 1 < layers_.size()) h = config_.activation == "relu" ? ag::relu(h) : ag::gelu(h);
+    if (i + 1 < layers_.size())
+      h = config_.activation == Activation::relu ? ag::relu(h) : ag::gelu(h);
   }
   return h;
 }

@@ -19,14 +19,23 @@ std::optional<Format> parse_format(std::string_view name) {
   return std::nullopt;
 }
 
-std::string_view format_names() {
-  return "float32, float16, bfloat16, cbfloat16, float8_e4m3, float8_e5m2";
+std::string format_names() {
+  std::string out;
+  for (const auto& t : kFormatTable) out += (out.empty() ? "" : ", ") + std::string(t.name);
+  return out;
+}
+
+std::optional<Format> format_of_safetensors_dtype(std::string_view dtype) {
+  for (const auto& t : kFormatTable) {
+    if (!t.safetensors_dtype.empty() && t.safetensors_dtype == dtype) return t.format;
+  }
+  return std::nullopt;
 }
 
 Format parse_format_or_throw(std::string_view name, std::string_view what) {
   if (auto f = parse_format(name)) return *f;
   throw Error(std::string(what) + ": unknown format '" + std::string(name) +
-              "' (expected one of: " + std::string(format_names()) + ")");
+              "' (expected one of: " + format_names() + ")");
 }
 
 }  // namespace mantissa::numerics

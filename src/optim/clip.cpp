@@ -18,20 +18,26 @@ double grad_norm(const std::vector<autograd::Variable>& params) {
   return std::sqrt(sum);
 }
 
+double clip_coefficient(double norm, double max_norm) {
+  return std::min(max_norm / (norm + 1e-6), 1.0);
+}
+
+void scale_grads_(std::vector<autograd::Variable>& params, double coefficient) {
+  const auto c = static_cast<float>(coefficient);
+  for (autograd::Variable& p : params) {
+    if (!p.grad().defined()) continue;
+    kernels::scale_and_sum_squares(p.mutable_grad().f32(), p.grad().numel(), c);
+  }
+}
+
 double clip_grad_norm_(std::vector<autograd::Variable>& params, double max_norm) {
   if (!(max_norm > 0)) {
     throw Error("max_gradient_norm: " + std::to_string(max_norm) + " must be > 0");
   }
   const double norm = grad_norm(params);
   if (!std::isfinite(norm)) return norm;
-  const double coef = max_norm / (norm + 1e-6);
-  if (coef < 1.0) {
-    const auto c = static_cast<float>(coef);
-    for (autograd::Variable& p : params) {
-      if (!p.grad().defined()) continue;
-      kernels::scale_and_sum_squares(p.mutable_grad().f32(), p.grad().numel(), c);
-    }
-  }
+  const double coef = clip_coefficient(norm, max_norm);
+  if (coef < 1.0) scale_grads_(params, coef);
   return norm;
 }
 

@@ -1,7 +1,9 @@
 #pragma once
-// Internal: the optimizer classes' shared shape, and their factories for the registry.
-#include <functional>
-#include <memory>
+// Internal: what each optimizer defines for its settings struct S, found by overloading:
+//   void update(const S&, const UpdateArgs&);                            the update rule
+//   std::vector<std::string> state_names(const S&, const Variable&);     its state tensors
+//   Tensor init_state(const S&, std::size_t index, const Variable&);     (optional: zeros)
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -9,30 +11,46 @@
 
 namespace mantissa::optim::detail {
 
-// An optimizer defined by its name, hyperparameters, state names and update function.
-using UpdateFn =
-    std::function<void(const std::function<double(const std::string&)>& hyper, float* p,
-                       const float* g, std::vector<Tensor>& state, std::int64_t n, double lr,
-                       double wd, std::int64_t step, const Variable& param)>;
-using InitFn = std::function<Tensor(const std::string& state_name, const Variable& param,
-                                    const std::function<double(const std::string&)>& hyper)>;
-using StateNamesFn = std::function<std::vector<std::string>(const Variable& param)>;
-
-struct Definition {
-  std::string name;
-  std::vector<HyperSpec> hyperparameters;
-  StateNamesFn state_names;
-  UpdateFn update;
-  InitFn init;  // may be empty: zeros
+// One parameter's update: its values, gradient and state tensors, and this step's numbers.
+struct UpdateArgs {
+  float* p;
+  const float* g;
+  std::vector<Tensor>& state;
+  std::int64_t n;
+  double lr;
+  double wd;
+  std::int64_t step;  // 1 for the first update
+  const Variable& param;
 };
 
-std::vector<Definition> sgd_family();
-std::vector<Definition> adam_family();
-std::vector<Definition> adaptive_family();
-std::vector<Definition> sign_and_factored_family();
+#define MANTISSA_OPTIMIZER_RULES(S)             \
+  void update(const S& s, const UpdateArgs& a); \
+  std::vector<std::string> state_names(const S& s, const Variable& param);
+MANTISSA_OPTIMIZER_RULES(Sgd)
+MANTISSA_OPTIMIZER_RULES(Asgd)
+MANTISSA_OPTIMIZER_RULES(Adam)
+MANTISSA_OPTIMIZER_RULES(AdamW)
+MANTISSA_OPTIMIZER_RULES(Adamax)
+MANTISSA_OPTIMIZER_RULES(NAdam)
+MANTISSA_OPTIMIZER_RULES(RAdam)
+MANTISSA_OPTIMIZER_RULES(Lamb)
+MANTISSA_OPTIMIZER_RULES(Adagrad)
+MANTISSA_OPTIMIZER_RULES(Adadelta)
+MANTISSA_OPTIMIZER_RULES(RmsProp)
+MANTISSA_OPTIMIZER_RULES(Rprop)
+MANTISSA_OPTIMIZER_RULES(Lion)
+MANTISSA_OPTIMIZER_RULES(Adafactor)
+#undef MANTISSA_OPTIMIZER_RULES
 
-inline StateNamesFn fixed_states(std::vector<std::string> names) {
-  return [names](const Variable&) { return names; };
+// Optimizers whose state does not start at zero.
+Tensor init_state(const Asgd& s, std::size_t index, const Variable& param);
+Tensor init_state(const NAdam& s, std::size_t index, const Variable& param);
+Tensor init_state(const Adagrad& s, std::size_t index, const Variable& param);
+Tensor init_state(const Adafactor& s, std::size_t index, const Variable& param);
+// Every other optimizer: zeros of the parameter's shape.
+template <class S>
+Tensor init_state(const S&, std::size_t, const Variable& param) {
+  return Tensor::zeros(param.shape());
 }
 
 }  // namespace mantissa::optim::detail

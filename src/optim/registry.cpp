@@ -1,71 +1,164 @@
-// make_optimizer: every optimizer by name, built from its Definition.
+// make_optimizer and the settings' names and checks: every optimizer is one alternative of
+// OptimizerSettings, and this file turns each into its Optimizer.
+#include <cmath>
+#include <sstream>
+
 #include "mantissa/error.hpp"
 #include "optimizer_impl.hpp"
 
 namespace mantissa::optim {
 namespace {
 
-const std::vector<detail::Definition>& definitions() {
-  static const std::vector<detail::Definition> all = [] {
-    std::vector<detail::Definition> d;
-    for (auto family : {detail::sgd_family, detail::adam_family, detail::adaptive_family,
-                        detail::sign_and_factored_family}) {
-      for (auto& def : family()) d.push_back(std::move(def));
-    }
-    return d;
-  }();
-  return all;
+std::string num(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
 }
 
-const detail::Definition& find(const std::string& name) {
-  for (const auto& d : definitions()) {
-    if (d.name == name) return d;
+template <class S>
+concept HasWeightDecay = requires(const S& s) {
+  s.weight_decay;
+};
+template <class S>
+concept HasCheck = requires(const S& s) {
+  s.check();
+};
+
+template <class S>
+double default_weight_decay(const S& s) {
+  if constexpr (HasWeightDecay<S>) {
+    return s.weight_decay;
+  } else {
+    return 0.0;
   }
-  std::string allowed;
-  for (const auto& n : optimizer_names()) allowed += (allowed.empty() ? "" : ", ") + n;
-  throw Error("optimizer: unknown name '" + name + "' (expected one of: " + allowed + ")");
 }
 
-class Defined final : public Optimizer {
+template <class S>
+void validate_fields(const S& s) {
+  S copy = s;
+  for_each_field(
+      copy,
+      [](std::string_view name, double v, const Range& r) {
+        if (!r.contains(v)) {
+          throw Error(std::string(name) + ": " + num(v) + " must be " + r.describe());
+        }
+      },
+      [](std::string_view, bool) {});
+  if constexpr (HasCheck<S>) s.check();
+}
+
+// The optimizer for settings S: each group keeps its own copy of S.
+template <class S>
+class TypedOptimizer final : public Optimizer {
  public:
-  Defined(const detail::Definition& def, std::vector<ParamGroup> groups)
-      : Optimizer(std::move(groups), def.hyperparameters), def_(def) {}
-  std::string name() const override { return def_.name; }
+  TypedOptimizer(const S& settings, std::vector<S> per_group, std::vector<ParamGroup> groups)
+      : Optimizer(settings, std::move(groups)), per_group_(std::move(per_group)) {}
 
  protected:
-  void update(Variable& param, std::vector<Tensor>& state, const ParamGroup& group, double lr,
-              double wd, std::int64_t step_number) override {
-    const auto h = [&](const std::string& n) { return hyper(group, n); };
-    def_.update(h, param.mutable_value().f32(), param.grad().f32(), state, param.value().numel(),
-                lr, wd, step_number, param);
+  void update(Variable& param, std::vector<Tensor>& state, std::size_t g, double lr, double wd,
+              std::int64_t step_number) override {
+    detail::update(per_group_[g], {param.mutable_value().f32(), param.grad().f32(), state,
+                                   param.value().numel(), lr, wd, step_number, param});
   }
   std::vector<std::string> state_names(const Variable& param) const override {
-    return def_.state_names(param);
+    return detail::state_names(per_group_.front(), param);
   }
-  Tensor init_state(const std::string& state_name, const Variable& param,
-                    const ParamGroup& group) const override {
-    if (!def_.init) return Optimizer::init_state(state_name, param, group);
-    return def_.init(state_name, param, [&](const std::string& n) { return hyper(group, n); });
+  Tensor init_state(std::size_t index, const Variable& param, std::size_t g) const override {
+    return detail::init_state(per_group_[g], index, param);
   }
 
  private:
-  const detail::Definition& def_;
+  std::vector<S> per_group_;
 };
+
+template <class S>
+std::unique_ptr<Optimizer> make_typed(const S& settings, std::vector<ParamGroup> groups) {
+  std::vector<S> per_group;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    ParamGroup& group = groups[g];
+    const S* own = group.settings ? std::get_if<S>(&*group.settings) : &settings;
+    if (own == nullptr) {
+      throw Error("optimizer " + std::string(S::kName) + ": parameter group " + std::to_string(g) +
+                  " has settings of " + std::string(optimizer_name(*group.settings)));
+    }
+    try {
+      validate_fields(*own);
+    } catch (const Error& e) {
+      throw Error("optimizer " + std::string(S::kName) + ": " + e.what());
+    }
+    per_group.push_back(*own);
+    if (!group.weight_decay) group.weight_decay = constant(default_weight_decay(*own));
+  }
+  return std::make_unique<TypedOptimizer<S>>(settings, std::move(per_group), std::move(groups));
+}
+
+template <std::size_t... I>
+std::vector<std::string_view> names_of_alternatives(std::index_sequence<I...>) {
+  return {std::variant_alternative_t<I, OptimizerSettings>::kName...};
+}
+
+template <std::size_t... I>
+std::optional<OptimizerSettings> defaults_named(std::string_view name, std::index_sequence<I...>) {
+  std::optional<OptimizerSettings> out;
+  ((std::variant_alternative_t<I, OptimizerSettings>::kName == name
+        ? (void)out.emplace(std::in_place_index<I>)
+        : (void)0),
+   ...);
+  return out;
+}
+
+constexpr auto kAlternatives = std::make_index_sequence<std::variant_size_v<OptimizerSettings>>();
 
 }  // namespace
 
-std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<ParamGroup> groups) {
-  return std::make_unique<Defined>(find(name), std::move(groups));
+bool Range::contains(double v) const {
+  return (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
 }
 
-std::vector<HyperSpec> optimizer_hyperparameters(const std::string& name) {
-  return find(name).hyperparameters;
+std::string Range::describe() const {
+  const bool low = std::isfinite(lo), high = std::isfinite(hi);
+  if (low && high) {
+    return std::string("in ") + (lo_open ? "(" : "[") + num(lo) + ", " + num(hi) +
+           (hi_open ? ")" : "]");
+  }
+  if (low) return (lo_open ? "> " : ">= ") + num(lo);
+  if (high) return (hi_open ? "< " : "<= ") + num(hi);
+  return "a number";
 }
 
-std::vector<std::string> optimizer_names() {
-  std::vector<std::string> names;
-  for (const auto& d : definitions()) names.push_back(d.name);
-  return names;
+void Sgd::check() const {
+  if (nesterov && !(momentum > 0 && dampening == 0)) {
+    throw Error("nesterov: needs momentum > 0 and dampening 0 (got momentum " + num(momentum) +
+                ", dampening " + num(dampening) + ")");
+  }
+}
+
+void Rprop::check() const {
+  if (step_size_min > step_size_max) {
+    throw Error("step_size_min: " + num(step_size_min) + " must be <= step_size_max (" +
+                num(step_size_max) + ")");
+  }
+}
+
+std::string_view optimizer_name(const OptimizerSettings& settings) {
+  return std::visit([](const auto& s) { return std::decay_t<decltype(s)>::kName; }, settings);
+}
+
+std::vector<std::string_view> optimizer_names() {
+  return names_of_alternatives(kAlternatives);
+}
+
+std::optional<OptimizerSettings> default_settings(std::string_view name) {
+  return defaults_named(name, kAlternatives);
+}
+
+void validate(const OptimizerSettings& settings) {
+  std::visit([](const auto& s) { validate_fields(s); }, settings);
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerSettings& settings,
+                                          std::vector<ParamGroup> groups) {
+  return std::visit([&](const auto& s) { return make_typed(s, std::move(groups)); }, settings);
 }
 
 }  // namespace mantissa::optim

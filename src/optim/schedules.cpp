@@ -176,10 +176,8 @@ SchedulePtr multiplicative(double initial, double coefficient) {
 }
 
 SchedulePtr cyclic(double base_lr, double max_lr, std::int64_t step_size_up,
-                   std::int64_t step_size_down, const std::string& mode, double gamma) {
+                   std::int64_t step_size_down, CyclicMode mode, double gamma) {
   require(step_size_up > 0, "Cyclic", "step_size_up must be > 0");
-  require(mode == "triangular" || mode == "triangular2" || mode == "exp_range", "Cyclic",
-          "mode '" + mode + "' (expected one of: triangular, triangular2, exp_range)");
   const std::int64_t down = step_size_down > 0 ? step_size_down : step_size_up;
   const double total = static_cast<double>(step_size_up + down);
   const double ratio = static_cast<double>(step_size_up) / total;
@@ -190,20 +188,18 @@ SchedulePtr cyclic(double base_lr, double max_lr, std::int64_t step_size_up,
         const double scale_factor = x <= ratio ? x / ratio : (x - 1.0) / (ratio - 1.0);
         const double height = (max_lr - base_lr) * scale_factor;
         double f = 1.0;
-        if (mode == "triangular2") f = 1.0 / std::pow(2.0, cycle - 1.0);
-        if (mode == "exp_range") f = std::pow(gamma, static_cast<double>(s));
+        if (mode == CyclicMode::triangular2) f = 1.0 / std::pow(2.0, cycle - 1.0);
+        if (mode == CyclicMode::exp_range) f = std::pow(gamma, static_cast<double>(s));
         return base_lr + height * f;
       },
-      "Cyclic(" + num(base_lr) + " .. " + num(max_lr) + ", " + mode + ")");
+      "Cyclic(" + num(base_lr) + " .. " + num(max_lr) + ", " +
+          std::string(name_of(kCyclicModeNames, mode)) + ")");
 }
 
-SchedulePtr one_cycle(double max_lr, std::int64_t total_steps, double pct_start,
-                      const std::string& anneal, double div_factor, double final_div_factor,
-                      bool three_phase) {
+SchedulePtr one_cycle(double max_lr, std::int64_t total_steps, double pct_start, Anneal anneal,
+                      double div_factor, double final_div_factor, bool three_phase) {
   require(total_steps > 0, "OneCycle", "total_steps must be > 0");
   require(pct_start > 0 && pct_start < 1, "OneCycle", "pct_start must be in (0, 1)");
-  require(anneal == "cos" || anneal == "linear", "OneCycle",
-          "anneal_strategy '" + anneal + "' (expected cos or linear)");
   const double initial = max_lr / div_factor, final_lr = initial / final_div_factor;
   struct Phase {
     double end_step, start, end;
@@ -217,7 +213,7 @@ SchedulePtr one_cycle(double max_lr, std::int64_t total_steps, double pct_start,
   } else {
     phases = {{up, initial, max_lr}, {static_cast<double>(total_steps) - 1.0, max_lr, final_lr}};
   }
-  const bool cos = anneal == "cos";
+  const bool cos = anneal == Anneal::cos;
   return make(
       [=](std::int64_t s) {
         if (s >= total_steps) {

@@ -5,30 +5,22 @@
 namespace mantissa::precision {
 namespace {
 thread_local Policy t_policy;
-constexpr std::string_view kRouteNames[] = {"automatic", "fp32", "native_bf16"};
 }  // namespace
 
-std::string_view route_name(MatmulRoute route) {
-  return kRouteNames[static_cast<int>(route)];
-}
-
-MatmulRoute parse_route(std::string_view name, std::string_view what) {
-  for (int i = 0; i < 3; ++i) {
-    if (name == kRouteNames[i]) return static_cast<MatmulRoute>(i);
-  }
-  throw Error(std::string(what) + ": '" + std::string(name) +
-              "' (expected one of: automatic, fp32, native_bf16)");
+std::string fp16_type_error(std::string_view given) {
+  std::string names;
+  for (Format h : kHalfFormats)
+    names += (names.empty() ? "" : ", ") + std::string(numerics::name(h));
+  return "fp16_type: '" + std::string(given) + "' (expected one of: " + names + ")";
 }
 
 void Policy::validate() const {
-  if (half != Format::float32 && half != Format::float16 && half != Format::bfloat16 &&
-      half != Format::cbfloat16) {
-    throw Error("fp16_type: '" + std::string(numerics::name(half)) +
-                "' is not a half format (expected one of: float16, bfloat16, cbfloat16)");
+  if (half != Format::float32 && !is_half_format(half)) {
+    throw Error(fp16_type_error(numerics::name(half)));
   }
   if (opt_level < 0 || opt_level > 2) {
     throw Error("precision_opt_level: " + std::to_string(opt_level) +
-                " is out of range (expected one of: 0, 1, 2)");
+                " (expected one of: 0, 1, 2)");
   }
 }
 

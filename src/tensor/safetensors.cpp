@@ -14,31 +14,20 @@ namespace {
 
 using json = nlohmann::json;
 
-const char* dtype_of(Format f) {
-  switch (f) {
-    case Format::float32:
-    case Format::cbfloat16:
-      return "F32";
-    case Format::float16:
-      return "F16";
-    case Format::bfloat16:
-      return "BF16";
-    case Format::float8_e4m3:
-      return "F8_E4M3";
-    case Format::float8_e5m2:
-      return "F8_E5M2";
-  }
-  return "F32";
+// Formats without a safetensors dtype (cbfloat16) are written as their float32 values.
+Format stored_format(Format f) {
+  return numerics::traits(f).safetensors_dtype.empty() ? Format::float32 : f;
 }
 
 Format format_of(const std::string& dtype, const std::string& what, const std::string& name) {
-  if (dtype == "F32") return Format::float32;
-  if (dtype == "F16") return Format::float16;
-  if (dtype == "BF16") return Format::bfloat16;
-  if (dtype == "F8_E4M3") return Format::float8_e4m3;
-  if (dtype == "F8_E5M2") return Format::float8_e5m2;
+  if (const std::optional<Format> f = numerics::format_of_safetensors_dtype(dtype)) return *f;
+  std::string dtypes;
+  for (const auto& t : numerics::kFormatTable) {
+    if (!t.safetensors_dtype.empty())
+      dtypes += (dtypes.empty() ? "" : ", ") + std::string(t.safetensors_dtype);
+  }
   throw Error(what + ": tensor '" + name + "' has unsupported dtype '" + dtype +
-              "' (expected F32, F16, BF16, F8_E4M3 or F8_E5M2)");
+              "' (expected one of: " + dtypes + ")");
 }
 
 }  // namespace
@@ -48,10 +37,10 @@ std::string encode_safetensors(const std::map<std::string, Tensor>& tensors,
   json header = json::object();
   std::string data;
   for (const auto& [name, t0] : tensors) {
-    const Tensor t = t0.format() == Format::cbfloat16 ? t0.to(Format::float32) : t0.contiguous();
+    const Tensor t = t0.to(stored_format(t0.format()));
     const std::size_t bytes = static_cast<std::size_t>(t.numel()) * t.element_bytes();
     std::vector<std::int64_t> shape(t.shape().begin(), t.shape().end());
-    header[name] = {{"dtype", dtype_of(t.format())},
+    header[name] = {{"dtype", numerics::traits(t.format()).safetensors_dtype},
                     {"shape", shape},
                     {"data_offsets", {data.size(), data.size() + bytes}}};
     data.append(static_cast<const char*>(t.raw_data()), bytes);

@@ -239,7 +239,7 @@ void Tensor::copy_from(const Tensor& src) {
   for_each_offset(shape_, strides_, offset_, [&](std::int64_t i, std::int64_t off) {
     const float v = values[static_cast<std::size_t>(i)];
     if (format_ == Format::float32) {
-      std::memcpy(base + off * 4, &v, 4);
+      std::memcpy(base + off * sizeof(float), &v, sizeof(float));
     } else {
       const std::uint32_t b = numerics::encode(v, l, numerics::Rounding::nearest_even, o);
       std::memcpy(base + off * eb, &b, static_cast<std::size_t>(eb));

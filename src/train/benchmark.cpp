@@ -63,6 +63,18 @@ double measure_gemm_peak(const precision::Policy& policy) {
   return s.flops() / best / 1e9;
 }
 
+// The trainer's news lines (skipped steps, ignored settings) go where the step lines go.
+class ForwardMessages final : public TrainerEvents {
+ public:
+  explicit ForwardMessages(const std::function<void(const std::string&)>& to) : to_(to) {}
+  void message(const std::string& line) override {
+    if (to_) to_(line);
+  }
+
+ private:
+  const std::function<void(const std::string&)>& to_;
+};
+
 std::string fixed(double v, int decimals) {
   return fmt::format("{:.{}f}", v, decimals);
 }
@@ -73,19 +85,20 @@ double training_flops_per_step(const TrainerConfig& c, std::int64_t parameters) 
   const double p = static_cast<double>(parameters);
   const double per_batch = static_cast<double>(c.train_data.batch_size);
   const double accum = static_cast<double>(c.loop.grad_accum_steps);
-  if (c.model.name == "gpt") {
+  if (c.model.kind == ModelKind::gpt) {
     const double t = static_cast<double>(c.train_data.context);
     const double tokens = per_batch * t;
     return accum * (6.0 * p * tokens + 12.0 * static_cast<double>(c.model.gpt.num_hidden_layers) *
                                            static_cast<double>(c.model.gpt.hidden_size) * t * t *
                                            per_batch);
   }
-  if (c.model.name == "mlp") return accum * 6.0 * p * per_batch;
+  if (c.model.kind == ModelKind::mlp) return accum * 6.0 * p * per_batch;
   return 0;
 }
 
 BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
-                                const std::function<void(const std::string&)>& progress) {
+                                const std::function<void(const std::string&)>& progress,
+                                const data::CorpusProvider& kjv_corpus) {
   if (o.steps < 1)
     throw Error("bench: --steps must be at least 1 (got " + std::to_string(o.steps) + ")");
   if (o.warmup < 0)
@@ -94,9 +107,10 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
     if (progress) progress(line);
   };
   config.loop.max_steps = o.warmup + o.steps;
-  Trainer trainer(config, progress);
+  ForwardMessages messages(progress);
+  Trainer trainer(config, {&messages, kjv_corpus});
   BenchResult r;
-  r.model = config.model.name;
+  r.model = std::string(name_of(kModelNames, config.model.kind));
   r.precision = trainer.policy().describe();
   r.unit = trainer.item_unit();
   r.parameters = trainer.parameter_count();

@@ -41,6 +41,11 @@ void sync_dir(const std::string& dir) {
   }
 }
 
+// std::filesystem failures become mantissa::Error naming the path and the operation.
+void check(const std::error_code& ec, const std::string& path, const char* what) {
+  if (ec) throw Error(path + ": cannot " + what + " (" + ec.message() + ")");
+}
+
 bool is_checkpoint(const fs::path& p) {
   const std::string n = p.filename().string();
   return n.rfind("ckpt-", 0) == 0 && p.extension() == ".safetensors";
@@ -48,8 +53,26 @@ bool is_checkpoint(const fs::path& p) {
 
 }  // namespace
 
+std::map<std::string, tensor::Tensor> with_prefix(
+    std::string_view prefix, const std::map<std::string, tensor::Tensor>& tensors) {
+  std::map<std::string, tensor::Tensor> out;
+  for (const auto& [name, t] : tensors) out[std::string(prefix) + name] = t;
+  return out;
+}
+
+std::map<std::string, tensor::Tensor> under_prefix(
+    std::string_view prefix, const std::map<std::string, tensor::Tensor>& tensors) {
+  std::map<std::string, tensor::Tensor> out;
+  for (const auto& [name, t] : tensors) {
+    if (name.starts_with(prefix)) out[name.substr(prefix.size())] = t;
+  }
+  return out;
+}
+
 std::string save_checkpoint(const std::string& dir, std::int64_t step, const Checkpoint& ckpt) {
-  fs::create_directories(dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  check(ec, dir, "create the checkpoint directory");
   char name[64];
   std::snprintf(name, sizeof(name), "ckpt-%08lld.safetensors", static_cast<long long>(step));
   const std::string path = (fs::path(dir) / name).string();
@@ -57,7 +80,8 @@ std::string save_checkpoint(const std::string& dir, std::int64_t step, const Che
   std::map<std::string, std::string> metadata = ckpt.metadata;
   metadata["format"] = kCheckpointVersion;
   write_all_synced(tmp, tensor::encode_safetensors(ckpt.tensors, metadata));
-  fs::rename(tmp, path);  // atomic: readers see the old file set or the new one
+  fs::rename(tmp, path, ec);  // atomic: readers see the old file set or the new one
+  check(ec, path, "rename the new checkpoint into place");
   sync_dir(dir);
   return path;
 }
@@ -78,10 +102,12 @@ Checkpoint load_checkpoint(const std::string& path) {
 
 std::vector<std::string> list_checkpoints(const std::string& dir) {
   std::vector<std::string> out;
-  if (!fs::is_directory(dir)) return out;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.is_regular_file() && is_checkpoint(e.path())) out.push_back(e.path().string());
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_regular_file(ec) && is_checkpoint(it->path())) out.push_back(it->path().string());
   }
+  check(ec, dir, "list the checkpoints");
   std::sort(out.begin(), out.end());  // zero-padded steps sort by name
   return out;
 }
@@ -94,7 +120,11 @@ std::optional<std::string> latest_checkpoint(const std::string& dir) {
 
 void apply_retention(const std::string& dir, std::int64_t keep) {
   auto all = list_checkpoints(dir);
-  for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < all.size(); ++i) fs::remove(all[i]);
+  for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < all.size(); ++i) {
+    std::error_code ec;
+    fs::remove(all[i], ec);
+    check(ec, all[i], "delete the old checkpoint");
+  }
 }
 
 }  // namespace mantissa::train

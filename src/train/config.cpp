@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <variant>
 
 #include "config_internal.hpp"
 
@@ -54,8 +56,8 @@ std::int64_t positive(Reader& r, const std::string& key, std::int64_t fallback,
 
 ModelConfig parse_model(Reader r) {
   ModelConfig m;
-  m.name = r.require<std::string>("name", "a string (gpt, mlp or cnn)");
-  if (m.name == "gpt") {
+  m.kind = r.require_named("name", kModelNames);
+  if (m.kind == ModelKind::gpt) {
     nn::GptConfig& g = m.gpt;
     g.vocab_size = positive(r, "vocab_size", g.vocab_size);
     g.max_position_embeddings = positive(r, "max_position_embeddings", g.max_position_embeddings);
@@ -67,7 +69,7 @@ ModelConfig parse_model(Reader r) {
     g.tie_embeddings = r.get<bool>("tie_embeddings", g.tie_embeddings, kBool);
     g.init_std = static_cast<float>(r.get<double>("initializer_range", g.init_std, kNum));
     g.validate();
-  } else if (m.name == "mlp") {
+  } else if (m.kind == ModelKind::mlp) {
     nn::MlpConfig& c = m.mlp;
     c.input_size = positive(r, "input_size", c.input_size);
     if (r.has("hidden_sizes")) {
@@ -80,65 +82,91 @@ ModelConfig parse_model(Reader r) {
       }
     }
     c.num_classes = positive(r, "num_classes", c.num_classes);
-    c.activation = r.get<std::string>("activation", c.activation, kStr);
+    c.activation = r.get_named("activation", c.activation, nn::kActivationNames);
     c.validate();
-  } else if (m.name == "cnn") {
+  } else {
     nn::CnnConfig& c = m.cnn;
     c.conv1_channels = positive(r, "conv1_channels", c.conv1_channels);
     c.conv2_channels = positive(r, "conv2_channels", c.conv2_channels);
     c.num_classes = positive(r, "num_classes", c.num_classes);
     c.validate();
-  } else {
-    throw Error(r.key_path("name") + ": '" + m.name + "' (expected one of: gpt, mlp, cnn)");
   }
   r.finish();
   return m;
 }
 
+std::string optimizer_names_text() {
+  std::string s;
+  for (std::string_view n : optim::optimizer_names()) s += (s.empty() ? "" : ", ") + std::string(n);
+  return s;
+}
+
+// {Name: {learning_rate, <the optimizer's fields>}}: the settings struct's field table says
+// which keys exist and what each takes.
 OptimizerConfig parse_optimizer_node(const YAML::Node& node, const std::string& path) {
   if (!node || !node.IsMap() || node.size() != 1) {
     throw Error(path + ": expected one optimizer, as {AdamW: {learning_rate: ..., ...}} (names: " +
-                [] {
-                  std::string s;
-                  for (const auto& n : optim::optimizer_names()) s += (s.empty() ? "" : ", ") + n;
-                  return s;
-                }() +
-                ")");
+                optimizer_names_text() + ")");
   }
-  OptimizerConfig o;
-  std::string name = node.begin()->first.as<std::string>();
+  const std::string key = node.begin()->first.as<std::string>();
+  std::string name = key;
   std::transform(name.begin(), name.end(), name.begin(),
                  [](unsigned char c) { return std::tolower(c); });
-  o.name = name;
-  Reader r(node.begin()->second, path + "." + node.begin()->first.as<std::string>());
-  std::vector<optim::HyperSpec> specs;
-  try {
-    specs = optim::optimizer_hyperparameters(name);
-  } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
+  const std::optional<optim::OptimizerSettings> defaults = optim::default_settings(name);
+  if (!defaults) {
+    throw Error(path + ": unknown name '" + name + "' (expected one of: " + optimizer_names_text() +
+                ")");
   }
+  OptimizerConfig o{*defaults};
+  Reader r(node.begin()->second, path + "." + key);
   o.learning_rate = r.get<double>("learning_rate", o.learning_rate, kNum);
-  for (const auto& s : specs) {
-    if (r.has(s.name)) {
-      const YAML::Node v = r.raw(s.name);
-      if (v.IsScalar() && (v.Scalar() == "true" || v.Scalar() == "false")) {
-        o.hyperparameters[s.name] = v.Scalar() == "true" ? 1.0 : 0.0;
-      } else {
-        o.hyperparameters[s.name] = Reader::as<double>(v, r.key_path(s.name), kNum);
-      }
-    }
-  }
+  std::visit(
+      [&](auto& s) {
+        optim::for_each_field(
+            s,
+            [&](std::string_view field, double& v, const optim::Range&) {
+              v = r.get<double>(std::string(field), v, kNum);
+            },
+            [&](std::string_view field, bool& v) {
+              v = r.get<bool>(std::string(field), v, kBool);
+            });
+      },
+      o.settings);
   r.finish();
+  try {
+    optim::validate(o.settings);
+  } catch (const Error& e) {
+    throw Error(r.path() + "." + e.what());
+  }
   return o;
+}
+
+// loss_scaling_factor: "dynamic" or a number (static scaling; its range is the scaler's rule).
+amp::LossScaling parse_loss_scaling(const std::string& text, const std::string& path) {
+  if (text == "dynamic") return amp::DynamicLossScaling{};
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size()) {
+    throw Error(path + "." + amp::loss_scaling_factor_error(text));
+  }
+  return amp::StaticLossScaling{v};
 }
 
 amp::MixedPrecision parse_precision(Reader r) {
   amp::MixedPrecision m;
   m.enabled = r.get<bool>("enabled", m.enabled, kBool);
-  m.fp16_type = r.get<std::string>("fp16_type", m.fp16_type, kStr);
-  if (r.has("loss_scaling_factor"))
-    m.loss_scaling_factor =
-        r.require<std::string>("loss_scaling_factor", "\"dynamic\" or a number");
+  if (r.has("fp16_type")) {
+    const auto text = r.require<std::string>("fp16_type", kStr);
+    const std::optional<numerics::Format> f = numerics::parse_format(text);
+    if (!f || !precision::is_half_format(*f)) {
+      throw Error(r.path() + "." + precision::fp16_type_error(text));
+    }
+    m.fp16_type = *f;
+  }
+  if (r.has("loss_scaling_factor")) {
+    m.loss_scaling = parse_loss_scaling(
+        r.require<std::string>("loss_scaling_factor", "\"dynamic\" or a number"), r.path());
+  }
   if (r.has("initial_loss_scale"))
     m.initial_loss_scale = r.require<double>("initial_loss_scale", kNum);
   if (r.has("steps_per_increase"))
@@ -151,7 +179,7 @@ amp::MixedPrecision parse_precision(Reader r) {
     m.max_gradient_value = r.require<double>("max_gradient_value", kNum);
   m.precision_opt_level = r.get<int>("precision_opt_level", m.precision_opt_level, kInt);
   m.overflow_tolerance = r.get<double>("overflow_tolerance", m.overflow_tolerance, kNum);
-  m.on_stuck = r.get<std::string>("on_stuck", m.on_stuck, kStr);
+  m.on_stuck = r.get_named("on_stuck", m.on_stuck, amp::kStuckPolicyNames);
   m.hysteresis = r.get<int>("hysteresis", m.hysteresis, kInt);
   m.grow_only_if_finite = r.get<bool>("grow_only_if_finite", m.grow_only_if_finite, kBool);
   r.finish();
@@ -165,22 +193,17 @@ amp::MixedPrecision parse_precision(Reader r) {
 
 DataloaderConfig parse_dataloader(Reader r) {
   DataloaderConfig d;
-  d.dataset = r.require<std::string>("dataset", "a string (kjv, text or fashion_mnist)");
-  if (d.dataset != "kjv" && d.dataset != "text" && d.dataset != "fashion_mnist") {
-    throw Error(r.key_path("dataset") + ": '" + d.dataset +
-                "' (expected one of: kjv, text, fashion_mnist)");
-  }
-  d.split = r.get<std::string>("split", d.split, kStr);
-  const bool images = d.dataset == "fashion_mnist";
-  if (images ? (d.split != "train" && d.split != "test")
-             : (d.split != "train" && d.split != "val")) {
-    throw Error(r.key_path("split") + ": '" + d.split + "' (expected " +
-                (images ? "train or test" : "train or val") + ")");
+  d.dataset = r.require_named("dataset", kDatasetNames);
+  d.split = r.get_named("split", d.split, kSplitNames);
+  const bool images = d.dataset == DatasetKind::fashion_mnist;
+  if (d.split == (images ? Split::val : Split::test)) {
+    throw Error(r.key_path("split") + ": '" + std::string(name_of(kSplitNames, d.split)) +
+                "' (expected " + (images ? "train or test" : "train or val") + ")");
   }
   d.batch_size = positive(r, "batch_size", d.batch_size);
   d.context = positive(r, "context", d.context);
   d.path = r.get<std::string>("path", d.path, kStr);
-  if (d.dataset == "text" && d.path.empty())
+  if (d.dataset == DatasetKind::text && d.path.empty())
     throw Error(r.key_path("path") + ": missing (the text file)");
   d.data_dir = r.get<std::string>("data_dir", d.data_dir, kStr);
   d.val_fraction = r.get<double>("val_fraction", d.val_fraction, kNum);
@@ -256,11 +279,12 @@ TrainerConfig parse_config(const std::string& yaml_text, const std::vector<std::
   fit.finish();
   trainer.finish();
   top.finish();
-  const bool text_model = c.model.name == "gpt";
-  const bool text_data = c.train_data.dataset != "fashion_mnist";
+  const bool text_model = c.model.kind == ModelKind::gpt;
+  const bool text_data = c.train_data.dataset != DatasetKind::fashion_mnist;
   if (text_model != text_data) {
-    throw Error("trainer.fit.train_dataloader.dataset: '" + c.train_data.dataset +
-                "' does not suit model '" + c.model.name +
+    throw Error("trainer.fit.train_dataloader.dataset: '" +
+                std::string(name_of(kDatasetNames, c.train_data.dataset)) +
+                "' does not suit model '" + std::string(name_of(kModelNames, c.model.kind)) +
                 "' (gpt takes kjv or text; mlp and cnn take fashion_mnist)");
   }
   if (c.val_data && text_data) {
@@ -269,8 +293,9 @@ TrainerConfig parse_config(const std::string& yaml_text, const std::vector<std::
     const DataloaderConfig& v = *c.val_data;
     const std::string at = "trainer.fit.val_dataloader.";
     if (v.dataset != t.dataset)
-      throw Error(at + "dataset: '" + v.dataset + "' must match the train_dataloader's '" +
-                  t.dataset + "'");
+      throw Error(at + "dataset: '" + std::string(name_of(kDatasetNames, v.dataset)) +
+                  "' must match the train_dataloader's '" +
+                  std::string(name_of(kDatasetNames, t.dataset)) + "'");
     if (v.path != t.path)
       throw Error(at + "path: must match the train_dataloader's (one corpus, split by position)");
     if (v.data_dir != t.data_dir) throw Error(at + "data_dir: must match the train_dataloader's");

@@ -11,9 +11,10 @@ namespace {
 
 class TextTask final : public Task {
  public:
-  explicit TextTask(const TrainerConfig& c) : gpt_(c.model.gpt, c.seed), train_cfg_(c.train_data) {
-    const data::ByteText all = c.train_data.dataset == "kjv"
-                                   ? data::load_kjv(c.train_data.data_dir)
+  TextTask(const TrainerConfig& c, const data::CorpusProvider& kjv_corpus)
+      : gpt_(c.model.gpt, c.seed), train_cfg_(c.train_data) {
+    const data::ByteText all = c.train_data.dataset == DatasetKind::kjv
+                                   ? data::load_kjv(c.train_data.data_dir, kjv_corpus)
                                    : data::load_text_file(c.train_data.path);
     for (int32_t t : all.tokens) {
       if (t >= c.model.gpt.vocab_size) {
@@ -25,10 +26,10 @@ class TextTask final : public Task {
     train_text_ = std::move(train);
     val_text_ = std::move(val);
     DataloaderConfig v = c.train_data;  // without a val_dataloader: the held-out tail
-    v.split = "val";
+    v.split = Split::val;
     if (c.val_data) v = *c.val_data;
-    const auto part = [this](const std::string& split) -> const data::ByteText& {
-      return split == "val" ? val_text_ : train_text_;
+    const auto part = [this](Split split) -> const data::ByteText& {
+      return split == Split::val ? val_text_ : train_text_;
     };
     eval_text_ = &part(v.split);
     train_ =
@@ -77,27 +78,36 @@ class TextTask final : public Task {
   std::int64_t val_context_ = 0, val_batch_ = 0;
 };
 
+data::ImageSplit image_split(Split s) {
+  return s == Split::test ? data::ImageSplit::test : data::ImageSplit::train;
+}
+
 class ImageTask final : public Task {
  public:
   explicit ImageTask(const TrainerConfig& c) : cfg_(c) {
     const std::string dir = c.train_data.path.empty() ? data::kFashionMnistDir : c.train_data.path;
-    train_set_ = data::load_fashion_mnist(c.train_data.split, dir);
+    train_set_ = data::load_fashion_mnist(image_split(c.train_data.split), dir);
     const DataloaderConfig v = c.val_data.value_or(c.train_data);
-    val_set_ =
-        data::load_fashion_mnist(c.val_data ? v.split : "test", v.path.empty() ? dir : v.path);
+    val_set_ = data::load_fashion_mnist(c.val_data ? image_split(v.split) : data::ImageSplit::test,
+                                        v.path.empty() ? dir : v.path);
     val_batch_ = v.batch_size;
     train_ = std::make_unique<data::ImageLoader>(train_set_, c.train_data.batch_size,
                                                  c.train_data.shuffle, c.seed, true);
-    if (c.model.name == "mlp") {
+    if (c.model.kind == ModelKind::mlp) {
       mlp_ = std::make_unique<nn::Mlp>(c.model.mlp, c.seed);
     } else {
-      cnn_ = std::make_unique<nn::Cnn>(c.model.cnn, c.seed);
+      nn::CnnConfig cnn = c.model.cnn;  // the images' shape is the dataset's
+      cnn.channels = train_set_.channels;
+      cnn.height = train_set_.height;
+      cnn.width = train_set_.width;
+      cnn_ = std::make_unique<nn::Cnn>(cnn, c.seed);
     }
   }
   nn::Module& module() override { return mlp_ ? static_cast<nn::Module&>(*mlp_) : *cnn_; }
   autograd::Variable logits(const tensor::Tensor& x) {
     if (mlp_) return mlp_->logits(autograd::Variable(x));
-    return cnn_->logits(autograd::Variable(x.reshape({x.dim(0), 1, 28, 28})));
+    const data::ImageDataset& d = train_set_;
+    return cnn_->logits(autograd::Variable(x.reshape({x.dim(0), d.channels, d.height, d.width})));
   }
   autograd::Variable next_train_loss() override {
     const data::ImageBatch b = [this] {
@@ -147,8 +157,9 @@ class ImageTask final : public Task {
 
 }  // namespace
 
-std::unique_ptr<Task> make_task(const TrainerConfig& config) {
-  if (config.model.name == "gpt") return std::make_unique<TextTask>(config);
+std::unique_ptr<Task> make_task(const TrainerConfig& config,
+                                const data::CorpusProvider& kjv_corpus) {
+  if (config.model.kind == ModelKind::gpt) return std::make_unique<TextTask>(config, kjv_corpus);
   return std::make_unique<ImageTask>(config);
 }
 

@@ -26,6 +26,8 @@ class Task {
   virtual void set_rng_state(const tensor::RngState& s) = 0;
 };
 
-std::unique_ptr<Task> make_task(const TrainerConfig& config);
+// `kjv_corpus` supplies the KJV text when the kjv dataset is not cached yet.
+std::unique_ptr<Task> make_task(const TrainerConfig& config,
+                                const data::CorpusProvider& kjv_corpus);
 
 }  // namespace mantissa::train

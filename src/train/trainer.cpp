@@ -1,7 +1,5 @@
 #include "mantissa/train/trainer.hpp"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -28,42 +26,39 @@ std::string fmt_double(double v, const char* f = "%.4g") {
 
 }  // namespace
 
-Trainer::Trainer(TrainerConfig config, std::function<void(const std::string&)> out)
-    : config_(std::move(config)), out_(std::move(out)) {
+Trainer::Trainer(TrainerConfig config, TrainerHooks hooks)
+    : config_(std::move(config)), events_(hooks.events != nullptr ? hooks.events : &silent_) {
   policy_ = config_.precision.policy();
   run_dir_ = config_.checkpoint.dir.empty() ? "runs/default" : config_.checkpoint.dir;
-  task_ = make_task(config_);
+  task_ = make_task(config_, hooks.kjv_corpus);
   optim::ParamGroup group;
   for (auto& [name, p] : task_->module().named_parameters()) {
     group.params.push_back(p);
     group.names.push_back(name);
   }
   group.learning_rate = config_.learning_rate;
-  group.hyperparameters = config_.optimizer.hyperparameters;
-  optimizer_ = optim::make_optimizer(config_.optimizer.name, {group});
+  optimizer_ = optim::make_optimizer(config_.optimizer.settings, {group});
   scaler_ = config_.precision.make_scaler([this](const std::string& l) { log(l); });
 }
 
 Trainer::~Trainer() = default;
 
 void Trainer::log(const std::string& line) const {
-  if (out_) {
-    out_(line);
-  } else {
-    std::fprintf(stderr, "%s\n", line.c_str());
-  }
+  events_->message(line);
 }
 
 void Trainer::write_metrics(const std::string& json_line) const {
-  std::filesystem::create_directories(run_dir_);
-  std::ofstream f(std::filesystem::path(run_dir_) / "metrics.jsonl", std::ios::app);
+  const std::filesystem::path file = std::filesystem::path(run_dir_) / "metrics.jsonl";
+  std::error_code ec;
+  std::filesystem::create_directories(run_dir_, ec);
+  std::ofstream f(file, std::ios::app);
   f << json_line << "\n";
+  if (ec || !f) throw Error(file.string() + ": cannot append the metrics line");
 }
 
 std::map<std::string, tensor::Tensor> Trainer::state_tensors() const {
-  std::map<std::string, tensor::Tensor> t;
-  for (const auto& [name, p] : task_->module().named_parameters()) t["model." + name] = p.value();
-  for (const auto& [name, s] : optimizer_->state_tensors()) t["optimizer." + name] = s;
+  std::map<std::string, tensor::Tensor> t = with_prefix(kModelPrefix, task_->module().state_dict());
+  t.merge(with_prefix(kOptimizerPrefix, optimizer_->state_tensors()));
   return t;
 }
 
@@ -77,16 +72,7 @@ std::map<std::string, std::string> Trainer::state_metadata() const {
   m["train_loader"] = json{{"epoch", ls.epoch}, {"position", ls.position}}.dump();
   const tensor::RngState rs = task_->rng_state();
   m["rng"] = json{{"seed", rs.seed}, {"counter", rs.counter}}.dump();
-  if (scaler_) {
-    const amp::ScalerState& s = scaler_->state();
-    m["scaler"] = json{{"loss_scale", s.loss_scale},
-                       {"steps_since_rescale", s.steps_since_rescale},
-                       {"overflows_since_rescale", s.overflows_since_rescale},
-                       {"num_skipped_steps", s.num_skipped_steps},
-                       {"hysteresis_left", s.hysteresis_left},
-                       {"scaling_stopped", s.scaling_stopped}}
-                      .dump();
-  }
+  if (scaler_) m["scaler"] = amp::encode_scaler_state(scaler_->state());
   return m;
 }
 
@@ -100,13 +86,9 @@ std::string Trainer::save_checkpoint_now() {
 void Trainer::restore(const std::string& path) {
   const Checkpoint c = load_checkpoint(path);
   try {
-    std::map<std::string, tensor::Tensor> model, opt;
-    for (const auto& [name, t] : c.tensors) {
-      if (name.rfind("model.", 0) == 0) model[name.substr(6)] = t;
-      if (name.rfind("optimizer.", 0) == 0) opt[name.substr(10)] = t;
-    }
-    task_->module().load_state_dict(model);
-    optimizer_->load_state_tensors(opt, std::stoll(c.metadata.at("optimizer_step")));
+    task_->module().load_state_dict(under_prefix(kModelPrefix, c.tensors));
+    optimizer_->load_state_tensors(under_prefix(kOptimizerPrefix, c.tensors),
+                                   std::stoll(c.metadata.at("optimizer_step")));
     global_step_ = std::stoll(c.metadata.at("global_step"));
     const json ls = json::parse(c.metadata.at("train_loader"));
     task_->set_loader_state(
@@ -117,15 +99,7 @@ void Trainer::restore(const std::string& path) {
     if (scaler_) {
       if (c.metadata.count("scaler") == 0)
         throw Error("no loss-scaler state, but this run scales the loss");
-      const json s = json::parse(c.metadata.at("scaler"));
-      amp::ScalerState st;
-      st.loss_scale = s.at("loss_scale").get<double>();
-      st.steps_since_rescale = s.at("steps_since_rescale").get<std::int64_t>();
-      st.overflows_since_rescale = s.at("overflows_since_rescale").get<std::int64_t>();
-      st.num_skipped_steps = s.at("num_skipped_steps").get<std::int64_t>();
-      st.hysteresis_left = s.at("hysteresis_left").get<int>();
-      st.scaling_stopped = s.at("scaling_stopped").get<bool>();
-      scaler_->load_state(st);
+      scaler_->load_state(amp::decode_scaler_state(c.metadata.at("scaler")));
     }
     policy_.half = numerics::parse_format(c.metadata.at("fp16_type")).value_or(policy_.half);
   } catch (const Error& e) {
@@ -154,6 +128,7 @@ EvalResult Trainer::evaluate() {
   }
   write_metrics(j.dump());
   log(line);
+  events_->evaluated(r, global_step_);
   return r;
 }
 
@@ -192,33 +167,30 @@ std::int64_t Trainer::parameter_count() const {
   return task_->module().parameter_count();
 }
 
-RunSummary Trainer::run(const std::string& mode, const std::optional<std::string>& resume) {
-  if (mode != "train" && mode != "eval" && mode != "train_and_eval") {
-    throw Error("--mode: '" + mode + "' (expected one of: train, eval, train_and_eval)");
-  }
+RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) {
   if (resume) {
     const std::optional<std::string> path =
         *resume == "latest" ? latest_checkpoint(run_dir_) : resume;
     if (path) {
       restore(*path);
-    } else if (mode == "eval") {
+    } else if (mode == RunMode::eval) {
       throw Error("eval: no checkpoint in " + run_dir_ + " to evaluate (train first)");
     } else {
       log("no checkpoint in " + run_dir_ + ": starting from step 0");
     }
-  } else if (mode == "eval") {
+  } else if (mode == RunMode::eval) {
     throw Error("eval: give --resume latest or a checkpoint path");
   }
   RunSummary summary;
-  if (mode == "eval") {
+  if (mode == RunMode::eval) {
     summary.eval = evaluate();
     summary.global_step = global_step_;
     return summary;
   }
-  log("training " + config_.model.name + " (" + std::to_string(task_->module().parameter_count()) +
-      " parameters), precision " + policy_.describe() + ", " + config_.optimizer.name + ", lr " +
-      config_.schedule_text + ", run directory " + run_dir_);
-  const bool tty = ::isatty(STDERR_FILENO) != 0 && !out_;
+  log("training " + std::string(name_of(kModelNames, config_.model.kind)) + " (" +
+      std::to_string(task_->module().parameter_count()) + " parameters), precision " +
+      policy_.describe() + ", " + optimizer_->name() + ", lr " + config_.schedule_text +
+      ", run directory " + run_dir_);
   auto window_start = Clock::now();
   const auto run_start = window_start;
   std::int64_t window_items = 0, start_step = global_step_;
@@ -239,40 +211,36 @@ RunSummary Trainer::run(const std::string& mode, const std::optional<std::string
         global_step_ % config_.logging.log_steps == 0 || global_step_ == config_.loop.max_steps;
     if (log_now) {
       const double secs = std::chrono::duration<double>(Clock::now() - window_start).count();
-      const double rate = static_cast<double>(window_items) / std::max(secs, 1e-9);
       const double done = static_cast<double>(global_step_ - start_step);
       const double elapsed = std::chrono::duration<double>(Clock::now() - run_start).count();
-      const double eta =
-          elapsed / done * static_cast<double>(config_.loop.max_steps - global_step_);
-      const double mean_loss = loss_sum / static_cast<double>(loss_count);
-      json j{{"step", global_step_},
-             {"loss", mean_loss},
-             {"lr", optimizer_->current_learning_rate()},
-             {"loss_scale", report.loss_scale},
-             {"skipped_steps", report.skipped_steps},
-             {"grad_norm", report.grad_norm},
-             {std::string(task_->unit()) + "_per_s", rate}};
+      Progress p;
+      p.step = global_step_;
+      p.max_steps = config_.loop.max_steps;
+      p.loss = loss_sum / static_cast<double>(loss_count);
+      p.loss_scale = report.loss_scale;
+      p.learning_rate = optimizer_->current_learning_rate();
+      p.grad_norm = report.grad_norm;
+      p.skipped_steps = report.skipped_steps;
+      p.items_per_second = static_cast<double>(window_items) / std::max(secs, 1e-9);
+      p.unit = task_->unit();
+      p.eta_seconds = elapsed / done * static_cast<double>(config_.loop.max_steps - global_step_);
+      json j{{"step", p.step},
+             {"loss", p.loss},
+             {"lr", p.learning_rate},
+             {"loss_scale", p.loss_scale},
+             {"skipped_steps", p.skipped_steps},
+             {"grad_norm", p.grad_norm},
+             {std::string(p.unit) + "_per_s", p.items_per_second}};
       write_metrics(j.dump());
-      const std::string line =
-          "step " + std::to_string(global_step_) + "/" + std::to_string(config_.loop.max_steps) +
-          "  loss " + fmt_double(mean_loss) + "  scale " + fmt_double(report.loss_scale) + "  lr " +
-          fmt_double(optimizer_->current_learning_rate(), "%.3g") + "  skipped " +
-          std::to_string(report.skipped_steps) + "  " + fmt_double(rate, "%.0f") + " " +
-          task_->unit() + "/s  eta " + fmt_double(eta, "%.0f") + "s";
-      if (tty) {
-        std::fprintf(stderr, "\r%-110s", line.c_str());
-        std::fflush(stderr);
-      } else {
-        log(line);
-      }
+      events_->progress(p);
       window_start = Clock::now();
       window_items = 0;
       loss_sum = 0;
       loss_count = 0;
     }
-    if (mode == "train_and_eval" && config_.loop.eval_frequency > 0 &&
+    if (mode == RunMode::train_and_eval && config_.loop.eval_frequency > 0 &&
         global_step_ % config_.loop.eval_frequency == 0 && global_step_ < config_.loop.max_steps) {
-      if (tty) std::fprintf(stderr, "\n");
+      events_->evaluating(global_step_);
       summary.eval = evaluate();
     }
     if (config_.checkpoint.steps > 0 && global_step_ % config_.checkpoint.steps == 0) {
@@ -280,10 +248,12 @@ RunSummary Trainer::run(const std::string& mode, const std::optional<std::string
       saved_at = global_step_;
     }
   }
-  if (tty) std::fprintf(stderr, "\n");
   if (saved_at != global_step_) summary.last_checkpoint = save_checkpoint_now();
   log("checkpoint " + summary.last_checkpoint + (summary.interrupted ? " (interrupted)" : ""));
-  if (mode == "train_and_eval" && !summary.interrupted) summary.eval = evaluate();
+  if (mode == RunMode::train_and_eval && !summary.interrupted) {
+    events_->evaluating(global_step_);
+    summary.eval = evaluate();
+  }
   summary.global_step = global_step_;
   summary.skipped_steps = scaler_ ? scaler_->num_skipped_steps() : 0;
   return summary;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mantissa/error.hpp"
+#include "mantissa/names.hpp"
 
 namespace mantissa::train::detail {
 
@@ -41,6 +42,17 @@ class Reader {
   T require(const std::string& key, const char* type_name) {
     if (!has(key)) throw Error(key_path(key) + ": missing (expected " + type_name + ")");
     return as<T>(node_[key], key_path(key), type_name);
+  }
+  // A word from `table` at `key`, as its enum value; one message for every such key:
+  // "<key path>: '<word>' (expected one of: a, b, c)".
+  template <class E, std::size_t N>
+  E require_named(const std::string& key, const NameTable<E, N>& table) {
+    const std::string expected = "a string (one of: " + names_of(table) + ")";
+    return parse_named(table, require<std::string>(key, expected.c_str()), key_path(key));
+  }
+  template <class E, std::size_t N>
+  E get_named(const std::string& key, E fallback, const NameTable<E, N>& table) {
+    return has(key) ? require_named(key, table) : fallback;
   }
   template <class T>
   static T as(const YAML::Node& n, const std::string& where, const char* type_name) {

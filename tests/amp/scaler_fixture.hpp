@@ -20,7 +20,7 @@ struct ScriptedScaler {
     g.params = {p};
     g.names = {"w"};
     g.learning_rate = std::move(lr);
-    opt = optim::make_optimizer("sgd", {g});
+    opt = optim::make_optimizer(optim::Sgd{}, {g});
   }
   amp::GradScalerOptions with_log(amp::GradScalerOptions o) {
     o.log = [this](const std::string& line) { logs.push_back(line); };

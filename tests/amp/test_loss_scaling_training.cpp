@@ -82,7 +82,7 @@ Losses train(const amp::MixedPrecision& mp) {
   optim::ParamGroup g;
   g.params = m.params;
   g.learning_rate = optim::constant(0.2 / kLossWeight);
-  auto opt = optim::make_optimizer("sgd", {g});
+  auto opt = optim::make_optimizer(optim::Sgd{}, {g});
   auto scaler = mp.make_scaler([](const std::string&) {});
   std::mt19937 data(3);
   Losses l{0, 0};
@@ -109,9 +109,9 @@ TEST(LossScalingTraining, Float16UnderflowIsFixedByDynamicScaling) {
     EXPECT_LT(scaled, 0.01) << "2^15 lifts the gradients into float16's range";
   }
   amp::MixedPrecision none;
-  none.fp16_type = "float16";
+  none.fp16_type = numerics::Format::float16;
   amp::MixedPrecision dls = none;
-  dls.loss_scaling_factor = "dynamic";
+  dls.loss_scaling = amp::DynamicLossScaling{};
   const Losses without = train(none), with = train(dls);
   EXPECT_NEAR(without.last, without.first, 0.05 * without.first)
       << "without scaling the flushed gradients stall training";
@@ -121,8 +121,8 @@ TEST(LossScalingTraining, Float16UnderflowIsFixedByDynamicScaling) {
 
 TEST(LossScalingTraining, CBFloat16WithDynamicScalingTrains) {
   amp::MixedPrecision cb;
-  cb.fp16_type = "cbfloat16";
-  cb.loss_scaling_factor = "dynamic";
+  cb.fp16_type = numerics::Format::cbfloat16;
+  cb.loss_scaling = amp::DynamicLossScaling{};
   cb.max_gradient_norm = 1.0 / kLossWeight;
   const Losses l = train(cb);
   EXPECT_LT(l.last, 0.5 * l.first);

@@ -1,4 +1,6 @@
-// Every MixedPrecision rule rejects bad settings with an error naming the setting.
+// Every MixedPrecision rule rejects bad settings with an error naming the setting. (Words
+// that are not values at all, fp16_type: fp16 or on_stuck: panic, are the config parser's to
+// refuse: tests/train/test_config.cpp.)
 #include <gtest/gtest.h>
 
 #include "mantissa/amp/mixed_precision.hpp"
@@ -8,6 +10,7 @@ namespace mantissa::testing {
 namespace {
 
 using amp::MixedPrecision;
+using numerics::Format;
 
 void expect_error(const MixedPrecision& m, const std::string& fragment) {
   try {
@@ -20,20 +23,22 @@ void expect_error(const MixedPrecision& m, const std::string& fragment) {
 
 MixedPrecision base() {
   MixedPrecision m;
-  m.fp16_type = "float16";
-  m.loss_scaling_factor = "dynamic";
+  m.fp16_type = Format::float16;
+  m.loss_scaling = amp::DynamicLossScaling{};
   return m;
 }
 
 TEST(MixedPrecisionSettings, EachRuleNamesItsSetting) {
   MixedPrecision m = base();
-  m.fp16_type = "fp16";
-  expect_error(m, "fp16_type: 'fp16' (expected one of: float16, bfloat16, cbfloat16)");
+  m.fp16_type = Format::float8_e5m2;
+  expect_error(m, "fp16_type: 'float8_e5m2' (expected one of: float16, bfloat16, cbfloat16)");
+  m.fp16_type = Format::float32;
+  expect_error(m, "fp16_type: 'float32' (expected one of: float16, bfloat16, cbfloat16)");
   m = base();
-  m.fp16_type = "cbfloat16";
-  m.loss_scaling_factor = "128";
+  m.fp16_type = Format::cbfloat16;
+  m.loss_scaling = amp::StaticLossScaling{128};
   expect_error(m, "loss_scaling_factor: cbfloat16 requires dynamic loss scaling");
-  m.loss_scaling_factor.reset();
+  m.loss_scaling = amp::NoLossScaling{};
   expect_error(m, "loss_scaling_factor: cbfloat16 requires dynamic");
   m = base();
   m.max_gradient_norm = 1.0;
@@ -49,8 +54,8 @@ TEST(MixedPrecisionSettings, EachRuleNamesItsSetting) {
   m.precision_opt_level = 3;
   expect_error(m, "precision_opt_level: 3 (expected one of: 0, 1, 2)");
   m = base();
-  m.loss_scaling_factor = "lots";
-  expect_error(m, "loss_scaling_factor: 'lots' is neither \"dynamic\" nor a finite number > 0");
+  m.loss_scaling = amp::StaticLossScaling{-2};
+  expect_error(m, "loss_scaling_factor: '-2' is neither \"dynamic\" nor a finite number > 0");
   m = base();
   m.min_loss_scale = 1e-6;
   expect_error(m, "min_loss_scale: 1e-06 is below the smallest allowed, 2^-14");
@@ -61,8 +66,8 @@ TEST(MixedPrecisionSettings, EachRuleNamesItsSetting) {
   m.steps_per_increase = 0;
   expect_error(m, "steps_per_increase: 0 must be >= 1");
   m = base();
-  m.on_stuck = "panic";
-  expect_error(m, "on_stuck: 'panic' (expected one of: raise, keep_going, fall_back)");
+  m.overflow_tolerance = 1.0;
+  expect_error(m, "overflow_tolerance: 1 must be in [0, 1)");
 }
 
 TEST(MixedPrecisionSettings, ScalersByFormat) {
@@ -70,18 +75,19 @@ TEST(MixedPrecisionSettings, ScalersByFormat) {
   auto s = m.make_scaler([](const std::string&) {});
   ASSERT_TRUE(s);
   EXPECT_EQ(s->get_scale(), 32768.0);
-  m.fp16_type = "cbfloat16";
+  m.fp16_type = Format::cbfloat16;
   s = m.make_scaler([](const std::string&) {});
   ASSERT_TRUE(s);
   EXPECT_EQ(s->get_scale(), 2147483648.0);  // 2^31
-  m.fp16_type = "bfloat16";
+  m.fp16_type = Format::bfloat16;
   std::vector<std::string> logs;
   s = m.make_scaler([&](const std::string& l) { logs.push_back(l); });
   EXPECT_FALSE(s);
   ASSERT_EQ(logs.size(), 1u);
   EXPECT_NE(logs[0].find("ignored"), std::string::npos);
+  EXPECT_FALSE(m.make_scaler());  // without a log the line is dropped: nothing is printed
   m = base();
-  m.loss_scaling_factor = "1024";
+  m.loss_scaling = amp::StaticLossScaling{1024};
   s = m.make_scaler([](const std::string&) {});
   ASSERT_TRUE(s);
   EXPECT_EQ(s->get_scale(), 1024.0);

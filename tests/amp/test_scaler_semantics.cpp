@@ -19,7 +19,7 @@ using tensor::Tensor;
 std::vector<std::uint32_t> bits(const Tensor& t) {
   const std::vector<float> v = t.to_vector();
   std::vector<std::uint32_t> b(v.size());
-  std::memcpy(b.data(), v.data(), v.size() * 4);
+  std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
   return b;
 }
 
@@ -29,7 +29,7 @@ TEST(ScalerSemantics, SkippedStepLeavesEverythingAsItWas) {
   g.params = {p};
   g.names = {"w"};
   g.learning_rate = optim::lambda([](std::int64_t k) { return 0.01 * (k + 1); });
-  auto opt = optim::make_optimizer("adam", {g});
+  auto opt = optim::make_optimizer(optim::Adam{}, {g});
   amp::GradScaler scaler(amp::GradScalerOptions::defaults_for(numerics::Format::float16));
   auto step_with = [&](std::vector<float> grad) {
     for (float& x : grad) x *= static_cast<float>(scaler.get_scale());
@@ -68,7 +68,7 @@ struct SgdWithClipping {
     optim::ParamGroup g;
     g.params = {p};
     g.learning_rate = optim::constant(1.0);
-    opt = optim::make_optimizer("sgd", {g});
+    opt = optim::make_optimizer(optim::Sgd{}, {g});
   }
 };
 
@@ -123,7 +123,7 @@ std::vector<std::uint32_t> run(int steps, int restore_at) {
     g.params = {w};
     g.names = {"w"};
     g.learning_rate = optim::cosine_decay(0.05, 0.0, 40);
-    auto opt = optim::make_optimizer("adamw", {g});
+    auto opt = optim::make_optimizer(optim::AdamW{}, {g});
     if (state) opt->load_state_tensors(*state, k);
     return opt;
   };

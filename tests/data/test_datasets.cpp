@@ -89,11 +89,18 @@ TEST(FashionMnist, WrongDimensionsAndCountsAreRefused) {
   TempDir t;
   t.write("train-images-idx3-ubyte.gz", idx_bytes({5, 16}, 80), true);  // 2 dims, not 3
   t.write("train-labels-idx1-ubyte.gz", idx_bytes({5}, 5), true);
-  expect_error([&] { load_fashion_mnist("train", t.dir.string()); }, "2 dimensions (expected 3");
+  expect_error([&] { load_fashion_mnist(ImageSplit::train, t.dir.string()); },
+               "2 dimensions (expected 3");
   t.write("train-images-idx3-ubyte.gz", idx_bytes({5, 4, 4}, 80), true);
   t.write("train-labels-idx1-ubyte.gz", idx_bytes({4}, 4), true);
-  expect_error([&] { load_fashion_mnist("train", t.dir.string()); }, "4 labels for 5 images");
-  expect_error([&] { load_fashion_mnist("valid", t.dir.string()); }, "expected train or test");
+  expect_error([&] { load_fashion_mnist(ImageSplit::train, t.dir.string()); },
+               "4 labels for 5 images");
+  t.write("t10k-images-idx3-ubyte.gz", idx_bytes({2, 3, 2}, 12), true);
+  t.write("t10k-labels-idx1-ubyte.gz", idx_bytes({2}, 2), true);
+  const ImageDataset test = load_fashion_mnist(ImageSplit::test, t.dir.string());
+  EXPECT_EQ(test.size(), 2);  // the t10k files, with their own shape
+  EXPECT_EQ(test.channels * test.height * test.width, 6);
+  EXPECT_EQ(test.height, 3);
 }
 
 TEST(FashionMnist, MissingPackageIsNamed) {
@@ -102,7 +109,7 @@ TEST(FashionMnist, MissingPackageIsNamed) {
 }
 
 TEST(FashionMnist, RealFilesLoad) {
-  const ImageDataset test = load_fashion_mnist("test");
+  const ImageDataset test = load_fashion_mnist(ImageSplit::test);
   EXPECT_EQ(test.size(), 10000);
   EXPECT_EQ(test.height, 28);
   EXPECT_EQ(test.images.dim(1), 784);
@@ -114,12 +121,29 @@ TEST(Text, SplitByPositionAndKjv) {
   auto [train, val] = split_by_position(text, 0.2);
   EXPECT_EQ(train.tokens.size(), 8u);
   EXPECT_EQ(val.tokens, (std::vector<std::int32_t>{'i', 'j'}));
-  const ByteText kjv = load_kjv(t.dir.string());
-  EXPECT_GT(kjv.tokens.size(), 4000000u);
-  EXPECT_TRUE(fs::exists(t.dir / "kjv.txt"));  // cached
-  const std::string start(kjv.tokens.begin(), kjv.tokens.begin() + 40);
-  EXPECT_NE(start.find("Genesis 1"), std::string::npos);
   expect_error([&] { load_text_file(t.write("empty.txt", "")); }, "empty");
+}
+
+TEST(Text, KjvIsTakenFromTheProviderOnceThenFromTheCache) {
+  TempDir t;
+  const std::string data = (t.dir / "data").string();
+  expect_error([&] { load_kjv(data, {}); }, "no corpus provider");
+  const std::string bible = "Genesis 1:1 In the beginning\n" + std::string(2000000, 'x');
+  int calls = 0;
+  const CorpusProvider provider = [&] {
+    ++calls;
+    return bible;
+  };
+  const ByteText first = load_kjv(data, provider);
+  EXPECT_EQ(calls, 1);
+  ASSERT_EQ(first.tokens.size(), bible.size());
+  EXPECT_EQ(first.tokens[0], 'G');
+  EXPECT_TRUE(fs::exists(fs::path(data) / "kjv.txt"));  // cached
+  const ByteText again = load_kjv(data, provider);
+  EXPECT_EQ(calls, 1);  // from the cache, the provider untouched
+  EXPECT_EQ(again.tokens, first.tokens);
+  expect_error([&] { load_kjv((t.dir / "short").string(), [] { return std::string("Gen"); }); },
+               "not the whole Bible");
 }
 
 ImageDataset tiny_images(std::int64_t n) {

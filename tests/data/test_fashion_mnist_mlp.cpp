@@ -13,8 +13,8 @@ namespace mantissa::data {
 namespace {
 
 double one_epoch_accuracy(numerics::Format half) {
-  static const ImageDataset train = load_fashion_mnist("train");
-  static const ImageDataset test = load_fashion_mnist("test");
+  static const ImageDataset train = load_fashion_mnist(ImageSplit::train);
+  static const ImageDataset test = load_fashion_mnist(ImageSplit::test);
   precision::Autocast cast({half, 1});
   nn::MlpConfig c;
   c.hidden_sizes = {256};
@@ -23,7 +23,7 @@ double one_epoch_accuracy(numerics::Format half) {
   g.params = mlp.parameters();
   ImageLoader loader(train, 128, true, 1, true);
   g.learning_rate = optim::cosine_decay(2e-3, 1e-4, loader.batches_per_epoch());
-  auto opt = optim::make_optimizer("adamw", {g});
+  auto opt = optim::make_optimizer(optim::AdamW{}, {g});
   for (std::int64_t s = 0; s < loader.batches_per_epoch(); ++s) {
     const ImageBatch b = loader.next();
     amp::optimizer_step(autograd::cross_entropy(mlp.logits(autograd::Variable(b.x)), b.y), *opt,

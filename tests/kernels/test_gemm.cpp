@@ -511,8 +511,9 @@ TEST(GemmRoutes, ResolveAndDescribeWhatThisCpuHas) {
     EXPECT_THROW(resolve_route(Format::bfloat16, GemmRoute::native_bf16), Error);
     EXPECT_NE(d.find("bf16 units: none"), std::string::npos) << d;
   }
-  EXPECT_EQ(parse_route("native_bf16", "route"), GemmRoute::native_bf16);
-  EXPECT_THROW(parse_route("amx", "precision.matmul_route"), Error);
+  EXPECT_EQ(parse_named(precision::kMatmulRouteNames, "native_bf16", "route"),
+            GemmRoute::native_bf16);
+  EXPECT_THROW(parse_named(precision::kMatmulRouteNames, "amx", "precision.matmul_route"), Error);
 }
 
 }  // namespace

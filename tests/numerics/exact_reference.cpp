@@ -46,7 +46,7 @@ RefEncoder::RefEncoder(const RefFormat& f) : f_(f) {
 std::uint32_t RefEncoder::encode(float x, RefRounding rounding, bool saturate,
                                  std::uint32_t random) const {
   std::uint32_t xbits = 0;
-  std::memcpy(&xbits, &x, 4);
+  std::memcpy(&xbits, &x, sizeof(x));
   const std::uint32_t sign = (xbits >> 31) << (f_.exponent_bits + f_.mantissa_bits);
   if (std::isnan(x)) {
     if (!f_.has_infinity) return sign | nan_bits_;

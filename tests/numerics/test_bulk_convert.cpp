@@ -129,7 +129,7 @@ TEST_P(BulkConvert, DecodeOfEncodedArraysMatchesScalarOnEveryPath) {
     if (!numerics::cpu_supports(p)) continue;
     numerics::set_simd_path(p);
     numerics::decode_array(packed.data(), in.size(), c.format, got.data());
-    ASSERT_EQ(std::memcmp(got.data(), want.data(), in.size() * 4), 0)
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), in.size() * sizeof(float)), 0)
         << numerics::simd_path_name(p);
   }
 }
@@ -144,7 +144,7 @@ TEST_P(BulkConvert, RoundToFormatEqualsDecodeOfEncode) {
     want[i] = numerics::decode(numerics::encode(x[i], l, Rounding::nearest_even, o), l);
   }
   numerics::round_to_format(x.data(), x.size(), c.format);
-  ASSERT_EQ(std::memcmp(x.data(), want.data(), x.size() * 4), 0);
+  ASSERT_EQ(std::memcmp(x.data(), want.data(), x.size() * sizeof(float)), 0);
 }
 
 // round_to_format rounds groups of 8 in-range lanes in float32 bits. Whole groups of ties,
@@ -200,7 +200,7 @@ TEST(SimdPath, Float32IsACopy) {
   const std::vector<float> in = mixed_inputs(1000, 3);
   std::vector<float> out(in.size());
   numerics::encode_array(in.data(), in.size(), numerics::Format::float32, out.data());
-  EXPECT_EQ(std::memcmp(in.data(), out.data(), in.size() * 4), 0);
+  EXPECT_EQ(std::memcmp(in.data(), out.data(), in.size() * sizeof(float)), 0);
 }
 
 }  // namespace

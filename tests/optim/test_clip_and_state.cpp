@@ -57,7 +57,7 @@ TEST(Optimizer, StepKUsesScheduleValueAtK) {
   ParamGroup g;
   g.params = {p};
   g.learning_rate = lambda([](std::int64_t k) { return static_cast<double>(k + 1); });
-  auto sgd = make_optimizer("sgd", {g});
+  auto sgd = make_optimizer(Sgd{}, {g});
   EXPECT_EQ(sgd->current_learning_rate(), 1.0);
   sgd->step();  // k = 0: lr 1
   sgd->step();  // k = 1: lr 2
@@ -73,8 +73,8 @@ TEST(Optimizer, GroupsHaveTheirOwnHyperparameters) {
   ga.learning_rate = constant(0.1);
   gb.params = {b};
   gb.learning_rate = constant(0.1);
-  gb.hyperparameters = {{"weight_decay", 1.0}};
-  auto sgd = make_optimizer("sgd", {ga, gb});
+  gb.settings = Sgd{.weight_decay = 1.0};
+  auto sgd = make_optimizer(Sgd{}, {ga, gb});
   sgd->step();
   EXPECT_FLOAT_EQ(a.value().to_vector()[0], 0.9f);
   EXPECT_FLOAT_EQ(b.value().to_vector()[0], 0.8f);  // g + wd * p = 2
@@ -87,12 +87,12 @@ TEST(Optimizer, StateRoundTripContinuesTheSameTrajectory) {
     g.params = {p};
     g.names = {"w"};
     g.learning_rate = cosine_decay(0.1, 0.0, 10);
-    auto opt = make_optimizer("adamw", {g});
+    auto opt = make_optimizer(AdamW{}, {g});
     for (int k = 0; k < 6; ++k) {
       if (reload && k == steps_before) {
         const auto state = opt->state_tensors();
         const auto index = opt->step_index();
-        opt = make_optimizer("adamw", {g});
+        opt = make_optimizer(AdamW{}, {g});
         opt->load_state_tensors(state, index);
       }
       const auto v = p.value().to_vector();
@@ -104,25 +104,56 @@ TEST(Optimizer, StateRoundTripContinuesTheSameTrajectory) {
   EXPECT_EQ(run(3, false), run(3, true));  // bitwise
 }
 
-TEST(Optimizer, ErrorsNameTheProblem) {
+void expect_error(const OptimizerSettings& s, const std::vector<ParamGroup>& groups,
+                  const std::string& fragment) {
+  try {
+    make_optimizer(s, groups);
+    FAIL() << "expected: " << fragment;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(Optimizer, SettingsAreRangeCheckedOnceWithTheFieldNamed) {
   ParamGroup g;
   g.params = {with_grad({1.0f}, {1.0f})};
   g.learning_rate = constant(0.1);
-  try {
-    make_optimizer("adamm", {g});
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown name 'adamm'"), std::string::npos);
-    EXPECT_NE(std::string(e.what()).find("adamw"), std::string::npos);
+  Adam adam;
+  adam.beta1 = 1.0;
+  expect_error(adam, {g}, "optimizer adam: beta1: 1 must be in [0, 1)");
+  AdamW adamw;
+  adamw.eps = -1e-8;
+  expect_error(adamw, {g}, "optimizer adamw: eps: -1e-08 must be >= 0");
+  expect_error(Sgd{.momentum = 0.0, .nesterov = true}, {g},
+               "optimizer sgd: nesterov: needs momentum > 0 and dampening 0");
+  Rprop rprop;
+  rprop.etaplus = 0.9;
+  expect_error(rprop, {g}, "optimizer rprop: etaplus: 0.9 must be > 1");
+  rprop = Rprop{};
+  rprop.step_size_min = 100;
+  expect_error(rprop, {g}, "step_size_min: 100 must be <= step_size_max (50)");
+  ParamGroup own = g;
+  own.settings = Sgd{.weight_decay = -1.0};  // a group's own settings are checked too
+  expect_error(Sgd{}, {own}, "optimizer sgd: weight_decay: -1 must be >= 0");
+  own.settings = Adam{};
+  expect_error(Sgd{}, {own}, "parameter group 0 has settings of adam");
+}
+
+TEST(Optimizer, TheNamesComeFromTheSettingsTypes) {
+  const std::vector<std::string_view> names = optimizer_names();
+  EXPECT_EQ(names.size(), 14u);
+  for (std::string_view n : {"sgd", "asgd", "adam", "adamw", "adamax", "nadam", "radam", "lamb",
+                             "adagrad", "adadelta", "rmsprop", "rprop", "lion", "adafactor"}) {
+    const std::optional<OptimizerSettings> s = default_settings(n);
+    ASSERT_TRUE(s) << n;
+    EXPECT_EQ(optimizer_name(*s), n);
   }
-  g.hyperparameters = {{"beta3", 0.5}};
-  try {
-    make_optimizer("adam", {g});
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'beta3'"), std::string::npos) << e.what();
-  }
-  EXPECT_EQ(optimizer_names().size(), 14u);
+  EXPECT_FALSE(default_settings("adamm"));
+  // The defaults are PyTorch's (docs/optim.md): AdamW decays by 0.01, Adam not at all.
+  EXPECT_EQ(std::get<AdamW>(*default_settings("adamw")).weight_decay, 0.01);
+  EXPECT_EQ(std::get<Adam>(*default_settings("adam")).weight_decay, 0.0);
+  EXPECT_EQ(std::get<Lamb>(*default_settings("lamb")).eps, 1e-6);
+  EXPECT_TRUE(std::get<Adafactor>(*default_settings("adafactor")).scale_parameter);
 }
 
 }  // namespace

@@ -20,6 +20,31 @@ json load_fixture() {
   return json::parse(in);
 }
 
+// The fixture names an optimizer and the hyperparameters it sets (flags as 0 or 1).
+OptimizerSettings settings_of(const std::string& name, const json& hyperparameters) {
+  std::optional<OptimizerSettings> s = default_settings(name);
+  EXPECT_TRUE(s) << name;
+  std::size_t used = 0;
+  std::visit(
+      [&](auto& settings) {
+        for_each_field(
+            settings,
+            [&](std::string_view field, double& v, const Range&) {
+              if (!hyperparameters.contains(field)) return;
+              v = hyperparameters[std::string(field)].get<double>();
+              ++used;
+            },
+            [&](std::string_view field, bool& v) {
+              if (!hyperparameters.contains(field)) return;
+              v = hyperparameters[std::string(field)].get<double>() != 0.0;
+              ++used;
+            });
+      },
+      *s);
+  EXPECT_EQ(used, hyperparameters.size()) << name << " " << hyperparameters.dump();
+  return *s;
+}
+
 tensor::Tensor tensor_of(const json& values, const json& shape) {
   std::vector<float> v;
   for (double x : values) v.push_back(static_cast<float>(x));
@@ -39,10 +64,7 @@ TEST(OptimizersVsTorch, TrajectoriesMatch) {
     group.params = params;
     group.names = {"w", "b"};
     group.learning_rate = constant(run["lr"].get<double>());
-    for (const auto& [key, value] : run["hyperparameters"].items()) {
-      group.hyperparameters[key] = value.get<double>();
-    }
-    auto opt = make_optimizer(name, {group});
+    auto opt = make_optimizer(settings_of(name, run["hyperparameters"]), {group});
     const std::string label = name + " " + run["hyperparameters"].dump();
     for (int k = 0; k < run["steps"].get<int>(); ++k) {
       for (std::size_t i = 0; i < params.size(); ++i) {

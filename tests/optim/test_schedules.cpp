@@ -81,15 +81,15 @@ TEST(Schedules, StepMultiStepMultiplicative) {
 
 TEST(Schedules, CyclicModes) {
   // base 0.1, max 1.0, up 4, down 4: cycle length 8.
-  const auto tri = cyclic(0.1, 1.0, 4, 4, "triangular");
+  const auto tri = cyclic(0.1, 1.0, 4, 4, CyclicMode::triangular);
   expect_at(tri, 0, 0.1);
   expect_at(tri, 2, 0.55);
   expect_at(tri, 4, 1.0);
   expect_at(tri, 6, 0.55);
   expect_at(tri, 8, 0.1);
-  const auto tri2 = cyclic(0.1, 1.0, 4, 4, "triangular2");
+  const auto tri2 = cyclic(0.1, 1.0, 4, 4, CyclicMode::triangular2);
   expect_at(tri2, 12, 0.1 + 0.9 * 0.5);  // second cycle's peak, halved
-  const auto exp = cyclic(0.1, 1.0, 4, 4, "exp_range", 0.9);
+  const auto exp = cyclic(0.1, 1.0, 4, 4, CyclicMode::exp_range, 0.9);
   expect_at(exp, 4, 0.1 + 0.9 * std::pow(0.9, 4));
   const auto asym = cyclic(0.0, 1.0, 2, 6);
   expect_at(asym, 2, 1.0);
@@ -98,13 +98,13 @@ TEST(Schedules, CyclicModes) {
 
 TEST(Schedules, OneCycle) {
   // max 1, 100 steps, pct 0.3: initial 0.04, rises to 1 at step 29, falls to 4e-6 at 99.
-  const auto oc = one_cycle(1.0, 100, 0.3, "cos");
+  const auto oc = one_cycle(1.0, 100, 0.3, Anneal::cos);
   expect_at(oc, 0, 0.04);
   expect_at(oc, 29, 1.0);
   expect_at(oc, 99, 0.04 / 1e4);
   const double pct = (64.0 - 29.0) / (99.0 - 29.0);
   expect_at(oc, 64, 0.04e-4 + (1.0 - 0.04e-4) / 2 * (std::cos(kPi * pct) + 1));
-  const auto lin = one_cycle(1.0, 100, 0.3, "linear", 25.0, 1e4, true);
+  const auto lin = one_cycle(1.0, 100, 0.3, Anneal::linear, 25.0, 1e4, true);
   expect_at(lin, 29, 1.0);
   expect_at(lin, 58, 0.04);  // end of the second phase: back to initial
   expect_at(lin, 99, 0.04e-4);
@@ -135,7 +135,7 @@ TEST(Schedules, BadParametersAreNamed) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("total_iters"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(cyclic(0, 1, 2, 2, "sawtooth"), Error);
+  EXPECT_THROW(cyclic(0, 1, 0, 2), Error);  // step_size_up must be > 0
   EXPECT_THROW(sequential({constant(1)}, {5}), Error);
   EXPECT_THROW(cosine_annealing_warm_restarts(1, 10, 0), Error);
   EXPECT_THROW(constant(1)->value(-1), Error);

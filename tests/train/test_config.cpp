@@ -2,8 +2,11 @@
 // mutually exclusive clipping, cbfloat16 without dynamic scaling, missing file; and --set.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "mantissa/error.hpp"
 #include "mantissa/train/config.hpp"
+#include "mantissa/train/trainer.hpp"
 
 namespace mantissa::train {
 namespace {
@@ -38,13 +41,19 @@ void expect_error(const std::vector<std::string>& overrides, const std::string& 
 TEST(Config, ParsesTheSeedsLayout) {
   const TrainerConfig c = parse_config(kBase, {}, "test.yaml");
   EXPECT_EQ(c.seed, 3u);
-  EXPECT_EQ(c.model.name, "mlp");
+  EXPECT_EQ(c.model.kind, ModelKind::mlp);
   EXPECT_EQ(c.model.mlp.hidden_sizes, std::vector<std::int64_t>{32});
-  EXPECT_EQ(c.optimizer.name, "adamw");
-  EXPECT_EQ(c.optimizer.hyperparameters.at("weight_decay"), 0.01);
+  EXPECT_EQ(c.model.mlp.activation, nn::Activation::relu);
+  ASSERT_TRUE(std::holds_alternative<optim::AdamW>(c.optimizer.settings));
+  EXPECT_EQ(std::get<optim::AdamW>(c.optimizer.settings).weight_decay, 0.01);
+  EXPECT_EQ(std::get<optim::AdamW>(c.optimizer.settings).beta2, 0.999);  // the default
   EXPECT_DOUBLE_EQ(c.learning_rate->value(5), 0.5e-3);
   EXPECT_DOUBLE_EQ(c.learning_rate->value(10), 1.0e-3);
-  EXPECT_EQ(c.precision.fp16_type, "float16");
+  EXPECT_EQ(c.precision.fp16_type, numerics::Format::float16);
+  EXPECT_TRUE(std::holds_alternative<amp::DynamicLossScaling>(c.precision.loss_scaling));
+  EXPECT_EQ(c.precision.on_stuck, amp::StuckPolicy::raise);
+  EXPECT_EQ(c.train_data.dataset, DatasetKind::fashion_mnist);
+  EXPECT_EQ(c.train_data.split, Split::train);
   EXPECT_EQ(c.loop.max_steps, 100);
   EXPECT_EQ(c.train_data.batch_size, 64);
 }
@@ -55,6 +64,66 @@ TEST(Config, OverridesApplyBeforeValidation) {
   EXPECT_EQ(c.loop.max_steps, 7);
   EXPECT_EQ(c.logging.log_steps, 2);
   expect_error({"nonsense"}, "--set 'nonsense': expected key.path=value");
+}
+
+TEST(Config, WordsBecomeTypedValues) {
+  const TrainerConfig c = parse_config(
+      kBase,
+      {"trainer.init.precision.loss_scaling_factor=128",
+       "trainer.init.precision.on_stuck=fall_back", "trainer.init.precision.fp16_type=bfloat16",
+       "trainer.init.model.activation=gelu",
+       "trainer.init.optimizer={SGD: {learning_rate: 0.1, momentum: 0.9, nesterov: true}}",
+       "trainer.fit.train_dataloader.split=test"},
+      "t");
+  ASSERT_TRUE(std::holds_alternative<amp::StaticLossScaling>(c.precision.loss_scaling));
+  EXPECT_EQ(std::get<amp::StaticLossScaling>(c.precision.loss_scaling).scale, 128.0);
+  EXPECT_EQ(c.precision.on_stuck, amp::StuckPolicy::fall_back);
+  EXPECT_EQ(c.precision.fp16_type, numerics::Format::bfloat16);
+  EXPECT_EQ(c.model.mlp.activation, nn::Activation::gelu);
+  ASSERT_TRUE(std::holds_alternative<optim::Sgd>(c.optimizer.settings));
+  EXPECT_EQ(std::get<optim::Sgd>(c.optimizer.settings).momentum, 0.9);
+  EXPECT_TRUE(std::get<optim::Sgd>(c.optimizer.settings).nesterov);
+  EXPECT_EQ(c.optimizer.learning_rate, 0.1);
+  EXPECT_EQ(c.train_data.split, Split::test);
+}
+
+TEST(Config, EachWordHasOneMessage) {
+  expect_error({"trainer.init.precision.fp16_type=fp16"},
+               "trainer.init.precision.fp16_type: 'fp16' (expected one of: float16, bfloat16, "
+               "cbfloat16)");
+  expect_error({"trainer.init.precision.fp16_type=float8_e4m3"},
+               "trainer.init.precision.fp16_type: 'float8_e4m3' (expected one of: float16, "
+               "bfloat16, cbfloat16)");
+  expect_error({"trainer.init.precision.loss_scaling_factor=lots"},
+               "trainer.init.precision.loss_scaling_factor: 'lots' is neither \"dynamic\" nor a "
+               "finite number > 0");
+  expect_error({"trainer.init.precision.loss_scaling_factor=-4"},
+               "trainer.init.precision.loss_scaling_factor: '-4' is neither \"dynamic\" nor a "
+               "finite number > 0");
+  expect_error({"trainer.init.precision.on_stuck=panic"},
+               "trainer.init.precision.on_stuck: 'panic' (expected one of: raise, keep_going, "
+               "fall_back)");
+  expect_error({"trainer.init.model.activation=tanh"},
+               "trainer.init.model.activation: 'tanh' (expected one of: relu, gelu)");
+  expect_error({"trainer.fit.train_dataloader.split=valid"},
+               "trainer.fit.train_dataloader.split: 'valid' (expected one of: train, val, test)");
+  expect_error({"trainer.fit.train_dataloader.split=val"},
+               "trainer.fit.train_dataloader.split: 'val' (expected train or test)");
+  expect_error({"trainer.init.optimizer={AdamW: {beta1: 1.5}}"},
+               "trainer.init.optimizer.AdamW.beta1: 1.5 must be in [0, 1)");
+  expect_error({"trainer.init.optimizer={SGD: {nesterov: 1.0e-3}}"},
+               "trainer.init.optimizer.SGD.nesterov: '1.0e-3' is not true or false");
+  expect_error({"trainer.init.schedulers=[{CyclicLR: {base_lr: 0.1, max_lr: 1, step_size_up: 2, "
+                "mode: sawtooth}}]"},
+               "trainer.init.schedulers[0].CyclicLR.mode: 'sawtooth' (expected one of: triangular, "
+               "triangular2, exp_range)");
+  expect_error({"trainer.init.schedulers=[{OneCycleLR: {max_lr: 1, total_steps: 10, "
+                "anneal_strategy: cosine}}]"},
+               "trainer.init.schedulers[0].OneCycleLR.anneal_strategy: 'cosine' (expected one of: "
+               "cos, linear)");
+  expect_error({"trainer.init.schedulers=[{CosineLR: {}}]"},
+               "trainer.init.schedulers[0]: unknown scheduler 'CosineLR' (expected one of: "
+               "ConstantLR, LinearLR");
 }
 
 TEST(Config, EachKindOfBadInputIsNamed) {
@@ -100,6 +169,34 @@ TEST(Config, EachKindOfBadInputIsNamed) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("broken.yaml: not valid YAML"), std::string::npos);
   }
+}
+
+// Every value of each enum the config names has one word, and the word finds the value.
+template <class E, std::size_t N>
+void expect_one_word_each(const NameTable<E, N>& table, std::size_t values) {
+  std::set<std::string_view> words;
+  std::set<E> seen;
+  for (const Named<E>& n : table) {
+    words.insert(n.name);
+    seen.insert(n.value);
+    EXPECT_EQ(find_named(table, n.name), n.value) << n.name;
+    EXPECT_EQ(name_of(table, n.value), n.name);
+  }
+  EXPECT_EQ(words.size(), values);
+  EXPECT_EQ(seen.size(), values);
+}
+
+TEST(Config, NameTablesCoverTheirEnums) {
+  expect_one_word_each(kModelNames, 3);
+  expect_one_word_each(kDatasetNames, 3);
+  expect_one_word_each(kSplitNames, 3);
+  expect_one_word_each(kRunModeNames, 3);
+  expect_one_word_each(nn::kActivationNames, 2);
+  expect_one_word_each(amp::kStuckPolicyNames, 3);
+  expect_one_word_each(optim::kCyclicModeNames, 3);
+  expect_one_word_each(optim::kAnnealNames, 2);
+  expect_one_word_each(precision::kMatmulRouteNames, 3);
+  EXPECT_EQ(find_named(kModelNames, "GPT"), std::nullopt);  // words are exact
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ trainer:
 std::vector<std::uint32_t> bits(const tensor::Tensor& t) {
   const std::vector<float> v = t.to_vector();
   std::vector<std::uint32_t> b(v.size());
-  std::memcpy(b.data(), v.data(), v.size() * 4);
+  std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
   return b;
 }
 
@@ -55,15 +55,14 @@ TEST(Resume, HalfPlusHalfEqualsStraightBitForBit) {
     for (int i = 0; i < 400; ++i)
       out << "line " << i << ": the quick brown fox jumps over the lazy dog\n";
   }
-  auto quiet = [](const std::string&) {};
-  Trainer straight(parse_config(config_yaml(text, (dir / "a").string(), 12), {}, "a"), quiet);
-  const RunSummary sa = straight.run("train");
+  Trainer straight(parse_config(config_yaml(text, (dir / "a").string(), 12), {}, "a"));
+  const RunSummary sa = straight.run(RunMode::train);
   EXPECT_GT(sa.skipped_steps, 0) << "the run must skip steps (float16 overflow at scale 1e9)";
 
-  Trainer first(parse_config(config_yaml(text, (dir / "b").string(), 6), {}, "b"), quiet);
-  first.run("train");
-  Trainer second(parse_config(config_yaml(text, (dir / "b").string(), 12), {}, "b"), quiet);
-  const RunSummary sb = second.run("train", "latest");
+  Trainer first(parse_config(config_yaml(text, (dir / "b").string(), 6), {}, "b"));
+  first.run(RunMode::train);
+  Trainer second(parse_config(config_yaml(text, (dir / "b").string(), 12), {}, "b"));
+  const RunSummary sb = second.run(RunMode::train, "latest");
   EXPECT_EQ(sb.global_step, 12);
 
   const auto ta = straight.state_tensors(), tb = second.state_tensors();

@@ -10,9 +10,11 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mantissa/autograd/variable.hpp"
+#include "mantissa/names.hpp"
 #include "mantissa/numerics/format.hpp"
 #include "mantissa/optim/optimizer.hpp"
 
@@ -27,6 +29,14 @@ enum class StuckPolicy {
   keep_going,  // log and continue at the minimum
   fall_back,   // log, stop scaling, and ask the caller to switch to a wider format
 };
+inline constexpr NameTable<StuckPolicy, 3> kStuckPolicyNames = {{
+    {"raise", StuckPolicy::raise},
+    {"keep_going", StuckPolicy::keep_going},
+    {"fall_back", StuckPolicy::fall_back},
+}};
+
+// The one message for a loss_scaling_factor that is neither "dynamic" nor a finite number > 0.
+std::string loss_scaling_factor_error(std::string_view given);
 
 struct GradScalerOptions {
   bool dynamic = true;
@@ -42,7 +52,9 @@ struct GradScalerOptions {
   int hysteresis = 1;                // decreases only on the h-th consecutive overflow event
   bool grow_only_if_finite = false;  // skip a growth whose result would not be finite
   bool attribute_overflows = true;   // name the parameters with non-finite gradients
-  std::function<void(const std::string&)> log;  // default: one line on stderr
+  // Receives skipped-step and stuck-scale lines; unset: they are dropped (the library prints
+  // nothing itself; StepReport carries the same facts).
+  std::function<void(const std::string&)> log;
 
   // The defaults for a half format: init and max 2^15, or 2^31 for cbfloat16.
   static GradScalerOptions defaults_for(Format half);
@@ -55,9 +67,13 @@ struct ScalerState {
   std::int64_t steps_since_rescale = 0;
   std::int64_t overflows_since_rescale = 0;
   std::int64_t num_skipped_steps = 0;
-  int hysteresis_left = 1;
+  std::int64_t hysteresis_left = 1;
   bool scaling_stopped = false;  // after a fall-back
 };
+// The state as a checkpoint keeps it (one JSON object, a key per field) and back: one pair
+// over one field list. decode throws mantissa::Error naming a missing or mistyped field.
+std::string encode_scaler_state(const ScalerState& state);
+ScalerState decode_scaler_state(const std::string& json_text);
 
 class GradScaler {
  public:

@@ -1,19 +1,32 @@
 #pragma once
-// The MixedPrecision settings of the seeds' trainer (003): validated as that system does,
-// and turned into a precision Policy and (where one applies) a GradScaler.
+// The MixedPrecision settings of the seeds' trainer (003), typed: validated as that system
+// does, and turned into a precision Policy and (where one applies) a GradScaler. The words
+// of a config (fp16_type: float16, loss_scaling_factor: dynamic, on_stuck: raise) become
+// these values in the config parser (train/config.cpp), once.
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 
 #include "mantissa/amp/grad_scaler.hpp"
 #include "mantissa/precision/policy.hpp"
 
 namespace mantissa::amp {
 
+// loss_scaling_factor: unset, a number (static scaling) or "dynamic".
+struct NoLossScaling {};
+struct StaticLossScaling {
+  double scale = 1.0;
+};
+struct DynamicLossScaling {};
+using LossScaling = std::variant<NoLossScaling, StaticLossScaling, DynamicLossScaling>;
+
 struct MixedPrecision {
   bool enabled = true;
-  std::string fp16_type = "float16";  // float16 | bfloat16 | cbfloat16 (the seeds' default)
-  std::optional<std::string> loss_scaling_factor;  // "dynamic" or a number; unset: none
+  Format fp16_type = Format::float16;  // float16 | bfloat16 | cbfloat16 (the seeds' default)
+  LossScaling loss_scaling;            // loss_scaling_factor; unset: no scaler
   std::optional<double> initial_loss_scale;
   std::optional<std::int64_t> steps_per_increase;
   std::optional<double> min_loss_scale;
@@ -23,7 +36,7 @@ struct MixedPrecision {
   int precision_opt_level = 1;
   // Beyond the seeds (see docs/mixed_precision.md):
   double overflow_tolerance = 0.0;
-  std::string on_stuck = "raise";  // raise | keep_going | fall_back
+  StuckPolicy on_stuck = StuckPolicy::raise;
   int hysteresis = 1;
   bool grow_only_if_finite = false;
 
@@ -31,7 +44,7 @@ struct MixedPrecision {
   void validate() const;
   precision::Policy policy() const;
   // The scaler these settings call for: none when disabled, for bfloat16 (any scaling
-  // settings are then ignored with one log line), or when loss_scaling_factor is unset.
+  // settings are then ignored with one line to `log`), or when loss scaling is unset.
   std::unique_ptr<GradScaler> make_scaler(std::function<void(const std::string&)> log = {}) const;
 };
 

@@ -1,9 +1,11 @@
 #pragma once
 // Datasets from real files: IDX arrays (plain or .gz; Fashion-MNIST from Debian's
-// dataset-fashion-mnist) and byte-level text (any file, or the KJV corpus from bible-kjv).
-// A missing file or package is an error naming the file and the package to install.
+// dataset-fashion-mnist) and byte-level text (any file, or the KJV corpus, whose text the
+// program supplies). A missing file or package is an error naming the file and the package.
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mantissa/tensor/tensor.hpp"
@@ -21,17 +23,18 @@ IdxArray load_idx(const std::string& path);
 
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
-// Images as float32 rows [n, 784] normalized by the training set's mean and standard
-// deviation (0.2860, 0.3530), and int32 labels 0..9.
+// Images as float32 rows [n, channels * height * width] normalized by the training set's
+// mean and standard deviation (0.2860, 0.3530), and int32 labels 0..9.
 struct ImageDataset {
-  tensor::Tensor images;  // [n, height * width]
+  tensor::Tensor images;  // [n, channels * height * width]
   std::vector<std::int32_t> labels;
-  std::int64_t height = 0, width = 0;
+  std::int64_t channels = 1, height = 0, width = 0;
   std::int64_t size() const { return static_cast<std::int64_t>(labels.size()); }
 };
-// split: "train" or "test". Checks that images and labels agree in count.
-ImageDataset load_fashion_mnist(const std::string& split,
-                                const std::string& dir = kFashionMnistDir);
+// Fashion-MNIST's two file sets: train-* (60,000 images) and t10k-* (10,000).
+enum class ImageSplit { train, test };
+// Checks that images and labels agree in count.
+ImageDataset load_fashion_mnist(ImageSplit split, const std::string& dir = kFashionMnistDir);
 
 // A byte-level corpus (vocabulary 256).
 struct ByteText {
@@ -39,8 +42,12 @@ struct ByteText {
   std::string source;
 };
 ByteText load_text_file(const std::string& path);
-// The KJV Bible (`bible Gen1:1-Rev22:21`), cached once as <data_dir>/kjv.txt.
-ByteText load_kjv(const std::string& data_dir);
+// Supplies a corpus's whole text (the mantissa program runs `bible Gen1:1-Rev22:21` from
+// Debian's bible-kjv); throws mantissa::Error when it cannot.
+using CorpusProvider = std::function<std::string()>;
+// The KJV Bible, cached once as <data_dir>/kjv.txt: read from the cache when it is there,
+// else taken from `provider` (which must then be set) and cached.
+ByteText load_kjv(const std::string& data_dir, const CorpusProvider& provider);
 // Split by position: the first (1 - val_fraction) of the tokens, and the rest.
 std::pair<ByteText, ByteText> split_by_position(const ByteText& text, double val_fraction);
 

@@ -32,7 +32,6 @@ struct NativeBf16 {
 };
 const NativeBf16& native_bf16();
 
-using precision::parse_route;
 using precision::route_name;
 
 // The route a product of H values takes under `preference`: fp32 or native_bf16 (never

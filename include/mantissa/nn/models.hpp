@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "mantissa/names.hpp"
 #include "mantissa/nn/layers.hpp"
 
 namespace mantissa::nn {
@@ -45,11 +46,15 @@ class Gpt : public Module {
   tensor::Rng dropout_rng_;
 };
 
+enum class Activation { relu, gelu };
+inline constexpr NameTable<Activation, 2> kActivationNames = {
+    {{"relu", Activation::relu}, {"gelu", Activation::gelu}}};
+
 struct MlpConfig {
   std::int64_t input_size = 784;
   std::vector<std::int64_t> hidden_sizes = {256};
   std::int64_t num_classes = 10;
-  std::string activation = "relu";  // relu | gelu
+  Activation activation = Activation::relu;
   void validate() const;
 };
 
@@ -63,7 +68,8 @@ class Mlp : public Module {
 };
 
 struct CnnConfig {
-  std::int64_t channels = 1, height = 28, width = 28;
+  std::int64_t channels = 1, height = 28,
+               width = 28;  // the input images' (the trainer: the dataset's)
   std::int64_t conv1_channels = 16, conv2_channels = 32;
   std::int64_t num_classes = 10;
   void validate() const;

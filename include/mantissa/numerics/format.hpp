@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace mantissa::numerics {
@@ -62,6 +63,9 @@ enum class Overflow : std::uint8_t {
 struct FormatTraits {
   Format format;
   std::string_view name;
+  // The safetensors dtype ("F16", ...); empty when the format has none (cbfloat16, whose
+  // tensors safetensors files hold as F32 values).
+  std::string_view safetensors_dtype;
   Layout layout;
   int storage_bytes;
   Overflow default_overflow;
@@ -79,7 +83,8 @@ constexpr double pow2(int e) {
   return v;
 }
 
-constexpr FormatTraits make_traits(Format f, std::string_view name, Layout l, Overflow overflow) {
+constexpr FormatTraits make_traits(Format f, std::string_view name, std::string_view dtype,
+                                   Layout l, Overflow overflow) {
   const int e_max_field = l.specials == Specials::ieee ? static_cast<int>(l.exponent_mask()) - 1
                                                        : static_cast<int>(l.exponent_mask());
   // fn formats lose the all-ones mantissa at the top exponent to NaN.
@@ -88,6 +93,7 @@ constexpr FormatTraits make_traits(Format f, std::string_view name, Layout l, Ov
   const int storage = l.total_bits() <= 8 ? 1 : (l.total_bits() <= 16 ? 2 : 4);
   return FormatTraits{f,
                       name,
+                      dtype,
                       l,
                       storage,
                       overflow,
@@ -98,19 +104,20 @@ constexpr FormatTraits make_traits(Format f, std::string_view name, Layout l, Ov
 }
 }  // namespace detail
 
-// The traits table, indexed by static_cast<int>(Format).
+// The traits table, indexed by static_cast<int>(Format): the one place a format's name and
+// safetensors dtype are written down.
 inline constexpr std::array<FormatTraits, 6> kFormatTable = {
-    detail::make_traits(Format::float32, "float32", {8, 23, 127, Specials::ieee},
+    detail::make_traits(Format::float32, "float32", "F32", {8, 23, 127, Specials::ieee},
                         Overflow::to_infinity),
-    detail::make_traits(Format::float16, "float16", {5, 10, 15, Specials::ieee},
+    detail::make_traits(Format::float16, "float16", "F16", {5, 10, 15, Specials::ieee},
                         Overflow::to_infinity),
-    detail::make_traits(Format::bfloat16, "bfloat16", {8, 7, 127, Specials::ieee},
+    detail::make_traits(Format::bfloat16, "bfloat16", "BF16", {8, 7, 127, Specials::ieee},
                         Overflow::to_infinity),
-    detail::make_traits(Format::cbfloat16, "cbfloat16", {6, 9, 31, Specials::ieee},
+    detail::make_traits(Format::cbfloat16, "cbfloat16", "", {6, 9, 31, Specials::ieee},
                         Overflow::to_infinity),
-    detail::make_traits(Format::float8_e4m3, "float8_e4m3", {4, 3, 7, Specials::fn_nan},
+    detail::make_traits(Format::float8_e4m3, "float8_e4m3", "F8_E4M3", {4, 3, 7, Specials::fn_nan},
                         Overflow::saturate),
-    detail::make_traits(Format::float8_e5m2, "float8_e5m2", {5, 2, 15, Specials::ieee},
+    detail::make_traits(Format::float8_e5m2, "float8_e5m2", "F8_E5M2", {5, 2, 15, Specials::ieee},
                         Overflow::to_infinity),
 };
 
@@ -128,7 +135,9 @@ constexpr std::string_view name(Format f) {
 std::optional<Format> parse_format(std::string_view name);
 // Parses a format name or throws mantissa::Error naming `what` and the allowed names.
 Format parse_format_or_throw(std::string_view name, std::string_view what);
-// "float32, float16, bfloat16, cbfloat16, float8_e4m3, float8_e5m2"
-std::string_view format_names();
+// "float32, float16, bfloat16, cbfloat16, float8_e4m3, float8_e5m2" (the table's names)
+std::string format_names();
+// The format whose safetensors dtype is `dtype`; nullopt when no format has it.
+std::optional<Format> format_of_safetensors_dtype(std::string_view dtype);
 
 }  // namespace mantissa::numerics

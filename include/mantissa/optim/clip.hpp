@@ -6,6 +6,12 @@
 
 namespace mantissa::optim {
 
+// The factor global-norm clipping multiplies every gradient by: min(max_norm / (norm + 1e-6),
+// 1). One formula for clip_grad_norm_ and the GradScaler's clipping alike.
+double clip_coefficient(double norm, double max_norm);
+// Multiplies every gradient by `coefficient` (parameters without a gradient are skipped).
+void scale_grads_(std::vector<autograd::Variable>& params, double coefficient);
+
 // The global L2 norm of all gradients, accumulated in double. A non-finite norm (inf or NaN
 // in some gradient) is returned as it is and the gradients are left untouched: no silent
 // change. Otherwise, when norm > max_norm, every gradient is scaled by

@@ -1,14 +1,16 @@
 #pragma once
 // Optimizers over parameter groups. Each group has its parameters, tags, a learning-rate
-// schedule, an optional weight-decay schedule, and hyperparameter overrides; the optimizer
+// schedule, an optional weight-decay schedule, and optionally its own settings; the optimizer
 // step with index k (from 0) uses the schedules' value(k). State tensors are float32.
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "mantissa/autograd/variable.hpp"
+#include "mantissa/optim/optimizer_settings.hpp"
 #include "mantissa/optim/schedule.hpp"
 
 namespace mantissa::optim {
@@ -20,21 +22,20 @@ struct ParamGroup {
   std::vector<Variable> params;
   std::vector<std::string> names;  // one per parameter (for state and messages); may be empty
   std::vector<std::string> tags;
-  SchedulePtr learning_rate;                      // required
-  SchedulePtr weight_decay;                       // unset: the `weight_decay` hyperparameter
-  std::map<std::string, double> hyperparameters;  // overrides of the optimizer's defaults
+  SchedulePtr learning_rate;  // required
+  SchedulePtr weight_decay;   // unset: the settings' weight_decay, constant (0 without one)
+  // This group's own settings (the same optimizer as make_optimizer's); unset: those.
+  std::optional<OptimizerSettings> settings;
 };
 
-// One hyperparameter an optimizer understands, with its default.
-struct HyperSpec {
-  std::string name;
-  double default_value;
-};
+// The name of parameter i of group g: its entry in group.names, else "group<g>.param<i>".
+std::string parameter_name(const ParamGroup& group, std::size_t g, std::size_t i);
 
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
-  virtual std::string name() const = 0;
+  std::string name() const { return std::string(optimizer_name(settings_)); }
+  const OptimizerSettings& settings() const { return settings_; }
 
   // One update of every parameter that has a gradient, with lr = learning_rate(k) and
   // wd = weight_decay(k) for the current step index k; then k += 1. Parameters' versions
@@ -47,6 +48,8 @@ class Optimizer {
   double current_learning_rate(std::size_t g = 0) const;
   std::vector<ParamGroup>& groups() { return groups_; }
   const std::vector<ParamGroup>& groups() const { return groups_; }
+  // Every group's parameters, in order.
+  std::vector<Variable> parameters() const;
 
   // State out and in: "<param name>.<state name>" -> float32 tensor, plus the step index.
   std::map<std::string, Tensor> state_tensors() const;
@@ -54,33 +57,26 @@ class Optimizer {
   void set_step_index(std::int64_t k) { step_ = k; }
 
  protected:
-  Optimizer(std::vector<ParamGroup> groups, std::vector<HyperSpec> specs);
-  // Updates one parameter. `state` holds this parameter's tensors in the order of
-  // state_names(), created zero-filled (or by init_state) on first use.
-  virtual void update(Variable& param, std::vector<Tensor>& state, const ParamGroup& group,
-                      double lr, double wd, std::int64_t step_number) = 0;
+  Optimizer(OptimizerSettings settings, std::vector<ParamGroup> groups);
+  // Updates one parameter of group g. `state` holds its tensors in the order of
+  // state_names(), made by init_state on first use.
+  virtual void update(Variable& param, std::vector<Tensor>& state, std::size_t g, double lr,
+                      double wd, std::int64_t step_number) = 0;
   virtual std::vector<std::string> state_names(const Variable& param) const = 0;
-  // Initial values of a fresh state tensor (default zeros).
-  virtual Tensor init_state(const std::string& state_name, const Variable& param,
-                            const ParamGroup& group) const;
-  // Value of a hyperparameter for a group (override or default).
-  double hyper(const ParamGroup& group, const std::string& name) const;
+  virtual Tensor init_state(std::size_t index, const Variable& param, std::size_t g) const = 0;
 
  private:
+  OptimizerSettings settings_;
   std::vector<ParamGroup> groups_;
-  std::vector<HyperSpec> specs_;
   std::int64_t step_ = 0;
   std::map<const void*, std::vector<Tensor>> state_;  // keyed by the parameter
-  std::string param_name(std::size_t g, std::size_t i) const;
-  std::vector<Tensor>& state_for(Variable& p, const ParamGroup& group);
+  std::vector<Tensor>& state_for(Variable& p, std::size_t g);
 };
 
-// Builds an optimizer by name: sgd, adam, adamw, adamax, adagrad, adadelta, rmsprop, lamb,
-// lion, nadam, radam, rprop, asgd, adafactor. Unknown names and unknown hyperparameter
-// names throw mantissa::Error listing what is allowed.
-std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<ParamGroup> groups);
-// The hyperparameters (with defaults) of an optimizer, for documentation and validation.
-std::vector<HyperSpec> optimizer_hyperparameters(const std::string& name);
-std::vector<std::string> optimizer_names();
+// Builds the optimizer `settings` name (Sgd, AdamW, ...): validates the settings (and each
+// group's own) once, throwing mantissa::Error "optimizer <name>: <field>: ..." when a value
+// is out of range.
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerSettings& settings,
+                                          std::vector<ParamGroup> groups);
 
 }  // namespace mantissa::optim

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "mantissa/names.hpp"
+
 namespace mantissa::optim {
 
 class Schedule {
@@ -50,14 +52,25 @@ SchedulePtr step_decay(double initial, std::int64_t step_size, double gamma = 0.
 SchedulePtr multi_step(double initial, std::vector<std::int64_t> milestones, double gamma = 0.1);
 // initial * coefficient^step
 SchedulePtr multiplicative(double initial, double coefficient);
-// PyTorch CyclicLR: mode "triangular", "triangular2" or "exp_range" (gamma per step).
+// PyTorch CyclicLR's modes: the height of each cycle is constant (triangular), halves per
+// cycle (triangular2) or is scaled by gamma^step (exp_range).
+enum class CyclicMode { triangular, triangular2, exp_range };
+inline constexpr NameTable<CyclicMode, 3> kCyclicModeNames = {{
+    {"triangular", CyclicMode::triangular},
+    {"triangular2", CyclicMode::triangular2},
+    {"exp_range", CyclicMode::exp_range},
+}};
 SchedulePtr cyclic(double base_lr, double max_lr, std::int64_t step_size_up,
-                   std::int64_t step_size_down = 0, const std::string& mode = "triangular",
+                   std::int64_t step_size_down = 0, CyclicMode mode = CyclicMode::triangular,
                    double gamma = 1.0);
+// OneCycle's annealing between phase ends: half a cosine, or a straight line.
+enum class Anneal { cos, linear };
+inline constexpr NameTable<Anneal, 2> kAnnealNames = {
+    {{"cos", Anneal::cos}, {"linear", Anneal::linear}}};
 // PyTorch OneCycleLR, with initial = max_lr / div_factor and final = initial /
-// final_div_factor; anneal "cos" or "linear"; three_phase as PyTorch.
+// final_div_factor; three_phase as PyTorch.
 SchedulePtr one_cycle(double max_lr, std::int64_t total_steps, double pct_start = 0.3,
-                      const std::string& anneal = "cos", double div_factor = 25.0,
+                      Anneal anneal = Anneal::cos, double div_factor = 25.0,
                       double final_div_factor = 1e4, bool three_phase = false);
 // schedules[i] runs on [milestones[i-1], milestones[i]) and sees step - milestones[i-1].
 SchedulePtr sequential(std::vector<SchedulePtr> schedules, std::vector<std::int64_t> milestones);
@@ -67,5 +80,28 @@ SchedulePtr piecewise_constant(std::vector<double> values, std::vector<std::int6
 SchedulePtr chained(std::vector<SchedulePtr> schedules);
 // Any function of the step.
 SchedulePtr lambda(std::function<double(std::int64_t)> fn, std::string description = "lambda");
+
+// The schedule classes of the seeds' system, one per factory above (lambda aside): the
+// config's scheduler registry has one entry per kind, checked at compile time.
+enum class ScheduleKind {
+  constant,
+  linear,
+  polynomial,
+  exponential,
+  inverse_exponential_time_decay,
+  inverse_square_root_decay,
+  cosine_decay,
+  cosine_annealing,
+  cosine_annealing_warm_restarts,
+  step_decay,
+  multi_step,
+  multiplicative,
+  cyclic,
+  one_cycle,
+  sequential,
+  piecewise_constant,
+  chained,
+};
+inline constexpr std::size_t kScheduleKindCount = 17;
 
 }  // namespace mantissa::optim

@@ -1,10 +1,12 @@
 #pragma once
 // The precision Policy: the half format H and precision_opt_level (POL), read by every op,
 // set for a scope by the Autocast guard (DESIGN.md section 3).
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "mantissa/names.hpp"
 #include "mantissa/numerics/format.hpp"
 
 namespace mantissa::precision {
@@ -17,9 +19,27 @@ enum class MatmulRoute : std::uint8_t {
   fp32,         // mantissa's fp32 FMA GEMM
   native_bf16,  // oneDNN's bf16 matmul (AMX or AVX512-BF16); an error where there is none
 };
-std::string_view route_name(MatmulRoute route);  // automatic | fp32 | native_bf16
-// Parses a route name; throws mantissa::Error naming `what` and the allowed names.
-MatmulRoute parse_route(std::string_view name, std::string_view what);
+inline constexpr NameTable<MatmulRoute, 3> kMatmulRouteNames = {{
+    {"automatic", MatmulRoute::automatic},
+    {"fp32", MatmulRoute::fp32},
+    {"native_bf16", MatmulRoute::native_bf16},
+}};
+inline constexpr std::string_view route_name(MatmulRoute route) {
+  return name_of(kMatmulRouteNames, route);
+}
+
+// The formats a Policy computes in (fp16_type's values).
+inline constexpr std::array<Format, 3> kHalfFormats = {Format::float16, Format::bfloat16,
+                                                       Format::cbfloat16};
+constexpr bool is_half_format(Format f) {
+  for (Format h : kHalfFormats) {
+    if (h == f) return true;
+  }
+  return false;
+}
+// The one message for a bad fp16_type, wherever it is caught:
+// "fp16_type: '<given>' (expected one of: float16, bfloat16, cbfloat16)".
+std::string fp16_type_error(std::string_view given);
 
 struct Policy {
   Format half = Format::float32;  // float32: mixed precision disabled
@@ -27,7 +47,8 @@ struct Policy {
   MatmulRoute matmul_route = MatmulRoute::automatic;
 
   bool enabled() const { return half != Format::float32; }
-  // Throws mantissa::Error naming fp16_type / precision_opt_level and the allowed values.
+  // Throws mantissa::Error naming fp16_type / precision_opt_level and the allowed values:
+  // `half` must be float32 (off) or a half format, opt_level 0, 1 or 2.
   void validate() const;
   std::string describe() const;  // "cbfloat16, POL 1"
 };

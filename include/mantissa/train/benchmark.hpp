@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "mantissa/data/datasets.hpp"
 #include "mantissa/kernels/profiler.hpp"
 #include "mantissa/train/config.hpp"
 
@@ -46,9 +47,10 @@ struct BenchResult {
 double training_flops_per_step(const TrainerConfig& config, std::int64_t parameters);
 
 // Runs warm-up + timed steps of `config` (no checkpoints or metrics are written). `progress`
-// receives one line per step.
+// receives one line per step; `kjv_corpus` as for the Trainer (TrainerHooks).
 BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& options,
-                                const std::function<void(const std::string&)>& progress = {});
+                                const std::function<void(const std::string&)>& progress = {},
+                                const data::CorpusProvider& kjv_corpus = {});
 
 // The human-readable report (the profile table included when recorded).
 std::string format_bench_report(const BenchResult& r);

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mantissa/tensor/tensor.hpp"
@@ -32,5 +33,15 @@ std::optional<std::string> latest_checkpoint(const std::string& dir);
 void apply_retention(const std::string& dir, std::int64_t keep);
 
 inline constexpr const char* kCheckpointVersion = "mantissa-checkpoint-1";
+
+// Tensor names in a checkpoint: "model.<parameter>" and "optimizer.<parameter>.<state>".
+inline constexpr std::string_view kModelPrefix = "model.";
+inline constexpr std::string_view kOptimizerPrefix = "optimizer.";
+// `tensors` with `prefix` put before every name.
+std::map<std::string, tensor::Tensor> with_prefix(
+    std::string_view prefix, const std::map<std::string, tensor::Tensor>& tensors);
+// The tensors whose names start with `prefix`, under their names without it.
+std::map<std::string, tensor::Tensor> under_prefix(
+    std::string_view prefix, const std::map<std::string, tensor::Tensor>& tensors);
 
 }  // namespace mantissa::train

@@ -4,29 +4,35 @@
 //   trainer.fit.{train_dataloader, val_dataloader}
 // Every key is checked: unknown keys, wrong types and bad values throw mantissa::Error naming
 // the key path, the value and what is allowed, before any work. docs/config.md lists them.
+// This is where the config's words (model and dataset names, fp16_type, optimizer names,
+// ...) become typed values, once; nothing below reads a name.
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "mantissa/amp/mixed_precision.hpp"
+#include "mantissa/names.hpp"
 #include "mantissa/nn/models.hpp"
+#include "mantissa/optim/optimizer_settings.hpp"
 #include "mantissa/optim/schedule.hpp"
 
 namespace mantissa::train {
 
+enum class ModelKind { gpt, mlp, cnn };
+inline constexpr NameTable<ModelKind, 3> kModelNames = {
+    {{"gpt", ModelKind::gpt}, {"mlp", ModelKind::mlp}, {"cnn", ModelKind::cnn}}};
+
 struct ModelConfig {
-  std::string name;  // gpt | mlp | cnn
+  ModelKind kind = ModelKind::gpt;
   nn::GptConfig gpt;
   nn::MlpConfig mlp;
-  nn::CnnConfig cnn;
+  nn::CnnConfig cnn;  // channels, height and width come from the dataset
 };
 
 struct OptimizerConfig {
-  std::string name;  // make_optimizer's names (AdamW, adamw, ... case-insensitive)
+  optim::OptimizerSettings settings;  // from the key: AdamW, adamw, ... (case-insensitive)
   double learning_rate = 1e-3;
-  std::map<std::string, double> hyperparameters;
 };
 
 struct LoopConfig {
@@ -46,9 +52,20 @@ struct LoggingConfig {
   std::int64_t log_steps = 10;
 };
 
+enum class DatasetKind { kjv, text, fashion_mnist };
+inline constexpr NameTable<DatasetKind, 3> kDatasetNames = {
+    {{"kjv", DatasetKind::kjv},
+     {"text", DatasetKind::text},
+     {"fashion_mnist", DatasetKind::fashion_mnist}}};
+// Text datasets split into train and val (the held-out tail); Fashion-MNIST has train and
+// test files.
+enum class Split { train, val, test };
+inline constexpr NameTable<Split, 3> kSplitNames = {
+    {{"train", Split::train}, {"val", Split::val}, {"test", Split::test}}};
+
 struct DataloaderConfig {
-  std::string dataset;  // kjv | text | fashion_mnist
-  std::string split = "train";
+  DatasetKind dataset = DatasetKind::text;
+  Split split = Split::train;
   std::int64_t batch_size = 8;
   std::int64_t context = 128;     // text datasets
   std::string path;               // text: the file; fashion_mnist: the directory

@@ -3,19 +3,27 @@
 // TrainerConfig and runs train, eval or train_and_eval in the seeds' order (forward, scaled
 // backward, unscale, clip, step or skip, update scale, zero grads; the schedule advances on
 // taken steps), with gradient accumulation, periodic evaluation, metrics as JSON lines,
-// progress lines, and atomic checkpoints that resume bit for bit.
+// and atomic checkpoints that resume bit for bit. It draws nothing: progress and log lines go
+// to the TrainerEvents the program supplies (apps/mantissa renders them on the terminal).
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "mantissa/amp/optimizer_step.hpp"
+#include "mantissa/data/datasets.hpp"
+#include "mantissa/names.hpp"
 #include "mantissa/train/config.hpp"
 
 namespace mantissa::train {
+
+enum class RunMode { train, eval, train_and_eval };
+inline constexpr NameTable<RunMode, 3> kRunModeNames = {
+    {{"train", RunMode::train},
+     {"eval", RunMode::eval},
+     {"train_and_eval", RunMode::train_and_eval}}};
 
 struct EvalResult {
   double loss = 0;        // mean of the per-step losses
@@ -39,17 +47,47 @@ struct StepResult {
   amp::StepReport report;
 };
 
+// The figures of one logged training window (every logging.log_steps steps and the last).
+struct Progress {
+  std::int64_t step = 0, max_steps = 0;
+  double loss = 0;  // mean over the window's steps
+  double loss_scale = 1, learning_rate = 0, grad_norm = 0;
+  std::int64_t skipped_steps = 0;
+  double items_per_second = 0;
+  const char* unit = "";  // "tokens" or "samples"
+  double eta_seconds = 0;
+};
+
+// What a run reports as it goes. The library calls these; the program decides what to draw.
+// Every method does nothing by default.
+class TrainerEvents {
+ public:
+  virtual ~TrainerEvents() = default;
+  // One line of news: the run's setup, resumption, skipped steps, checkpoints, fall-backs.
+  virtual void message(const std::string& line) { (void)line; }
+  virtual void progress(const Progress& p) { (void)p; }
+  // Before an evaluation mid-run (a live progress display may end its line) and after it.
+  virtual void evaluating(std::int64_t step) { (void)step; }
+  virtual void evaluated(const EvalResult& r, std::int64_t step) { (void)r, (void)step; }
+};
+
+// What the program lends the trainer: where events go, and the KJV corpus's text (needed only
+// when the kjv dataset is not cached yet in its data_dir).
+struct TrainerHooks {
+  TrainerEvents* events = nullptr;  // not owned; null: the run reports nothing
+  data::CorpusProvider kjv_corpus;
+};
+
 class Task;  // the model + data pairing (text or images)
 
 class Trainer {
  public:
-  // `out` receives progress and log lines (default: stderr).
-  explicit Trainer(TrainerConfig config, std::function<void(const std::string&)> out = {});
+  explicit Trainer(TrainerConfig config, TrainerHooks hooks = {});
   ~Trainer();
 
-  // mode: train | eval | train_and_eval. resume: "latest" (the newest checkpoint in the run
-  // directory, if any) or a checkpoint path.
-  RunSummary run(const std::string& mode, const std::optional<std::string>& resume = std::nullopt);
+  // resume: "latest" (the newest checkpoint in the run directory, if any) or a checkpoint
+  // path; eval needs one.
+  RunSummary run(RunMode mode, const std::optional<std::string>& resume = std::nullopt);
   EvalResult evaluate();
   // One training step: grad_accum_steps micro-batches (forward, scaled backward), then
   // unscale, clip, step or skip, update the scale. Advances the global step. run() is a loop
@@ -75,7 +113,8 @@ class Trainer {
   void write_metrics(const std::string& json_line) const;
 
   TrainerConfig config_;
-  std::function<void(const std::string&)> out_;
+  TrainerEvents* events_;
+  TrainerEvents silent_;
   std::unique_ptr<Task> task_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<amp::GradScaler> scaler_;

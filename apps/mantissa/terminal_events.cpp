@@ -1,0 +1,45 @@
+#include "terminal_events.hpp"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <cstdio>
+
+namespace mantissa::app {
+
+TerminalEvents::TerminalEvents() : tty_(::isatty(STDERR_FILENO) != 0) {}
+
+TerminalEvents::~TerminalEvents() {
+  end_live_line();
+}
+
+void TerminalEvents::end_live_line() {
+  if (!live_line_open_) return;
+  std::fputc('\n', stderr);
+  live_line_open_ = false;
+}
+
+void TerminalEvents::message(const std::string& line) {
+  end_live_line();
+  fmt::print(stderr, "{}\n", line);
+}
+
+void TerminalEvents::progress(const train::Progress& p) {
+  const std::string line = fmt::format(
+      "step {}/{}  loss {:.4g}  scale {:.4g}  lr {:.3g}  skipped {}  {:.0f} {}/s  eta {:.0f}s",
+      p.step, p.max_steps, p.loss, p.loss_scale, p.learning_rate, p.skipped_steps,
+      p.items_per_second, p.unit, p.eta_seconds);
+  if (tty_) {
+    fmt::print(stderr, "\r{:<110}", line);
+    std::fflush(stderr);
+    live_line_open_ = true;
+  } else {
+    fmt::print(stderr, "{}\n", line);
+  }
+}
+
+void TerminalEvents::evaluating(std::int64_t) {
+  end_live_line();
+}
+
+}  // namespace mantissa::app
