@@ -10,7 +10,7 @@ namespace mantissa::app {
 namespace {
 
 struct BenchArgs {
-  std::string config, precision, loss_scaling, json;
+  std::string config, precision, loss_scaling, route, json;
   int opt_level = -1;
   std::vector<std::string> overrides;
   train::BenchOptions options;
@@ -35,6 +35,7 @@ std::vector<std::string> precision_overrides(const BenchArgs& a) {
   }
   if (!a.loss_scaling.empty()) o.push_back(key + "loss_scaling_factor=" + a.loss_scaling);
   if (a.opt_level >= 0) o.push_back(key + "precision_opt_level=" + std::to_string(a.opt_level));
+  if (!a.route.empty()) o.push_back(key + "matmul_route=" + a.route);
   return o;
 }
 
@@ -67,6 +68,9 @@ Action register_bench_command(CLI::App& app) {
                   "cbfloat16 get dynamic loss scaling unless --loss-scaling says otherwise)");
   cmd->add_option("--opt-level", a->opt_level, "precision_opt_level 0 | 1 | 2 (default: config's)");
   cmd->add_option("--loss-scaling", a->loss_scaling, "dynamic or a number (the loss scale)");
+  cmd->add_option("--route", a->route,
+                  "Matrix products: automatic | fp32 | native_bf16 (default: the config's "
+                  "precision.matmul_route, automatic)");
   cmd->add_option("--steps", a->options.steps, "Timed steps (default 10)");
   cmd->add_option("--warmup", a->options.warmup, "Untimed steps first (default 2)");
   cmd->add_flag("--profile", a->options.profile, "Print time per step by op class");

@@ -263,6 +263,18 @@ void encode_avx2(const float* src, std::size_t n, void* dst, const EncodeArgs& a
   encode_generic(src, n, dst, a);
 }
 
+void round_float16_avx2(float* x, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_ps(x + i, _mm256_cvtph_ps(h));
+  }
+  const Layout l = layout(Format::float16);
+  for (; i < n; ++i) {
+    x[i] = decode(encode(x[i], l, Rounding::nearest_even, Overflow::to_infinity), l);
+  }
+}
+
 void round_nearest_avx2(float* x, std::size_t n, const Layout& layout_ref, Overflow overflow,
                         float min_normal, float max_finite) {
   const Layout l = layout_ref;
