@@ -181,6 +181,16 @@ void onednn_bf16_gemm(const GemmShape& s, const Operand& a, const Operand& b,
   }
 }
 
+void onednn_sgemm_in_thread(const GemmShape& s, const float* a, const float* b, float* c,
+                            bool accumulate) {
+  if (s.m <= 0 || s.n <= 0) return;
+  const dnnl_status_t st = dnnl_sgemm(s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.m, s.n, s.k,
+                                      1.0f, a, s.lda, b, s.ldb, accumulate ? 1.0f : 0.0f, c, s.ldc);
+  if (st != dnnl_success) {
+    throw Error("gemm: dnnl_sgemm failed (status " + std::to_string(st) + ")");
+  }
+}
+
 NativeBf16 probe_native_bf16() {
   NativeBf16 info;
   try {
