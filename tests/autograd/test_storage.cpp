@@ -3,6 +3,8 @@
 // its backward reads, and a node's saved tensors are freed once its backward has run.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "gradcheck.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/precision/policy.hpp"
@@ -96,6 +98,34 @@ TEST(Storage, SavedTensorsAreFreedAsTheBackwardRunsAndOnlyOnce) {
     EXPECT_THROW(ag::backward(loss), Error);
   }
   EXPECT_LE(live_bytes(), after_backward);
+}
+
+}  // namespace
+}  // namespace mantissa::testing
+
+namespace mantissa::testing {
+namespace {
+
+TEST(LeafReadyHook, FiresOnceEachLeafsGradientIsFinal) {
+  // w is used twice (as a tied weight is): the hook must fire once, after both gradients.
+  const Variable x(random_tensor({4, 6}, 7), true);
+  const Variable w(random_tensor({6, 6}, 8), true);
+  const Variable b(random_tensor({6}, 9), true);
+  const Variable unused(random_tensor({3}, 10), true);
+  const Variable h = ag::linear(ag::relu(ag::linear(x, w, b)), w, Variable());
+  std::vector<const void*> order;
+  std::vector<std::vector<float>> seen;
+  ag::backward(ag::sum(h), 1.0f, [&](const void* id, Tensor& grad) {
+    order.push_back(id);
+    seen.push_back(grad.to_vector());
+  });
+  ASSERT_EQ(order.size(), 3u);  // x, w, b; not `unused`
+  std::set<const void*> ids(order.begin(), order.end());
+  EXPECT_EQ(ids, (std::set<const void*>{x.id(), w.id(), b.id()}));
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const Variable& v = order[i] == x.id() ? x : order[i] == w.id() ? w : b;
+    EXPECT_EQ(seen[i], v.grad().to_vector()) << "the gradient handed over was not final";
+  }
 }
 
 }  // namespace
