@@ -60,14 +60,59 @@ TEST(MixedPrecisionSettings, EachRuleNamesItsSetting) {
   m.min_loss_scale = 1e-6;
   expect_error(m, "min_loss_scale: 1e-06 is below the smallest allowed, 2^-14");
   m = base();
-  m.initial_loss_scale = 1e9;
-  expect_error(m, "initial_loss_scale: 1e+09 must lie in [min_loss_scale, max_loss_scale]");
+  m.initial_loss_scale = 1e-5;
+  expect_error(m, "initial_loss_scale: 1e-05 must be >= min_loss_scale (6.10352e-05)");
+  m = base();
+  m.max_loss_scale = 1e39;  // not a float32: the scale multiplies the loss in float32
+  expect_error(m, "max_loss_scale: 1e+39 must be >= min_loss_scale (6.10352e-05) and a finite "
+                  "float32");
+  m = base();
+  m.growth_factor = 1.0;
+  expect_error(m, "growth_factor: 1 must be a finite number > 1");
+  m = base();
+  m.backoff_factor = 1.0;
+  expect_error(m, "backoff_factor: 1 must be in (0, 1)");
+  m = base();
+  m.hysteresis = 0;
+  expect_error(m, "hysteresis: 0 must be >= 1");
   m = base();
   m.steps_per_increase = 0;
   expect_error(m, "steps_per_increase: 0 must be >= 1");
   m = base();
   m.overflow_tolerance = 1.0;
   expect_error(m, "overflow_tolerance: 1 must be in [0, 1)");
+}
+
+TEST(MixedPrecisionSettings, TheVendorsDefaults) {
+  // MixedPrecision(enabled=True, fp16_type="bfloat16", ..., log_loss_scale=None): no loss
+  // scaling unless asked for, and the loss scale is logged exactly when scaling is dynamic.
+  MixedPrecision m;
+  EXPECT_TRUE(m.enabled);
+  EXPECT_EQ(m.fp16_type, Format::bfloat16);
+  EXPECT_TRUE(std::holds_alternative<amp::NoLossScaling>(m.loss_scaling));
+  EXPECT_FALSE(m.logs_loss_scale());
+  m.loss_scaling = amp::DynamicLossScaling{};
+  EXPECT_TRUE(m.logs_loss_scale());
+  m.log_loss_scale = false;
+  EXPECT_FALSE(m.logs_loss_scale());
+  m.loss_scaling = amp::StaticLossScaling{8};
+  m.log_loss_scale = true;
+  EXPECT_TRUE(m.logs_loss_scale());
+}
+
+TEST(MixedPrecisionSettings, InitialScaleAboveTheMaximumStartsAtTheMaximum) {
+  // The vendor's GradScaler starts at min(max_loss_scale, init_scale); the clamp is said once
+  // through the log the scaler was given (the trainer's events), never on a terminal.
+  MixedPrecision m = base();
+  m.initial_loss_scale = 1e9;
+  std::vector<std::string> logs;
+  ::testing::internal::CaptureStderr();
+  auto s = m.make_scaler([&](const std::string& l) { logs.push_back(l); });
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->get_scale(), 32768.0);
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_EQ(logs[0], "initial_loss_scale 1e+09 is above max_loss_scale 32768: starting at 32768");
 }
 
 TEST(MixedPrecisionSettings, ScalersByFormat) {
