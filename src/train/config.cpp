@@ -1,9 +1,8 @@
 #include "mantissa/train/config.hpp"
 
 #include <algorithm>
-#include <cctype>
-#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <variant>
 
@@ -18,6 +17,32 @@ const char* kInt = "an integer";
 const char* kBool = "true or false";
 const char* kStr = "a string";
 
+// One step of an override's path: a mapping key, or a list index ("schedulers[1]").
+struct PathStep {
+  std::string key;
+  std::optional<std::size_t> index;
+};
+
+std::vector<PathStep> path_steps(const std::string& path) {
+  std::vector<PathStep> steps;
+  std::stringstream ss(path);
+  for (std::string k; std::getline(ss, k, '.');) {
+    const auto open = k.find('[');
+    if (open == std::string::npos || k.back() != ']') {
+      steps.push_back({k, std::nullopt});
+      continue;
+    }
+    const std::string digits = k.substr(open + 1, k.size() - open - 2);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) {
+      throw Error("--set " + path + ": '" + k + "' is not key[index]");
+    }
+    steps.push_back({k.substr(0, open), std::nullopt});
+    steps.push_back({k.substr(0, open), std::stoul(digits)});
+  }
+  return steps;
+}
+
+// Sets the node at `path` (keys and list indices; an index one past the end appends).
 void apply_override(YAML::Node& root, const std::string& assignment) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
@@ -30,19 +55,42 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
   } catch (const YAML::Exception& e) {
     throw Error("--set '" + assignment + "': the value is not valid YAML (" + e.msg + ")");
   }
-  std::vector<std::string> keys;
-  std::stringstream ss(path);
-  for (std::string k; std::getline(ss, k, '.');) keys.push_back(k);
+  const std::vector<PathStep> steps = path_steps(path);
   // Walk with fresh handles so assignment never rebinds an existing node.
   std::vector<YAML::Node> chain{root};
-  for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
-    YAML::Node next = chain.back()[keys[i]];
-    if (next && !next.IsNull() && !next.IsMap()) {
-      throw Error("--set " + path + ": '" + keys[i] + "' is not a mapping");
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const PathStep& s = steps[i];
+    YAML::Node here = chain.back();
+    const bool last = i + 1 == steps.size();
+    if (s.index) {
+      if (!here.IsSequence() || *s.index > here.size()) {
+        throw Error("--set " + path + ": '" + s.key + "' has no element " +
+                    std::to_string(*s.index));
+      }
+      if (*s.index == here.size()) {
+        if (!last) throw Error("--set " + path + ": '" + s.key + "[" + std::to_string(*s.index) +
+                               "]' does not exist yet");
+        here.push_back(value);
+        return;
+      }
+      if (last) {
+        here[*s.index] = value;
+        return;
+      }
+      chain.push_back(here[*s.index]);
+      continue;
+    }
+    if (last) {
+      here[s.key] = value;
+      return;
+    }
+    YAML::Node next = here[s.key];
+    const bool indexed = steps[i + 1].index.has_value();
+    if (next && !next.IsNull() && !(indexed ? next.IsSequence() : next.IsMap())) {
+      throw Error("--set " + path + ": '" + s.key + "' is not a " + (indexed ? "list" : "mapping"));
     }
     chain.push_back(next);
   }
-  chain.back()[keys.back()] = value;
 }
 
 ModelConfig parse_model(Reader r) {

@@ -26,15 +26,19 @@ EvalFrequency parse_eval_frequency(Reader& r, EvalFrequency fallback) {
   const std::string expected =
       "a positive integer (steps) or a fraction in (0, 1] of max_steps (0 or null: no "
       "validation while training)";
-  if (!n.IsScalar()) throw Error(where + ": expected " + expected);
+  const auto bad = [&] {
+    return Error(where + ": " + (n.IsScalar() ? n.Scalar() : Reader::kind(n)) + " (expected " +
+                 expected + ")");
+  };
+  if (!n.IsScalar()) throw bad();
   std::int64_t steps = 0;
   if (YAML::convert<std::int64_t>::decode(n, steps)) {
-    if (steps < 0) throw Error(where + ": " + n.Scalar() + " (expected " + expected + ")");
+    if (steps < 0) throw bad();
     return steps == 0 ? EvalFrequency{NoEval{}} : EvalFrequency{EvalEvery{steps}};
   }
-  const double f = Reader::as<double>(n, where, expected.c_str());
+  double f = 0;
+  if (!YAML::convert<double>::decode(n, f) || !(f >= 0.0 && f <= 1.0)) throw bad();
   if (f == 0.0) return NoEval{};
-  if (!(f > 0.0 && f <= 1.0)) throw Error(where + ": " + n.Scalar() + " (expected " + expected + ")");
   return EvalFraction{f};
 }
 
