@@ -123,6 +123,10 @@ TEST(VendorSchedules, SequentialWithoutMilestonesRunsEachForItsTotalIters) {
   // SequentialWD with milestones [3]: the linear part starts at step 3 from its step 0.
   near(c.wd(2), 0.0);
   near(c.wd(8), 0.05);
+  // SequentialLR with milestones [4]: the cosine starts at step 4 from its own step 0.
+  const TrainerConfig m = compat_config("schedulers.yaml", 18);
+  near(m.schedulers[0].schedule->value(3), 0.5);
+  near(m.schedulers[0].schedule->value(9), 0.5);  // cosine at 5 of T_max 10
   Pair piecewise(15);
   near(piecewise.lr(2), 1.0);
   near(piecewise.lr(3), 0.5);
