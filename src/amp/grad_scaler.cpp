@@ -49,8 +49,8 @@ void GradScalerOptions::validate() const {
   }
   if (!(max_loss_scale >= min_loss_scale) || !finite_float32(max_loss_scale)) {
     fail("max_loss_scale: " + num(max_loss_scale) + " must be >= min_loss_scale (" +
-         num(min_loss_scale) + ") and a finite float32 (<= " +
-         num(std::numeric_limits<float>::max()) + ")");
+         num(min_loss_scale) +
+         ") and a finite float32 (<= " + num(std::numeric_limits<float>::max()) + ")");
   }
   if (dynamic && !(init_scale >= min_loss_scale)) {
     fail("initial_loss_scale: " + num(init_scale) + " must be >= min_loss_scale (" +

@@ -25,8 +25,8 @@ std::vector<Variable> parameters_of(const std::vector<optim::Optimizer*>& optimi
 StepReport optimizer_step(const Variable& loss, optim::Optimizer& optimizer, GradScaler* scaler,
                           std::optional<double> max_gradient_norm,
                           std::optional<double> max_gradient_value) {
-  return optimizer_step(loss, std::vector<optim::Optimizer*>{&optimizer}, scaler,
-                        max_gradient_norm, max_gradient_value);
+  return optimizer_step(loss, std::vector<optim::Optimizer*>{&optimizer}, scaler, max_gradient_norm,
+                        max_gradient_value);
 }
 
 StepReport optimizer_step(const Variable& loss, const std::vector<optim::Optimizer*>& optimizers,

@@ -29,7 +29,7 @@ void newton_schulz(std::vector<float>& x, std::int64_t rows, std::int64_t cols, 
   std::vector<float> gram(static_cast<std::size_t>(rows * rows)), gram2(gram.size()),
       next(x.size());
   for (int s = 0; s < steps; ++s) {
-    matmul(rows, rows, cols, x.data(), false, x.data(), true, gram.data());     // A = X X^T
+    matmul(rows, rows, cols, x.data(), false, x.data(), true, gram.data());          // A = X X^T
     matmul(rows, rows, rows, gram.data(), false, gram.data(), false, gram2.data());  // A A
     for (std::size_t i = 0; i < gram.size(); ++i) gram[i] = kB * gram[i] + kC * gram2[i];
     matmul(rows, cols, rows, gram.data(), false, x.data(), false, next.data());  // B X
@@ -75,7 +75,8 @@ void update(const Muon& s, const UpdateArgs& a) {
   }
   const auto decay = static_cast<float>(1.0 - a.lr * a.wd);
   const auto step = static_cast<float>(lr);
-  for (std::int64_t i = 0; i < a.n; ++i) p[i] = p[i] * decay - step * u[static_cast<std::size_t>(i)];
+  for (std::int64_t i = 0; i < a.n; ++i)
+    p[i] = p[i] * decay - step * u[static_cast<std::size_t>(i)];
 }
 
 }  // namespace mantissa::optim::detail

@@ -68,8 +68,9 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
                     std::to_string(*s.index));
       }
       if (*s.index == here.size()) {
-        if (!last) throw Error("--set " + path + ": '" + s.key + "[" + std::to_string(*s.index) +
-                               "]' does not exist yet");
+        if (!last)
+          throw Error("--set " + path + ": '" + s.key + "[" + std::to_string(*s.index) +
+                      "]' does not exist yet");
         here.push_back(value);
         return;
       }
@@ -99,7 +100,8 @@ ModelConfig parse_model(Reader r) {
   if (m.kind == ModelKind::gpt) {
     nn::GptConfig& g = m.gpt;
     g.vocab_size = r.get_at_least("vocab_size", g.vocab_size, 1);
-    g.max_position_embeddings = r.get_at_least("max_position_embeddings", g.max_position_embeddings, 1);
+    g.max_position_embeddings =
+        r.get_at_least("max_position_embeddings", g.max_position_embeddings, 1);
     g.hidden_size = r.get_at_least("hidden_size", g.hidden_size, 1);
     g.num_hidden_layers = r.get_at_least("num_hidden_layers", g.num_hidden_layers, 1);
     g.num_heads = r.get_at_least("num_heads", g.num_heads, 1);
@@ -211,12 +213,12 @@ TrainerConfig parse_config(const std::string& yaml_text, const std::vector<std::
   }
   c.schedule_text = schedule_text(c);
   check_relative_step(c);
-  c.precision = init.has("precision") ? detail::parse_precision(init.child("precision"), c.notes)
-                                      : [] {
-                                          amp::MixedPrecision m;
-                                          m.enabled = false;
-                                          return m;
-                                        }();
+  c.precision =
+      init.has("precision") ? detail::parse_precision(init.child("precision"), c.notes) : [] {
+        amp::MixedPrecision m;
+        m.enabled = false;
+        return m;
+      }();
   c.loop = detail::parse_loop(init.child("loop"));
   {
     Reader ck = init.child("checkpoint");

@@ -36,35 +36,33 @@ void read_spelled(Reader& r, std::string_view name, std::string_view also, T& va
 template <class S>
 void read_fields(Reader& r, S& s, std::set<std::string>* set) {
   optim::for_each_field(
-      s, optim::Overloaded{
-             [&](const optim::NumberField<S>& f, double& v) {
-               read_spelled(r, f.name, f.also, v, kNum, set);
-             },
-             [&](const optim::FlagField<S>& f, bool& v) {
-               read_spelled(r, f.name, f.also, v, kBool, set);
-             },
-             [&](const optim::CountField<S>& f, int& v) {
-               read_spelled(r, f.name, {}, v, kInt, set);
-             },
-             [&](const optim::PairField<S>& f, double& first, double& second) {
-               const std::string key(f.name);
-               if (!r.has(key)) return;
-               const std::string a(optim::number_name<S>(f.first)),
-                   b(optim::number_name<S>(f.second));
-               if (r.has(a) || r.has(b)) {
-                 throw Error(r.key_path(key) + ": sets " + a + " and " + b +
-                             ", which are given too: set one spelling");
-               }
-               const YAML::Node n = r.raw(key);
-               if (!n.IsSequence() || n.size() != 2) {
-                 throw Error(r.key_path(key) + ": expected a list of two numbers [" + a + ", " +
-                             b + "]");
-               }
-               first = Reader::as<double>(n[0], r.key_path(key) + "[0]", kNum);
-               second = Reader::as<double>(n[1], r.key_path(key) + "[1]", kNum);
-               if (set != nullptr) set->insert({a, b});
-             },
-         });
+      s,
+      optim::Overloaded{
+          [&](const optim::NumberField<S>& f, double& v) {
+            read_spelled(r, f.name, f.also, v, kNum, set);
+          },
+          [&](const optim::FlagField<S>& f, bool& v) {
+            read_spelled(r, f.name, f.also, v, kBool, set);
+          },
+          [&](const optim::CountField<S>& f, int& v) { read_spelled(r, f.name, {}, v, kInt, set); },
+          [&](const optim::PairField<S>& f, double& first, double& second) {
+            const std::string key(f.name);
+            if (!r.has(key)) return;
+            const std::string a(optim::number_name<S>(f.first)), b(optim::number_name<S>(f.second));
+            if (r.has(a) || r.has(b)) {
+              throw Error(r.key_path(key) + ": sets " + a + " and " + b +
+                          ", which are given too: set one spelling");
+            }
+            const YAML::Node n = r.raw(key);
+            if (!n.IsSequence() || n.size() != 2) {
+              throw Error(r.key_path(key) + ": expected a list of two numbers [" + a + ", " + b +
+                          "]");
+            }
+            first = Reader::as<double>(n[0], r.key_path(key) + "[0]", kNum);
+            second = Reader::as<double>(n[1], r.key_path(key) + "[1]", kNum);
+            if (set != nullptr) set->insert({a, b});
+          },
+      });
 }
 
 void validate_at(const optim::OptimizerSettings& s, const std::string& path) {
@@ -82,8 +80,8 @@ std::vector<std::string> glob_list(Reader& r) {
   if (n && n.IsScalar()) out.push_back(n.Scalar());
   if (n && n.IsSequence()) {
     for (std::size_t i = 0; i < n.size(); ++i) {
-      out.push_back(Reader::as<std::string>(n[i], where + "[" + std::to_string(i) + "]",
-                                            "a glob pattern"));
+      out.push_back(
+          Reader::as<std::string>(n[i], where + "[" + std::to_string(i) + "]", "a glob pattern"));
     }
   }
   if (out.empty()) {

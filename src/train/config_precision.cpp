@@ -64,8 +64,7 @@ amp::MixedPrecision parse_precision(Reader r, std::vector<std::string>& notes) {
   m.backoff_factor = r.get<double>("backoff_factor", m.backoff_factor, kNum);
   m.on_stuck = r.get_named("on_stuck", m.on_stuck, amp::kStuckPolicyNames);
   m.hysteresis = r.get<int>("hysteresis", m.hysteresis, kInt);
-  m.consecutive_hysteresis =
-      r.get<bool>("consecutive_hysteresis", m.consecutive_hysteresis, kBool);
+  m.consecutive_hysteresis = r.get<bool>("consecutive_hysteresis", m.consecutive_hysteresis, kBool);
   r.finish();
   try {
     m.validate();

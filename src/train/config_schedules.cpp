@@ -24,12 +24,22 @@ struct Spelling {
   const char* values;       // PiecewiseConstantLR
   const char* final_value;  // OneCycleLR's last value (mantissa's spelling), or none
 };
-constexpr Spelling kLearningRate{ScheduledKey::learning_rate, "learning_rate",
-                                 "initial_learning_rate", "end_learning_rate",
-                                 "base_lr",                 "max_lr",
-                                 "learning_rates",          "final_learning_rate"};
-constexpr Spelling kWeightDecay{ScheduledKey::weight_decay, "val",  "initial_val", "end_val",
-                                "base_val",                 "max_val", "vals",      nullptr};
+constexpr Spelling kLearningRate{ScheduledKey::learning_rate,
+                                 "learning_rate",
+                                 "initial_learning_rate",
+                                 "end_learning_rate",
+                                 "base_lr",
+                                 "max_lr",
+                                 "learning_rates",
+                                 "final_learning_rate"};
+constexpr Spelling kWeightDecay{ScheduledKey::weight_decay,
+                                "val",
+                                "initial_val",
+                                "end_val",
+                                "base_val",
+                                "max_val",
+                                "vals",
+                                nullptr};
 
 struct Nested {
   std::vector<optim::SchedulePtr> schedules;
@@ -130,8 +140,8 @@ constexpr std::array<ScheduleEntry, optim::kScheduleKindCount> kSchedules = {{
      }},
     {optim::ScheduleKind::polynomial, "PolynomialLR", "PolynomialWD",
      [](Reader& r, const Spelling& sp) {
-       return optim::polynomial(number(r, sp.initial), number(r, sp.end),
-                                integer(r, "total_iters"), r.get<double>("power", 1.0, kNum),
+       return optim::polynomial(number(r, sp.initial), number(r, sp.end), integer(r, "total_iters"),
+                                r.get<double>("power", 1.0, kNum),
                                 r.get<bool>("cycle", false, kBool));
      }},
     {optim::ScheduleKind::exponential, "ExponentialLR", "ExponentialWD",
@@ -166,9 +176,9 @@ constexpr std::array<ScheduleEntry, optim::kScheduleKindCount> kSchedules = {{
     {optim::ScheduleKind::cosine_annealing_warm_restarts, "CosineAnnealingWarmRestarts",
      "CosineAnnealingWarmRestartsWD",
      [](Reader& r, const Spelling& sp) {
-       return optim::cosine_annealing_warm_restarts(
-           number(r, sp.initial), integer(r, "T_0"), r.get<std::int64_t>("T_mult", 1, kInt),
-           r.get<double>("eta_min", 0.0, kNum));
+       return optim::cosine_annealing_warm_restarts(number(r, sp.initial), integer(r, "T_0"),
+                                                    r.get<std::int64_t>("T_mult", 1, kInt),
+                                                    r.get<double>("eta_min", 0.0, kNum));
      }},
     {optim::ScheduleKind::step_decay, "StepLR", "StepWD",
      [](Reader& r, const Spelling& sp) {
@@ -222,9 +232,10 @@ constexpr std::string_view kScalePerParamLR = "ScalePerParamLR";
 constexpr std::string_view kScalePerParamWD = "ScalePerParamWD";
 // Names the vendor has that are not read here, each with the reason.
 constexpr std::array<std::pair<std::string_view, std::string_view>, 2> kRefused = {{
-    {"LambdaLR", "a lambda is code: the vendor's YAML form is a fixed demonstration function "
-                 "(init^2 * t/30 * 0.95^t) meant to be overridden in Python; from C++ pass any "
-                 "function of the step to optim::lambda"},
+    {"LambdaLR",
+     "a lambda is code: the vendor's YAML form is a fixed demonstration function "
+     "(init^2 * t/30 * 0.95^t) meant to be overridden in Python; from C++ pass any "
+     "function of the step to optim::lambda"},
     {"LambdaWD", "a lambda is code (see LambdaLR); from C++ use optim::lambda"},
 }};
 
@@ -252,7 +263,8 @@ Found find_schedule(const std::string& name, const std::string& path) {
     if (name == e.wd_name) return {&e, &kWeightDecay};
   }
   for (const auto& [refused, reason] : kRefused) {
-    if (name == refused) throw Error(path + ": " + name + " is not accepted: " + std::string(reason));
+    if (name == refused)
+      throw Error(path + ": " + name + " is not accepted: " + std::string(reason));
   }
   throw Error(path + ": unknown scheduler '" + name + "' (expected one of: " + schedule_names() +
               ")");
@@ -310,7 +322,8 @@ std::pair<optim::SchedulePtr, std::optional<std::int64_t>> parse_nested(const YA
 
 Nested nested_list(Reader& r, const Spelling& sp) {
   const YAML::Node n = r.raw("schedulers");
-  if (!n || !n.IsSequence()) throw Error(r.key_path("schedulers") + ": expected a list of schedulers");
+  if (!n || !n.IsSequence())
+    throw Error(r.key_path("schedulers") + ": expected a list of schedulers");
   Nested out;
   for (std::size_t i = 0; i < n.size(); ++i) {
     auto [s, total] =
@@ -335,9 +348,10 @@ std::optional<std::set<std::string>> read_tags(Reader& r) {
     throw Error(where + ": expected a tag or a non-empty list of tags (null: untagged groups)");
   }
   for (std::size_t i = 0; i < n.size(); ++i) {
-    const std::string tag = n[i].IsNull() ? std::string()
-                                          : Reader::as<std::string>(
-                                                n[i], where + "[" + std::to_string(i) + "]", "a tag");
+    const std::string tag =
+        n[i].IsNull()
+            ? std::string()
+            : Reader::as<std::string>(n[i], where + "[" + std::to_string(i) + "]", "a tag");
     if (!tags.insert(tag).second) {
       throw Error(where + ": '" + (tag.empty() ? "null" : tag) + "' is listed twice");
     }

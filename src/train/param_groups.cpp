@@ -35,8 +35,8 @@ optim::OptimizerSettings merged(const TrainerConfig& c, const std::vector<std::s
     const ParamGroupConfig& e = c.optimizer.params[i];
     for (const std::string& f : e.fields) {
       if (!set_by.emplace(f, e.tag).second) {
-        throw Error(kParams + ": the entries tagged " + set_by[f] + " and " + e.tag +
-                    " both set " + f + " for " + example);
+        throw Error(kParams + ": the entries tagged " + set_by[f] + " and " + e.tag + " both set " +
+                    f + " for " + example);
       }
     }
     std::visit(
@@ -139,7 +139,8 @@ std::vector<optim::ParamGroup> build_param_groups(
     // adjust_learning_rate scales the learning rate (the vendor wraps every learning-rate
     // scheduler in ScalePerParamLR when a group has one), and the weight decay of a
     // ScalePerParamWD.
-    if (x.adjust_learning_rate) g.learning_rate = optim::scaled(g.learning_rate, *x.adjust_learning_rate);
+    if (x.adjust_learning_rate)
+      g.learning_rate = optim::scaled(g.learning_rate, *x.adjust_learning_rate);
     if (wd != nullptr) {
       g.weight_decay = wd->scale_per_param && x.adjust_learning_rate
                            ? optim::scaled(wd->schedule, *x.adjust_learning_rate)

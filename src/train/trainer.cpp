@@ -34,8 +34,7 @@ Trainer::Trainer(TrainerConfig config, TrainerHooks hooks)
   for (const std::string& note : config_.notes) log(note);
   task_ = make_task(config_, hooks.kjv_corpus);
   optimizer_ = optim::make_optimizer(
-      config_.optimizer.settings,
-      build_param_groups(config_, task_->module().named_parameters()));
+      config_.optimizer.settings, build_param_groups(config_, task_->module().named_parameters()));
   scaler_ = config_.precision.make_scaler([this](const std::string& l) { log(l); });
 }
 
@@ -167,7 +166,8 @@ std::int64_t Trainer::parameter_count() const {
 
 RunSummary Trainer::evaluate_all() {
   const std::vector<std::string> all = list_checkpoints(run_dir_);
-  if (all.empty()) throw Error("eval_all: no checkpoint in " + run_dir_ + " to evaluate (train first)");
+  if (all.empty())
+    throw Error("eval_all: no checkpoint in " + run_dir_ + " to evaluate (train first)");
   RunSummary summary;
   for (const std::string& path : all) {
     restore(path);
@@ -241,12 +241,9 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
       p.items_per_second = static_cast<double>(window_items) / std::max(secs, 1e-9);
       p.unit = task_->unit();
       p.eta_seconds = elapsed / done * static_cast<double>(config_.loop.max_steps - global_step_);
-      json j{{"step", p.step},
-             {"loss", p.loss},
-             {"lr", p.learning_rate},
-             {"skipped_steps", p.skipped_steps},
-             {"grad_norm", p.grad_norm},
-             {std::string(p.unit) + "_per_s", p.items_per_second}};
+      json j{{"step", p.step},           {"loss", p.loss},
+             {"lr", p.learning_rate},    {"skipped_steps", p.skipped_steps},
+             {"grad_norm", p.grad_norm}, {std::string(p.unit) + "_per_s", p.items_per_second}};
       if (scaler_ && config_.precision.logs_loss_scale()) j["loss_scale"] = p.loss_scale;
       write_metrics(j.dump());
       events_->progress(p);
@@ -255,8 +252,7 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
       loss_sum = 0;
       loss_count = 0;
     }
-    if (eval_every > 0 && global_step_ % eval_every == 0 &&
-        global_step_ < config_.loop.max_steps) {
+    if (eval_every > 0 && global_step_ % eval_every == 0 && global_step_ < config_.loop.max_steps) {
       events_->evaluating(global_step_);
       summary.eval = evaluate();
     }

@@ -29,7 +29,8 @@ TEST(HalfDtype, Float16UntilSetThenTheAutocastPolicy) {
     amp::set_half_dtype(Format::float8_e4m3);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "fp16_type: 'float8_e4m3' (expected one of: float16, bfloat16, cbfloat16)");
+    EXPECT_STREQ(e.what(),
+                 "fp16_type: 'float8_e4m3' (expected one of: float16, bfloat16, cbfloat16)");
   }
   EXPECT_EQ(amp::half_dtype(), Format::cbfloat16);  // unchanged by the refused value
   amp::set_half_dtype(Format::float16);

@@ -71,12 +71,12 @@ TEST(MultiOptimizer, EachOptimizerDecidesOnItsOwnGradientsAndOneUpdateFollows) {
   EXPECT_FALSE(t.scaler.step(*t.opt_b));
   EXPECT_FALSE(t.scaler.last_step_finite());
   t.scaler.update();
-  EXPECT_EQ(t.value(t.a), -0.5f);                // a stepped with its unscaled gradient
-  EXPECT_EQ(t.value(t.b), 0.0f);                 // b did not
-  EXPECT_EQ(t.opt_a->step_index(), 1);           // a's schedule advanced
-  EXPECT_EQ(t.opt_b->step_index(), 0);           // b's did not
-  EXPECT_EQ(t.scaler.get_scale(), 16384.0);      // one overflow in the iteration: 2^15 / 2
-  EXPECT_EQ(t.scaler.num_skipped_steps(), 1);    // b's step
+  EXPECT_EQ(t.value(t.a), -0.5f);              // a stepped with its unscaled gradient
+  EXPECT_EQ(t.value(t.b), 0.0f);               // b did not
+  EXPECT_EQ(t.opt_a->step_index(), 1);         // a's schedule advanced
+  EXPECT_EQ(t.opt_b->step_index(), 0);         // b's did not
+  EXPECT_EQ(t.scaler.get_scale(), 16384.0);    // one overflow in the iteration: 2^15 / 2
+  EXPECT_EQ(t.scaler.num_skipped_steps(), 1);  // b's step
   EXPECT_EQ(t.scaler.state().steps_since_rescale, 0);
   EXPECT_EQ(t.scaler.last_nonfinite_params(), std::vector<std::string>{"b"});
 }
@@ -156,8 +156,8 @@ TEST(MultiOptimizer, OptimizerStepScalesTheLossAndRunsTheBackward) {
   // loss = 2a + 3b: gradients 2 and 3, scaled by S in the backward and unscaled after; SGD
   // lr 1 from 0 leaves -2 and -3.
   TwoOptimizers t(dynamic());
-  const Variable loss =
-      autograd::add(autograd::scale(autograd::sum(t.a), 2.0f), autograd::scale(autograd::sum(t.b), 3.0f));
+  const Variable loss = autograd::add(autograd::scale(autograd::sum(t.a), 2.0f),
+                                      autograd::scale(autograd::sum(t.b), 3.0f));
   amp::optimizer_step(loss, {t.opt_a.get(), t.opt_b.get()}, &t.scaler);
   EXPECT_EQ(t.value(t.a), -2.0f);
   EXPECT_EQ(t.value(t.b), -3.0f);
@@ -191,7 +191,8 @@ TEST(MultiOptimizer, StateDictAsTheVendors) {
   EXPECT_EQ(restored.num_skipped_steps(), 1);
   amp::ScalerStateDict missing = d;
   missing.erase("num_skipped_steps");
-  expect_error([&] { restored.load_state_dict(missing); }, "scaler state: missing 'num_skipped_steps'");
+  expect_error([&] { restored.load_state_dict(missing); },
+               "scaler state: missing 'num_skipped_steps'");
   amp::ScalerStateDict mistyped = d;
   mistyped["loss_scale"] = std::int64_t{3};
   expect_error([&] { restored.load_state_dict(mistyped); }, "'loss_scale' has the wrong type");

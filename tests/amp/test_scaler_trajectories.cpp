@@ -134,7 +134,7 @@ TEST(ScalerTrajectory, HysteresisRefilledOnGrowth) {
   t.step(true);  // n = 2, o = 1: an event with the allowance spent: S halves
   EXPECT_EQ(t.scaler.get_scale(), 16384.0);
   EXPECT_EQ(t.scaler.state().hysteresis_left, 1);  // not refilled by the decrease
-  t.step(true);  // the next event halves again
+  t.step(true);                                    // the next event halves again
   EXPECT_EQ(t.scaler.get_scale(), 8192.0);
   t.step(false);
   t.step(false);

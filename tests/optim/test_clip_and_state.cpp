@@ -142,9 +142,9 @@ TEST(Optimizer, SettingsAreRangeCheckedOnceWithTheFieldNamed) {
 TEST(Optimizer, TheNamesComeFromTheSettingsTypes) {
   const std::vector<std::string_view> names = optimizer_names();
   EXPECT_EQ(names.size(), 15u);
-  for (std::string_view n : {"sgd", "asgd", "adam", "adamw", "adamax", "nadam", "radam", "lamb",
-                             "adagrad", "adadelta", "rmsprop", "rprop", "lion", "adafactor",
-                             "muon"}) {
+  for (std::string_view n :
+       {"sgd", "asgd", "adam", "adamw", "adamax", "nadam", "radam", "lamb", "adagrad", "adadelta",
+        "rmsprop", "rprop", "lion", "adafactor", "muon"}) {
     const std::optional<OptimizerSettings> s = default_settings(n);
     ASSERT_TRUE(s) << n;
     EXPECT_EQ(optimizer_name(*s), n);
@@ -177,10 +177,9 @@ TEST(Optimizer, TheNamesComeFromTheSettingsTypes) {
   EXPECT_TRUE(std::get<Adafactor>(get("adafactor")).scale_parameter);
   EXPECT_FALSE(std::get<Adafactor>(get("adafactor")).relative_step);
   const std::pair<std::string_view, double> rates[] = {
-      {"adam", 1e-3},    {"adamw", 1e-3},   {"adadelta", 1.0}, {"adagrad", 1e-2},
-      {"adamax", 1e-3},  {"asgd", 1e-2},    {"lamb", 1e-3},    {"lion", 1e-4},
-      {"muon", 0.02},    {"nadam", 2e-3},   {"radam", 1e-3},   {"rmsprop", 1e-2},
-      {"rprop", 1e-3}};
+      {"adam", 1e-3},  {"adamw", 1e-3},   {"adadelta", 1.0}, {"adagrad", 1e-2}, {"adamax", 1e-3},
+      {"asgd", 1e-2},  {"lamb", 1e-3},    {"lion", 1e-4},    {"muon", 0.02},    {"nadam", 2e-3},
+      {"radam", 1e-3}, {"rmsprop", 1e-2}, {"rprop", 1e-3}};
   for (const auto& [n, lr] : rates) EXPECT_EQ(default_learning_rate(get(n)), lr) << n;
 }
 

@@ -138,7 +138,8 @@ TEST(CompatibilityTable, EveryAcceptedYamlKeyIsInACompatConfigThatParses) {
   for (const Row& r : table_rows(compatibility_page())) {
     if (r.kind != "yaml") continue;
     const std::vector<std::string> want = first_path(r.vendor);
-    ASSERT_FALSE(want.empty()) << "docs/compatibility.md:" << r.line << ": a yaml row names its key";
+    ASSERT_FALSE(want.empty()) << "docs/compatibility.md:" << r.line
+                               << ": a yaml row names its key";
     const bool found = std::any_of(paths.begin(), paths.end(),
                                    [&](const auto& have) { return matches(want, have); });
     if (r.status == "refused") {

@@ -35,47 +35,53 @@ void near(double got, double want) {
   EXPECT_NEAR(got, want, 1e-12 * std::max(1.0, std::fabs(want)));
 }
 
+// A value of document `doc`'s scheduler of `key` at `step`, and what the closed form gives.
+struct Expected {
+  std::size_t doc;
+  ScheduledKey key;
+  std::int64_t step;
+  double value;
+};
+constexpr ScheduledKey kLr = ScheduledKey::learning_rate;
+constexpr ScheduledKey kWd = ScheduledKey::weight_decay;
+
 TEST(VendorSchedules, EveryClassAndItsWeightDecayTwin) {
-  Pair constant(0);
-  near(constant.lr(7), 0.1);
-  near(constant.wd(7), 0.01);
-  Pair linear(1);
-  near(linear.lr(3), 0.3);
-  near(linear.wd(5), 0.05);
-  Pair poly(2);
-  near(poly.lr(5), 0.9 * 0.25 + 0.1);  // (1 - 0.1)(1 - 5/10)^2 + 0.1
-  near(poly.wd(1), 0.75);
-  Pair exp(3);
-  near(exp.lr(15), 0.5);  // staircase: 0.5^floor(1.5)
-  near(exp.wd(5), 0.1 * std::pow(0.5, 0.5));
-  Pair inv(4);
-  near(inv.lr(10), 1.0 / (1.0 + 0.5 * 1.0));
-  near(inv.wd(4), 0.2 / (1.0 + 1.0));  // staircase: floor(16 / 10) = 1
-  Pair isqrt(5);
-  near(isqrt.lr(1), 2.0 / 2.0);  // max(1, 4) = 4
-  near(isqrt.wd(4), 0.1 * 2.0 / 2.0);
-  Pair cosine(6);
-  near(cosine.lr(50), 0.1 + 0.9 * 0.5);
-  near(cosine.wd(100), 0.0);
-  Pair annealing(7);
-  near(annealing.lr(5), 0.5);
-  near(annealing.wd(10), 0.01);
-  Pair restarts(8);
-  near(restarts.lr(15), 0.5);  // restarted at 10
-  near(restarts.wd(6), 0.05);  // T_0 4: 2 steps into the second cycle
-  Pair step(9);
-  near(step.lr(7), 0.25);
-  near(step.wd(3), 0.01);
-  Pair multistep(10);
-  near(multistep.lr(5), 0.01);
-  near(multistep.wd(1), 0.05);
-  Pair mult(11);
-  near(mult.lr(2), 0.81);
-  near(mult.wd(3), 0.0125);
-  Pair chained(16);
-  near(chained.lr(2), 2.0 * 0.25);  // 2 * (0.5^2 / 1)
-  near(chained.wd(2), 0.1 * 0.5);   // 0.1 * (step(2) / step(0))
-  const TrainerConfig alias = compat_config("schedulers.yaml", 17);  // ChainedScheduler
+  const Expected cases[] = {
+      {0, kLr, 7, 0.1},                       // ConstantLR
+      {0, kWd, 7, 0.01},                      // ConstantWD
+      {1, kLr, 3, 0.3},                       // LinearLR 0 -> 1 over 10
+      {1, kWd, 5, 0.05},                      // LinearWD 0.1 -> 0 over 10
+      {2, kLr, 5, 0.9 * 0.25 + 0.1},          // (1 - 0.1)(1 - 5/10)^2 + 0.1
+      {2, kWd, 1, 0.75},                      // (1 - 1/4)^1
+      {3, kLr, 15, 0.5},                      // staircase: 0.5^floor(1.5)
+      {3, kWd, 5, 0.1 * std::pow(0.5, 0.5)},  // 0.1 * 0.5^(5/10)
+      {4, kLr, 10, 1.0 / (1.0 + 0.5 * 1.0)},  // 1 / (1 + 0.5 * 10^1 / 10)
+      {4, kWd, 4, 0.2 / (1.0 + 1.0)},         // staircase: floor(4^2 / 10) = 1
+      {5, kLr, 1, 2.0 / 2.0},                 // 2 / sqrt(max(1, 4))
+      {5, kWd, 4, 0.1 * 2.0 / 2.0},           // 0.1 * 2 / sqrt(4)
+      {6, kLr, 50, 0.1 + 0.9 * 0.5},          // halfway down the cosine
+      {6, kWd, 100, 0.0},                     // its end
+      {7, kLr, 5, 0.5},                       // cos(pi/2): halfway
+      {7, kWd, 10, 0.01},                     // eta_min at T_max
+      {8, kLr, 15, 0.5},                      // restarted at 10: 5 of 10
+      {8, kWd, 6, 0.05},                      // T_0 4: 2 steps into the second cycle
+      {9, kLr, 7, 0.25},                      // 0.5^floor(7/3)
+      {9, kWd, 3, 0.01},                      // 0.1 * 0.1^floor(3/2)
+      {10, kLr, 5, 0.01},                     // two milestones passed: 0.1^2
+      {10, kWd, 1, 0.05},                     // one: 0.1 * 0.5
+      {11, kLr, 2, 0.81},                     // 0.9^2
+      {11, kWd, 3, 0.0125},                   // 0.1 * 0.5^3
+      {16, kLr, 2, 2.0 * 0.25},               // 2 * (0.5^2 / 1)
+      {16, kWd, 2, 0.1 * 0.5},                // 0.1 * (step(2) / step(0))
+  };
+  for (const Expected& e : cases) {
+    SCOPED_TRACE("document " + std::to_string(e.doc) + " step " + std::to_string(e.step));
+    near(Pair(e.doc).of(e.key, e.step), e.value);
+  }
+}
+
+TEST(VendorSchedules, ChainedSchedulerIsChainedLR) {
+  const TrainerConfig alias = compat_config("schedulers.yaml", 17);
   ASSERT_EQ(alias.schedulers.size(), 1u);
   near(alias.schedulers[0].schedule->value(9), 1.0);
 }
@@ -94,8 +100,9 @@ TEST(VendorSchedules, CyclicWithScaleMode) {
   // quarter of the cycle, scale 1/2, times 0.99^1000 (per iteration whatever scale_mode).
   near(c.wd(1000), 0.1 * 0.5 * std::pow(0.99, 1000));
   for (const char* mode : {"cycle", "iterations"}) {
-    const TrainerConfig other = compat_config(
-        "schedulers.yaml", 12, {std::string("trainer.init.schedulers[0].CyclicLR.scale_mode=") + mode});
+    const TrainerConfig other =
+        compat_config("schedulers.yaml", 12,
+                      {std::string("trainer.init.schedulers[0].CyclicLR.scale_mode=") + mode});
     near(other.schedulers[0].schedule->value(10), 0.55);
   }
 }
@@ -148,13 +155,15 @@ void expect_error(const std::string& file, std::size_t doc, const std::vector<st
 
 TEST(VendorSchedules, SchedulerMisusesAreRefusedByName) {
   const std::string at = "trainer.init.schedulers";
-  expect_error("schedulers.yaml", 14,
-               {at + "[0].SequentialLR.schedulers[0]={CosineAnnealingLR: {initial_learning_rate: 1, "
-                     "T_max: 10}}"},
-               "SequentialLR.milestones: missing, and schedulers[0] has no total_iters");
+  expect_error(
+      "schedulers.yaml", 14,
+      {at + "[0].SequentialLR.schedulers[0]={CosineAnnealingLR: {initial_learning_rate: 1, "
+            "T_max: 10}}"},
+      "SequentialLR.milestones: missing, and schedulers[0] has no total_iters");
   expect_error("schedulers.yaml", 14, {at + "[0].SequentialLR.last_epoch=5"},
                "last_epoch: only -1");
-  expect_error("schedulers.yaml", 14, {at + "[0].SequentialLR.schedulers[1]={ConstantWD: {val: 1}}"},
+  expect_error("schedulers.yaml", 14,
+               {at + "[0].SequentialLR.schedulers[1]={ConstantWD: {val: 1}}"},
                "ConstantWD drives weight_decay, but the scheduler it is nested in drives lr");
   expect_error("schedulers.yaml", 14,
                {at + "[0].SequentialLR.schedulers[1].ConstantLR.param_group_tags=x"},
@@ -164,9 +173,10 @@ TEST(VendorSchedules, SchedulerMisusesAreRefusedByName) {
   expect_error("schedulers.yaml", 12, {at + "[0].CyclicLR.scale_mode=cycles"},
                "CyclicLR.scale_mode: 'cycles' (expected one of: cycle, iterations)");
   // Two schedulers of one key: each needs tags, and no tag in common.
-  expect_error("schedulers.yaml", 0, {at + "[1]={ConstantLR: {learning_rate: 1}}"},
-               "trainer.init.schedulers[0] (ConstantLR) and trainer.init.schedulers[1] (ConstantLR) "
-               "both drive lr: schedulers of one key need param_group_tags");
+  expect_error(
+      "schedulers.yaml", 0, {at + "[1]={ConstantLR: {learning_rate: 1}}"},
+      "trainer.init.schedulers[0] (ConstantLR) and trainer.init.schedulers[1] (ConstantLR) "
+      "both drive lr: schedulers of one key need param_group_tags");
   expect_error("param_groups.yaml", 0, {at + "[1].ConstantLR.param_group_tags=[null, first]"},
                "both drive lr of the groups tagged first");
 }
@@ -215,7 +225,8 @@ TEST(VendorSchedules, ParameterGroupMisusesAreRefusedByName) {
                "trainer.init.optimizer: params[1] (tag first): its globs match no parameter");
   expect_error("param_groups.yaml", 0, {at + "[1].weight_decay=0.5"},
                "the entries tagged no_decay and first both set weight_decay for layers.0.bias");
-  expect_error("param_groups.yaml", 0, {"trainer.init.schedulers[1].ConstantLR.param_group_tags=nobody"},
+  expect_error("param_groups.yaml", 0,
+               {"trainer.init.schedulers[1].ConstantLR.param_group_tags=nobody"},
                "trainer.init.schedulers[1] (ConstantLR): its param_group_tags match no parameter "
                "group");
   expect_error("param_groups.yaml", 0, {at + "[0].tag=''"}, "params[0].tag: must not be empty");

@@ -185,13 +185,15 @@ TEST(VendorYaml, OptimizerArguments) {
 }
 
 TEST(VendorYaml, OptimizerArgumentsAreRefusedByName) {
-  expect_error("optimizers.yaml", 1, {"trainer.init.optimizer={Adam: {betas: [0.9, 0.99], beta1: 0.8}}"},
+  expect_error("optimizers.yaml", 1,
+               {"trainer.init.optimizer={Adam: {betas: [0.9, 0.99], beta1: 0.8}}"},
                "trainer.init.optimizer.Adam.betas: sets beta1 and beta2, which are given too");
   expect_error("optimizers.yaml", 1, {"trainer.init.optimizer={Adam: {betas: [0.9]}}"},
                "trainer.init.optimizer.Adam.betas: expected a list of two numbers [beta1, beta2]");
   expect_error("optimizers.yaml", 1, {"trainer.init.optimizer={Adam: {betas: [0.9, 1.5]}}"},
                "trainer.init.optimizer.Adam.beta2: 1.5 must be in [0, 1)");
-  expect_error("optimizers.yaml", 1, {"trainer.init.optimizer={Adam: {lr: 0.1, learning_rate: 0.1}}"},
+  expect_error("optimizers.yaml", 1,
+               {"trainer.init.optimizer={Adam: {lr: 0.1, learning_rate: 0.1}}"},
                "trainer.init.optimizer.Adam.lr: also given as learning_rate");
   expect_error("optimizers.yaml", 2,
                {"trainer.init.optimizer={AdamW: {correct_bias: true, bias_correction: true}}"},
@@ -215,12 +217,12 @@ TEST(VendorYaml, EvalFrequencyIsStepsOrAFraction) {
   EXPECT_EQ(compat_config("loop.yaml", 1).loop.eval_interval(), 3);   // ceil(0.25 * 10)
   EXPECT_EQ(compat_config("loop.yaml", 2).loop.eval_interval(), 0);   // null: none
   EXPECT_EQ(compat_config("loop.yaml", 3).loop.eval_interval(), 10);  // 1.0: at the end
-  EXPECT_EQ(compat_config("loop.yaml", 3, {"trainer.init.loop.eval_frequency=1"})
-                .loop.eval_interval(),
-            1);  // the integer 1: every step
-  EXPECT_EQ(compat_config("loop.yaml", 3, {"trainer.init.loop.eval_frequency=0"})
-                .loop.eval_interval(),
-            0);
+  EXPECT_EQ(
+      compat_config("loop.yaml", 3, {"trainer.init.loop.eval_frequency=1"}).loop.eval_interval(),
+      1);  // the integer 1: every step
+  EXPECT_EQ(
+      compat_config("loop.yaml", 3, {"trainer.init.loop.eval_frequency=0"}).loop.eval_interval(),
+      0);
   for (const char* bad : {"1.5", "-2", "often"}) {
     expect_error("loop.yaml", 3, {std::string("trainer.init.loop.eval_frequency=") + bad},
                  std::string("trainer.init.loop.eval_frequency: ") + bad +

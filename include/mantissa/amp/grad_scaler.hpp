@@ -49,9 +49,9 @@ struct GradScalerOptions {
   double static_scale = 1.0;    // the loss scale when !dynamic
   double init_scale = 32768.0;  // 2^15 (2^31 for cbfloat16: defaults_for); above max: max
   std::int64_t steps_per_increase = 2000;
-  double min_loss_scale = 1.0 / 16384;  // 2^-14, the smallest allowed
-  double max_loss_scale = 32768.0;      // a finite float32 (the scale multiplies in float32)
-  double overflow_tolerance = 0.0;      // fraction of overflowing steps tolerated
+  double min_loss_scale = 1.0 / 16384;      // 2^-14, the smallest allowed
+  double max_loss_scale = 32768.0;          // a finite float32 (the scale multiplies in float32)
+  double overflow_tolerance = 0.0;          // fraction of overflowing steps tolerated
   std::optional<double> max_gradient_norm;  // DLS + GCC (ignored by static scaling)
   // Beyond the seeds (their system fixes growth at 2 and backoff at 0.5; PyTorch's names):
   double growth_factor = 2.0;   // > 1

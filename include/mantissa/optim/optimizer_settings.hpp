@@ -316,9 +316,7 @@ struct Muon {
     return std::array{NumberField<Muon>{"momentum", &Muon::momentum, kBeta},
                       NumberField<Muon>{"weight_decay", &Muon::weight_decay, kNonNegative}};
   }
-  static constexpr auto flags() {
-    return std::array{FlagField<Muon>{"nesterov", &Muon::nesterov}};
-  }
+  static constexpr auto flags() { return std::array{FlagField<Muon>{"nesterov", &Muon::nesterov}}; }
   static constexpr auto counts() {
     return std::array{CountField<Muon>{"ns_steps", &Muon::ns_steps, 1}};
   }
@@ -329,9 +327,13 @@ using OptimizerSettings = std::variant<Sgd, Asgd, Adam, AdamW, Adamax, NAdam, RA
                                        Adadelta, RmsProp, Rprop, Lion, Adafactor, Muon>;
 
 template <class S>
-concept HasCounts = requires { S::counts(); };
+concept HasCounts = requires {
+  S::counts();
+};
 template <class S>
-concept HasPairs = requires { S::pairs(); };
+concept HasPairs = requires {
+  S::pairs();
+};
 
 // Calls visit(field, value&) for each number, flag and count field of `s`, and
 // visit(pair_field, first&, second&) for each pair.

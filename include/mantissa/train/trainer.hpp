@@ -22,10 +22,11 @@ namespace mantissa::train {
 
 // eval: one checkpoint; eval_all: every checkpoint of the run directory, oldest first.
 enum class RunMode { train, eval, train_and_eval, eval_all };
-inline constexpr NameTable<RunMode, 4> kRunModeNames = {{{"train", RunMode::train},
-                                                        {"eval", RunMode::eval},
-                                                        {"train_and_eval", RunMode::train_and_eval},
-                                                        {"eval_all", RunMode::eval_all}}};
+inline constexpr NameTable<RunMode, 4> kRunModeNames = {
+    {{"train", RunMode::train},
+     {"eval", RunMode::eval},
+     {"train_and_eval", RunMode::train_and_eval},
+     {"eval_all", RunMode::eval_all}}};
 
 struct EvalResult {
   double loss = 0;        // mean of the per-step losses
@@ -45,7 +46,7 @@ struct RunSummary {
   std::int64_t global_step = 0;
   std::int64_t skipped_steps = 0;
   double last_loss = 0;
-  std::optional<EvalResult> eval;  // the last validation
+  std::optional<EvalResult> eval;     // the last validation
   std::vector<CheckpointEval> evals;  // eval_all: every checkpoint's
   std::string last_checkpoint;
   bool interrupted = false;
