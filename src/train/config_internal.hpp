@@ -23,6 +23,23 @@ amp::MixedPrecision parse_precision(Reader r, std::vector<std::string>& notes);
 // key need disjoint param_group_tags.
 std::vector<SchedulerConfig> parse_schedulers(const YAML::Node& list, const std::string& path);
 
+// config_schedule_classes.cpp: the scheduler classes and their parameters.
+// What a scheduler's name says: the key it drives, and whether it is a ScalePerParam wrapper
+// (an unknown or refused name throws, naming the names or the reason).
+struct SchedulerName {
+  ScheduledKey key;
+  bool scale_per_param;
+};
+SchedulerName scheduler_name(const std::string& name, const std::string& path);
+// The name of a {Name: {parameters}} node (anything else throws, listing the names).
+std::string scheduler_node_name(const YAML::Node& node, const std::string& path);
+// The schedule of class `name` (not a wrapper) from its parameters in `r`.
+optim::SchedulePtr parse_schedule_class(const std::string& name, Reader& r,
+                                        const std::string& path);
+// A scheduler nested in another, driving `key`, without param_group_tags of its own.
+optim::SchedulePtr parse_nested_schedule(const YAML::Node& node, const std::string& path,
+                                         ScheduledKey key);
+
 // config_loop.cpp: trainer.init.loop.
 LoopConfig parse_loop(Reader r);
 
