@@ -27,7 +27,7 @@ Optimizer::Optimizer(OptimizerSettings settings, std::vector<ParamGroup> groups)
 std::vector<Tensor>& Optimizer::state_for(Variable& p, std::size_t g) {
   auto& s = state_[p.value().raw_data()];
   if (s.empty()) {
-    const std::size_t n = state_names(p).size();
+    const std::size_t n = state_names(p, g).size();
     for (std::size_t k = 0; k < n; ++k) s.push_back(init_state(k, p, g));
   }
   return s;
@@ -71,7 +71,7 @@ std::map<std::string, Tensor> Optimizer::state_tensors() const {
       const Variable& p = groups_[g].params[i];
       auto it = state_.find(p.value().raw_data());
       if (it == state_.end()) continue;
-      const std::vector<std::string> names = state_names(p);
+      const std::vector<std::string> names = state_names(p, g);
       for (std::size_t k = 0; k < names.size(); ++k) {
         out[parameter_name(groups_[g], g, i) + "." + names[k]] = it->second[k];
       }
@@ -86,7 +86,7 @@ void Optimizer::load_state_tensors(const std::map<std::string, Tensor>& state,
     for (std::size_t i = 0; i < groups_[g].params.size(); ++i) {
       Variable& p = groups_[g].params[i];
       const std::string pname = parameter_name(groups_[g], g, i);
-      const std::vector<std::string> names = state_names(p);
+      const std::vector<std::string> names = state_names(p, g);
       std::vector<Tensor> tensors;
       for (const std::string& n : names) {
         auto it = state.find(pname + "." + n);

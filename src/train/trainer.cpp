@@ -10,6 +10,7 @@
 #include "mantissa/amp/optimizer_step.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/train/checkpoint.hpp"
+#include "param_groups.hpp"
 #include "task.hpp"
 
 namespace mantissa::train {
@@ -30,14 +31,10 @@ Trainer::Trainer(TrainerConfig config, TrainerHooks hooks)
     : config_(std::move(config)), events_(hooks.events != nullptr ? hooks.events : &silent_) {
   policy_ = config_.precision.policy();
   run_dir_ = config_.checkpoint.dir.empty() ? "runs/default" : config_.checkpoint.dir;
+  for (const std::string& note : config_.notes) log(note);
   task_ = make_task(config_, hooks.kjv_corpus);
-  optim::ParamGroup group;
-  for (auto& [name, p] : task_->module().named_parameters()) {
-    group.params.push_back(p);
-    group.names.push_back(name);
-  }
-  group.learning_rate = config_.learning_rate;
-  optimizer_ = optim::make_optimizer(config_.optimizer.settings, {group});
+  optimizer_ = optim::make_optimizer(
+      config_.optimizer.settings, build_param_groups(config_, task_->module().named_parameters()));
   scaler_ = config_.precision.make_scaler([this](const std::string& l) { log(l); });
 }
 
@@ -167,7 +164,22 @@ std::int64_t Trainer::parameter_count() const {
   return task_->module().parameter_count();
 }
 
+RunSummary Trainer::evaluate_all() {
+  const std::vector<std::string> all = list_checkpoints(run_dir_);
+  if (all.empty())
+    throw Error("eval_all: no checkpoint in " + run_dir_ + " to evaluate (train first)");
+  RunSummary summary;
+  for (const std::string& path : all) {
+    restore(path);
+    summary.evals.push_back({path, global_step_, evaluate()});
+  }
+  summary.eval = summary.evals.back().result;
+  summary.global_step = global_step_;
+  return summary;
+}
+
 RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) {
+  if (mode == RunMode::eval_all) return evaluate_all();
   if (resume) {
     const std::optional<std::string> path =
         *resume == "latest" ? latest_checkpoint(run_dir_) : resume;
@@ -191,6 +203,11 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
       std::to_string(task_->module().parameter_count()) + " parameters), precision " +
       policy_.describe() + ", " + optimizer_->name() + ", lr " + config_.schedule_text +
       ", run directory " + run_dir_);
+  const std::int64_t eval_every =
+      mode == RunMode::train_and_eval ? config_.loop.eval_interval() : 0;
+  if (mode == RunMode::train_and_eval && eval_every == 0) {
+    log("eval_frequency is 0: no validation while training");
+  }
   auto window_start = Clock::now();
   const auto run_start = window_start;
   std::int64_t window_items = 0, start_step = global_step_;
@@ -224,13 +241,10 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
       p.items_per_second = static_cast<double>(window_items) / std::max(secs, 1e-9);
       p.unit = task_->unit();
       p.eta_seconds = elapsed / done * static_cast<double>(config_.loop.max_steps - global_step_);
-      json j{{"step", p.step},
-             {"loss", p.loss},
-             {"lr", p.learning_rate},
-             {"loss_scale", p.loss_scale},
-             {"skipped_steps", p.skipped_steps},
-             {"grad_norm", p.grad_norm},
-             {std::string(p.unit) + "_per_s", p.items_per_second}};
+      json j{{"step", p.step},           {"loss", p.loss},
+             {"lr", p.learning_rate},    {"skipped_steps", p.skipped_steps},
+             {"grad_norm", p.grad_norm}, {std::string(p.unit) + "_per_s", p.items_per_second}};
+      if (scaler_ && config_.precision.logs_loss_scale()) j["loss_scale"] = p.loss_scale;
       write_metrics(j.dump());
       events_->progress(p);
       window_start = Clock::now();
@@ -238,8 +252,7 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
       loss_sum = 0;
       loss_count = 0;
     }
-    if (mode == RunMode::train_and_eval && config_.loop.eval_frequency > 0 &&
-        global_step_ % config_.loop.eval_frequency == 0 && global_step_ < config_.loop.max_steps) {
+    if (eval_every > 0 && global_step_ % eval_every == 0 && global_step_ < config_.loop.max_steps) {
       events_->evaluating(global_step_);
       summary.eval = evaluate();
     }
@@ -250,7 +263,7 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
   }
   if (saved_at != global_step_) summary.last_checkpoint = save_checkpoint_now();
   log("checkpoint " + summary.last_checkpoint + (summary.interrupted ? " (interrupted)" : ""));
-  if (mode == RunMode::train_and_eval && !summary.interrupted) {
+  if (eval_every > 0 && !summary.interrupted) {
     events_->evaluating(global_step_);
     summary.eval = evaluate();
   }

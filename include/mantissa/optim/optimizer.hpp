@@ -59,10 +59,10 @@ class Optimizer {
  protected:
   Optimizer(OptimizerSettings settings, std::vector<ParamGroup> groups);
   // Updates one parameter of group g. `state` holds its tensors in the order of
-  // state_names(), made by init_state on first use.
+  // state_names(param, g), made by init_state on first use.
   virtual void update(Variable& param, std::vector<Tensor>& state, std::size_t g, double lr,
                       double wd, std::int64_t step_number) = 0;
-  virtual std::vector<std::string> state_names(const Variable& param) const = 0;
+  virtual std::vector<std::string> state_names(const Variable& param, std::size_t g) const = 0;
   virtual Tensor init_state(std::size_t index, const Variable& param, std::size_t g) const = 0;
 
  private:
