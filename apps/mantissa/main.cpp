@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && argv[1][0] != '-' && !found) {
     fmt::print(stderr, "mantissa: error: unknown command '{}' (expected one of: {})\n", argv[1],
                known);
-    return 2;
+    return mantissa::app::kExitError;
   }
   try {
     app.parse(argc, argv);
@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const CLI::ParseError& e) {
     fmt::print(stderr, "mantissa: error: {}\n", e.what());
-    return 2;
+    return mantissa::app::kExitError;
   }
   try {
     for (const auto& action : actions) {
@@ -49,10 +49,10 @@ int main(int argc, char** argv) {
     }
   } catch (const mantissa::Error& e) {
     fmt::print(stderr, "mantissa: error: {}\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {  // I/O and system failures
+    return mantissa::app::kExitError;
+  } catch (const std::exception& e) {  // out of memory, a library's own failure
     fmt::print(stderr, "mantissa: failed: {}\n", e.what());
-    return 1;
+    return mantissa::app::kExitFailure;
   }
   return 0;
 }

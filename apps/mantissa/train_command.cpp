@@ -1,9 +1,13 @@
 // `mantissa train` and `mantissa eval`.
+#include <fmt/format.h>
+
+#include <atomic>
 #include <csignal>
 #include <filesystem>
 
 #include "bible_corpus.hpp"
 #include "commands.hpp"
+#include "mantissa/error.hpp"
 #include "mantissa/names.hpp"
 #include "mantissa/train/trainer.hpp"
 #include "terminal_events.hpp"
@@ -11,18 +15,40 @@
 namespace mantissa::app {
 namespace {
 
-train::Trainer* g_running = nullptr;
-extern "C" void on_sigint(int) {
-  if (g_running != nullptr) g_running->request_stop();
+// SIGINT and SIGTERM (Ctrl-C; kill, systemd, docker, Slurm) ask the run to checkpoint at the
+// next step boundary and stop; a second one ends the program at once (the handler is reset
+// after the first: a checkpoint being written then is lost, the previous one is not).
+std::atomic<bool> g_stop{false};
+std::atomic<int> g_signal{0};
+extern "C" void on_stop_signal(int signo) {
+  g_signal.store(signo);
+  g_stop.store(true);
 }
 
+class StopSignals {
+ public:
+  StopSignals() {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    for (int s : kSignals) sigaction(s, &sa, nullptr);
+  }
+  ~StopSignals() {
+    for (int s : kSignals) std::signal(s, SIG_DFL);
+  }
+
+ private:
+  static constexpr int kSignals[] = {SIGINT, SIGTERM};
+};
+
 struct TrainArgs {
-  std::string config, mode, resume;
+  std::string config, mode, resume, resume_settings;
   std::vector<std::string> overrides;
 };
 
 void print_validation(const train::EvalResult& r, std::int64_t step) {
-  if (r.perplexity > 0) {
+  if (r.text) {
     std::printf("validation: loss %.4f, perplexity %.3f (%lld batches, step %lld)\n", r.loss,
                 r.perplexity, static_cast<long long>(r.steps), static_cast<long long>(step));
   } else {
@@ -34,27 +60,36 @@ void print_validation(const train::EvalResult& r, std::int64_t step) {
 int run(const TrainArgs& a, const std::string& default_mode) {
   const train::RunMode mode =
       parse_named(train::kRunModeNames, a.mode.empty() ? default_mode : a.mode, "--mode");
+  train::ResumeSettings settings = train::ResumeSettings::must_match;
+  if (!a.resume_settings.empty()) {
+    if (a.resume.empty()) throw Error("--resume-settings: give it with --resume");
+    settings =
+        parse_named(train::kResumeSettingsNames, a.resume_settings, "--resume-settings");
+  }
   train::TrainerConfig c = train::load_config(a.config, a.overrides);
   if (c.checkpoint.dir.empty()) {
     c.checkpoint.dir = "runs/" + std::filesystem::path(a.config).stem().string();
   }
+  // Training: from here on a stop signal is a request, honoured at the next step. Evaluation
+  // writes no checkpoint: a signal ends it as usual.
+  std::optional<StopSignals> signals;
+  if (mode == train::RunMode::train || mode == train::RunMode::train_and_eval) signals.emplace();
   TerminalEvents events;
-  train::Trainer trainer(c, {&events, bible_kjv_text});
-  g_running = &trainer;
-  std::signal(SIGINT, on_sigint);  // Ctrl-C: checkpoint at the next step, then exit
+  train::Trainer trainer(c, {&events, bible_kjv_text, &g_stop});
   const std::optional<std::string> resume =
       a.resume.empty()
           ? (mode == train::RunMode::eval ? std::optional<std::string>("latest") : std::nullopt)
           : std::optional<std::string>(a.resume);  // eval_all reads every checkpoint
-  const train::RunSummary s = trainer.run(mode, resume);
-  g_running = nullptr;
-  std::signal(SIGINT, SIG_DFL);
+  const train::RunSummary s = trainer.run(mode, resume, settings);
   for (const train::CheckpointEval& e : s.evals) print_validation(e.result, e.step);
   if (s.eval && s.evals.empty()) print_validation(*s.eval, s.global_step);
-  if (s.interrupted)
-    std::printf("interrupted at step %lld; resume with --resume latest\n",
-                static_cast<long long>(s.global_step));
-  return 0;
+  if (!s.interrupted) return 0;
+  const int signo = g_signal.load();
+  fmt::print(stderr,
+             "mantissa: interrupted by {} at step {}: checkpoint {} written; resume with "
+             "--resume latest\n",
+             signo == SIGTERM ? "SIGTERM" : "SIGINT", s.global_step, s.last_checkpoint);
+  return kExitInterrupted + signo;
 }
 
 Action add(CLI::App& app, const char* name, const char* help, const std::string& default_mode) {
@@ -66,6 +101,11 @@ Action add(CLI::App& app, const char* name, const char* help, const std::string&
   cmd->add_option("--resume", args->resume,
                   "latest (the newest checkpoint in the run directory) or a checkpoint path");
   cmd->add_option("--set", args->overrides, "Override a config key: a.b.c=value (repeatable)");
+  cmd->add_option("--resume-settings", args->resume_settings,
+                  "When the resumed checkpoint's precision or optimizer differs from the "
+                  "config's: " +
+                      names_of(train::kResumeSettingsNames) +
+                      " (which wins; without it the difference is an error)");
   return [cmd, args, default_mode]() -> int {
     if (!cmd->parsed()) return -1;
     return run(*args, default_mode);

@@ -133,7 +133,9 @@ OptimizerConfig parse_optimizer(const YAML::Node& node, const std::string& path)
     throw Error(r.key_path("lr") + ": also given as learning_rate (the same setting): set one");
   }
   o.learning_rate_given = long_name || short_name;
-  o.learning_rate = r.get<double>(long_name ? "learning_rate" : "lr", o.learning_rate, kNum);
+  // >= 0: PyTorch's "Invalid learning rate" check.
+  o.learning_rate =
+      r.get_number(long_name ? "learning_rate" : "lr", o.learning_rate, optim::kNonNegative);
   std::visit([&](auto& s) { read_fields(r, s, nullptr); }, o.settings);
   if (r.has("params")) {
     const YAML::Node list = r.raw("params");

@@ -66,6 +66,9 @@ amp::MixedPrecision parse_precision(Reader r, std::vector<std::string>& notes) {
   m.on_stuck = r.get_named("on_stuck", m.on_stuck, amp::kStuckPolicyNames);
   m.hysteresis = r.get<int>("hysteresis", m.hysteresis, kInt);
   m.consecutive_hysteresis = r.get<bool>("consecutive_hysteresis", m.consecutive_hysteresis, kBool);
+  m.on_nonfinite = r.get_named("on_nonfinite", m.on_nonfinite, amp::kNonFinitePolicyNames);
+  m.max_consecutive_skipped_steps =
+      r.get<std::int64_t>("max_consecutive_skipped_steps", m.max_consecutive_skipped_steps, kInt);
   r.finish();
   try {
     m.validate();

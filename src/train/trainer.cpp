@@ -4,13 +4,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "mantissa/amp/optimizer_step.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/train/checkpoint.hpp"
 #include "param_groups.hpp"
+#include "run_dir.hpp"
 #include "task.hpp"
 
 namespace mantissa::train {
@@ -25,32 +25,44 @@ std::string fmt_double(double v, const char* f = "%.4g") {
   return b;
 }
 
+bool evaluates(RunMode mode) {
+  return mode != RunMode::train;
+}
+
 }  // namespace
 
 Trainer::Trainer(TrainerConfig config, TrainerHooks hooks)
-    : config_(std::move(config)), events_(hooks.events != nullptr ? hooks.events : &silent_) {
+    : config_(std::move(config)),
+      events_(hooks.events != nullptr ? hooks.events : &silent_),
+      external_stop_(hooks.stop) {
   policy_ = config_.precision.policy();
   run_dir_ = config_.checkpoint.dir.empty() ? "runs/default" : config_.checkpoint.dir;
   for (const std::string& note : config_.notes) log(note);
   task_ = make_task(config_, hooks.kjv_corpus);
-  optimizer_ = optim::make_optimizer(
-      config_.optimizer.settings, build_param_groups(config_, task_->module().named_parameters()));
-  scaler_ = config_.precision.make_scaler([this](const std::string& l) { log(l); });
+  build_optimizer_and_scaler();
+  metrics_ = std::make_unique<MetricsFile>(
+      (std::filesystem::path(run_dir_) / "metrics.jsonl").string());
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::build_optimizer_and_scaler() {
+  optimizer_ = optim::make_optimizer(
+      config_.optimizer.settings, build_param_groups(config_, task_->module().named_parameters()));
+  scaler_ = config_.precision.make_step_guard([this](const std::string& l) { log(l); });
+  policy_ = config_.precision.policy();
+}
 
 void Trainer::log(const std::string& line) const {
   events_->message(line);
 }
 
-void Trainer::write_metrics(const std::string& json_line) const {
-  const std::filesystem::path file = std::filesystem::path(run_dir_) / "metrics.jsonl";
-  std::error_code ec;
-  std::filesystem::create_directories(run_dir_, ec);
-  std::ofstream f(file, std::ios::app);
-  f << json_line << "\n";
-  if (ec || !f) throw Error(file.string() + ": cannot append the metrics line");
+void Trainer::write_metrics(const std::string& json_line) {
+  metrics_->append(json_line);
+}
+
+bool Trainer::stop_requested() const {
+  return stop_.load() || (external_stop_ != nullptr && external_stop_->load());
 }
 
 std::map<std::string, tensor::Tensor> Trainer::state_tensors() const {
@@ -60,17 +72,15 @@ std::map<std::string, tensor::Tensor> Trainer::state_tensors() const {
 }
 
 std::map<std::string, std::string> Trainer::state_metadata() const {
-  std::map<std::string, std::string> m;
-  m["global_step"] = std::to_string(global_step_);
-  m["optimizer_step"] = std::to_string(optimizer_->step_index());
-  m["config"] = config_.yaml;
-  m["fp16_type"] = policy_.enabled() ? std::string(numerics::name(policy_.half)) : "float32";
-  const data::LoaderState ls = task_->loader_state();
-  m["train_loader"] = json{{"epoch", ls.epoch}, {"position", ls.position}}.dump();
-  const tensor::RngState rs = task_->rng_state();
-  m["rng"] = json{{"seed", rs.seed}, {"counter", rs.counter}}.dump();
-  if (scaler_) m["scaler"] = amp::encode_scaler_state(scaler_->state());
-  return m;
+  CheckpointMeta m;
+  m.global_step = global_step_;
+  m.optimizer_step = optimizer_->step_index();
+  m.config = config_.yaml;
+  m.fp16_type = policy_.enabled() ? policy_.half : numerics::Format::float32;
+  m.train_loader = task_->loader_state();
+  m.rng = task_->rng_state();
+  m.scaler = scaler_->state();
+  return encode_checkpoint_meta(m);
 }
 
 std::string Trainer::save_checkpoint_now() {
@@ -78,33 +88,6 @@ std::string Trainer::save_checkpoint_now() {
       save_checkpoint(run_dir_, global_step_, {state_tensors(), state_metadata()});
   apply_retention(run_dir_, config_.checkpoint.keep);
   return path;
-}
-
-void Trainer::restore(const std::string& path) {
-  const Checkpoint c = load_checkpoint(path);
-  try {
-    task_->module().load_state_dict(under_prefix(kModelPrefix, c.tensors));
-    optimizer_->load_state_tensors(under_prefix(kOptimizerPrefix, c.tensors),
-                                   std::stoll(c.metadata.at("optimizer_step")));
-    global_step_ = std::stoll(c.metadata.at("global_step"));
-    const json ls = json::parse(c.metadata.at("train_loader"));
-    task_->set_loader_state(
-        {ls.at("epoch").get<std::int64_t>(), ls.at("position").get<std::int64_t>()});
-    const json rs = json::parse(c.metadata.at("rng"));
-    task_->set_rng_state(
-        {rs.at("seed").get<std::uint64_t>(), rs.at("counter").get<std::uint64_t>()});
-    if (scaler_) {
-      if (c.metadata.count("scaler") == 0)
-        throw Error("no loss-scaler state, but this run scales the loss");
-      scaler_->load_state(amp::decode_scaler_state(c.metadata.at("scaler")));
-    }
-    policy_.half = numerics::parse_format(c.metadata.at("fp16_type")).value_or(policy_.half);
-  } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
-  } catch (const std::exception& e) {  // missing metadata keys, malformed JSON
-    throw Error(path + ": checkpoint metadata is malformed (" + e.what() + ")");
-  }
-  log("resumed from " + path + " at step " + std::to_string(global_step_));
 }
 
 EvalResult Trainer::evaluate() {
@@ -116,7 +99,7 @@ EvalResult Trainer::evaluate() {
   json j{{"eval_step", global_step_}, {"loss", r.loss}, {"steps", r.steps}};
   std::string line =
       "eval at step " + std::to_string(global_step_) + ": loss " + fmt_double(r.loss);
-  if (r.perplexity > 0) {
+  if (r.text) {
     j["perplexity"] = r.perplexity;
     line += ", perplexity " + fmt_double(r.perplexity);
   } else {
@@ -139,16 +122,15 @@ StepResult Trainer::train_step() {
       autograd::Variable loss = task_->next_train_loss();
       r.loss += loss.value().item() / static_cast<double>(accum);
       if (accum > 1) loss = autograd::scale(loss, 1.0f / static_cast<float>(accum));
-      autograd::backward(scaler_ ? scaler_->scale(loss) : loss);
+      autograd::backward(scaler_->scale(loss));
     }
+    if (!std::isfinite(r.loss)) scaler_->note_nonfinite_loss();
     r.report = amp::finish_step(*optimizer_, scaler_.get(), config_.precision.max_gradient_norm,
                                 config_.precision.max_gradient_value);
   }
-  if (scaler_) {
-    if (auto wider = scaler_->take_fallback()) {
-      policy_.half = *wider;
-      log("precision falls back to " + std::string(numerics::name(*wider)) + " from here on");
-    }
+  if (auto wider = scaler_->take_fallback()) {
+    policy_.half = *wider;
+    log("precision falls back to " + std::string(numerics::name(*wider)) + " from here on");
   }
   ++global_step_;
   return r;
@@ -168,9 +150,12 @@ RunSummary Trainer::evaluate_all() {
   const std::vector<std::string> all = list_checkpoints(run_dir_);
   if (all.empty())
     throw Error("eval_all: no checkpoint in " + run_dir_ + " to evaluate (train first)");
+  const RunDirLock lock(run_dir_, RunDirLock::Use::evaluate);
+  metrics_->open();
+  task_->prepare_evaluation();
   RunSummary summary;
   for (const std::string& path : all) {
-    restore(path);
+    restore(path, load_checkpoint(path), false, ResumeSettings::must_match);
     summary.evals.push_back({path, global_step_, evaluate()});
   }
   summary.eval = summary.evals.back().result;
@@ -178,27 +163,48 @@ RunSummary Trainer::evaluate_all() {
   return summary;
 }
 
-RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) {
+RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume,
+                        ResumeSettings settings) {
   if (mode == RunMode::eval_all) return evaluate_all();
-  if (resume) {
-    const std::optional<std::string> path =
-        *resume == "latest" ? latest_checkpoint(run_dir_) : resume;
-    if (path) {
-      restore(*path);
-    } else if (mode == RunMode::eval) {
-      throw Error("eval: no checkpoint in " + run_dir_ + " to evaluate (train first)");
-    } else {
-      log("no checkpoint in " + run_dir_ + ": starting from step 0");
-    }
-  } else if (mode == RunMode::eval) {
-    throw Error("eval: give --resume latest or a checkpoint path");
+  const bool training = mode != RunMode::eval;
+  if (!training && !resume) throw Error("eval: give --resume latest or a checkpoint path");
+  if (!training && !std::filesystem::is_directory(run_dir_) && resume == "latest") {
+    throw Error("eval: no checkpoint in " + run_dir_ + " to evaluate (train first)");
   }
-  RunSummary summary;
-  if (mode == RunMode::eval) {
+  // Before the first step: the run directory (locked, writable), the checkpoint, which
+  // checkpoints the run may replace, the metrics file, the validation data, the schedules.
+  const RunDirLock lock(run_dir_, training ? RunDirLock::Use::train : RunDirLock::Use::evaluate);
+  std::optional<LoadedCheckpoint> loaded;
+  if (resume == "latest") {
+    loaded = load_latest_checkpoint(run_dir_);
+  } else if (resume) {
+    loaded = LoadedCheckpoint{*resume, load_checkpoint(*resume)};
+  }
+  if (!loaded && !training) {
+    throw Error("eval: no checkpoint in " + run_dir_ + " to evaluate (train first)");
+  }
+  if (training) {
+    check_checkpoints_are_ours(run_dir_,
+                               loaded ? std::optional<std::string>(loaded->path) : std::nullopt);
+  }
+  if (loaded) {
+    restore(loaded->path, loaded->checkpoint, training, settings);
+  } else if (resume) {
+    log("no checkpoint in " + run_dir_ + ": starting from step 0");
+  }
+  metrics_->open();
+  if (evaluates(mode)) task_->prepare_evaluation();
+  if (!training) {
+    RunSummary summary;
     summary.eval = evaluate();
     summary.global_step = global_step_;
     return summary;
   }
+  optimizer_->check_schedules(config_.loop.max_steps);
+  return train_loop(mode);
+}
+
+RunSummary Trainer::train_loop(RunMode mode) {
   log("training " + std::string(name_of(kModelNames, config_.model.kind)) + " (" +
       std::to_string(task_->module().parameter_count()) + " parameters), precision " +
       policy_.describe() + ", " + optimizer_->name() + ", lr " + config_.schedule_text +
@@ -208,14 +214,42 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
   if (mode == RunMode::train_and_eval && eval_every == 0) {
     log("eval_frequency is 0: no validation while training");
   }
+  RunSummary summary;
+  std::int64_t saved_at = -1;  // the step the last periodic checkpoint holds
+  try {
+    train_steps(summary, eval_every, saved_at);
+  } catch (const MetricsWriteError& e) {
+    // A metrics record that cannot be written stops the run, after a checkpoint of the state
+    // the last completed step left: nothing is lost silently, and the run resumes from there.
+    std::string saved;
+    try {
+      saved = "; checkpoint " + save_checkpoint_now() +
+              " written: resume with --resume latest once the file can be written";
+    } catch (const Error& again) {
+      saved = std::string("; the checkpoint could not be written either: ") + again.what();
+    }
+    throw Error(e.what() + saved);
+  }
+  if (saved_at != global_step_) summary.last_checkpoint = save_checkpoint_now();
+  log("checkpoint " + summary.last_checkpoint + (summary.interrupted ? " (interrupted)" : ""));
+  if (eval_every > 0 && !summary.interrupted) {
+    events_->evaluating(global_step_);
+    summary.eval = evaluate();
+  }
+  summary.global_step = global_step_;
+  summary.skipped_steps = scaler_->num_skipped_steps();
+  return summary;
+}
+
+void Trainer::train_steps(RunSummary& summary, std::int64_t eval_every,
+                          std::int64_t& saved_at) {
   auto window_start = Clock::now();
   const auto run_start = window_start;
   std::int64_t window_items = 0, start_step = global_step_;
   double loss_sum = 0;
   std::int64_t loss_count = 0;
-  std::int64_t saved_at = -1;  // the step the last periodic checkpoint holds
   while (global_step_ < config_.loop.max_steps) {
-    if (stop_.load()) {
+    if (stop_requested()) {
       summary.interrupted = true;
       break;
     }
@@ -244,7 +278,7 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
       json j{{"step", p.step},           {"loss", p.loss},
              {"lr", p.learning_rate},    {"skipped_steps", p.skipped_steps},
              {"grad_norm", p.grad_norm}, {std::string(p.unit) + "_per_s", p.items_per_second}};
-      if (scaler_ && config_.precision.logs_loss_scale()) j["loss_scale"] = p.loss_scale;
+      if (config_.precision.logs_loss_scale()) j["loss_scale"] = p.loss_scale;
       write_metrics(j.dump());
       events_->progress(p);
       window_start = Clock::now();
@@ -261,15 +295,6 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
       saved_at = global_step_;
     }
   }
-  if (saved_at != global_step_) summary.last_checkpoint = save_checkpoint_now();
-  log("checkpoint " + summary.last_checkpoint + (summary.interrupted ? " (interrupted)" : ""));
-  if (eval_every > 0 && !summary.interrupted) {
-    events_->evaluating(global_step_);
-    summary.eval = evaluate();
-  }
-  summary.global_step = global_step_;
-  summary.skipped_steps = scaler_ ? scaler_->num_skipped_steps() : 0;
-  return summary;
 }
 
 }  // namespace mantissa::train

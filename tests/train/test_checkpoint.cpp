@@ -25,7 +25,12 @@ Checkpoint sample() {
   Checkpoint c;
   c.tensors["model.w"] = tensor::Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3});
   c.tensors["optimizer.w.exp_avg"] = tensor::Tensor::zeros({2, 3});
-  c.metadata = {{"global_step", "5"}, {"config", "trainer: {}"}};
+  c.metadata = {{"global_step", "5"},
+                {"optimizer_step", "4"},
+                {"config", "trainer: {}"},
+                {"fp16_type", "float16"},
+                {"train_loader", R"({"epoch": 1, "position": 6})"},
+                {"rng", R"({"seed": 7, "counter": 8})"}};
   return c;
 }
 
