@@ -109,7 +109,10 @@ int generate(const GenerateArgs& a) {
     tokens.push_back(next);
     out.push_back(static_cast<char>(next));
   }
-  std::printf("%s\n", out.c_str());
+  out.push_back('\n');  // every byte, NUL included
+  if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size()) {
+    throw Error("generate: cannot write the sample to standard output");
+  }
   return 0;
 }
 

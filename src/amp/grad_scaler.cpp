@@ -98,6 +98,7 @@ Variable GradScaler::scale(const Variable& loss) const {
 
 GradScaler::PerOptimizer& GradScaler::entry(const optim::Optimizer& optimizer) {
   if (iteration_.empty()) {  // the first optimizer of a new iteration
+    iteration_step_ = optimizer.step_index();
     finite_ = true;
     norm_ = 0;
     nonfinite_.clear();
@@ -220,7 +221,7 @@ void GradScaler::update() {
   if (iteration_.empty()) {
     throw Error("update: no optimizer was unscaled or stepped since the last update()");
   }
-  const std::int64_t step = iteration_.begin()->first->step_index();
+  const std::int64_t step = iteration_step_;
   iteration_.clear();
   clipped_ = false;
   nonfinite_loss_ = false;
