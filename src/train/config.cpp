@@ -195,10 +195,8 @@ DataloaderConfig parse_dataloader(Reader r) {
   return d;
 }
 
-}  // namespace
-
-TrainerConfig parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
-                           const std::string& source) {
+TrainerConfig parse_tree(const std::string& yaml_text, const std::vector<std::string>& overrides,
+                         const std::string& source) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -285,6 +283,17 @@ TrainerConfig parse_config(const std::string& yaml_text, const std::vector<std::
   out << root;
   c.yaml = out.c_str();
   return c;
+}
+
+}  // namespace
+
+TrainerConfig parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
+                           const std::string& source) {
+  try {
+    return parse_tree(yaml_text, overrides, source);
+  } catch (const YAML::Exception& e) {  // a shape the checks did not foresee: still an Error
+    throw Error(source + ": " + e.what());
+  }
 }
 
 TrainerConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {

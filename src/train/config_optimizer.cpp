@@ -117,7 +117,7 @@ OptimizerConfig parse_optimizer(const YAML::Node& node, const std::string& path)
     throw Error(path + ": expected one optimizer, as {AdamW: {learning_rate: ..., ...}} (names: " +
                 optimizer_names_text() + ")");
   }
-  const std::string key = node.begin()->first.as<std::string>();
+  const std::string key = Reader::key_text(node.begin()->first, path);
   std::string name = key;
   std::transform(name.begin(), name.end(), name.begin(),
                  [](unsigned char c) { return std::tolower(c); });

@@ -296,7 +296,7 @@ std::string name_of_node(const YAML::Node& node, const std::string& path) {
     throw Error(path + ": expected one scheduler, as {Name: {parameters}} (names: " +
                 schedule_names() + ")");
   }
-  return node.begin()->first.as<std::string>();
+  return Reader::key_text(node.begin()->first, path);
 }
 
 // A scheduler inside SequentialLR, ChainedLR or ScalePerParamLR: of the outer's key, without

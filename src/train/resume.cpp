@@ -39,8 +39,10 @@ Differences compare(const TrainerConfig& theirs, const TrainerConfig& ours) {
     d.optimizer.push_back(both("trainer.init.optimizer", config_section(theirs.yaml, "optimizer"),
                                config_section(ours.yaml, "optimizer")));
   }
-  if (theirs.schedule_text != ours.schedule_text ||
-      theirs.schedulers.size() != ours.schedulers.size()) {
+  // (Without schedulers the schedule is the learning rate, compared above.)
+  const bool scheduled = !theirs.schedulers.empty() || !ours.schedulers.empty();
+  if (scheduled && (theirs.schedule_text != ours.schedule_text ||
+                    theirs.schedulers.size() != ours.schedulers.size())) {
     d.optimizer.push_back(both("trainer.init.schedulers", config_section(theirs.yaml, "schedulers"),
                                config_section(ours.yaml, "schedulers")));
   }

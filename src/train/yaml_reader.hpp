@@ -96,6 +96,11 @@ class Reader {
     }
     return v;
   }
+  // A mapping key as text: keys are words (a list or mapping used as a key is an error).
+  static std::string key_text(const YAML::Node& key, const std::string& where) {
+    if (!key.IsScalar()) throw Error(where + ": a " + kind(key) + " used as a key (keys are words)");
+    return key.Scalar();
+  }
   static std::string kind(const YAML::Node& n) {
     return n.IsMap() ? "mapping" : (n.IsSequence() ? "list" : (n.IsNull() ? "null" : "value"));
   }
@@ -103,7 +108,7 @@ class Reader {
   void finish() const {
     if (!node_ || !node_.IsMap()) return;
     for (const auto& kv : node_) {
-      const std::string k = kv.first.as<std::string>();
+      const std::string k = key_text(kv.first, path_.empty() ? "the top level" : path_);
       if (allowed_.count(k) == 0) {
         std::string list;
         for (const auto& a : allowed_) list += (list.empty() ? "" : ", ") + a;
