@@ -63,8 +63,7 @@ int run(const TrainArgs& a, const std::string& default_mode) {
   train::ResumeSettings settings = train::ResumeSettings::must_match;
   if (!a.resume_settings.empty()) {
     if (a.resume.empty()) throw Error("--resume-settings: give it with --resume");
-    settings =
-        parse_named(train::kResumeSettingsNames, a.resume_settings, "--resume-settings");
+    settings = parse_named(train::kResumeSettingsNames, a.resume_settings, "--resume-settings");
   }
   train::TrainerConfig c = train::load_config(a.config, a.overrides);
   if (c.checkpoint.dir.empty()) {

@@ -239,8 +239,8 @@ void GradScaler::guard_static_run(std::int64_t step) {
     warned_underflow_ = true;
     log(state_.loss_scale == 1.0
             ? "step " + std::to_string(step) + ": every gradient is zero (said once)"
-            : "step " + std::to_string(step) + ": every gradient is zero at the static loss scale " +
-                  num(state_.loss_scale) +
+            : "step " + std::to_string(step) +
+                  ": every gradient is zero at the static loss scale " + num(state_.loss_scale) +
                   ": the scaled gradients underflow to zero in the half format (raise "
                   "loss_scaling_factor or set it to dynamic; said once)");
   }

@@ -89,7 +89,8 @@ std::unique_ptr<GradScaler> MixedPrecision::make_scaler(
   validate();
   if (!enabled || !scales(loss_scaling)) return nullptr;
   if (fp16_type == Format::bfloat16) {
-    if (log) log("bfloat16 has float32's range: loss scaling settings are ignored (no loss scaling)");
+    if (log)
+      log("bfloat16 has float32's range: loss scaling settings are ignored (no loss scaling)");
     return nullptr;
   }
   GradScalerOptions o = scaler_options(*this);

@@ -1,7 +1,7 @@
 // The GradScaler's state as a checkpoint keeps it (JSON) and as the vendor's state_dict():
 // one field list, read by every direction.
-#include <nlohmann/json.hpp>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <tuple>
 
@@ -98,10 +98,9 @@ void check_scaler_state(const ScalerState& s) {
     v << s.loss_scale;
     bad("loss_scale", v.str(), "a finite float32 > 0");
   }
-  for (const auto& [key, value] :
-       {std::pair{"steps_since_rescale", s.steps_since_rescale},
-        std::pair{"overflows_since_rescale", s.overflows_since_rescale},
-        std::pair{"num_skipped_steps", s.num_skipped_steps}}) {
+  for (const auto& [key, value] : {std::pair{"steps_since_rescale", s.steps_since_rescale},
+                                   std::pair{"overflows_since_rescale", s.overflows_since_rescale},
+                                   std::pair{"num_skipped_steps", s.num_skipped_steps}}) {
     if (value < 0) bad(key, std::to_string(value), "an integer >= 0");
   }
   if (s.overflows_since_rescale > s.steps_since_rescale) {

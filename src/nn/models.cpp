@@ -44,7 +44,7 @@ std::int64_t GptConfig::parameter_count() const {
   SizeSum n;
   n.add({vocab_size, h}).add({max_position_embeddings, h});
   n.add({num_hidden_layers, block.total()}).add({2, h});  // blocks, lnf
-  if (!tie_embeddings) n.add({vocab_size, h});          // head
+  if (!tie_embeddings) n.add({vocab_size, h});            // head
   return n.total();
 }
 

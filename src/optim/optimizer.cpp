@@ -39,17 +39,16 @@ std::vector<Tensor>& Optimizer::state_for(Variable& p, std::size_t g) {
 
 void Optimizer::check_values(std::size_t g, std::int64_t k) const {
   const ParamGroup& group = groups_[g];
-  for (const auto& [what, schedule] :
-       {std::pair{"learning rate", group.learning_rate.get()},
-        std::pair{"weight decay", group.weight_decay.get()}}) {
+  for (const auto& [what, schedule] : {std::pair{"learning rate", group.learning_rate.get()},
+                                       std::pair{"weight decay", group.weight_decay.get()}}) {
     if (schedule == nullptr) continue;
     const double v = schedule->value(k);
     if (!(std::isfinite(v) && v >= 0)) {
       std::ostringstream text;
       text << v;
       throw Error("optimizer " + name() + ": the " + what + " of parameter group " +
-                  std::to_string(g) + " at step " + std::to_string(k) + " is " + text.str() +
-                  " (" + schedule->describe() + "); it must be a finite number >= 0");
+                  std::to_string(g) + " at step " + std::to_string(k) + " is " + text.str() + " (" +
+                  schedule->describe() + "); it must be a finite number >= 0");
     }
   }
 }

@@ -200,12 +200,13 @@ bool same_settings(const OptimizerSettings& a, const OptimizerSettings& b) {
         const S& y = std::get<S>(b);
         bool same = true;
         S copy = x;  // for_each_field visits members of a mutable struct
-        for_each_field(copy, Overloaded{
-                                 [&](const NumberField<S>& f, double v) { same &= v == y.*f.member; },
-                                 [&](const FlagField<S>& f, bool v) { same &= v == y.*f.member; },
-                                 [&](const CountField<S>& f, int v) { same &= v == y.*f.member; },
-                                 [](const PairField<S>&, double, double) {},
-                             });
+        for_each_field(copy,
+                       Overloaded{
+                           [&](const NumberField<S>& f, double v) { same &= v == y.*f.member; },
+                           [&](const FlagField<S>& f, bool v) { same &= v == y.*f.member; },
+                           [&](const CountField<S>& f, int v) { same &= v == y.*f.member; },
+                           [](const PairField<S>&, double, double) {},
+                       });
         return same;
       },
       a);

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "mantissa/checked.hpp"
@@ -37,7 +37,6 @@ Format format_of(const std::string& dtype, const std::string& what, const std::s
               "' (expected one of: " + dtypes + ")");
 }
 
-
 // The header's entry for one tensor, checked: dtype known, shape a list of integers >= 0,
 // data_offsets two integers, the byte count overflow-checked and equal to the span, the
 // span inside the data.
@@ -55,13 +54,15 @@ std::string json_text(const json& v) {
 Entry read_entry(const std::string& name, const json& v, const std::string& what,
                  std::uint64_t data_size) {
   const std::string at = what + ": tensor '" + name + "'";
-  if (!v.is_object()) throw Error(at + ": expected {dtype, shape, data_offsets}, got " + json_text(v));
+  if (!v.is_object())
+    throw Error(at + ": expected {dtype, shape, data_offsets}, got " + json_text(v));
   for (const char* key : {"dtype", "shape", "data_offsets"}) {
     if (!v.contains(key)) throw Error(at + ": missing '" + key + "'");
   }
   Entry e;
   e.name = name;
-  if (!v["dtype"].is_string()) throw Error(at + ": dtype " + json_text(v["dtype"]) + " is not a string");
+  if (!v["dtype"].is_string())
+    throw Error(at + ": dtype " + json_text(v["dtype"]) + " is not a string");
   e.format = format_of(v["dtype"].get<std::string>(), what, name);
   const json& shape = v["shape"];
   if (!shape.is_array() || shape.size() > static_cast<std::size_t>(kMaxDims)) {
@@ -89,16 +90,15 @@ Entry read_entry(const std::string& name, const json& v, const std::string& what
   const std::int64_t width = numerics::traits(e.format).storage_bytes;
   const std::optional<std::int64_t> elements = checked_product(e.shape);
   const std::optional<std::int64_t> need = elements ? checked_mul(*elements, width) : std::nullopt;
-  const std::string described = "shape " + e.shape.to_string() + " of " +
-                                v["dtype"].get<std::string>();
+  const std::string described =
+      "shape " + e.shape.to_string() + " of " + v["dtype"].get<std::string>();
   if (!need) throw Error(at + ": " + described + " has a byte size past int64");
   if (e.end < e.begin || e.end - e.begin != static_cast<std::uint64_t>(*need)) {
-    throw Error(at + ": " + described + " needs " + std::to_string(*need) + " bytes (" +
-                std::to_string(*elements) + " x " + std::to_string(width) +
-                "), but data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                "] " +
-                (e.end < e.begin ? "end before they begin"
-                                 : "span " + std::to_string(e.end - e.begin)));
+    throw Error(
+        at + ": " + described + " needs " + std::to_string(*need) + " bytes (" +
+        std::to_string(*elements) + " x " + std::to_string(width) + "), but data_offsets [" +
+        std::to_string(e.begin) + ", " + std::to_string(e.end) + "] " +
+        (e.end < e.begin ? "end before they begin" : "span " + std::to_string(e.end - e.begin)));
   }
   if (e.end > data_size) {
     throw Error(at + " ends at byte " + std::to_string(e.end) + " past the data's " +
@@ -119,10 +119,10 @@ std::map<std::string, std::string> read_metadata(const json& v, const std::strin
 
 // The tensors' byte ranges must tile the data exactly: no overlap, no hole, nothing after
 // the last (the safetensors rule that keeps a file from hiding a second one).
-void check_coverage(std::vector<Entry>& entries, const std::string& what,
-                    std::uint64_t data_size) {
-  std::sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& b) { return a.begin < b.begin || (a.begin == b.begin && a.end < b.end); });
+void check_coverage(std::vector<Entry>& entries, const std::string& what, std::uint64_t data_size) {
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.begin < b.begin || (a.begin == b.begin && a.end < b.end);
+  });
   std::uint64_t at = 0;
   for (const Entry& e : entries) {
     if (e.begin < at) {

@@ -53,7 +53,8 @@ std::pair<YAML::Node, std::string> section_of(YAML::Node& root, Section s) {
                                : std::pair{YAML::Node(), std::string()};
   }
   if (!is_map(ci["optimizer"]) || ci["optimizer"].size() != 1) return {YAML::Node(), ""};
-  const std::string name = Reader::key_text(ci["optimizer"].begin()->first, "trainer.init.optimizer");
+  const std::string name =
+      Reader::key_text(ci["optimizer"].begin()->first, "trainer.init.optimizer");
   YAML::Node opt = init["optimizer"][name];
   return is_map(opt) ? std::pair{opt, "trainer.init.optimizer." + name}
                      : std::pair{YAML::Node(), std::string()};

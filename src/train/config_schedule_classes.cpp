@@ -180,9 +180,9 @@ constexpr std::array<ScheduleEntry, optim::kScheduleKindCount> kSchedules = {{
     {optim::ScheduleKind::cosine_annealing_warm_restarts, "CosineAnnealingWarmRestarts",
      "CosineAnnealingWarmRestartsWD",
      [](Reader& r, const Spelling& sp) {
-       return optim::cosine_annealing_warm_restarts(value(r, sp.initial), integer(r, "T_0"),
-                                                    r.get<std::int64_t>("T_mult", 1, kInt),
-                                                    r.get_number("eta_min", 0.0, optim::kNonNegative));
+       return optim::cosine_annealing_warm_restarts(
+           value(r, sp.initial), integer(r, "T_0"), r.get<std::int64_t>("T_mult", 1, kInt),
+           r.get_number("eta_min", 0.0, optim::kNonNegative));
      }},
     {optim::ScheduleKind::step_decay, "StepLR", "StepWD",
      [](Reader& r, const Spelling& sp) {

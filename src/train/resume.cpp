@@ -60,11 +60,11 @@ void Trainer::reconcile_settings(const std::string& path, const TrainerConfig& t
   if (d.empty()) return;
   switch (settings) {
     case ResumeSettings::must_match:
-      throw Error(path + ": the checkpoint was trained with other settings than the config's: " +
-                  d.text() +
-                  ". Say which win: --resume-settings checkpoint (continue as it was trained) "
-                  "or --resume-settings config (the config's; optimizer state is kept only for "
-                  "the same optimizer, the loss scale only for the same precision)");
+      throw Error(
+          path + ": the checkpoint was trained with other settings than the config's: " + d.text() +
+          ". Say which win: --resume-settings checkpoint (continue as it was trained) "
+          "or --resume-settings config (the config's; optimizer state is kept only for "
+          "the same optimizer, the loss scale only for the same precision)");
     case ResumeSettings::checkpoint: {
       config_.precision = theirs.precision;
       config_.optimizer = theirs.optimizer;
@@ -121,8 +121,8 @@ void Trainer::restore(const std::string& path, const Checkpoint& c, bool for_tra
         throw Error("no loss-scaler state, but this run scales the loss dynamically");
       }
       // The half format in use: the config's, or bfloat16 after a fall-back.
-      const bool fell_back = scaler_->state().scaling_stopped &&
-                             meta.fp16_type == numerics::Format::bfloat16;
+      const bool fell_back =
+          scaler_->state().scaling_stopped && meta.fp16_type == numerics::Format::bfloat16;
       const numerics::Format ours = policy_.enabled() ? policy_.half : numerics::Format::float32;
       if (meta.fp16_type != ours && !fell_back) {
         throw Error("checkpoint metadata 'fp16_type': '" +

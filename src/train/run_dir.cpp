@@ -77,7 +77,8 @@ MetricsFile::~MetricsFile() {
 void MetricsFile::open() {
   if (fd_ >= 0) return;
   fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw Error(path_ + ": cannot open the metrics file for appending (" + reason() + ")");
+  if (fd_ < 0)
+    throw Error(path_ + ": cannot open the metrics file for appending (" + reason() + ")");
 }
 
 void MetricsFile::append(const std::string& line) {

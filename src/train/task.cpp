@@ -1,7 +1,7 @@
 #include "task.hpp"
 
-#include <algorithm>
 #include <unistd.h>
+#include <algorithm>
 
 #include <cmath>
 #include <cstdio>
@@ -197,8 +197,8 @@ class ImageTask final : public Task {
 
 void check_model_fits(std::int64_t parameters, const std::string& what) {
   constexpr std::int64_t kBytesPerParameter = 8;  // float32 weight and gradient
-  const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
-                        static_cast<double>(::sysconf(_SC_PAGESIZE));
+  const double memory =
+      static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
   const double need = static_cast<double>(parameters) * kBytesPerParameter;
   if (memory > 0 && need > memory) {
     char text[160];

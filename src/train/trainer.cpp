@@ -40,8 +40,8 @@ Trainer::Trainer(TrainerConfig config, TrainerHooks hooks)
   for (const std::string& note : config_.notes) log(note);
   task_ = make_task(config_, hooks.kjv_corpus);
   build_optimizer_and_scaler();
-  metrics_ = std::make_unique<MetricsFile>(
-      (std::filesystem::path(run_dir_) / "metrics.jsonl").string());
+  metrics_ =
+      std::make_unique<MetricsFile>((std::filesystem::path(run_dir_) / "metrics.jsonl").string());
 }
 
 Trainer::~Trainer() = default;
@@ -241,8 +241,7 @@ RunSummary Trainer::train_loop(RunMode mode) {
   return summary;
 }
 
-void Trainer::train_steps(RunSummary& summary, std::int64_t eval_every,
-                          std::int64_t& saved_at) {
+void Trainer::train_steps(RunSummary& summary, std::int64_t eval_every, std::int64_t& saved_at) {
   auto window_start = Clock::now();
   const auto run_start = window_start;
   std::int64_t window_items = 0, start_step = global_step_;

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <set>
 #include <sstream>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "mantissa/error.hpp"
@@ -98,7 +98,8 @@ class Reader {
   }
   // A mapping key as text: keys are words (a list or mapping used as a key is an error).
   static std::string key_text(const YAML::Node& key, const std::string& where) {
-    if (!key.IsScalar()) throw Error(where + ": a " + kind(key) + " used as a key (keys are words)");
+    if (!key.IsScalar())
+      throw Error(where + ": a " + kind(key) + " used as a key (keys are words)");
     return key.Scalar();
   }
   static std::string kind(const YAML::Node& n) {

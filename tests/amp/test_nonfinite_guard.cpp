@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "error_of.hpp"
 #include "mantissa/amp/mixed_precision.hpp"
 #include "mantissa/error.hpp"
 #include "scaler_fixture.hpp"
@@ -15,21 +16,13 @@
 namespace mantissa::testing {
 namespace {
 
-amp::GradScalerOptions fixed(double scale, amp::NonFinitePolicy policy = amp::NonFinitePolicy::skip) {
+amp::GradScalerOptions fixed(double scale,
+                             amp::NonFinitePolicy policy = amp::NonFinitePolicy::skip) {
   amp::GradScalerOptions o;
   o.dynamic = false;
   o.static_scale = scale;
   o.on_nonfinite = policy;
   return o;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(NonFiniteGuard, SkipLeavesTheParametersAndCountsTheStep) {

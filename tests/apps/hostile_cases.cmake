@@ -6,6 +6,7 @@ add_executable(mantissa_hostile hostile_files.cpp)
 find_package(ZLIB REQUIRED)
 find_package(nlohmann_json CONFIG REQUIRED)
 target_link_libraries(mantissa_hostile PRIVATE ZLIB::ZLIB nlohmann_json::nlohmann_json)
+target_include_directories(mantissa_hostile PRIVATE ${PROJECT_SOURCE_DIR}/tests/support)
 
 set(hostile $<TARGET_FILE:mantissa_hostile>)
 set(expect ${CMAKE_CURRENT_SOURCE_DIR}/expect.sh)

@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "gzip_member.hpp"
+
 namespace {
 
 using json = nlohmann::json;
@@ -66,20 +68,6 @@ std::string crc_hex(const char* p, std::size_t n) {
   return b;
 }
 
-std::string gz(const std::string& bytes) {
-  z_stream z{};
-  deflateInit2(&z, 9, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&z, bytes.size()) + 64, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-  z.avail_in = static_cast<uInt>(bytes.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
 int run(const std::vector<std::string>& a) {
   const std::string& cmd = a.at(0);
   if (cmd == "idx") {
@@ -103,13 +91,15 @@ int run(const std::vector<std::string>& a) {
       for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<char>((d >> s) & 0xff));
       count *= d;  // wraps for the overflow case: the payload is then given
     }
-    b += std::string(static_cast<std::size_t>(payload >= 0 ? payload : static_cast<long long>(count)), '\1');
+    b += std::string(
+        static_cast<std::size_t>(payload >= 0 ? payload : static_cast<long long>(count)), '\1');
     std::string out;
     if (!compress) {
       out = b;
     } else {  // `members` gzip members, each holding a part (gunzip concatenates them)
       const std::size_t part = (b.size() + members - 1) / members;
-      for (std::size_t at = 0; at < b.size(); at += part) out += gz(b.substr(at, part));
+      for (std::size_t at = 0; at < b.size(); at += part)
+        out += mantissa::testing::gzip_member(b.substr(at, part));
     }
     spit(a.at(1), out);
     return 0;

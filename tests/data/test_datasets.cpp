@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "gzip_member.hpp"
 #include "mantissa/data/loaders.hpp"
 #include "mantissa/error.hpp"
 
@@ -13,6 +14,7 @@ namespace mantissa::data {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::gzip_member;
 
 std::string idx_bytes(std::vector<std::int64_t> dims, std::int64_t payload,
                       unsigned char type = 0x08) {
@@ -85,29 +87,20 @@ TEST(Idx, BadFilesAreRefusedWithAReason) {
   expect_error([&] { load_idx((t.dir / "nope").string()); }, "cannot open");
 }
 
-// zlib's gzip member holding `bytes` (gzip's own format, written here, not by mantissa).
-std::string gzip_member(const std::string& bytes) {
-  z_stream z{};
-  deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&z, bytes.size()), '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-  z.avail_in = static_cast<uInt>(bytes.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
 TEST(Idx, DimensionsWhoseProductOverflowsAreRefusedBeforeAnyAllocation) {
   // 60000 x 350476688 x 3289581145 wraps int64 to a small number; unchecked it matched a
   // 64-byte payload's size.
-  expect_error([] { decode_idx(idx_bytes({60000, 350476688, 3289581145}, 64), "x.idx"); },
-               "x.idx: IDX dimensions 60000 x 350476688 x 3289581145 need more than the "
-               "1073741824 bytes an IDX array may hold");
-  expect_error([] { decode_idx(idx_bytes({65536, 65536}, 0), "y.idx"); },
-               "y.idx: IDX dimensions 65536 x 65536 need more than the 1073741824 bytes");
+  expect_error(
+      [] {
+        decode_idx(idx_bytes({60000, 350476688, 3289581145}, 64), "x.idx");
+      },
+      "x.idx: IDX dimensions 60000 x 350476688 x 3289581145 need more than the "
+      "1073741824 bytes an IDX array may hold");
+  expect_error(
+      [] {
+        decode_idx(idx_bytes({65536, 65536}, 0), "y.idx");
+      },
+      "y.idx: IDX dimensions 65536 x 65536 need more than the 1073741824 bytes");
 }
 
 TEST(Idx, AGzipBombStopsAtTheSizeItsHeaderDeclares) {

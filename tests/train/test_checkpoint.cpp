@@ -142,8 +142,9 @@ TEST(Checkpoint, NonFiniteWeightsAreRefused) {
   Checkpoint c = sample();
   c.tensors["model.w"] = tensor::Tensor::from_vector({1, 2, std::nanf(""), 4, INFINITY, 6}, {2, 3});
   const std::string p = save_checkpoint(t.dir.string(), 5, c);
-  expect_refused(p, ": tensor 'model.w' holds 2 non-finite values (inf or NaN; the first at "
-                    "index 2): the checkpoint is unusable");
+  expect_refused(p,
+                 ": tensor 'model.w' holds 2 non-finite values (inf or NaN; the first at "
+                 "index 2): the checkpoint is unusable");
 }
 
 TEST(Checkpoint, MetadataIsTypedAndRangeCheckedNamingTheKey) {
@@ -218,9 +219,9 @@ TEST(Checkpoint, ACorruptNewestIsNeverSkippedAndThePreviousGoodOneIsNamed) {
     load_latest_checkpoint(t.dir.string());
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("No older checkpoint in " + t.dir.string() +
-                                         " loads either."),
-              std::string::npos);
+    EXPECT_NE(
+        std::string(e.what()).find("No older checkpoint in " + t.dir.string() + " loads either."),
+        std::string::npos);
   }
   fs::remove(bad);
   fs::remove(good);

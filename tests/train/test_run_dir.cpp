@@ -2,14 +2,15 @@
 // deletes checkpoints it did not write, refuses a directory another process holds, finds
 // validation data too small before training, stops at a step boundary with a checkpoint
 // when asked, and holds a resumed checkpoint's precision and optimizer against the config's.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <fstream>
 
+#include "error_of.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/train/checkpoint.hpp"
 #include "tiny_run.hpp"
@@ -18,15 +19,7 @@ namespace mantissa::train {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 std::string bytes_of(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -42,10 +35,11 @@ TEST(RunDir, AFreshRunNeverTouchesCheckpointsItDidNotWrite) {
   const std::string before = bytes_of(renamed);
   const std::string run_dir = (r.dir / "run").string();
   EXPECT_EQ(error_of([&] { Trainer(r.config()).run(RunMode::train); }),
-            run_dir + ": already holds checkpoints of another run (ckpt-00000100.safetensors); a "
-                      "fresh run never overwrites or deletes them: resume that run with --resume "
-                      "latest, set trainer.init.checkpoint.dir to another directory, or move them "
-                      "away");
+            run_dir +
+                ": already holds checkpoints of another run (ckpt-00000100.safetensors); a "
+                "fresh run never overwrites or deletes them: resume that run with --resume "
+                "latest, set trainer.init.checkpoint.dir to another directory, or move them "
+                "away");
   EXPECT_EQ(bytes_of(renamed), before);
   EXPECT_EQ(list_checkpoints(run_dir), std::vector<std::string>{renamed.string()});
 }
@@ -59,8 +53,9 @@ TEST(RunDir, ARunDirectoryAnotherProcessHoldsIsRefused) {
   ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);  // an open file description of its own
   ASSERT_EQ(::write(fd, "4242\n", 5), 5);
   EXPECT_EQ(error_of([&] { Trainer(r.config()).run(RunMode::train); }),
-            dir.string() + ": another mantissa process (pid 4242) is using this run directory "
-                           "(it holds " +
+            dir.string() +
+                ": another mantissa process (pid 4242) is using this run directory "
+                "(it holds " +
                 (dir / ".lock").string() +
                 "); wait for it to finish, or set trainer.init.checkpoint.dir to another "
                 "directory");
@@ -71,12 +66,11 @@ TEST(RunDir, ARunDirectoryAnotherProcessHoldsIsRefused) {
 
 TEST(RunDir, ValidationDataTooSmallFailsBeforeTheFirstStep) {
   TinyRun r("rundir_val");
-  const TrainerConfig c =
-      r.config("text", {"trainer.fit.train_dataloader.val_fraction=0.002",
-                        "trainer.fit.val_dataloader={dataset: text, path: " +
-                            (r.dir / "text.txt").string() +
-                            ", data_dir: " + (r.dir / "data").string() +
-                            ", split: val, val_fraction: 0.002, batch_size: 4, context: 16}"});
+  const TrainerConfig c = r.config(
+      "text", {"trainer.fit.train_dataloader.val_fraction=0.002",
+               "trainer.fit.val_dataloader={dataset: text, path: " + (r.dir / "text.txt").string() +
+                   ", data_dir: " + (r.dir / "data").string() +
+                   ", split: val, val_fraction: 0.002, batch_size: 4, context: 16}"});
   const std::string e = error_of([&] { Trainer(c).run(RunMode::train_and_eval); });
   EXPECT_EQ(e.rfind("validation data: " + (r.dir / "text.txt").string() +
                         " [val]: 26 tokens make 1 windows of context 16, fewer than one batch of "
@@ -115,8 +109,8 @@ TEST(RunDir, AResumedRunHoldsTheCheckpointsSettingsAgainstTheConfigs) {
   TinyRun r("rundir_settings");
   Trainer(r.config()).run(RunMode::train);  // AdamW, bfloat16
   const std::string ckpt = (r.dir / "run" / "ckpt-00000004.safetensors").string();
-  const TrainerConfig sgd = r.config("text", {"trainer.init.optimizer={SGD: {lr: 0.01}}",
-                                              "trainer.init.loop.max_steps=6"});
+  const TrainerConfig sgd = r.config(
+      "text", {"trainer.init.optimizer={SGD: {lr: 0.01}}", "trainer.init.loop.max_steps=6"});
   const std::string e = error_of([&] { Trainer(sgd).run(RunMode::train, "latest"); });
   EXPECT_EQ(e.rfind(ckpt + ": the checkpoint was trained with other settings than the "
                            "config's: trainer.init.optimizer is {AdamW: {learning_rate: 1.0e-3}} "

@@ -204,7 +204,7 @@ class GradScaler {
   std::optional<Format> pending_fallback_;
   bool nonfinite_loss_ = false;
   bool warned_underflow_ = false;
-  std::int64_t iteration_step_ = 0;  // the first optimizer's step index in this iteration
+  std::int64_t iteration_step_ = 0;    // the first optimizer's step index in this iteration
   std::int64_t skipped_in_a_row_ = 0;  // iterations (static scaling), not saved
 };
 
