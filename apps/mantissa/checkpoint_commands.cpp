@@ -1,5 +1,6 @@
 // `mantissa generate` (sample text from a GPT checkpoint) and `mantissa inspect`.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -151,7 +152,15 @@ Action register_generate_command(CLI::App& app) {
   cmd->add_option("--temperature", a->temperature, "Sampling temperature (0: greedy)")
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Sampling seed (an integer >= 0)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            std::uint64_t v = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+            const bool whole = ec == std::errc() && end == text.data() + text.size();
+            return whole ? std::string()
+                         : "'" + text + "' is not an integer in [0, 18446744073709551615]";
+          },
+          "UINT64"))
       ->capture_default_str();
   return [cmd, a]() -> int { return cmd->parsed() ? generate(*a) : -1; };
 }

@@ -98,7 +98,8 @@ void MetricsFile::append(const std::string& line) {
 
 void check_checkpoints_are_ours(const std::string& dir, const std::optional<std::string>& resumed) {
   std::error_code ec;
-  const bool here = resumed && fs::equivalent(fs::path(*resumed).parent_path(), dir, ec);
+  const bool here =
+      resumed && fs::equivalent(fs::absolute(*resumed, ec).parent_path(), dir, ec) && !ec;
   std::vector<std::string> foreign;
   for (const std::string& c : list_checkpoints(dir)) {
     if (!(here && fs::path(c).filename() <= fs::path(*resumed).filename())) foreign.push_back(c);

@@ -35,7 +35,6 @@ Trainer::Trainer(TrainerConfig config, TrainerHooks hooks)
     : config_(std::move(config)),
       events_(hooks.events != nullptr ? hooks.events : &silent_),
       external_stop_(hooks.stop) {
-  policy_ = config_.precision.policy();
   run_dir_ = config_.checkpoint.dir.empty() ? "runs/default" : config_.checkpoint.dir;
   for (const std::string& note : config_.notes) log(note);
   task_ = make_task(config_, hooks.kjv_corpus);

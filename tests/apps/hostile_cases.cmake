@@ -216,7 +216,8 @@ foreach(bad "learning_rate_negative;trainer.init.optimizer.AdamW.learning_rate=-
   hostile_case(config_${name} 2 "^mantissa: error: ${message}" NOT "step [0-9]+/"
     COMMAND ${train_tiny} --set "${assignment}")
 endforeach()
-hostile_case(generate_negative_seed 2 "^mantissa: error: --seed: "
+hostile_case(generate_negative_seed 2
+  "^mantissa: error: --seed: '-1' is not an integer in \\[0, 18446744073709551615\\]$"
   TINY COMMAND generate --checkpoint ${tiny_run} --seed -1)
 hostile_case(generate_bad_temperature_before_loading 2
   "^mantissa: error: --temperature: -1.000000 \\(expected a finite number >= 0; 0: greedy\\)"
