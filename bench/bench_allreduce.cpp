@@ -2,21 +2,25 @@
 // parameters in their real shapes and order), over float32 and bfloat16 wires, for the
 // scaling model of docs/distributed.md. Run under mpirun; rank 0 prints.
 //   OMP_NUM_THREADS=1 mpirun -np 2 --oversubscribe --allow-run-as-root
-//       build/bench/bench_allreduce [--iterations 20] [--cap-mib 25] [--training-steps 3]
-// all-reduce: every bucket started at once after a barrier (nothing to overlap with); the
-// time of a step is the slowest rank's. --training-steps N also times N GPT-ref steps
-// (forward, backward, all-reduce; global batch 8 x 256 tokens split across the ranks) with the
-// buckets started during the backward (overlapped) and with one all-reduce after it.
+//       build/bench/bench_allreduce [--iterations 20] [--cap-mib 1,4,25] [--training-steps 3]
+// all-reduce: every bucket started at once after a barrier (nothing to overlap with); a step
+// takes the slowest rank's time. --training-steps N also times N GPT-ref steps (forward,
+// backward, all-reduce; global batch 8 x 256 tokens split across the ranks) with the buckets
+// started during the backward (overlapped) and with one all-reduce after it. The
+// configurations being compared take turns step by step, so a load that changes during the
+// run (a shared machine) weighs on all of them alike.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "mantissa/dist/gradient_reducer.hpp"
+#include "mantissa/dist/reduction.hpp"
 #include "mantissa/dist/runtime.hpp"
 #include "mantissa/dist/sharding.hpp"
 #include "mantissa/error.hpp"
@@ -27,6 +31,8 @@ using namespace mantissa;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+constexpr dist::WireFormat kWires[] = {dist::WireFormat::float32, dist::WireFormat::bfloat16};
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -40,45 +46,87 @@ double slowest(const dist::Communicator& world, double mine) {
   return *std::max_element(t.begin(), t.end());
 }
 
-struct Summary {
-  double median = 0, min = 0;
-};
-Summary summarize(std::vector<double> t) {
+double median(std::vector<double> t) {
   std::sort(t.begin(), t.end());
-  return {t[t.size() / 2], t.front()};
+  return t[t.size() / 2];
 }
 
-void time_allreduce(dist::Communicator& world, nn::Gpt& model, dist::WireFormat wire,
-                    std::int64_t cap, int iterations) {
-  dist::GradientReducer reducer(world, model.parameters(), {.bucket_cap_bytes = cap, .wire = wire});
+std::string wire_name(dist::WireFormat wire) {
+  return std::string(name_of(dist::kWireFormatNames, wire));
+}
+
+using Reducers = std::vector<std::unique_ptr<dist::GradientReducer>>;
+Reducers make_reducers(const dist::Communicator& world, nn::Gpt& model, std::int64_t cap) {
+  Reducers r;
+  for (const dist::WireFormat wire : kWires) {
+    r.push_back(std::make_unique<dist::GradientReducer>(
+        world, model.parameters(), dist::ReducerOptions{.bucket_cap_bytes = cap, .wire = wire}));
+  }
+  return r;
+}
+
+void time_allreduce(const dist::Communicator& world, nn::Gpt& model, double cap_mib,
+                    int iterations) {
+  Reducers reducers = make_reducers(world, model, static_cast<std::int64_t>(cap_mib * 1048576));
   tensor::Rng rng(static_cast<std::uint64_t>(world.rank()) + 1);
-  std::vector<double> times;
-  for (int i = -2; i < iterations; ++i) {  // two warm-up steps
-    for (autograd::Variable& p : model.parameters()) {
-      tensor::Tensor g = tensor::Tensor::empty(p.shape());
-      rng.fill_normal(g, 0.0f, 1e-3f);
-      p.mutable_grad() = g;
-    }
-    world.barrier();
-    const Clock::time_point t0 = Clock::now();
-    reducer.finish();
-    const double t = slowest(world, seconds_since(t0));
-    if (i >= 0) times.push_back(t);
+  for (autograd::Variable& p : model.parameters()) {
+    tensor::Tensor g = tensor::Tensor::empty(p.shape());
+    rng.fill_uniform(g, -1e-3f, 1e-3f);
+    p.mutable_grad() = g;
   }
-  const Summary s = summarize(times);
-  const dist::ReducerStats& st = reducer.stats();
-  if (world.is_root()) {
-    std::printf(
-        "all-reduce  wire %-8s  %lld buckets  %6.1f MB sent/rank  median %7.2f ms  min %7.2f ms"
-        "  (%5.2f GB/s sent per rank at the median)\n",
-        std::string(name_of(dist::kWireFormatNames, wire)).c_str(),
-        static_cast<long long>(st.buckets), static_cast<double>(st.bytes_sent_per_step) / 1e6,
-        s.median * 1e3, s.min * 1e3, static_cast<double>(st.bytes_sent_per_step) / s.median / 1e9);
+  std::vector<std::vector<double>> times(reducers.size());
+  for (int i = -2; i < iterations; ++i) {  // two warm-up steps
+    for (std::size_t w = 0; w < reducers.size(); ++w) {
+      world.barrier();
+      const Clock::time_point t0 = Clock::now();
+      reducers[w]->finish();
+      const double t = slowest(world, seconds_since(t0));
+      if (i >= 0) times[w].push_back(t);
+    }
+  }
+  for (std::size_t w = 0; w < reducers.size(); ++w) {
+    const dist::ReducerStats& st = reducers[w]->stats();
+    const double m = median(times[w]);
+    if (world.is_root()) {
+      std::printf(
+          "all-reduce     cap %4.3g MiB  wire %-8s  %3lld buckets  %5.1f MB sent/rank  median "
+          "%7.2f ms  min %7.2f ms\n",
+          cap_mib, wire_name(kWires[w]).c_str(), static_cast<long long>(st.buckets),
+          static_cast<double>(st.bytes_sent_per_step) / 1e6, m * 1e3,
+          *std::min_element(times[w].begin(), times[w].end()) * 1e3);
+    }
   }
 }
 
-void time_training(dist::Communicator& world, nn::Gpt& model, dist::WireFormat wire,
-                   std::int64_t cap, int steps) {
+// The work a rank does besides moving bytes, on one process: the gradients onto the wire
+// (pack), its part of the reduction (N contributions of 1/N of the elements), and the result
+// back into the gradients (unpack).
+void time_local_work(const dist::Communicator& world, std::int64_t numel) {
+  const int n = world.size();
+  std::vector<float> grads(static_cast<std::size_t>(numel), 1e-3f);
+  for (const dist::WireFormat wire : kWires) {
+    const int bytes = dist::wire_bytes(wire);
+    std::vector<std::byte> packed(static_cast<std::size_t>(numel * bytes));
+    const std::int64_t part = numel / n;
+    std::vector<std::vector<std::byte>> contributions(
+        static_cast<std::size_t>(n),
+        std::vector<std::byte>(static_cast<std::size_t>(part * bytes)));
+    std::vector<const void*> pointers;
+    for (const auto& c : contributions) pointers.push_back(c.data());
+    std::vector<double> times;
+    for (int i = 0; i < 10; ++i) {
+      const Clock::time_point t0 = Clock::now();
+      dist::encode_wire(grads.data(), numel, wire, packed.data());
+      dist::average_in_rank_order(pointers, part, wire, packed.data());
+      dist::decode_wire(packed.data(), numel, wire, grads.data());
+      times.push_back(seconds_since(t0));
+    }
+    std::printf("local work     wire %-8s  pack + reduce 1/%d + unpack  median %7.2f ms (rank 0)\n",
+                wire_name(wire).c_str(), n, median(times) * 1e3);
+  }
+}
+
+void time_training(const dist::Communicator& world, nn::Gpt& model, double cap_mib, int steps) {
   const std::int64_t t = model.config().max_position_embeddings;
   const dist::Shard shard = dist::shard_batch(8, world.rank(), world.size());
   tensor::Rng rng(42);
@@ -90,37 +138,37 @@ void time_training(dist::Communicator& world, nn::Gpt& model, dist::WireFormat w
     x.insert(x.end(), row, row + t);
     y.insert(y.end(), row + 1, row + t + 1);
   }
-  dist::GradientReducer reducer(world, model.parameters(), {.bucket_cap_bytes = cap, .wire = wire});
-  for (const bool overlapped : {true, false}) {
-    std::vector<double> step_times, finish_times;
-    for (int i = -1; i < steps; ++i) {
+  Reducers reducers = make_reducers(world, model, static_cast<std::int64_t>(cap_mib * 1048576));
+  // Configuration c: wire c / 2, overlapped when c is even.
+  std::vector<std::vector<double>> step_times(4), wait_times(4);
+  for (int i = -1; i < steps; ++i) {
+    for (std::size_t c = 0; c < 4; ++c) {
+      dist::GradientReducer& reducer = *reducers[c / 2];
       for (autograd::Variable& p : model.parameters()) p.mutable_grad() = tensor::Tensor();
       world.barrier();
       const Clock::time_point t0 = Clock::now();
       const autograd::Variable loss = model.loss(x, y, shard.count, t);
-      if (overlapped) {
+      if (c % 2 == 0) {
         autograd::backward(loss, 1.0f, reducer.hook());
       } else {
         autograd::backward(loss);
       }
       reducer.finish();
       const double step = slowest(world, seconds_since(t0));
-      const double finish = slowest(world, reducer.stats().finish_seconds);
+      const double wait = slowest(world, reducer.stats().finish_seconds);
       if (i >= 0) {
-        step_times.push_back(step);
-        finish_times.push_back(finish);
+        step_times[c].push_back(step);
+        wait_times[c].push_back(wait);
       }
     }
-    const Summary s = summarize(step_times), f = summarize(finish_times);
-    if (world.is_root()) {
-      std::printf(
-          "training step  wire %-8s  %-26s  step median %7.1f ms  all-reduce wait after the "
-          "backward median %6.1f ms (%lld of %lld buckets started during the backward)\n",
-          std::string(name_of(dist::kWireFormatNames, wire)).c_str(),
-          overlapped ? "buckets during backward" : "one all-reduce after it", s.median * 1e3,
-          f.median * 1e3, static_cast<long long>(reducer.stats().started_during_backward),
-          static_cast<long long>(reducer.stats().buckets));
-    }
+  }
+  for (std::size_t c = 0; c < 4 && world.is_root(); ++c) {
+    std::printf(
+        "training step  cap %4.3g MiB  wire %-8s  %-25s  step median %7.1f ms  wait in finish() "
+        "median %6.1f ms\n",
+        cap_mib, wire_name(kWires[c / 2]).c_str(),
+        c % 2 == 0 ? "buckets during backward" : "one all-reduce after it",
+        median(step_times[c]) * 1e3, median(wait_times[c]) * 1e3);
   }
 }
 
@@ -130,9 +178,9 @@ int main(int argc, char** argv) {
   dist::Runtime runtime(argc, argv);
   CLI::App app("GPT-ref gradient all-reduce time per step");
   int iterations = 20, training_steps = 0;
-  double cap_mib = 25;
-  app.add_option("--iterations", iterations, "timed all-reduce steps per wire format");
-  app.add_option("--cap-mib", cap_mib, "bucket cap in MiB of float32 gradients");
+  std::vector<double> caps_mib = {25};
+  app.add_option("--iterations", iterations, "timed all-reduce steps per configuration");
+  app.add_option("--cap-mib", caps_mib, "bucket caps in MiB of float32 gradients")->delimiter(',');
   app.add_option("--training-steps", training_steps, "also time GPT-ref training steps");
   try {
     app.parse(argc, argv);
@@ -143,17 +191,17 @@ int main(int argc, char** argv) {
   try {
     world.set_timeout_seconds(120);
     nn::Gpt model(nn::GptConfig{}, 1);
-    const auto cap = static_cast<std::int64_t>(cap_mib * 1024 * 1024);
     if (world.is_root()) {
-      std::printf("GPT-ref gradients: %lld parameters in %zu tensors; %d ranks; cap %.3g MiB\n",
+      std::printf("GPT-ref gradients: %lld parameters in %zu tensors; %d ranks\n",
                   static_cast<long long>(model.parameter_count()), model.parameters().size(),
-                  world.size(), cap_mib);
+                  world.size());
     }
-    for (const dist::WireFormat wire : {dist::WireFormat::float32, dist::WireFormat::bfloat16}) {
-      time_allreduce(world, model, wire, cap, iterations);
-    }
-    for (const dist::WireFormat wire : {dist::WireFormat::float32, dist::WireFormat::bfloat16}) {
-      if (training_steps > 0) time_training(world, model, wire, cap, training_steps);
+    for (const double cap : caps_mib) time_allreduce(world, model, cap, iterations);
+    world.barrier();
+    if (world.is_root()) time_local_work(world, model.parameter_count());
+    world.barrier();
+    if (training_steps > 0) {
+      for (const double cap : caps_mib) time_training(world, model, cap, training_steps);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_allreduce: error: %s\n", e.what());

@@ -18,7 +18,8 @@ BucketPlan plan_buckets(const std::vector<std::int64_t>& numels, std::int64_t ca
   for (std::size_t i = 0; i < numels.size(); ++i) {
     const std::int64_t n = numels[i];
     if (n < 0) throw Error(fmt::format("dist: parameter {} has {} elements", i, n));
-    const bool fits = !plan.buckets.empty() && (plan.buckets.back().numel + n) * kBytes <= cap_bytes;
+    const bool fits =
+        !plan.buckets.empty() && (plan.buckets.back().numel + n) * kBytes <= cap_bytes;
     if (!fits) plan.buckets.emplace_back();
     Bucket& b = plan.buckets.back();
     b.params.push_back(i);

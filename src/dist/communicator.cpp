@@ -26,8 +26,8 @@ std::string Communicator::where() const {
 
 void Communicator::set_timeout_seconds(double seconds) {
   if (!(seconds > 0) || !std::isfinite(seconds)) {
-    throw Error(fmt::format("{}: timeout_seconds must be a finite number > 0 (got {})", where(),
-                            seconds));
+    throw Error(
+        fmt::format("{}: timeout_seconds must be a finite number > 0 (got {})", where(), seconds));
   }
   timeout_seconds_ = seconds;
 }
@@ -48,7 +48,8 @@ std::vector<std::byte> Communicator::allgather(std::span<const std::byte> mine) 
              impl_->comm, p, *this);
   }
   for (int p = 0; p < size_; ++p) {
-    if (p != rank_) set.send(mine.data(), count, MPI_BYTE, p, kCollectiveTag, impl_->comm, p, *this);
+    if (p != rank_)
+      set.send(mine.data(), count, MPI_BYTE, p, kCollectiveTag, impl_->comm, p, *this);
   }
   detail::wait_all(*this, set, fmt::format("an allgather of {} bytes", n));
   return out;
@@ -64,8 +65,8 @@ std::vector<std::vector<std::byte>> Communicator::allgather_blobs(
     std::uint64_t s = 0;
     std::memcpy(&s, sizes.data() + sizeof s * static_cast<std::size_t>(p), sizeof s);
     if (s > static_cast<std::uint64_t>(INT32_MAX)) {
-      throw Error(fmt::format("{}: rank {} offers a blob of {} bytes: at most 2^31 - 1", where(),
-                              p, s));
+      throw Error(
+          fmt::format("{}: rank {} offers a blob of {} bytes: at most 2^31 - 1", where(), p, s));
     }
     blobs[static_cast<std::size_t>(p)].resize(s);
   }
@@ -80,8 +81,8 @@ std::vector<std::vector<std::byte>> Communicator::allgather_blobs(
   }
   for (int p = 0; p < size_; ++p) {
     if (p == rank_) continue;
-    set.send(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, p, kCollectiveTag,
-             impl_->comm, p, *this);
+    set.send(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, p, kCollectiveTag, impl_->comm,
+             p, *this);
   }
   detail::wait_all(*this, set, "an allgather of blobs");
   return blobs;
@@ -107,9 +108,10 @@ Communicator Communicator::duplicate() const {
       },
       [&] { return done; },
       [&] {
-        return fmt::format("no progress for {:g} s duplicating the communicator: a rank is dead, "
-                           "hung or failed",
-                           timeout_seconds_);
+        return fmt::format(
+            "no progress for {:g} s duplicating the communicator: a rank is dead, "
+            "hung or failed",
+            timeout_seconds_);
       });
   check_mpi(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN), *this, "MPI_Comm_set_errhandler");
   Communicator out(std::make_shared<Impl>(dup));

@@ -105,8 +105,8 @@ void GradientReducer::State::start(std::size_t b) {
   for (int p = 0; p < n; ++p) {
     if (p == me) continue;
     const Range theirs = part_of(bucket.numel, n, p);
-    requests.recv(part_slot(s, p), static_cast<int>(s.mine.size()), type, p,
-                  tag(b, kContribution), c, label(b, kContribution), comm);
+    requests.recv(part_slot(s, p), static_cast<int>(s.mine.size()), type, p, tag(b, kContribution),
+                  c, label(b, kContribution), comm);
     requests.recv(at(s.result, theirs.begin), static_cast<int>(theirs.size()), type, p,
                   tag(b, kResult), c, label(b, kResult), comm);
   }
@@ -213,9 +213,10 @@ GradientReducer::GradientReducer(const Communicator& comm, const std::vector<Var
   MPI_Comm_get_attr(st.comm.impl()->comm, MPI_TAG_UB, &tag_ub, &has_tag_ub);
   const std::int64_t max_tag = has_tag_ub ? *static_cast<int*>(tag_ub) : 32767;
   if (detail::kFirstBucketTag + 2 * static_cast<std::int64_t>(st.plan.buckets.size()) > max_tag) {
-    throw Error(fmt::format("{}: {} buckets need more message tags than MPI offers ({}); raise "
-                            "bucket_cap_bytes",
-                            comm.where(), st.plan.buckets.size(), max_tag));
+    throw Error(
+        fmt::format("{}: {} buckets need more message tags than MPI offers ({}); raise "
+                    "bucket_cap_bytes",
+                    comm.where(), st.plan.buckets.size(), max_tag));
   }
   st.buckets.resize(st.plan.buckets.size());
   for (std::size_t b = 0; b < st.plan.buckets.size(); ++b) {

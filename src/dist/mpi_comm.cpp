@@ -33,21 +33,22 @@ std::string RequestSet::Entry::what() const {
   return std::string(receive ? "receive from" : "send to") + " rank " + std::to_string(peer);
 }
 
-void RequestSet::recv(void* buffer, int count, MPI_Datatype type, int peer, int tag,
-                      MPI_Comm comm, int label, const Communicator& where) {
+void RequestSet::recv(void* buffer, int count, MPI_Datatype type, int peer, int tag, MPI_Comm comm,
+                      int label, const Communicator& where) {
   MPI_Request r = MPI_REQUEST_NULL;
-  const Entry e{peer, label, true};
-  check_mpi(MPI_Irecv(buffer, count, type, peer, tag, comm, &r), where, e.what());
-  requests_.push_back(r);
-  entries_.push_back(e);
-  ++pending_;
+  const int rc = MPI_Irecv(buffer, count, type, peer, tag, comm, &r);
+  add({peer, label, true}, rc, r, where);
 }
 
 void RequestSet::send(const void* buffer, int count, MPI_Datatype type, int peer, int tag,
                       MPI_Comm comm, int label, const Communicator& where) {
   MPI_Request r = MPI_REQUEST_NULL;
-  const Entry e{peer, label, false};
-  check_mpi(MPI_Isend(buffer, count, type, peer, tag, comm, &r), where, e.what());
+  const int rc = MPI_Isend(buffer, count, type, peer, tag, comm, &r);
+  add({peer, label, false}, rc, r, where);
+}
+
+void RequestSet::add(const Entry& e, int rc, MPI_Request r, const Communicator& where) {
+  check_mpi(rc, where, e.what());
   requests_.push_back(r);
   entries_.push_back(e);
   ++pending_;
@@ -126,8 +127,9 @@ void wait_all(const Communicator& comm, RequestSet& set, const std::string& what
   wait_bounded(
       comm, [&] { return set.test(comm, [](int) {}); }, [&] { return set.all_done(); },
       [&] {
-        return fmt::format("no message for {:g} s in {}: still waiting for {} (dead, hung or failed)",
-                           comm.timeout_seconds(), what, ranks_text(set.waiting_for()));
+        return fmt::format(
+            "no message for {:g} s in {}: still waiting for {} (dead, hung or failed)",
+            comm.timeout_seconds(), what, ranks_text(set.waiting_for()));
       });
   set.clear();
 }

@@ -35,8 +35,8 @@ void check_mpi(int rc, const Communicator& comm, const std::string& what);
 // owner gives meaning to.
 class RequestSet {
  public:
-  void recv(void* buffer, int count, MPI_Datatype type, int peer, int tag, MPI_Comm comm,
-            int label, const Communicator& where);
+  void recv(void* buffer, int count, MPI_Datatype type, int peer, int tag, MPI_Comm comm, int label,
+            const Communicator& where);
   void send(const void* buffer, int count, MPI_Datatype type, int peer, int tag, MPI_Comm comm,
             int label, const Communicator& where);
   // Tests every pending request once; on_done(label) for each that completed. Returns whether
@@ -54,6 +54,8 @@ class RequestSet {
     bool receive;
     std::string what() const;
   };
+  void add(const Entry& e, int rc, MPI_Request r, const Communicator& where);
+
   std::vector<MPI_Request> requests_;
   std::vector<Entry> entries_;
   std::vector<int> indices_;

@@ -14,8 +14,8 @@ Shard shard_batch(std::int64_t global_batch, int rank, int size) {
   }
   if (global_batch <= 0 || global_batch % size != 0) {
     const std::int64_t below = global_batch / size * size;
-    const std::string examples = below > 0 ? fmt::format("{} or {}", below, below + size)
-                                           : fmt::format("{}", size);
+    const std::string examples =
+        below > 0 ? fmt::format("{} or {}", below, below + size) : fmt::format("{}", size);
     throw Error(fmt::format(
         "dist: batch_size {} (the global batch) does not split evenly across {} ranks; use a "
         "multiple of {} (such as {})",

@@ -67,9 +67,10 @@ void require_identical(const Communicator& comm, std::span<const std::byte> blob
     if (b == root) continue;
     std::size_t at = 0;
     while (at < b.size() && at < root.size() && b[at] == root[at]) ++at;
-    throw Error(fmt::format("{}: a mismatch across ranks in {}: rank {} differs from rank 0 at byte "
-                            "{} (rank {}: {} bytes, rank 0: {} bytes)",
-                            comm.where(), what, r, at, r, b.size(), root.size()));
+    throw Error(
+        fmt::format("{}: a mismatch across ranks in {}: rank {} differs from rank 0 at byte "
+                    "{} (rank {}: {} bytes, rank 0: {} bytes)",
+                    comm.where(), what, r, at, r, b.size(), root.size()));
   }
 }
 

@@ -25,7 +25,8 @@ std::vector<std::vector<float>> random_contributions(int ranks, std::size_t n, u
   std::uniform_real_distribution<float> d(-2.0f, 2.0f);
   std::vector<std::vector<float>> c(static_cast<std::size_t>(ranks), std::vector<float>(n));
   for (auto& v : c) {
-    for (float& x : v) x = d(rng) * std::exp2(static_cast<float>(static_cast<int>(rng() % 20) - 10));
+    for (float& x : v)
+      x = d(rng) * std::exp2(static_cast<float>(static_cast<int>(rng() % 20) - 10));
   }
   return c;
 }

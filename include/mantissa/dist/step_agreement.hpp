@@ -19,8 +19,8 @@ enum class GradLayout {
 };
 
 struct StepDecision {
-  bool finite = true;       // no rank saw inf or NaN (and, sharded, the sum is finite)
-  double sum_squares = 0;   // the global squared L2 norm
+  bool finite = true;                // no rank saw inf or NaN (and, sharded, the sum is finite)
+  double sum_squares = 0;            // the global squared L2 norm
   std::vector<int> nonfinite_ranks;  // the ranks that saw inf or NaN, ascending
   double norm() const;
 };

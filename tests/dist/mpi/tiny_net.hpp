@@ -18,8 +18,8 @@ class TinyNet {
   TinyNet() {
     // w1 [64, 30], b1 [64], w2 [40, 64], b2 [40]: 1,920 + 64 + 2,560 + 40 elements, which
     // an 8 KiB cap (2,048 elements) puts in buckets {w1, b1}, {w2}, {b2}.
-    for (const tensor::Shape& s : {tensor::Shape{64, 30}, tensor::Shape{64}, tensor::Shape{40, 64},
-                                   tensor::Shape{40}}) {
+    for (const tensor::Shape& s :
+         {tensor::Shape{64, 30}, tensor::Shape{64}, tensor::Shape{40, 64}, tensor::Shape{40}}) {
       Tensor t = Tensor::empty(s);
       tensor::Rng(static_cast<std::uint64_t>(params_.size()) + 1).fill_normal(t, 0.0f, 0.3f);
       params_.emplace_back(t, true);
