@@ -48,7 +48,7 @@ struct GradientReducer::State {
   std::unordered_map<const void*, std::size_t> index;
   BucketPlan plan;
   std::vector<BucketState> buckets;
-  std::vector<bool> final_;  // per parameter, this step
+  std::vector<bool> is_final;  // per parameter, this step
   detail::RequestSet requests;
   ReducerStats stats;
   std::int64_t complete_count = 0;
@@ -202,7 +202,7 @@ GradientReducer::GradientReducer(const Communicator& comm, const std::vector<Var
   require_identical(comm, std::as_bytes(std::span(signature)),
                     "the parameter sizes and reducer options");
   st.comm = comm.duplicate();
-  st.final_.assign(st.params.size(), false);
+  st.is_final.assign(st.params.size(), false);
   st.stats.buckets = static_cast<std::int64_t>(st.plan.buckets.size());
   const int n = comm.size();
   if (n == 1) return;
@@ -242,13 +242,13 @@ autograd::LeafReadyHook GradientReducer::hook() {
     const auto it = st.index.find(id);
     if (it == st.index.end() || st.comm.size() == 1) return;
     const std::size_t i = it->second;
-    if (st.final_[i]) {
+    if (st.is_final[i]) {
       throw Error(fmt::format(
           "{}: the gradient of parameter {} became final twice before finish(): with gradient "
           "accumulation, pass the reducer's hook to the last backward only",
           st.comm.where(), i));
     }
-    st.final_[i] = true;
+    st.is_final[i] = true;
     const std::size_t b = st.plan.bucket_of[i];
     if (++st.buckets[b].ready == st.plan.buckets[b].params.size()) {
       st.start(b);
@@ -275,7 +275,7 @@ void GradientReducer::finish() {
       s.started = s.reduced = s.complete = false;
     }
     st.complete_count = 0;
-    st.final_.assign(st.params.size(), false);
+    st.is_final.assign(st.params.size(), false);
   }
   st.stats.started_during_backward = st.started_by_hook;
   st.started_by_hook = 0;
