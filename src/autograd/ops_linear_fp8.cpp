@@ -1,9 +1,9 @@
 // linear in fp8 (precision/fp8.hpp): the inputs of each product cast to fp8 with per-tensor
 // scales, products accumulated in float32 and scaled back, everything else in H.
 #include "kernels/parallel.hpp"
+#include "linear_support.hpp"
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/kernels/fp8_cast.hpp"
-#include "op_support.hpp"
 
 namespace mantissa::autograd {
 namespace {
@@ -65,22 +65,7 @@ struct LinearFp8Node : Node {
                   scaled_into(dx.f32(), in, dequant(g_scale, w_scale)), gp);
     kernels::gemm(GemmShape::dense(out, in, rows, true, false), operand(gq), operand(xq),
                   scaled_into(dw.f32(), in, dequant(g_scale, x_scale)), gp);
-    Tensor db;
-    if (has_bias) {
-      db = Tensor::zeros(Shape{out});
-      float* d = db.f32();
-      const Decoded gd(gc, 0);
-      kernels::parallel_chunks(
-          out,
-          [&](std::int64_t c0, std::int64_t c1) {
-            for (std::int64_t r = 0; r < rows; ++r) {
-              const float* gr = gd.range(r * out + c0, c1 - c0);
-              for (std::int64_t c = c0; c < c1; ++c) d[c] += gr[c - c0];
-            }
-          },
-          std::max<std::int64_t>(16,
-                                 kernels::kParallelMinElements / std::max<std::int64_t>(rows, 1)));
-    }
+    const Tensor db = has_bias ? bias_gradient(gc, rows, out) : Tensor();
     return {dx.reshape(x_shape), dw, db};
   }
   Shape x_shape;
@@ -94,23 +79,12 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias,
   if (!fp8 || !p.fp8.enabled) return linear(x, weight, bias);
   kernels::ProfileScope scope(kernels::OpClass::gemm);
   const Shape& xs = x.shape();
-  const Shape& ws = weight.shape();
-  if (ws.size() != 2 || xs.empty() || xs.back() != ws[1]) {
-    shape_error("linear", "input " + xs.to_string() + " and weight " + ws.to_string() +
-                              " (expected weight [out, in] with in = the input's last dim)");
-  }
-  const std::int64_t in = ws[1], out = ws[0], rows = in > 0 ? xs.numel() / in : 0;
-  if (bias.defined() && !(bias.shape() == Shape{out})) {
-    shape_error("linear",
-                "bias " + bias.shape().to_string() + " (expected [" + std::to_string(out) + "])");
-  }
+  const auto [rows, in, out] = linear_sizes(x, weight, bias);
   const bool record = grad_enabled();
   const float x_scale = fp8->scale(Fp8Slot::input), w_scale = fp8->scale(Fp8Slot::weight);
   const Tensor xq = cast(x.value(), *fp8, Fp8Slot::input, record);
   const Tensor wq = cast(weight.value(), *fp8, Fp8Slot::weight, record);
-  Shape ys(xs.begin(), xs.end() - 1);
-  ys.push_back(out);
-  Tensor y = Tensor::empty(ys, result_format(p));
+  Tensor y = Tensor::empty(linear_output_shape(xs, out), result_format(p));
   const Tensor b32 = bias.defined() ? to_format(bias.value(), Format::float32, false) : Tensor();
   const float* bp = bias.defined() ? b32.f32() : nullptr;
   const float factor = dequant(x_scale, w_scale);
