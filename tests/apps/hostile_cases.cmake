@@ -237,6 +237,12 @@ hostile_case(idx_gzip_bomb_stops_at_the_declared_size 2
   "^mantissa: error: .*/train-labels-idx1-ubyte.gz: gzip data inflates past the 14 bytes its IDX header declares \\(trailing data, or a decompression bomb\\)"
   SETUP "${hostile} idx @D@/train-images-idx3-ubyte.gz --gz 6 4 4 && ${hostile} idx @D@/train-labels-idx1-ubyte.gz --gz --payload 50000000 6"
   COMMAND train --config ${mlp} --set trainer.fit.train_dataloader.path=@D@ --set ${run_dir})
+# A second gzip member was ignored: the images come in three members (read as gunzip reads
+# them), the labels' first member holds all 6 the header declares and a second adds 14 more.
+hostile_case(idx_second_gzip_member_is_read 2
+  "^mantissa: error: .*/train-labels-idx1-ubyte.gz: gzip data inflates past the 14 bytes its IDX header declares"
+  SETUP "${hostile} idx @D@/train-images-idx3-ubyte.gz --gz --members 3 6 4 4 && ${hostile} idx @D@/train-labels-idx1-ubyte.gz --gz --payload 20 --members 2 6"
+  COMMAND train --config ${mlp} --set trainer.fit.train_dataloader.path=@D@ --set ${run_dir})
 hostile_case(huge_model_refused_before_allocating 2
   "^mantissa: error: trainer.init.model \\(gpt\\): [0-9]+ parameters: their float32 weights and gradients need [0-9.e+]+ GiB, more than this machine's [0-9.]+ GiB of memory"
   COMMAND train --config ${CMAKE_CURRENT_SOURCE_DIR}/huge-gpt.yaml --set ${run_dir})
