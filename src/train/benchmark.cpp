@@ -121,6 +121,10 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
   r.precision = trainer.policy().describe();
   r.route = kernels::describe_route(trainer.policy().half, trainer.policy().opt_level,
                                     trainer.policy().matmul_route);
+  if (trainer.policy().fp8.enabled) {
+    r.route += "; fp8 linear layers: " + kernels::describe_route(numerics::Format::float8_e4m3, 1,
+                                                                 trainer.policy().matmul_route);
+  }
   r.unit = trainer.item_unit();
   r.parameters = trainer.parameter_count();
   r.training_state =
