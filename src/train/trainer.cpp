@@ -7,9 +7,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "machine.hpp"
 #include "mantissa/amp/optimizer_step.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/train/checkpoint.hpp"
+#include "mantissa/train/metrics.hpp"
+#include "number_text.hpp"
+#include "run_settings.hpp"
 #include "task.hpp"
 
 namespace mantissa::train {
@@ -116,17 +120,17 @@ EvalResult Trainer::evaluate() {
   task_->module().eval();
   const EvalResult r = task_->evaluate(config_.loop.eval_steps);
   task_->module().train();
-  json j{{"eval_step", global_step_}, {"loss", r.loss}, {"steps", r.steps}};
+  EvalRecord record{global_step_, r.loss, std::nullopt, std::nullopt, r.steps};
   std::string line =
       "eval at step " + std::to_string(global_step_) + ": loss " + fmt_double(r.loss);
   if (r.perplexity > 0) {
-    j["perplexity"] = r.perplexity;
+    record.perplexity = r.perplexity;
     line += ", perplexity " + fmt_double(r.perplexity);
   } else {
-    j["accuracy"] = r.accuracy;
+    record.accuracy = r.accuracy;
     line += ", accuracy " + fmt_double(r.accuracy);
   }
-  write_metrics(j.dump());
+  write_metrics(metrics_line(record));
   log(line);
   events_->evaluated(r, global_step_);
   return r;
@@ -154,6 +158,32 @@ StepResult Trainer::train_step() {
     }
   }
   ++global_step_;
+  if (!r.report.stepped) {
+    std::string line = "skipped step " + std::to_string(global_step_) +
+                       ": non-finite gradients at loss scale " +
+                       detail::scale_text(r.report.loss_scale);
+    for (std::size_t i = 0; i < r.report.nonfinite_params.size(); ++i)
+      line += (i == 0 ? " in " : ", ") + r.report.nonfinite_params[i];
+    log(line);
+  }
+  return r;
+}
+
+RunRecord Trainer::run_record() const {
+  RunRecord r;
+  r.format = policy_.half;
+  r.loss_scaling = detail::loss_scaling_mode(scaler_.get());
+  r.model = name_of(kModelNames, config_.model.kind);
+  r.parameters = parameter_count();
+  r.unit = item_unit();
+  r.items_per_step = items_per_step();
+  r.start_step = global_step_;
+  r.max_steps = config_.loop.max_steps;
+  r.seed = config_.seed;
+  r.cpu = detail::cpu_name();
+  r.settings = detail::precision_settings(config_.precision, policy_, scaler_.get());
+  r.settings.emplace_back("optimizer", optimizer_->name());
+  r.settings.emplace_back("learning rate", config_.schedule_text);
   return r;
 }
 
@@ -191,6 +221,7 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
       std::to_string(task_->module().parameter_count()) + " parameters), precision " +
       policy_.describe() + ", " + optimizer_->name() + ", lr " + config_.schedule_text +
       ", run directory " + run_dir_);
+  write_metrics(metrics_line(run_record()));
   auto window_start = Clock::now();
   const auto run_start = window_start;
   std::int64_t window_items = 0, start_step = global_step_;
@@ -203,6 +234,9 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
       break;
     }
     const auto [step_loss, report] = train_step();
+    if (!report.stepped)
+      write_metrics(
+          metrics_line(SkipRecord{global_step_, report.loss_scale, report.nonfinite_params}));
     window_items += items_per_step();
     loss_sum += step_loss;
     ++loss_count;
@@ -224,14 +258,10 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
       p.items_per_second = static_cast<double>(window_items) / std::max(secs, 1e-9);
       p.unit = task_->unit();
       p.eta_seconds = elapsed / done * static_cast<double>(config_.loop.max_steps - global_step_);
-      json j{{"step", p.step},
-             {"loss", p.loss},
-             {"lr", p.learning_rate},
-             {"loss_scale", p.loss_scale},
-             {"skipped_steps", p.skipped_steps},
-             {"grad_norm", p.grad_norm},
-             {std::string(p.unit) + "_per_s", p.items_per_second}};
-      write_metrics(j.dump());
+      write_metrics(
+          metrics_line(WindowRecord{p.step, p.loss, p.learning_rate, p.loss_scale, p.skipped_steps,
+                                    p.grad_norm, p.items_per_second, detail::peak_rss_mib()},
+                       p.unit));
       events_->progress(p);
       window_start = Clock::now();
       window_items = 0;
@@ -240,8 +270,10 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
     }
     if (mode == RunMode::train_and_eval && config_.loop.eval_frequency > 0 &&
         global_step_ % config_.loop.eval_frequency == 0 && global_step_ < config_.loop.max_steps) {
+      const auto eval_start = Clock::now();
       events_->evaluating(global_step_);
       summary.eval = evaluate();
+      window_start += Clock::now() - eval_start;  // the window's throughput is training's
     }
     if (config_.checkpoint.steps > 0 && global_step_ % config_.checkpoint.steps == 0) {
       summary.last_checkpoint = save_checkpoint_now();

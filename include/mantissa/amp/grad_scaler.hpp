@@ -52,8 +52,9 @@ struct GradScalerOptions {
   int hysteresis = 1;                // decreases only on the h-th consecutive overflow event
   bool grow_only_if_finite = false;  // skip a growth whose result would not be finite
   bool attribute_overflows = true;   // name the parameters with non-finite gradients
-  // Receives skipped-step and stuck-scale lines; unset: they are dropped (the library prints
-  // nothing itself; StepReport carries the same facts).
+  // Receives stuck-scale lines; unset: they are dropped (the library prints nothing itself).
+  // Skipped steps are the caller's to report (the trainer names the step and the parameters
+  // in a log line and a metrics record); StepReport and last_nonfinite_params() carry them.
   std::function<void(const std::string&)> log;
 
   // The defaults for a half format: init and max 2^15, or 2^31 for cbfloat16.

@@ -16,6 +16,7 @@
 #include "mantissa/data/datasets.hpp"
 #include "mantissa/names.hpp"
 #include "mantissa/train/config.hpp"
+#include "mantissa/train/metrics.hpp"
 
 namespace mantissa::train {
 
@@ -106,6 +107,8 @@ class Trainer {
   std::map<std::string, std::string> state_metadata() const;
   std::string run_dir() const { return run_dir_; }
   std::string save_checkpoint_now();
+  // The settings this run trains under, as its metrics.jsonl records them first.
+  RunRecord run_record() const;
 
  private:
   void restore(const std::string& path);

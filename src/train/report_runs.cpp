@@ -1,0 +1,84 @@
+#include "report_runs.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "number_text.hpp"
+#include "statistics.hpp"
+
+namespace mantissa::train::detail {
+namespace {
+
+// Okabe-Ito colours ordered so that neighbours differ in lightness too (greyscale:
+// 0, 87, 119, 162, 164, 106 of 255), and a dash pattern and marker each.
+const std::array<plot::Style, 6> kStyles = {{
+    {"#000000", "", plot::Marker::circle},
+    {"#0072B2", "9 4", plot::Marker::square},
+    {"#D55E00", "2 3", plot::Marker::triangle},
+    {"#E69F00", "12 3 3 3", plot::Marker::diamond},
+    {"#56B4E9", "5 5", plot::Marker::circle},
+    {"#009E73", "1 6", plot::Marker::square},
+}};
+
+std::string directory_name(const std::string& metrics_file) {
+  const std::filesystem::path dir = std::filesystem::path(metrics_file).parent_path();
+  return dir.filename().empty() ? dir.string() : dir.filename().string();
+}
+
+}  // namespace
+
+std::vector<ReportRun> report_runs(const std::vector<RunLog>& logs) {
+  std::map<numerics::Format, int> per_format;
+  for (const RunLog& l : logs) ++per_format[l.run.format];
+  std::vector<ReportRun> runs;
+  for (std::size_t i = 0; i < logs.size(); ++i) {
+    ReportRun r;
+    r.log = &logs[i];
+    r.label = std::string(numerics::name(logs[i].run.format));
+    if (per_format[logs[i].run.format] > 1) r.label += " (" + directory_name(logs[i].source) + ")";
+    r.style = kStyles[i % kStyles.size()];
+    runs.push_back(r);
+  }
+  return runs;
+}
+
+const ReportRun* reference_run(const std::vector<ReportRun>& runs) {
+  for (const ReportRun& r : runs) {
+    if (r.log->run.format == numerics::Format::float32) return &r;
+  }
+  return nullptr;
+}
+
+double median_throughput(const RunLog& log) {
+  std::vector<double> v;
+  for (std::size_t i = log.windows.size() > 1 ? 1 : 0; i < log.windows.size(); ++i) {
+    if (std::isfinite(log.windows[i].items_per_second))
+      v.push_back(log.windows[i].items_per_second);
+  }
+  return median(std::move(v));
+}
+
+std::string throughput_text(const RunLog& log) {
+  const double rate = median_throughput(log);
+  if (!std::isfinite(rate)) return "n/a";
+  return fmt::format("{} {}/s", grouped(std::llround(rate)), log.run.unit);
+}
+
+std::optional<double> peak_rss(const RunLog& log) {
+  std::optional<double> peak;
+  for (const WindowRecord& w : log.windows) {
+    if (w.peak_rss_mib && (!peak || *w.peak_rss_mib > *peak)) peak = w.peak_rss_mib;
+  }
+  return peak;
+}
+
+const EvalRecord* last_eval(const RunLog& log) {
+  return log.evals.empty() ? nullptr : &log.evals.back();
+}
+
+}  // namespace mantissa::train::detail
