@@ -6,6 +6,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "mantissa/error.hpp"
 
@@ -14,21 +15,11 @@ namespace {
 
 using json = nlohmann::json;
 
-// The keys, written and read here only.
+// The record kinds' first keys.
 constexpr const char* kRun = "run";
 constexpr const char* kStep = "step";
 constexpr const char* kEvalStep = "eval_step";
 constexpr const char* kSkippedStep = "skipped_step";
-constexpr const char* kLoss = "loss";
-constexpr const char* kLr = "lr";
-constexpr const char* kLossScale = "loss_scale";
-constexpr const char* kSkippedSteps = "skipped_steps";
-constexpr const char* kGradNorm = "grad_norm";
-constexpr const char* kPeakRss = "peak_rss_mib";
-constexpr const char* kPerplexity = "perplexity";
-constexpr const char* kAccuracy = "accuracy";
-constexpr const char* kBatches = "steps";
-constexpr const char* kOverflowed = "overflowed";
 
 std::string per_second_key(std::string_view unit) {
   return std::string(unit) + "_per_s";
@@ -102,8 +93,91 @@ class Fields {
   const char* kind_;
 };
 
+// One field list per record kind, read and written by the same code: a key and a member.
+template <class R, class T>
+struct Field {
+  const char* key;
+  T R::*member;
+};
+
+constexpr auto kWindowFields = std::make_tuple(
+    Field<WindowRecord, std::int64_t>{kStep, &WindowRecord::step},
+    Field<WindowRecord, double>{"loss", &WindowRecord::loss},
+    Field<WindowRecord, double>{"lr", &WindowRecord::learning_rate},
+    Field<WindowRecord, double>{"loss_scale", &WindowRecord::loss_scale},
+    Field<WindowRecord, std::int64_t>{"skipped_steps", &WindowRecord::skipped_steps},
+    Field<WindowRecord, double>{"grad_norm", &WindowRecord::grad_norm},
+    Field<WindowRecord, std::optional<double>>{"peak_rss_mib", &WindowRecord::peak_rss_mib});
+// ... and items_per_second, under "<unit>_per_s" (tokens_per_s, samples_per_s).
+
+constexpr auto kEvalFields =
+    std::make_tuple(Field<EvalRecord, std::int64_t>{kEvalStep, &EvalRecord::step},
+                    Field<EvalRecord, double>{"loss", &EvalRecord::loss},
+                    Field<EvalRecord, std::int64_t>{"steps", &EvalRecord::batches},
+                    Field<EvalRecord, std::optional<double>>{"perplexity", &EvalRecord::perplexity},
+                    Field<EvalRecord, std::optional<double>>{"accuracy", &EvalRecord::accuracy});
+
+constexpr auto kSkipFields = std::make_tuple(
+    Field<SkipRecord, std::int64_t>{kSkippedStep, &SkipRecord::step},
+    Field<SkipRecord, double>{"loss_scale", &SkipRecord::loss_scale},
+    Field<SkipRecord, std::vector<std::string>>{"overflowed", &SkipRecord::overflowed});
+
+constexpr auto kRunFields =
+    std::make_tuple(Field<RunRecord, std::string>{"model", &RunRecord::model},
+                    Field<RunRecord, std::int64_t>{"parameters", &RunRecord::parameters},
+                    Field<RunRecord, std::string>{"unit", &RunRecord::unit},
+                    Field<RunRecord, std::int64_t>{"items_per_step", &RunRecord::items_per_step},
+                    Field<RunRecord, std::int64_t>{"start_step", &RunRecord::start_step},
+                    Field<RunRecord, std::int64_t>{"max_steps", &RunRecord::max_steps},
+                    Field<RunRecord, std::uint64_t>{"seed", &RunRecord::seed},
+                    Field<RunRecord, std::string>{"cpu", &RunRecord::cpu});
+// ... and format, loss_scaling (names) and settings ([name, value] pairs).
+
+void read_value(const Fields& f, const char* key, std::int64_t& v) {
+  v = f.integer(key);
+}
+void read_value(const Fields& f, const char* key, std::uint64_t& v) {
+  v = static_cast<std::uint64_t>(f.integer(key));
+}
+void read_value(const Fields& f, const char* key, double& v) {
+  v = f.number(key);
+}
+void read_value(const Fields& f, const char* key, std::optional<double>& v) {
+  v = f.optional_number(key);
+}
+void read_value(const Fields& f, const char* key, std::string& v) {
+  v = f.text(key);
+}
+void read_value(const Fields& f, const char* key, std::vector<std::string>& v) {
+  v = f.texts(key);
+}
+
+template <class T>
+void write_value(json& j, const char* key, const T& v) {
+  j[key] = v;  // a non-finite double is written as null
+}
+void write_value(json& j, const char* key, const std::optional<double>& v) {
+  if (v) j[key] = *v;
+}
+
+template <class R, class Table>
+R read_fields(const Fields& f, const Table& table) {
+  R r;
+  std::apply([&](const auto&... field) { (read_value(f, field.key, r.*field.member), ...); },
+             table);
+  return r;
+}
+
+template <class R, class Table>
+json write_fields(const R& r, const Table& table) {
+  json j = json::object();
+  std::apply([&](const auto&... field) { (write_value(j, field.key, r.*field.member), ...); },
+             table);
+  return j;
+}
+
 RunRecord read_run(const Fields& f) {
-  RunRecord r;
+  RunRecord r = read_fields<RunRecord>(f, kRunFields);
   const std::string format = f.text("format");
   const std::optional<numerics::Format> parsed = numerics::parse_format(format);
   if (!parsed) f.fail("'format' is '" + format + "', not a number format");
@@ -115,14 +189,6 @@ RunRecord read_run(const Fields& f) {
            "' (expected one of: " + names_of(kLossScalingModeNames) + ")");
   }
   r.loss_scaling = *mode;
-  r.model = f.text("model");
-  r.parameters = f.integer("parameters");
-  r.unit = f.text("unit");
-  r.items_per_step = f.integer("items_per_step");
-  r.start_step = f.integer("start_step");
-  r.max_steps = f.integer("max_steps");
-  r.seed = static_cast<std::uint64_t>(f.integer("seed"));
-  r.cpu = f.text("cpu");
   const json& rows = f.required("settings");
   bool ok = rows.is_array();
   for (const json& row : rows)
@@ -142,44 +208,26 @@ void drop_after(std::vector<Record>& v, std::int64_t step) {
 }  // namespace
 
 std::string metrics_line(const RunRecord& r) {
-  json rows = json::array();
-  for (const auto& [name, value] : r.settings) rows.push_back({name, value});
-  const json run{{"format", numerics::name(r.format)},
-                 {"loss_scaling", name_of(kLossScalingModeNames, r.loss_scaling)},
-                 {"model", r.model},
-                 {"parameters", r.parameters},
-                 {"unit", r.unit},
-                 {"items_per_step", r.items_per_step},
-                 {"start_step", r.start_step},
-                 {"max_steps", r.max_steps},
-                 {"seed", r.seed},
-                 {"cpu", r.cpu},
-                 {"settings", rows}};
+  json run = write_fields(r, kRunFields);
+  run["format"] = numerics::name(r.format);
+  run["loss_scaling"] = name_of(kLossScalingModeNames, r.loss_scaling);
+  run["settings"] = json::array();
+  for (const auto& [name, value] : r.settings) run["settings"].push_back({name, value});
   return json{{kRun, run}}.dump();
 }
 
 std::string metrics_line(const WindowRecord& r, std::string_view unit) {
-  json j{{kStep, r.step},
-         {kLoss, r.loss},
-         {kLr, r.learning_rate},
-         {kLossScale, r.loss_scale},
-         {kSkippedSteps, r.skipped_steps},
-         {kGradNorm, r.grad_norm},
-         {per_second_key(unit), r.items_per_second}};
-  if (r.peak_rss_mib) j[kPeakRss] = *r.peak_rss_mib;
+  json j = write_fields(r, kWindowFields);
+  j[per_second_key(unit)] = r.items_per_second;
   return j.dump();
 }
 
 std::string metrics_line(const EvalRecord& r) {
-  json j{{kEvalStep, r.step}, {kLoss, r.loss}, {kBatches, r.batches}};
-  if (r.perplexity) j[kPerplexity] = *r.perplexity;
-  if (r.accuracy) j[kAccuracy] = *r.accuracy;
-  return j.dump();
+  return write_fields(r, kEvalFields).dump();
 }
 
 std::string metrics_line(const SkipRecord& r) {
-  return json{{kSkippedStep, r.step}, {kLossScale, r.loss_scale}, {kOverflowed, r.overflowed}}
-      .dump();
+  return write_fields(r, kSkipFields).dump();
 }
 
 RunLog parse_metrics(std::string_view text, const std::string& source) {
@@ -215,33 +263,13 @@ RunLog parse_metrics(std::string_view text, const std::string& source) {
                   "this file was not written by mantissa train, or by an older version)");
     }
     if (j.contains(kStep)) {
-      const Fields f(j, where, "step");
-      WindowRecord w;
-      w.step = f.integer(kStep);
-      w.loss = f.number(kLoss);
-      w.learning_rate = f.number(kLr);
-      w.loss_scale = f.number(kLossScale);
-      w.skipped_steps = f.integer(kSkippedSteps);
-      w.grad_norm = f.number(kGradNorm);
-      w.items_per_second = f.number(per_second_key(log.run.unit));
-      w.peak_rss_mib = f.optional_number(kPeakRss);
-      log.windows.push_back(w);
+      const Fields f(j, where, kStep);
+      log.windows.push_back(read_fields<WindowRecord>(f, kWindowFields));
+      log.windows.back().items_per_second = f.number(per_second_key(log.run.unit));
     } else if (j.contains(kEvalStep)) {
-      const Fields f(j, where, "eval_step");
-      EvalRecord e;
-      e.step = f.integer(kEvalStep);
-      e.loss = f.number(kLoss);
-      e.batches = f.integer(kBatches);
-      e.perplexity = f.optional_number(kPerplexity);
-      e.accuracy = f.optional_number(kAccuracy);
-      log.evals.push_back(e);
+      log.evals.push_back(read_fields<EvalRecord>(Fields(j, where, kEvalStep), kEvalFields));
     } else if (j.contains(kSkippedStep)) {
-      const Fields f(j, where, "skipped_step");
-      SkipRecord s;
-      s.step = f.integer(kSkippedStep);
-      s.loss_scale = f.number(kLossScale);
-      s.overflowed = f.texts(kOverflowed);
-      log.skips.push_back(s);
+      log.skips.push_back(read_fields<SkipRecord>(Fields(j, where, kSkippedStep), kSkipFields));
     } else {
       throw Error(where + ": not a run, step, eval_step or skipped_step record");
     }
