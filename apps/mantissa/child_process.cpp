@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
-#include <filesystem>
 
 #include "mantissa/error.hpp"
 
@@ -24,10 +23,9 @@ extern "C" void note_interrupt(int) {
 }  // namespace
 
 ChildResult run_self(const std::vector<std::string>& args) {
-  std::error_code ec;
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  if (ec) throw Error("cannot find this program's own path (/proc/self/exe): " + ec.message());
-  std::vector<std::string> owned{self};
+  // /proc/self/exe runs this very program, even when a rebuild has replaced its file since.
+  const char* self = "/proc/self/exe";
+  std::vector<std::string> owned{"mantissa"};
   owned.insert(owned.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& a : owned) argv.push_back(a.data());
@@ -40,10 +38,11 @@ ChildResult run_self(const std::vector<std::string>& args) {
   struct sigaction previous {};
   sigaction(SIGINT, &on_int, &previous);  // the child (same process group) gets Ctrl-C too
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, self, nullptr, nullptr, argv.data(), environ);
   if (rc != 0) {
     sigaction(SIGINT, &previous, nullptr);
-    throw Error("cannot start " + self + ": " + std::strerror(rc));
+    throw Error(std::string("cannot start this program again (") + self +
+                "): " + std::strerror(rc));
   }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {

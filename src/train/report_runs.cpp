@@ -15,7 +15,7 @@ namespace mantissa::train::detail {
 namespace {
 
 // Okabe-Ito colours ordered so that neighbours differ in lightness too (greyscale:
-// 0, 87, 119, 162, 164, 106 of 255), and a dash pattern and marker each.
+// 0, 87, 119, 162, 158, 106 of 255), and a dash pattern and marker each.
 const std::array<plot::Style, 6> kStyles = {{
     {"#000000", "", plot::Marker::circle},
     {"#0072B2", "9 4", plot::Marker::square},

@@ -268,17 +268,17 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
       loss_sum = 0;
       loss_count = 0;
     }
+    const auto pause_start = Clock::now();
     if (mode == RunMode::train_and_eval && config_.loop.eval_frequency > 0 &&
         global_step_ % config_.loop.eval_frequency == 0 && global_step_ < config_.loop.max_steps) {
-      const auto eval_start = Clock::now();
       events_->evaluating(global_step_);
       summary.eval = evaluate();
-      window_start += Clock::now() - eval_start;  // the window's throughput is training's
     }
     if (config_.checkpoint.steps > 0 && global_step_ % config_.checkpoint.steps == 0) {
       summary.last_checkpoint = save_checkpoint_now();
       saved_at = global_step_;
     }
+    window_start += Clock::now() - pause_start;  // throughput counts training time only
   }
   if (saved_at != global_step_) summary.last_checkpoint = save_checkpoint_now();
   log("checkpoint " + summary.last_checkpoint + (summary.interrupted ? " (interrupted)" : ""));

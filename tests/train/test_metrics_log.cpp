@@ -64,6 +64,13 @@ TEST(MetricsLines, AreTheDocumentedJson) {
             R"("start_step":4,"unit":"samples"}})");
 }
 
+TEST(MetricsLines, LossScalingModesHaveOneWordEach) {
+  EXPECT_EQ(name_of(kLossScalingModeNames, LossScalingMode::none), "none");
+  EXPECT_EQ(name_of(kLossScalingModeNames, LossScalingMode::fixed), "static");
+  EXPECT_EQ(name_of(kLossScalingModeNames, LossScalingMode::dynamic), "dynamic");
+  EXPECT_EQ(find_named(kLossScalingModeNames, "static"), LossScalingMode::fixed);
+}
+
 TEST(MetricsReader, ReadsEveryKindOfRecord) {
   const std::string text =
       std::string(kRunLine) + "\n" +
