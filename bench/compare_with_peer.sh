@@ -3,11 +3,14 @@
 # (../shared/bench/peer_torch_gpt.py) back to back on this machine, then prints our throughput
 # against the peer's (issue 12). Nothing runs concurrently: the machine has 2 cores.
 #
-#   bench/compare_with_peer.sh [--steps N] [--half-steps N] [--peer-steps N] [--out DIR]
+#   bench/compare_with_peer.sh [--steps N] [--half-steps N] [--mem-steps N] [--peer-steps N]
+#                              [--out DIR]
 #
 #   --steps N       timed steps for our float32 and bfloat16 runs (default 200: their losses
 #                   after 200 steps are compared too)
 #   --half-steps N  timed steps for float16 + DLS and cbfloat16 + DLS (default 20)
+#   --mem-steps N   timed steps per precision on the memory-bound configs/bench/gpt-mem.yaml
+#                   (default 3, after 1 warm-up step; 0 skips it)
 #   --peer-steps N  the peer's timed steps per precision and mode, after its 2 warm-up steps
 #                   (default 10)
 #   --out DIR       where the JSON lines and logs go (default bench-results/<UTC time>)
@@ -27,12 +30,14 @@ cd "$(dirname "$0")/.."
 
 steps=200
 half_steps=20
+mem_steps=3
 peer_steps=10
 out="bench-results/$(date -u +%Y%m%dT%H%M%SZ)"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --steps) steps=$2; shift 2 ;;
     --half-steps) half_steps=$2; shift 2 ;;
+    --mem-steps) mem_steps=$2; shift 2 ;;
     --peer-steps) peer_steps=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     *) echo "compare_with_peer.sh: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
@@ -98,6 +103,17 @@ ours float32 "$steps"
 ours bfloat16 "$steps"
 ours float16 "$half_steps"
 ours cbfloat16 "$half_steps"
+# The memory-bound config: peak RSS and throughput of every precision (issue 12's targets).
+mem_json="$out/mantissa-mem.jsonl"
+: >"$mem_json"
+if [[ $mem_steps -gt 0 ]]; then
+  for p in float32 bfloat16 float16 cbfloat16; do
+    echo "== mantissa $p on configs/bench/gpt-mem.yaml ($mem_steps timed steps)" >&2
+    build/mantissa bench train --config configs/bench/gpt-mem.yaml --precision "$p" \
+      --steps "$mem_steps" --warmup 1 --json "$mem_json" 2>"$out/mantissa-mem-$p.log" |
+      tee -a "$out/report.txt"
+  done
+fi
 # Where the time goes, once (bfloat16, 5 steps).
 echo "== mantissa bfloat16 --profile" >&2
 build/mantissa bench train --config "$config" --precision bfloat16 --steps 5 --warmup 2 --profile \
@@ -175,13 +191,16 @@ if [[ $compile == ok ]]; then
   fi
 fi
 
-/usr/bin/python3 - "$json" "$peer_from" "$compile" "${peer_logs[@]}" <<'EOF' | tee "$out/ratios.txt"
+/usr/bin/python3 - "$json" "$mem_json" "$peer_from" "$compile" "${peer_logs[@]}" <<'EOF' | tee "$out/ratios.txt"
 import json, math, re, sys
-ours = {}
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    ours[r["precision"].split(",")[0].split(" ")[0]] = r
-frm, compile_state, logs = sys.argv[2], sys.argv[3], sys.argv[4:]
+def load(path):
+    runs = {}
+    for line in open(path):
+        r = json.loads(line)
+        runs[r["precision"].split(",")[0].split(" ")[0]] = r
+    return runs
+ours, mem = load(sys.argv[1]), load(sys.argv[2])
+frm, compile_state, logs = sys.argv[3], sys.argv[4], sys.argv[5:]
 peer, rss = {}, {}
 for out_log, time_log in zip(logs[::2], logs[1::2]):
     for line in open(out_log):
@@ -201,9 +220,27 @@ for our, theirs in (("float32", "fp32"), ("bfloat16", "bf16-autocast")):
         elif key in peer: row(label, f"{ours[our]['items_per_s'] / peer[key]:.2f}x")
         else: row(label, "n/a (torch.compile " + compile_state + ")")
 f32 = ours.get("float32")
-for k in ("float16", "cbfloat16"):
-    if f32 and k in ours:
-        row(f"our {k} + DLS / our float32", f"{ours[k]['items_per_s'] / f32['items_per_s']:.2f}x")
+# Issue 12's targets. Which speed target applies depends on the route bfloat16 took here.
+amx = "bfloat16" in ours and "amx" in ours["bfloat16"].get("route", "")
+print("\nroutes: " + "; ".join(v.get("route", "?") for v in ours.values()))
+def check(name, value, target, ok):
+    print(f"{name:<58} {value:>12}   target {target:<8} {'met' if ok else 'NOT met'}")
+for cfg, runs in (("gpt-ref", ours), ("gpt-mem", mem)):
+    base = runs.get("float32")
+    for k in ("bfloat16", "float16", "cbfloat16"):
+        if not base or k not in runs: continue
+        r = runs[k]["items_per_s"] / base["items_per_s"]
+        if amx and cfg == "gpt-ref":
+            want = 3.0 if k == "bfloat16" else 1.5
+        else:
+            want = 0.95
+        check(f"{cfg} tokens/s: {k} / float32", f"{r:.2f}x", f">= {want}", r >= want)
+    for k in ("bfloat16", "float16", "cbfloat16"):
+        if cfg == "gpt-mem" and base and k in runs:
+            r = runs[k]["peak_rss_mib"] / base["peak_rss_mib"]
+            check(f"gpt-mem peak RSS: {k} / float32 ({runs[k]['peak_rss_mib']:.0f} / {base['peak_rss_mib']:.0f} MiB)",
+                  f"{r:.3f}x", "<= 0.60", r <= 0.60)
+print()
 worst = max(v["peak_rss_mib"] for v in ours.values())
 row("peak RSS: our largest run, peer " + " / ".join(rss), f"{worst:.0f} MiB, " + " / ".join(f"{v:.0f}" for v in rss.values()) + " MiB")
 for k, v in ours.items():
@@ -213,7 +250,8 @@ n = min(200, len(f32["losses"]), len(bf16["losses"])) if f32 and bf16 else 0  # 
 if n >= 10:
     a = sum(f32["losses"][n - 10:n]) / 10
     b = sum(bf16["losses"][n - 10:n]) / 10
-    row(f"loss, mean of steps {n - 9}-{n}: float32 {a:.4f} vs bfloat16 {b:.4f}", f"{abs(a - b):.4f}")
+    check(f"loss, mean of steps {n - 9}-{n}: float32 {a:.4f} vs bfloat16 {b:.4f}", f"{abs(a - b):.4f}",
+          "<= 0.05", abs(a - b) <= 0.05)
 EOF
 cat "$out/ratios.txt" >>"$out/report.txt"
 echo "results in $out" >&2

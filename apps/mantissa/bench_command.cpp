@@ -11,7 +11,7 @@ namespace mantissa::app {
 namespace {
 
 struct BenchArgs {
-  std::string config, precision, loss_scaling, json;
+  std::string config, precision, loss_scaling, route, json;
   int opt_level = -1;
   std::vector<std::string> overrides;
   train::BenchOptions options;
@@ -22,7 +22,7 @@ int run(BenchArgs a) {
       a.precision.empty() ? std::nullopt
                           : std::optional(parse_training_format(a.precision, "--precision"));
   // --precision and friends become config overrides, applied after the user's --set.
-  for (const std::string& s : precision_overrides(format, a.loss_scaling, a.opt_level))
+  for (const std::string& s : precision_overrides(format, a.loss_scaling, a.opt_level, a.route))
     a.overrides.push_back(s);
   const train::TrainerConfig c = train::load_config(a.config, a.overrides);
   const train::BenchResult r = train::run_train_benchmark(
@@ -51,6 +51,9 @@ Action register_bench_command(CLI::App& app) {
                   "cbfloat16 get dynamic loss scaling unless --loss-scaling says otherwise)");
   cmd->add_option("--opt-level", a->opt_level, "precision_opt_level 0 | 1 | 2 (default: config's)");
   cmd->add_option("--loss-scaling", a->loss_scaling, "dynamic or a number (the loss scale)");
+  cmd->add_option("--route", a->route,
+                  "Matrix products: automatic | fp32 | native_bf16 (default: the config's "
+                  "precision.matmul_route, automatic)");
   cmd->add_option("--steps", a->options.steps, "Timed steps (default 10)");
   cmd->add_option("--warmup", a->options.warmup, "Untimed steps first (default 2)");
   cmd->add_flag("--profile", a->options.profile, "Print time per step by op class");

@@ -45,7 +45,7 @@ std::vector<std::string> run_overrides(const CompareArgs& a, numerics::Format fo
   std::vector<std::string> o = a.overrides;
   o.push_back("trainer.init.checkpoint.dir=" + dir);
   if (a.steps > 0) o.push_back("trainer.init.loop.max_steps=" + std::to_string(a.steps));
-  for (std::string& s : precision_overrides(format, "", -1)) o.push_back(std::move(s));
+  for (std::string& s : precision_overrides(format, "", -1, "")) o.push_back(std::move(s));
   return o;
 }
 

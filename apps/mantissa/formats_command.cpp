@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
 #include "mantissa/numerics/format.hpp"
 #include "mantissa/numerics/format_report.hpp"
@@ -42,6 +43,11 @@ Action register_formats_command(CLI::App& app) {
       fmt::print("bulk conversion path: {} (cpu: {})\n",
                  numerics::simd_path_name(numerics::active_simd_path()),
                  numerics::describe(numerics::cpu_features()));
+      fmt::print("\nmatrix products on this CPU (matmul_route: automatic, POL 1):\n");
+      for (numerics::Format f : {numerics::Format::float32, numerics::Format::bfloat16,
+                                 numerics::Format::float16, numerics::Format::cbfloat16}) {
+        fmt::print("  {}\n", kernels::describe_route(f, 1, precision::MatmulRoute::automatic));
+      }
     }
     return 0;
   };

@@ -24,7 +24,8 @@ numerics::Format parse_training_format(std::string_view word, std::string_view o
 }
 
 std::vector<std::string> precision_overrides(std::optional<numerics::Format> format,
-                                             const std::string& loss_scaling, int opt_level) {
+                                             const std::string& loss_scaling, int opt_level,
+                                             const std::string& route) {
   const std::string key = "trainer.init.precision.";
   std::vector<std::string> o;
   if (format == Format::float32) {
@@ -39,6 +40,7 @@ std::vector<std::string> precision_overrides(std::optional<numerics::Format> for
   }
   if (!loss_scaling.empty()) o.push_back(key + "loss_scaling_factor=" + loss_scaling);
   if (opt_level >= 0) o.push_back(key + "precision_opt_level=" + std::to_string(opt_level));
+  if (!route.empty()) o.push_back(key + "matmul_route=" + route);
   return o;
 }
 

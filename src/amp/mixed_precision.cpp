@@ -1,5 +1,7 @@
 #include "mantissa/amp/mixed_precision.hpp"
 
+#include "mantissa/kernels/gemm_route.hpp"
+
 #include "mantissa/error.hpp"
 
 namespace mantissa::amp {
@@ -49,12 +51,18 @@ void MixedPrecision::validate() const {
         "loss_scaling_factor: cbfloat16 requires dynamic loss scaling (set "
         "loss_scaling_factor: dynamic)");
   }
+  // A route this CPU cannot run is refused now, not at the first product.
+  try {
+    kernels::resolve_route(enabled ? fp16_type : Format::float32, matmul_route);
+  } catch (const Error& e) {
+    throw Error(std::string("matmul_route: ") + e.what());
+  }
   // The scaler's own rules (static scale > 0, min scale >= 2^-14, ranges, tolerance, hysteresis).
   if (scales(loss_scaling)) scaler_options(*this).validate();
 }
 
 precision::Policy MixedPrecision::policy() const {
-  return {enabled ? fp16_type : numerics::Format::float32, precision_opt_level};
+  return {enabled ? fp16_type : numerics::Format::float32, precision_opt_level, matmul_route};
 }
 
 std::unique_ptr<GradScaler> MixedPrecision::make_scaler(

@@ -83,6 +83,10 @@ bool grad_enabled() {
 }
 
 void backward(const Variable& root, float seed) {
+  backward(root, seed, LeafReadyHook());
+}
+
+void backward(const Variable& root, float seed, const LeafReadyHook& on_leaf_ready) {
   if (!root.defined() || root.value().numel() != 1) {
     throw Error("backward: the root must be a one-element tensor (got shape " +
                 (root.defined() ? root.shape().to_string() : std::string("undefined")) + ")");
@@ -95,6 +99,7 @@ void backward(const Variable& root, float seed) {
   if (root.is_leaf()) {
     Variable r = root;
     accumulate_leaf(r.mutable_grad(), seed_tensor.clone());
+    if (on_leaf_ready) on_leaf_ready(r.id(), r.mutable_grad());
     return;
   }
   // Count, for every node, how many edges from other nodes of the graph lead to it.
@@ -105,12 +110,14 @@ void backward(const Variable& root, float seed) {
         "run the forward again for another backward");
   }
   std::unordered_map<Node*, int> consumers;
+  std::unordered_map<VariableImpl*, int> leaf_senders;  // nodes that send each leaf a gradient
   std::vector<Node*> stack{top.get()};
   consumers[top.get()] = 0;
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
     for (const Edge& e : n->next) {
+      if (e.leaf) ++leaf_senders[e.leaf.get()];
       if (!e.fn) continue;
       auto [it, fresh] = consumers.emplace(e.fn.get(), 0);
       ++it->second;
@@ -153,8 +160,11 @@ void backward(const Variable& root, float seed) {
       if (e.fn) {
         if (has) accumulate_pending(pending[e.fn.get()], std::move(grads[i]));
         if (--consumers[e.fn.get()] == 0) ready.push_back(e.fn);  // runs even if nothing arrived
-      } else if (e.leaf && has) {
-        accumulate_leaf(e.leaf->grad, std::move(grads[i]));
+      } else if (e.leaf) {
+        if (has) accumulate_leaf(e.leaf->grad, std::move(grads[i]));
+        if (--leaf_senders[e.leaf.get()] == 0 && on_leaf_ready && e.leaf->grad.defined()) {
+          on_leaf_ready(e.leaf.get(), e.leaf->grad);
+        }
       }
     }
   }

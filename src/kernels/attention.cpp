@@ -5,7 +5,9 @@
 #include <limits>
 #include <vector>
 
+#include "gemm/onednn_routes.hpp"
 #include "mantissa/kernels/gemm.hpp"
+#include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "scratch.hpp"
 #include "vector_exp.hpp"
@@ -17,7 +19,7 @@ constexpr std::int64_t kBlock = 64;
 
 // Per-thread scratch that only grows: no allocation once warm.
 float* sized(int which, std::int64_t n) {
-  thread_local ScratchBuffer buffers[7];
+  thread_local ScratchBuffer buffers[12];
   return buffers[which].as<float>(static_cast<std::size_t>(std::max<std::int64_t>(n, 1)));
 }
 
@@ -30,29 +32,71 @@ Operand at(const Operand& x, std::int64_t elements) {
           x.format};
 }
 
-// n elements of x from element `index` on, as float32 (into `buffer` unless x is float32).
-const float* decoded(const Operand& x, std::int64_t index, std::int64_t n, float* buffer) {
-  if (x.format == numerics::Format::float32) return static_cast<const float*>(x.data) + index;
-  numerics::decode_array(
-      static_cast<const char*>(x.data) + index * numerics::traits(x.format).storage_bytes,
-      static_cast<std::size_t>(n), x.format, buffer);
-  return buffer;
+// How a head's products run. On the fp32 route, oneDNN's sgemm multiplies the head's float32
+// operands in the calling thread (small products, no packing); at POL 2 float16 / cbfloat16
+// operands are rounded to bfloat16 first, as the GEMM's one pass does. On the native route,
+// the GEMM's bf16 units.
+struct Products {
+  GemmPrecision gemm;
+  bool native = false;
+  bool to_bf16 = false;  // fp32 route, POL 2, a split format
+
+  explicit Products(const AttentionPrecision& pr) : gemm(pr.gemm) {
+    native = resolve_route(gemm.format, gemm.route) == GemmRoute::native_bf16;
+    const bool split =
+        gemm.format == numerics::Format::float16 || gemm.format == numerics::Format::cbfloat16;
+    to_bf16 = !native && split && gemm.passes == 1;
+  }
+  // An operand computed here (probabilities, score gradients): what the product reads.
+  void prepare(float* x, std::int64_t n) const {
+    if (to_bf16) round_if(x, n, numerics::Format::bfloat16);
+  }
+  void operator()(const GemmShape& s, const float* a, const float* b, float* c,
+                  bool accumulate) const {
+    if (native) {
+      gemm_in_thread(s, a, b, c, accumulate, gemm);
+    } else {
+      gemm_detail::onednn_sgemm_in_thread(s, a, b, c, accumulate);
+    }
+  }
+};
+
+// A head's t x d operand as float32 rows `ld` apart: the stored rows themselves when they
+// are float32 (and need no rounding), else decoded (and rounded for the product) into the
+// thread's scratch `slot`, dense.
+struct HeadRows {
+  const float* p;
+  std::int64_t ld;
+};
+HeadRows head_rows(const Operand& x, std::int64_t ld, std::int64_t t, std::int64_t d,
+                   const Products& pr, int slot) {
+  if (x.format == numerics::Format::float32 && !pr.to_bf16) {
+    return {static_cast<const float*>(x.data), ld};
+  }
+  float* out = sized(slot, t * d);
+  const int bytes = numerics::traits(x.format).storage_bytes;
+  for (std::int64_t r = 0; r < t; ++r) {
+    numerics::decode_array(static_cast<const char*>(x.data) + r * ld * bytes,
+                           static_cast<std::size_t>(d), x.format, out + r * d);
+  }
+  pr.prepare(out, t * d);
+  return {out, d};
 }
 
-// One head's operands: row 0 of each and the distance between rows.
+// One head's operands as float32 rows.
 struct Head {
-  Operand q, k, v;
-  std::int64_t ld;
+  HeadRows q, k, v;
 };
 
 // s (rows x cols, leading dim cols) = the probabilities of query rows i0.. against keys
 // 0..cols-1: scale * q k^T, causally masked, softmax via the row log-sum-exp. Writes lse
 // when `lse_out`, else uses `lse_in` (the backward's recomputation, bit-identical).
 void block_probabilities(const Head& h, std::int64_t i0, std::int64_t rows, std::int64_t cols,
-                         std::int64_t d, float scale, const AttentionPrecision& pr, float* s,
-                         float* lse_out, const float* lse_in, float* tmp) {
-  const GemmShape g{rows, cols, d, false, true, h.ld, h.ld, cols};
-  gemm_in_thread(g, at(h.q, i0 * h.ld), h.k, s, false, pr.gemm);
+                         std::int64_t d, float scale, const AttentionPrecision& pr,
+                         const Products& mm, float* s, float* lse_out, const float* lse_in,
+                         float* tmp) {
+  mm(GemmShape{rows, cols, d, false, true, h.q.ld, h.k.ld, cols}, h.q.p + i0 * h.q.ld, h.k.p, s,
+     false);
   for (std::int64_t r = 0; r < rows; ++r) {
     float* sr = s + r * cols;
     const std::int64_t valid = i0 + r + 1;  // keys 0..i0+r
@@ -72,10 +116,11 @@ void block_probabilities(const Head& h, std::int64_t i0, std::int64_t rows, std:
     if (pr.softmax_in_half) round_if(sr, valid, pr.half);
   }
   if (!pr.softmax_in_half) round_if(s, rows * cols, pr.half);  // p feeds a matmul
+  mm.prepare(s, rows * cols);
 }
 
 void forward_head(const Head& h, AttentionOutput o, std::int64_t ldo, float* lse, std::int64_t t,
-                  std::int64_t d, float scale, const AttentionPrecision& pr) {
+                  std::int64_t d, float scale, const AttentionPrecision& pr, const Products& mm) {
   float* s = sized(0, kBlock * t);
   float* tmp = sized(1, t);
   float* ob = sized(2, kBlock * d);
@@ -83,9 +128,8 @@ void forward_head(const Head& h, AttentionOutput o, std::int64_t ldo, float* lse
   for (std::int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const std::int64_t rows = std::min(kBlock, t - i0);
     const std::int64_t cols = i0 + rows;  // causal: keys up to the block's last row
-    block_probabilities(h, i0, rows, cols, d, scale, pr, s, lse + i0, nullptr, tmp);
-    gemm_in_thread(GemmShape{rows, d, cols, false, false, cols, h.ld, d}, s, h.v, ob, false,
-                   pr.gemm);
+    block_probabilities(h, i0, rows, cols, d, scale, pr, mm, s, lse + i0, nullptr, tmp);
+    mm(GemmShape{rows, d, cols, false, false, cols, h.v.ld, d}, s, h.v.p, ob, false);
     for (std::int64_t r = 0; r < rows; ++r) {
       numerics::encode_array(ob + r * d, static_cast<std::size_t>(d), o.format,
                              static_cast<char*>(o.data) + (i0 + r) * ldo * bytes);
@@ -95,32 +139,31 @@ void forward_head(const Head& h, AttentionOutput o, std::int64_t ldo, float* lse
 
 // dq is written in place (layout ld); dk and dv are summed over blocks in dense scratch and
 // then stored (layout ld).
-void backward_head(const Head& h, const Operand& o, const Operand& d_o, std::int64_t ldo,
-                   const float* lse, float* dq, float* dk, float* dv, std::int64_t t,
-                   std::int64_t d, float scale, const AttentionPrecision& pr) {
+// d_o feeds the products; d_o_plain (the same rows unrounded for them) and o give the row
+// sums delta = sum_c dO o.
+void backward_head(const Head& h, const HeadRows& o, const HeadRows& d_o, const HeadRows& d_o_plain,
+                   const float* lse, float* dq, float* dk, float* dv, std::int64_t ld,
+                   std::int64_t t, std::int64_t d, float scale, const AttentionPrecision& pr,
+                   const Products& mm) {
   float* p = sized(0, kBlock * t);
   float* dp = sized(1, kBlock * t);
   float* dk_acc = sized(2, t * d);
   float* dv_acc = sized(3, t * d);
   float* delta = sized(4, kBlock);
-  float* row_o = sized(5, d);
-  float* row_do = sized(6, d);
   std::fill(dk_acc, dk_acc + t * d, 0.0f);
   std::fill(dv_acc, dv_acc + t * d, 0.0f);
   for (std::int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const std::int64_t rows = std::min(kBlock, t - i0);
     const std::int64_t cols = i0 + rows;
-    block_probabilities(h, i0, rows, cols, d, scale, pr, p, nullptr, lse + i0, nullptr);
-    const Operand dob = at(d_o, i0 * ldo);
+    block_probabilities(h, i0, rows, cols, d, scale, pr, mm, p, nullptr, lse + i0, nullptr);
+    const float* dob = d_o.p + i0 * d_o.ld;
     // dV[0:cols] += P^T dO_block
-    gemm_in_thread(GemmShape{cols, d, rows, true, false, cols, ldo, d}, p, dob, dv_acc, true,
-                   pr.gemm);
+    mm(GemmShape{cols, d, rows, true, false, cols, d_o.ld, d}, p, dob, dv_acc, true);
     // dP = dO_block V[0:cols]^T
-    gemm_in_thread(GemmShape{rows, cols, d, false, true, ldo, h.ld, cols}, dob, h.v, dp, false,
-                   pr.gemm);
+    mm(GemmShape{rows, cols, d, false, true, d_o.ld, h.v.ld, cols}, dob, h.v.p, dp, false);
     for (std::int64_t r = 0; r < rows; ++r) {
-      const float* dor = decoded(d_o, (i0 + r) * ldo, d, row_do);
-      const float* orow = decoded(o, (i0 + r) * ldo, d, row_o);
+      const float* dor = d_o_plain.p + (i0 + r) * d_o_plain.ld;
+      const float* orow = o.p + (i0 + r) * o.ld;
       float acc = 0;
       for (std::int64_t c = 0; c < d; ++c) acc += dor[c] * orow[c];
       delta[r] = acc;
@@ -133,15 +176,15 @@ void backward_head(const Head& h, const Operand& o, const Operand& d_o, std::int
       for (std::int64_t c = 0; c < cols; ++c) dpr[c] = pr_row[c] * (dpr[c] - dr) * scale;
     }
     round_if(dp, rows * cols, pr.half);
+    mm.prepare(dp, rows * cols);
     // dQ_block = dS K[0:cols];  dK[0:cols] += dS^T Q_block
-    gemm_in_thread(GemmShape{rows, d, cols, false, false, cols, h.ld, h.ld}, dp, h.k,
-                   dq + i0 * h.ld, false, pr.gemm);
-    gemm_in_thread(GemmShape{cols, d, rows, true, false, cols, h.ld, d}, dp, at(h.q, i0 * h.ld),
-                   dk_acc, true, pr.gemm);
+    mm(GemmShape{rows, d, cols, false, false, cols, h.k.ld, ld}, dp, h.k.p, dq + i0 * ld, false);
+    mm(GemmShape{cols, d, rows, true, false, cols, h.q.ld, d}, dp, h.q.p + i0 * h.q.ld, dk_acc,
+       true);
   }
   for (std::int64_t r = 0; r < t; ++r) {
-    std::copy(dk_acc + r * d, dk_acc + (r + 1) * d, dk + r * h.ld);
-    std::copy(dv_acc + r * d, dv_acc + (r + 1) * d, dv + r * h.ld);
+    std::copy(dk_acc + r * d, dk_acc + (r + 1) * d, dk + r * ld);
+    std::copy(dv_acc + r * d, dv_acc + (r + 1) * d, dv + r * ld);
   }
 }
 
@@ -162,11 +205,14 @@ void for_each_head(const AttentionShape& s, const HeadLayout& in, const HeadLayo
 void attention_forward(const AttentionShape& s, const HeadLayout& in, Operand q, Operand k,
                        Operand v, const HeadLayout& out, AttentionOutput o, float* lse, float scale,
                        const AttentionPrecision& pr) {
+  const Products mm(pr);
   const int bytes = numerics::traits(o.format).storage_bytes;
   for_each_head(s, in, out, [&](std::int64_t i, std::int64_t a, std::int64_t ot) {
-    const Head h{at(q, a), at(k, a), at(v, a), in.row_stride};
+    const std::int64_t ld = in.row_stride;
+    const Head h{head_rows(at(q, a), ld, s.t, s.d, mm, 5), head_rows(at(k, a), ld, s.t, s.d, mm, 6),
+                 head_rows(at(v, a), ld, s.t, s.d, mm, 7)};
     const AttentionOutput oh{static_cast<char*>(o.data) + ot * bytes, o.format};
-    forward_head(h, oh, out.row_stride, lse + i * s.t, s.t, s.d, scale, pr);
+    forward_head(h, oh, out.row_stride, lse + i * s.t, s.t, s.d, scale, pr, mm);
   });
 }
 
@@ -174,10 +220,20 @@ void attention_backward(const AttentionShape& s, const HeadLayout& in, Operand q
                         Operand v, const HeadLayout& out, Operand o, Operand d_o, const float* lse,
                         float* dq, float* dk, float* dv, float scale,
                         const AttentionPrecision& pr) {
+  const Products mm(pr);
+  // o (and dO where it is summed, not multiplied) are read as stored, never rounded for a
+  // product.
+  AttentionPrecision plain = pr;
+  plain.gemm.format = numerics::Format::float32;
+  const Products as_stored(plain);
   for_each_head(s, in, out, [&](std::int64_t i, std::int64_t a, std::int64_t ot) {
-    const Head h{at(q, a), at(k, a), at(v, a), in.row_stride};
-    backward_head(h, at(o, ot), at(d_o, ot), out.row_stride, lse + i * s.t, dq + a, dk + a, dv + a,
-                  s.t, s.d, scale, pr);
+    const std::int64_t ld = in.row_stride, ldo = out.row_stride;
+    const Head h{head_rows(at(q, a), ld, s.t, s.d, mm, 5), head_rows(at(k, a), ld, s.t, s.d, mm, 6),
+                 head_rows(at(v, a), ld, s.t, s.d, mm, 7)};
+    const HeadRows g = head_rows(at(d_o, ot), ldo, s.t, s.d, mm, 9);
+    const HeadRows g_plain = mm.to_bf16 ? head_rows(at(d_o, ot), ldo, s.t, s.d, as_stored, 10) : g;
+    backward_head(h, head_rows(at(o, ot), ldo, s.t, s.d, as_stored, 8), g, g_plain, lse + i * s.t,
+                  dq + a, dk + a, dv + a, ld, s.t, s.d, scale, pr, mm);
   });
 }
 

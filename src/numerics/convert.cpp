@@ -121,9 +121,15 @@ void convert_array(const void* src, Format from, std::size_t n, void* dst, Forma
 void round_to_format(float* x, std::size_t n, Format format, const ConvertOptions& options) {
   if (format == Format::float32) return;
   const FormatTraits& t = traits(format);
+  const Overflow overflow = options.overflow.value_or(t.default_overflow);
+  if (format == Format::float16 && options.rounding == Rounding::nearest_even &&
+      overflow == Overflow::to_infinity && active_simd_path() == SimdPath::avx2) {
+    detail::round_float16_avx2(x, n);
+    return;
+  }
   if (options.rounding == Rounding::nearest_even && active_simd_path() == SimdPath::avx2) {
-    detail::round_nearest_avx2(x, n, t.layout, options.overflow.value_or(t.default_overflow),
-                               static_cast<float>(t.min_normal), static_cast<float>(t.max));
+    detail::round_nearest_avx2(x, n, t.layout, overflow, static_cast<float>(t.min_normal),
+                               static_cast<float>(t.max));
     return;
   }
   constexpr std::size_t kBlock = 4096;

@@ -123,6 +123,45 @@ inline V encode8(V u, const EncodeConstants& c, Rounding rounding, V random) {
   return _mm256_or_si256(sign, mag);
 }
 
+// Groups of 8 lanes that are all zero or of magnitude in [min_normal, max_finite] encode in
+// float32 bit arithmetic: round the dropped mantissa bits (nearest-even, or toward zero),
+// then rebias the exponent field. Results are normal (or zero) patterns of the layout, as the
+// codec gives them; other groups take encode8.
+struct FastNormal {
+  V lo, hi, abs_mask, half_minus_one, keep, one, rebias;
+  int shift;
+  bool nearest;
+  FastNormal(const EncodeArgs& a, float min_normal, float max_finite)
+      : lo(set1(std::bit_cast<std::uint32_t>(min_normal))),
+        hi(set1(std::bit_cast<std::uint32_t>(max_finite))),
+        abs_mask(set1(0x7fffffffu)),
+        half_minus_one(set1((1u << (22 - a.layout.mantissa_bits)) - 1u)),
+        keep(set1(~((1u << (23 - a.layout.mantissa_bits)) - 1u))),
+        one(set1(1u)),
+        rebias(set1(static_cast<std::uint32_t>(127 - a.layout.bias) << a.layout.mantissa_bits)),
+        shift(23 - a.layout.mantissa_bits),
+        nearest(a.rounding == Rounding::nearest_even) {}
+  // Encodes u into *out and returns true when every lane is in the fast range.
+  bool encode(V u, int sign_shift, V* out) const {
+    const V mag = _mm256_and_si256(u, abs_mask);
+    const V zero = _mm256_cmpeq_epi32(mag, _mm256_setzero_si256());
+    const V bad = _mm256_andnot_si256(
+        zero, _mm256_or_si256(_mm256_cmpgt_epi32(lo, mag), _mm256_cmpgt_epi32(mag, hi)));
+    if (!_mm256_testz_si256(bad, bad)) return false;
+    V r = mag;
+    if (nearest) {
+      const V lsb = _mm256_and_si256(_mm256_srli_epi32(mag, shift), one);
+      r = _mm256_add_epi32(mag, _mm256_add_epi32(half_minus_one, lsb));
+    }
+    r = _mm256_and_si256(r, keep);
+    const V field =
+        _mm256_andnot_si256(zero, _mm256_sub_epi32(_mm256_srli_epi32(r, shift), rebias));
+    const V sign = _mm256_slli_epi32(_mm256_srli_epi32(u, 31), sign_shift);
+    *out = _mm256_or_si256(sign, field);
+    return true;
+  }
+};
+
 void encode_generic(const float* src, std::size_t n, void* dst, const EncodeArgs& args) {
   const EncodeArgs a = args;  // a local copy: stores to dst cannot alias it
   const EncodeConstants c(a);
@@ -131,8 +170,23 @@ void encode_generic(const float* src, std::size_t n, void* dst, const EncodeArgs
   const V key_v = set1(key);
   V counter = _mm256_add_epi32(set1(a.counter_low), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   std::size_t i = 0;
+  const bool fast = a.rounding != Rounding::stochastic;
+  const FormatTraits* t = nullptr;
+  for (const FormatTraits& f : kFormatTable) {
+    if (f.layout.exponent_bits == a.layout.exponent_bits &&
+        f.layout.mantissa_bits == a.layout.mantissa_bits && f.layout.bias == a.layout.bias)
+      t = &f;
+  }
+  const FastNormal normal(a, t ? static_cast<float>(t->min_normal) : 1.0f,
+                          t ? static_cast<float>(t->max) : 0.0f);
+  const int sign_shift = a.layout.exponent_bits + a.layout.mantissa_bits;
   for (; i + 8 <= n; i += 8) {
     const V u = _mm256_loadu_si256(reinterpret_cast<const V*>(src + i));
+    V packed;
+    if (fast && t != nullptr && normal.encode(u, sign_shift, &packed)) {
+      store_packed(out + i * a.storage_bytes, packed, a.storage_bytes);
+      continue;
+    }
     V random = _mm256_setzero_si256();
     if (a.rounding == Rounding::stochastic) {
       random = mix32_v(_mm256_add_epi32(mix32_v(_mm256_xor_si256(counter, key_v)), key_v));
@@ -263,6 +317,18 @@ void encode_avx2(const float* src, std::size_t n, void* dst, const EncodeArgs& a
   encode_generic(src, n, dst, a);
 }
 
+void round_float16_avx2(float* x, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_ps(x + i, _mm256_cvtph_ps(h));
+  }
+  const Layout l = layout(Format::float16);
+  for (; i < n; ++i) {
+    x[i] = decode(encode(x[i], l, Rounding::nearest_even, Overflow::to_infinity), l);
+  }
+}
+
 void round_nearest_avx2(float* x, std::size_t n, const Layout& layout_ref, Overflow overflow,
                         float min_normal, float max_finite) {
   const Layout l = layout_ref;
@@ -314,12 +380,32 @@ void decode_avx2(const void* src, std::size_t n, const Layout& layout_ref, int s
       _mm256_storeu_si256(reinterpret_cast<V*>(dst + i), out);
     }
   }
+  // Groups whose exponent fields are all in [1, top - 1] are normal numbers (in either
+  // specials policy): move the fields into float32's and rebias.
+  const V field_one = set1(1u << l.mantissa_bits);
+  const V top_field = set1(l.exponent_mask() << l.mantissa_bits);
+  const V magnitude = set1(l.magnitude_mask());
+  const V rebias = set1(static_cast<std::uint32_t>(127 - l.bias) << 23);
+  const int sign_shift = l.exponent_bits + l.mantissa_bits;
   for (; i + 8 <= n; i += 8) {
     const void* p = in + i * storage_bytes;
     if (f16) {
       _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p))));
+      continue;
+    }
+    const V b = load_packed(p, storage_bytes);
+    const V mag = _mm256_and_si256(b, magnitude);
+    // Special when the field is 0 (zero, subnormal) or the top one (inf, NaN, fn's top).
+    const V special =
+        _mm256_or_si256(_mm256_cmpgt_epi32(field_one, mag),
+                        _mm256_cmpgt_epi32(mag, _mm256_sub_epi32(top_field, set1(1))));
+    if (_mm256_testz_si256(special, special)) {
+      const V out =
+          _mm256_or_si256(_mm256_slli_epi32(_mm256_srli_epi32(b, sign_shift), 31),
+                          _mm256_add_epi32(_mm256_slli_epi32(mag, 23 - l.mantissa_bits), rebias));
+      _mm256_storeu_si256(reinterpret_cast<V*>(dst + i), out);
     } else {
-      _mm256_storeu_si256(reinterpret_cast<V*>(dst + i), decode8(load_packed(p, storage_bytes), c));
+      _mm256_storeu_si256(reinterpret_cast<V*>(dst + i), decode8(b, c));
     }
   }
   for (; i < n; ++i) {

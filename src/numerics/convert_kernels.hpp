@@ -28,6 +28,8 @@ void encode_avx2(const float* src, std::size_t n, void* dst, const EncodeArgs& a
 // dropped bits); any other group goes through the scalar codec.
 void round_nearest_avx2(float* x, std::size_t n, const Layout& layout, Overflow overflow,
                         float min_normal, float max_finite);
+// float16, nearest-even, overflow to infinity: F16C there and back (subnormals included).
+void round_float16_avx2(float* x, std::size_t n);
 void decode_avx2(const void* src, std::size_t n, const Layout& layout, int storage_bytes,
                  float* dst);
 

@@ -10,6 +10,7 @@
 #include "machine.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/gemm.hpp"
+#include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/tensor/random.hpp"
 #include "mantissa/tensor/storage.hpp"
@@ -34,17 +35,23 @@ double measure_gemm_peak(const precision::Policy& policy) {
   for (float& x : a) x = static_cast<float>(rng.normal());
   for (float& x : b) x = static_cast<float>(rng.normal());
   kernels::GemmPrecision gp;
+  gp.route = policy.matmul_route;
+  // Operands stored as the model stores them: packed in H under a half policy.
+  const numerics::Format stored = policy.enabled() ? policy.half : numerics::Format::float32;
+  const std::size_t bytes = static_cast<std::size_t>(numerics::traits(stored).storage_bytes);
+  std::vector<std::uint8_t> pa(a.size() * bytes), pb(b.size() * bytes);
+  numerics::encode_array(a.data(), a.size(), stored, pa.data());
+  numerics::encode_array(b.data(), b.size(), stored, pb.data());
   if (policy.enabled()) {
     gp.format = policy.half;
     gp.passes = precision::matmul_passes(policy.half, policy.opt_level);
-    numerics::round_to_format(a.data(), a.size(), gp.format);
-    numerics::round_to_format(b.data(), b.size(), gp.format);
   }
   const kernels::GemmShape s = kernels::GemmShape::dense(n, n, n);
   double best = 1e30;
-  for (int rep = 0; rep < 7; ++rep) {  // the first run creates the primitive
+  for (int rep = 0; rep < 7; ++rep) {  // the first run creates primitives and scratch
     const auto t = Clock::now();
-    kernels::gemm(s, a.data(), b.data(), c.data(), false, gp);
+    kernels::gemm(s, kernels::Operand(pa.data(), stored), kernels::Operand(pb.data(), stored),
+                  c.data(), false, gp);
     if (rep > 0) best = std::min(best, seconds_since(t));
   }
   return s.flops() / best / 1e9;
@@ -99,6 +106,8 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
   BenchResult r;
   r.model = std::string(name_of(kModelNames, config.model.kind));
   r.precision = trainer.policy().describe();
+  r.route = kernels::describe_route(trainer.policy().half, trainer.policy().opt_level,
+                                    trainer.policy().matmul_route);
   r.unit = trainer.item_unit();
   r.parameters = trainer.parameter_count();
   r.items_per_step = trainer.items_per_step();
@@ -138,6 +147,7 @@ std::string format_bench_report(const BenchResult& r) {
   std::string s;
   s += r.model + " (" + std::to_string(r.parameters) + " parameters), precision " + r.precision +
        "\n";
+  s += "  matmul route     " + r.route + "\n";
   s += "  median step      " + fixed(r.median_seconds * 1e3, 1) + " ms over " +
        std::to_string(r.step_seconds.size()) + " timed steps\n";
   s += "  throughput       " + fixed(r.items_per_second, 0) + " " + r.unit + "/s\n";
@@ -192,6 +202,7 @@ std::string format_bench_report(const BenchResult& r) {
 std::string bench_result_json(const BenchResult& r) {
   nlohmann::json j{{"model", r.model},
                    {"precision", r.precision},
+                   {"route", r.route},
                    {"parameters", r.parameters},
                    {"unit", r.unit},
                    {"items_per_step", r.items_per_step},

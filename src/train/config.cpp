@@ -178,6 +178,7 @@ amp::MixedPrecision parse_precision(Reader r) {
   if (r.has("max_gradient_value"))
     m.max_gradient_value = r.require<double>("max_gradient_value", kNum);
   m.precision_opt_level = r.get<int>("precision_opt_level", m.precision_opt_level, kInt);
+  m.matmul_route = r.get_named("matmul_route", m.matmul_route, precision::kMatmulRouteNames);
   m.overflow_tolerance = r.get<double>("overflow_tolerance", m.overflow_tolerance, kNum);
   m.on_stuck = r.get_named("on_stuck", m.on_stuck, amp::kStuckPolicyNames);
   m.hysteresis = r.get<int>("hysteresis", m.hysteresis, kInt);

@@ -475,6 +475,30 @@ TEST_F(NativeGemm, RandomProductsStayWithinTheDerivedBound) {
   }
 }
 
+TEST_F(NativeGemm, ManyRowBlocksFromTransposedStridedOperandsAreExact) {
+  // More rows than one block of the route (512), A transposed and B strided: bfloat16 goes in
+  // place, float16 through the encoded passes; exact sums, so exact results.
+  std::mt19937 rng(9);
+  for (Format f : {Format::bfloat16, Format::float16}) {
+    const std::int64_t m = 1100, n = 20, k = 32;
+    GemmShape s{m, n, k, true, false, m + 3, n + 5, n};
+    auto av = exact_sum_values(static_cast<std::size_t>(k * (m + 3)), rng);
+    auto bv = exact_sum_values(static_cast<std::size_t>(k * (n + 5)), rng);
+    if (f == Format::bfloat16) {
+      for (float& x : av) x = std::trunc(x / 2.0f);
+      for (float& x : bv) x = std::trunc(x / 2.0f);
+    }
+    const Stored a = store(av, f), b = store(bv, f);
+    std::vector<float> out(static_cast<std::size_t>(m * n));
+    gemm(s, a.operand(), b.operand(), out.data(), false,
+         {f, 4, GemmAlgorithm::automatic, GemmRoute::native_bf16});
+    const Exact e = exact_product(s, a.values, b.values);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      ASSERT_EQ(static_cast<double>(out[i]), e.value[i]) << numerics::name(f) << " element " << i;
+    }
+  }
+}
+
 TEST_F(NativeGemm, InThreadCallsFromAParallelRegionAreCorrect) {
   std::mt19937 rng(8);
   const int tasks = 8;

@@ -34,6 +34,8 @@ struct MixedPrecision {
   std::optional<double> max_gradient_norm;
   std::optional<double> max_gradient_value;
   int precision_opt_level = 1;
+  // Which hardware runs the matrix products (kernels/gemm_route.hpp); beyond the seeds.
+  precision::MatmulRoute matmul_route = precision::MatmulRoute::automatic;
   // Beyond the seeds (see docs/mixed_precision.md):
   double overflow_tolerance = 0.0;
   StuckPolicy on_stuck = StuckPolicy::raise;

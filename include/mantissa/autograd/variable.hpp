@@ -2,6 +2,7 @@
 // Variable: a tensor that takes part in reverse-mode differentiation. Leaves (parameters)
 // accumulate float32 gradients; results of ops point at the Node that made them.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -71,6 +72,8 @@ class Variable {
   const Tensor& value_rounded_to(Format f) const;
 
   bool same(const Variable& other) const { return impl_ == other.impl_; }
+  // What identifies this variable (shared by its copies): for maps from variables to indices.
+  const void* id() const { return impl_.get(); }
 
  private:
   std::shared_ptr<VariableImpl> impl_;
@@ -113,5 +116,12 @@ bool grad_enabled();
 // once its backward has run, so a graph is back-propagated once (as in PyTorch without
 // retain_graph): a second backward through it throws mantissa::Error.
 void backward(const Variable& root, float seed = 1.0f);
+
+// Called during a backward once a leaf's gradient is final (every node that sends it a
+// gradient has run), with the leaf's id() and its float32 gradient: data-parallel training
+// starts reducing a parameter's gradient while the backward goes on. Called on the thread
+// that runs the backward, in an order fixed by the graph.
+using LeafReadyHook = std::function<void(const void* leaf_id, Tensor& grad)>;
+void backward(const Variable& root, float seed, const LeafReadyHook& on_leaf_ready);
 
 }  // namespace mantissa::autograd

@@ -24,6 +24,7 @@ struct BenchOptions {
 
 struct BenchResult {
   std::string model, precision, unit;  // unit: tokens or samples
+  std::string route;                   // how the matrix products run (describe_route)
   std::int64_t parameters = 0;
   std::int64_t items_per_step = 0;
   std::vector<double> step_seconds;  // timed steps, in order

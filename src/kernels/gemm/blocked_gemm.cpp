@@ -55,7 +55,7 @@ struct Job {
   const GemmEpilogue* epilogue;
   MicroKernelInfo kern;
   Blocking bl;
-  float* b_panels;
+  float* b_panels[2];  // two buffers, used in turn: one barrier per depth block
   std::atomic<bool>* failed;
 };
 
@@ -101,6 +101,7 @@ void run_thread(const Job& job, int t, int threads) {
   // Depth blocks of (nearly) equal size, a multiple of 8 where possible.
   const std::int64_t depth = std::min(s.k, (ceil_div(s.k, ceil_div(s.k, bl.kc)) + 7) / 8 * 8);
   const std::int64_t depth_blocks = ceil_div(s.k, depth);
+  int turn = 0;  // which B buffer the next depth block packs into
   for (std::int64_t i0 = 0; i0 < s.m; i0 += bl.mb) {
     const std::int64_t rows = std::min(bl.mb, s.m - i0);
     const std::int64_t row_panels = ceil_div(rows, mr);
@@ -126,9 +127,13 @@ void run_thread(const Job& job, int t, int threads) {
           const std::int64_t k0 = d * depth, kc = std::min(depth, s.k - k0);
           const bool first = p == 0 && d == 0;
           const bool last = p + 1 == job.passes.count && d + 1 == depth_blocks;
+          // A thread may still be reading the other buffer (the previous block); this one was
+          // last read two blocks ago, before every thread passed the previous barrier.
+          float* b_panels = job.b_panels[turn];
+          turn ^= 1;
           if (pack0 < pack1) {
             pack_b(job.b, k0, kc, j0 + pack0 * nr, std::min(pack1 * nr, cols) - pack0 * nr, pass.b,
-                   nr, job.b_panels + pack0 * kc * nr, ws.run);
+                   nr, b_panels + pack0 * kc * nr, ws.run);
           }
           barrier(threads);
           for (std::int64_t ib = r0; busy && ib < r1; ib += bl.mc) {
@@ -136,7 +141,7 @@ void run_thread(const Job& job, int t, int threads) {
             pack_a(job.a, i0 + ib, mc, k0, kc, pass.a, mr, abuf, ws.run);
             float* cblock = cbuf + (ib - r0) * ldc;
             for (std::int64_t q = q0; q < q1; ++q) {
-              const float* bpanel = job.b_panels + q * kc * nr;
+              const float* bpanel = b_panels + q * kc * nr;
               for (std::int64_t ir = 0; ir * mr < mc; ++ir) {
                 job.kern.fn(kc, abuf + ir * kc * mr, bpanel, cblock + ir * mr * ldc + (q - q0) * nr,
                             ldc, !first);
@@ -147,7 +152,6 @@ void run_thread(const Job& job, int t, int threads) {
                                        std::min(q1 * nr, cols) - q0 * nr});
             }
           }
-          barrier(threads);  // the B panels are packed anew next
         }
       }
     }
@@ -192,10 +196,16 @@ void blocked_gemm(const GemmShape& s, const Operand& a, const Operand& b, const 
   const MicroKernelInfo kern = active_micro_kernel();
   const Blocking bl = blocking_for(kern.isa);
   std::atomic<bool> failed{false};
-  float* b_panels = shared_b_panels().as<float>(static_cast<std::size_t>(bl.kc * bl.nc));
-  const Job job{
-      s,      {a, s.trans_a, s.lda}, {b, s.trans_b, s.ldb}, passes, &epilogue, kern, bl, b_panels,
-      &failed};
+  float* b_panels = shared_b_panels().as<float>(static_cast<std::size_t>(2 * bl.kc * bl.nc));
+  const Job job{s,
+                {a, s.trans_a, s.lda},
+                {b, s.trans_b, s.ldb},
+                passes,
+                &epilogue,
+                kern,
+                bl,
+                {b_panels, b_panels + bl.kc * bl.nc},
+                &failed};
   const bool parallel = all_threads && !omp_in_parallel() && omp_get_max_threads() > 1 &&
                         s.flops() >= 2.0 * 64 * 64 * 64;
   if (parallel) {

@@ -91,26 +91,30 @@ std::uint16_t bf16_bits(float x) {
 }
 
 struct Scratch {
-  ScratchBuffer a, b, c, run;
+  ScratchBuffer a, b, c;
 };
 Scratch& scratch() {
   thread_local Scratch s;
   return s;
 }
+// Each thread's decode buffer for encoding its share of an operand.
+ScratchBuffer& thread_run() {
+  thread_local ScratchBuffer run;
+  return run;
+}
 
-// op(X) (rows x cols) of every pass, side by side along the inner dimension, as dense bf16.
-// along_rows: the inner dimension runs along X's columns (A: [rows, passes * cols]); else
-// along its rows (B: [passes * rows, cols]).
+// op(X) (rows x cols) of every pass, side by side along the inner dimension, as bf16 into
+// out with leading dimension ld. a_side: the inner dimension runs along X's columns (A: pass p
+// at columns [p cols, (p + 1) cols)); else along its rows (B: pass p at rows [p rows, ...)).
 void encode_passes(const gemm_detail::MatrixRef& x, std::int64_t rows, std::int64_t cols,
-                   const gemm_detail::PassList& passes, bool a_side, std::uint16_t* out,
-                   ScratchBuffer& run) {
+                   const gemm_detail::PassList& passes, bool a_side, std::int64_t ld,
+                   std::uint16_t* out, ScratchBuffer& run) {
   float* tmp = run.as<float>(static_cast<std::size_t>(std::max(rows, cols)));
-  const std::int64_t width = a_side ? passes.count * cols : cols;
   for (int p = 0; p < passes.count; ++p) {
     const gemm_detail::Part part = a_side ? passes.pass[p].a : passes.pass[p].b;
     // Element (r, c) of this pass goes to out[at(r, c)].
     const auto at = [&](std::int64_t r, std::int64_t c) {
-      return a_side ? r * width + p * cols + c : (p * rows + r) * width + c;
+      return a_side ? r * ld + p * cols + c : (p * rows + r) * ld + c;
     };
     if (!x.trans) {
       for (std::int64_t r = 0; r < rows; ++r) {
@@ -141,43 +145,83 @@ void onednn_bf16_gemm(const GemmShape& s, const Operand& a, const Operand& b,
   if (s.m <= 0 || s.n <= 0) return;
   Scratch& sc = scratch();
   const bool in_thread = !all_threads || omp_in_parallel();
-  GemmShape g = s;
-  const void* ap = a.data;
-  const void* bp = b.data;
   const std::int64_t k2 = passes.count * s.k;
-  if (!direct(a, passes, true)) {
-    auto* out = sc.a.as<std::uint16_t>(static_cast<std::size_t>(s.m * k2));
-    encode_passes({a, s.trans_a, s.lda}, s.m, s.k, passes, true, out, sc.run);
-    ap = out;
-    g.trans_a = false;
-    g.lda = k2;
-  }
+  // Runs fn(r0, r1) over [0, rows), on all threads unless in_thread.
+  const auto over_rows = [&](std::int64_t rows, const auto& fn) {
+    if (in_thread) {
+      fn(std::int64_t{0}, rows);
+    } else {
+      parallel_chunks(rows, fn, 1);
+    }
+  };
+  // B: in place when it is bf16 already, else encoded once into bf16 passes [k2, n].
+  const void* bp = b.data;
+  GemmShape g = s;
   if (!direct(b, passes, false)) {
     auto* out = sc.b.as<std::uint16_t>(static_cast<std::size_t>(k2 * s.n));
-    encode_passes({b, s.trans_b, s.ldb}, s.k, s.n, passes, false, out, sc.run);
+    // Each thread encodes a range of B's columns (whole depth rows would share cache lines).
+    over_rows(s.n, [&](std::int64_t c0, std::int64_t c1) {
+      const gemm_detail::MatrixRef part{
+          {static_cast<const char*>(b.data) +
+               (s.trans_b ? c0 * s.ldb : c0) * numerics::traits(b.format).storage_bytes,
+           b.format},
+          s.trans_b,
+          s.ldb};
+      encode_passes(part, s.k, c1 - c0, passes, false, s.n, out + c0, thread_run());
+    });
     bp = out;
     g.trans_b = false;
     g.ldb = s.n;
   }
   g.k = k2;
   g.ldc = s.n;
-  float* c = sc.c.as<float>(static_cast<std::size_t>(s.m * s.n));
-  if (k2 == 0) {
-    std::fill(c, c + s.m * s.n, 0.0f);
-  } else {
-    execute(cached_matmul(g, false, dt::bf16, in_thread), ap, bp, c);
-  }
-  constexpr std::int64_t kRows = 32;
-  const auto hand_out = [&](std::int64_t b0, std::int64_t b1) {
-    for (std::int64_t r = b0 * kRows; r < std::min(s.m, b1 * kRows); r += kRows) {
-      epilogue(GemmTile{c + r * s.n, s.n, r, std::min(kRows, s.m - r), 0, s.n});
+  // A and C a block of rows at a time: scratch stays the size of a block, not of the operand.
+  constexpr std::int64_t kBlockRows = 512;
+  const int a_bytes = numerics::traits(a.format).storage_bytes;
+  const bool a_direct = direct(a, passes, true);
+  for (std::int64_t i0 = 0; i0 < s.m; i0 += kBlockRows) {
+    const std::int64_t rows = std::min(kBlockRows, s.m - i0);
+    GemmShape gb = g;
+    gb.m = rows;
+    const void* first_row =
+        static_cast<const char*>(a.data) + (s.trans_a ? i0 : i0 * s.lda) * a_bytes;
+    const void* ap = first_row;
+    if (!a_direct) {
+      auto* out = sc.a.as<std::uint16_t>(static_cast<std::size_t>(rows * k2));
+      over_rows(rows, [&](std::int64_t r0, std::int64_t r1) {
+        const gemm_detail::MatrixRef part{
+            {static_cast<const char*>(first_row) + (s.trans_a ? r0 : r0 * s.lda) * a_bytes,
+             a.format},
+            s.trans_a,
+            s.lda};
+        encode_passes(part, r1 - r0, s.k, passes, true, k2, out + r0 * k2, thread_run());
+      });
+      ap = out;
+      gb.trans_a = false;
+      gb.lda = k2;
     }
-  };
-  const std::int64_t blocks = (s.m + kRows - 1) / kRows;
-  if (in_thread) {
-    hand_out(0, blocks);
-  } else {
-    parallel_chunks(blocks, hand_out, 1);
+    float* c = sc.c.as<float>(static_cast<std::size_t>(rows * s.n));
+    if (k2 == 0) {
+      std::fill(c, c + rows * s.n, 0.0f);
+    } else {
+      execute(cached_matmul(gb, false, dt::bf16, in_thread), ap, bp, c);
+    }
+    constexpr std::int64_t kTileRows = 32;
+    over_rows((rows + kTileRows - 1) / kTileRows, [&](std::int64_t t0, std::int64_t t1) {
+      for (std::int64_t r = t0 * kTileRows; r < std::min(rows, t1 * kTileRows); r += kTileRows) {
+        epilogue(GemmTile{c + r * s.n, s.n, i0 + r, std::min(kTileRows, rows - r), 0, s.n});
+      }
+    });
+  }
+}
+
+void onednn_sgemm_in_thread(const GemmShape& s, const float* a, const float* b, float* c,
+                            bool accumulate) {
+  if (s.m <= 0 || s.n <= 0) return;
+  const dnnl_status_t st = dnnl_sgemm(s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.m, s.n, s.k,
+                                      1.0f, a, s.lda, b, s.ldb, accumulate ? 1.0f : 0.0f, c, s.ldc);
+  if (st != dnnl_success) {
+    throw Error("gemm: dnnl_sgemm failed (status " + std::to_string(st) + ")");
   }
 }
 

@@ -13,6 +13,11 @@ namespace mantissa::kernels::gemm_detail {
 void onednn_bf16_gemm(const GemmShape& s, const Operand& a, const Operand& b,
                       const PassList& passes, const GemmEpilogue& epilogue, bool all_threads);
 
+// oneDNN's sgemm on the calling thread (for small products inside a parallel region): float32
+// operands, C (+)= A B in oneDNN's order of summation.
+void onednn_sgemm_in_thread(const GemmShape& s, const float* a, const float* b, float* c,
+                            bool accumulate);
+
 // Asks oneDNN once whether it has a bf16 matmul here, and on which ISA.
 NativeBf16 probe_native_bf16();
 

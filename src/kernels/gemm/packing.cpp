@@ -12,7 +12,27 @@ namespace {
 
 // Formats converted in registers; the others are decoded into a buffer first.
 bool fused(Format f) {
-  return f == Format::float32 || f == Format::bfloat16 || f == Format::float16;
+  return f == Format::float32 || f == Format::bfloat16 || f == Format::float16 ||
+         f == Format::cbfloat16;
+}
+
+// cbfloat16 (1/6/9, bias 31): 8 patterns whose exponent fields are all normal move their
+// fields into float32's and rebias by 127 - 31; a group with a zero, subnormal, infinity or
+// NaN goes through the codec.
+inline __m256 cbfloat16_8(const std::uint16_t* p) {
+  const __m256i b = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m256i mag = _mm256_and_si256(b, _mm256_set1_epi32(0x7fff));
+  const __m256i special =
+      _mm256_or_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(1 << 9), mag),
+                      _mm256_cmpgt_epi32(mag, _mm256_set1_epi32((63 << 9) - 1)));
+  if (_mm256_testz_si256(special, special)) {
+    const __m256i sign = _mm256_slli_epi32(_mm256_srli_epi32(b, 15), 31);
+    const __m256i field = _mm256_add_epi32(_mm256_slli_epi32(mag, 14), _mm256_set1_epi32(96 << 23));
+    return _mm256_castsi256_ps(_mm256_or_si256(sign, field));
+  }
+  alignas(32) float out[8];
+  numerics::decode_array(p, 8, Format::cbfloat16, out);
+  return _mm256_load_ps(out);
 }
 
 // 8 consecutive elements starting at index i, as float32.
@@ -26,6 +46,8 @@ inline __m256 load8(const void* base, Format f, std::int64_t i) {
     case Format::float16:
       return _mm256_cvtph_ps(_mm_loadu_si128(
           reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(base) + i)));
+    case Format::cbfloat16:
+      return cbfloat16_8(static_cast<const std::uint16_t*>(base) + i);
     default:
       return _mm256_loadu_ps(static_cast<const float*>(base) + i);
   }
@@ -42,6 +64,18 @@ inline float load1(const void* base, Format f, std::int64_t i) {
     }
     case Format::float16:
       return _cvtsh_ss(static_cast<const std::uint16_t*>(base)[i]);
+    case Format::cbfloat16: {
+      const std::uint32_t b = static_cast<const std::uint16_t*>(base)[i];
+      const std::uint32_t mag = b & 0x7fffu;
+      float v;
+      if (mag >= (1u << 9) && mag < (63u << 9)) {  // normal: as cbfloat16_8 does
+        const std::uint32_t u = ((b >> 15) << 31) | ((mag << 14) + (96u << 23));
+        std::memcpy(&v, &u, sizeof v);
+      } else {
+        numerics::decode_array(static_cast<const std::uint16_t*>(base) + i, 1, f, &v);
+      }
+      return v;
+    }
     default:
       return static_cast<const float*>(base)[i];
   }

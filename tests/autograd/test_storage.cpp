@@ -1,0 +1,132 @@
+// How ops store what they make and keep: under a half policy every result, saved tensor and
+// gradient between ops is held in H's own width (2 bytes, 1 for fp8), a node keeps only what
+// its backward reads, and a node's saved tensors are freed once its backward has run.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "gradcheck.hpp"
+#include "mantissa/error.hpp"
+#include "mantissa/precision/policy.hpp"
+#include "mantissa/tensor/storage.hpp"
+
+namespace mantissa::testing {
+namespace {
+
+namespace ag = autograd;
+using numerics::Format;
+
+std::uint64_t live_bytes() {
+  return tensor::pool_stats().live_bytes;
+}
+
+TEST(Storage, ResultsAreStoredInHsOwnWidth) {
+  for (Format h : {Format::bfloat16, Format::float16, Format::cbfloat16}) {
+    precision::Autocast cast({h, 1});
+    const Variable x(random_tensor({16, 64}, 1), true);
+    const Variable w(random_tensor({32, 64}, 2), true);
+    const Variable y = ag::gelu(ag::linear(x, w, Variable()));
+    EXPECT_EQ(y.value().format(), h);
+    EXPECT_EQ(y.value().element_bytes(), 2);
+    // The weight's H copy is packed too, made once per version.
+    const Tensor& copy = w.value_rounded_to(h);
+    EXPECT_EQ(copy.format(), h);
+    EXPECT_TRUE(w.value_rounded_to(h).shares_storage(copy));
+  }
+  // Mixed precision off: float32 results.
+  const Variable x(random_tensor({4, 8}, 3), true);
+  EXPECT_EQ(ag::relu(x).value().format(), Format::float32);
+}
+
+TEST(Storage, GradientsBetweenOpsArriveInH) {
+  // A probe op records the format its backward receives.
+  struct Probe : autograd::Node {
+    Format seen = Format::float32;
+    const char* name() const override { return "probe"; }
+    std::vector<Tensor> apply(const Tensor& g) override {
+      seen = g.format();
+      return {g};
+    }
+  };
+  precision::Autocast cast({Format::bfloat16, 1});
+  const Variable x(random_tensor({8, 8}, 4), true);
+  auto probe = std::make_shared<Probe>();
+  probe->next.push_back(x.edge());
+  probe->policy = precision::current_policy();
+  Variable p(ag::relu(x).value());
+  p.set_grad_fn(probe);
+  ag::backward(ag::sum(ag::relu(p)));
+  EXPECT_EQ(probe->seen, Format::bfloat16);
+  EXPECT_EQ(x.grad().format(), Format::float32);  // leaves accumulate in float32
+}
+
+TEST(Storage, NodesKeepOnlyWhatTheirBackwardReads) {
+  precision::Autocast cast({Format::bfloat16, 1});
+  const Variable x(random_tensor({256, 256}, 5), true);
+  Variable a = ag::scale(x, 2.0f);  // 128 KiB in bfloat16
+  Variable b = ag::scale(x, 3.0f);
+  const Variable c = ag::add(a, b);  // add's backward reads neither input
+  const std::uint64_t before = live_bytes();
+  a = Variable();
+  b = Variable();
+  EXPECT_LE(live_bytes() + 2 * 256 * 256 * 2, before) << "add kept its inputs alive";
+  // A product keeps its inputs (its backward reads them).
+  Variable u = ag::scale(x, 2.0f);
+  const Variable v = ag::matmul(u, u);
+  const std::uint64_t with_u = live_bytes();
+  u = Variable();
+  EXPECT_EQ(live_bytes(), with_u);
+  ag::backward(ag::sum(ag::add(c, v)));
+  EXPECT_TRUE(x.grad().defined());
+}
+
+TEST(Storage, SavedTensorsAreFreedAsTheBackwardRunsAndOnlyOnce) {
+  precision::Autocast cast({Format::bfloat16, 1});
+  const Variable x(random_tensor({128, 128}, 6), true);
+  const std::uint64_t base = live_bytes();
+  std::uint64_t after_backward = 0;
+  {
+    Variable h = ag::gelu(ag::scale(x, 1.5f));  // gelu saves its input
+    h = ag::gelu(h);
+    const Variable loss = ag::sum(h);
+    h = Variable();
+    EXPECT_GT(live_bytes(), base + 2 * 128 * 128 * 2 - 1) << "the saved inputs are alive";
+    ag::backward(loss);
+    after_backward = live_bytes();
+    // Only the leaf's float32 gradient (and the loss's one-element tensors) remain.
+    EXPECT_LE(after_backward, base + 128 * 128 * 4 + 4096);
+    EXPECT_THROW(ag::backward(loss), Error);
+  }
+  EXPECT_LE(live_bytes(), after_backward);
+}
+
+}  // namespace
+}  // namespace mantissa::testing
+
+namespace mantissa::testing {
+namespace {
+
+TEST(LeafReadyHook, FiresOnceEachLeafsGradientIsFinal) {
+  // w is used twice (as a tied weight is): the hook must fire once, after both gradients.
+  const Variable x(random_tensor({4, 6}, 7), true);
+  const Variable w(random_tensor({6, 6}, 8), true);
+  const Variable b(random_tensor({6}, 9), true);
+  const Variable unused(random_tensor({3}, 10), true);
+  const Variable h = ag::linear(ag::relu(ag::linear(x, w, b)), w, Variable());
+  std::vector<const void*> order;
+  std::vector<std::vector<float>> seen;
+  ag::backward(ag::sum(h), 1.0f, [&](const void* id, Tensor& grad) {
+    order.push_back(id);
+    seen.push_back(grad.to_vector());
+  });
+  ASSERT_EQ(order.size(), 3u);  // x, w, b; not `unused`
+  std::set<const void*> ids(order.begin(), order.end());
+  EXPECT_EQ(ids, (std::set<const void*>{x.id(), w.id(), b.id()}));
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const Variable& v = order[i] == x.id() ? x : order[i] == w.id() ? w : b;
+    EXPECT_EQ(seen[i], v.grad().to_vector()) << "the gradient handed over was not final";
+  }
+}
+
+}  // namespace
+}  // namespace mantissa::testing
