@@ -184,7 +184,7 @@ std::string charts_section(const std::vector<ReportRun>& runs) {
       "The global gradient norm, unscaled and before clipping, of each window's last step (a "
       "gap: not finite, the step was skipped).");
   out += per_window_chart(
-      runs, "chart-learning-rate", "Learning rate", {"learning rate"},
+      runs, "chart-learning-rate", "Learning rate", {"learning rate", Scale::linear, true},
       [](const WindowRecord& w) { return w.learning_rate; },
       "The schedule's value for the next step; a skipped step does not advance it.");
   out += bar_charts(runs);
