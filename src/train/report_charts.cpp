@@ -17,7 +17,7 @@ using plot::Scale;
 using plot::Series;
 using Points = std::vector<std::pair<double, double>>;
 
-const char* kStepAxis = "optimizer step";
+constexpr const char* kStepAxis = "optimizer step";
 
 std::string figure(const std::string& svg, const std::string& caption) {
   return "<figure>" + svg + "<figcaption>" + caption + "</figcaption></figure>\n";
@@ -160,14 +160,17 @@ std::string bar_charts(const std::vector<ReportRun>& runs) {
   plot::BarChart memory{"chart-memory", "Peak resident memory", {}};
   for (const ReportRun& r : runs) {
     const double rate = median_throughput(*r.log);
-    speed.bars.push_back({r.label, r.label, throughput_text(*r.log), rate, r.style});
+    speed.bars.push_back(
+        {r.label, r.label, throughput_text(*r.log), rate, r.style, throughput_range(*r.log)});
     const std::optional<double> rss = peak_rss(*r.log);
     memory.bars.push_back({r.label, r.label, rss ? fmt::format("{:.0f} MiB", *rss) : "n/a",
-                           rss.value_or(0.0), r.style});
+                           rss.value_or(0.0), r.style, std::nullopt});
   }
   return figure(plot::render(speed) + plot::render(memory),
                 "Throughput: the median over the logging windows after the first (warm-up "
-                "excluded, evaluation time excluded). Peak RSS: the training process's "
+                "excluded; evaluations and checkpoints excluded); the whisker spans the slowest "
+                "and fastest window (a wide one: the machine was busy with other work). Peak RSS: "
+                "the training process's "
                 "high-water mark (each run in its own process under mantissa compare).");
 }
 

@@ -54,13 +54,29 @@ const ReportRun* reference_run(const std::vector<ReportRun>& runs) {
   return nullptr;
 }
 
-double median_throughput(const RunLog& log) {
+namespace {
+
+// The windows' throughput, the first (warm-up) left out when there are others.
+std::vector<double> window_throughputs(const RunLog& log) {
   std::vector<double> v;
   for (std::size_t i = log.windows.size() > 1 ? 1 : 0; i < log.windows.size(); ++i) {
     if (std::isfinite(log.windows[i].items_per_second))
       v.push_back(log.windows[i].items_per_second);
   }
-  return median(std::move(v));
+  return v;
+}
+
+}  // namespace
+
+double median_throughput(const RunLog& log) {
+  return median(window_throughputs(log));
+}
+
+std::optional<plot::Range> throughput_range(const RunLog& log) {
+  const std::vector<double> v = window_throughputs(log);
+  if (v.empty()) return std::nullopt;
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return plot::Range{*lo, *hi};
 }
 
 std::string throughput_text(const RunLog& log) {

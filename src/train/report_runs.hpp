@@ -25,6 +25,8 @@ const ReportRun* reference_run(const std::vector<ReportRun>& runs);
 // The median of the logging windows' throughput, the first window (warm-up) left out when
 // there are others; NaN without windows.
 double median_throughput(const RunLog& log);
+// The slowest and fastest of those windows; nullopt without windows.
+std::optional<plot::Range> throughput_range(const RunLog& log);
 // "1,234 tokens/s" (the median above), or "n/a".
 std::string throughput_text(const RunLog& log);
 // The largest peak RSS any window recorded.

@@ -313,7 +313,12 @@ std::string render(const BarChart& c) {
   const double height = top + row * static_cast<double>(c.bars.size()) + 8;
   const double bar_space = kWidth - label_width - value_width;
   double largest = 0;
-  for (const Bar& b : c.bars) largest = std::max(largest, std::isfinite(b.value) ? b.value : 0.0);
+  const auto usable = [](double v) { return std::isfinite(v) && v > 0 ? v : 0.0; };
+  for (const Bar& b : c.bars) {
+    largest = std::max(largest, usable(b.value));
+    if (b.range) largest = std::max(largest, usable(b.range->hi));
+  }
+  const auto length = [&](double v) { return largest > 0 ? usable(v) / largest * bar_space : 0; };
   std::string out = fmt::format(
       "<svg id=\"{}\" class=\"chart\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" {} "
       "role=\"img\" aria-label=\"{}\">",
@@ -322,21 +327,31 @@ std::string render(const BarChart& c) {
                      escape(c.title));
   double y = top;
   for (const Bar& b : c.bars) {
-    const double length =
-        largest > 0 && std::isfinite(b.value) && b.value > 0 ? b.value / largest * bar_space : 0;
+    const double mid = y + row / 2 - 2;
+    double end = label_width + length(b.value);  // where the bar (or its whisker) ends
     out += fmt::format("<g class=\"bar\" data-run=\"{}\" data-value=\"{:g}\">", escape(b.run),
                        b.value);
     out += fmt::format(
         "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"end\" dy=\"0.32em\">{}</text>",
-        px(label_width - 8), px(y + row / 2 - 2), escape(b.label));
+        px(label_width - 8), px(mid), escape(b.label));
     out += fmt::format(
         "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#000\" "
         "stroke-width=\"0.8\"/>",
-        px(label_width), px(y + 3), px(length), px(row - 10), b.style.colour);
-    out +=
-        marker_svg(b.style.marker, label_width - 2 + length + 10, y + row / 2 - 2, b.style.colour);
+        px(label_width), px(y + 3), px(length(b.value)), px(row - 10), b.style.colour);
+    if (b.range) {
+      const double lo = label_width + length(b.range->lo), hi = label_width + length(b.range->hi);
+      const std::string d = fmt::format("M{0} {1}H{2}M{0} {3}V{4}M{2} {3}V{4}", px(lo), px(mid),
+                                        px(hi), px(mid - 6), px(mid + 6));
+      // A white halo keeps the whisker visible on a dark bar.
+      out += fmt::format(
+          "<path class=\"range\" d=\"{0}\" stroke=\"#fff\" stroke-width=\"4\" fill=\"none\"/>"
+          "<path class=\"range\" d=\"{0}\" stroke=\"#000\" stroke-width=\"1.5\" fill=\"none\"/>",
+          d);
+      end = std::max(end, hi);
+    }
+    out += marker_svg(b.style.marker, end + 8, mid, b.style.colour);
     out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"12\" dy=\"0.32em\">{}</text>",
-                       px(label_width + length + 22), px(y + row / 2 - 2), escape(b.value_text));
+                       px(end + 20), px(mid), escape(b.value_text));
     out += "</g>";
     y += row;
   }

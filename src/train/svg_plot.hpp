@@ -97,8 +97,9 @@ std::string render(const LineChart& chart);
 
 struct Bar {
   std::string run, label, value_text;
-  double value = 0;  // the bar's length, relative to the largest
+  double value = 0;  // the bar's length, relative to the largest value or range end
   Style style;
+  std::optional<Range> range;  // a whisker over the bar (e.g. the slowest and fastest window)
 };
 
 struct BarChart {
@@ -106,7 +107,8 @@ struct BarChart {
   std::vector<Bar> bars;
 };
 
-// Horizontal bars, one per run, labelled with the run and the value.
+// Horizontal bars, one per run, labelled with the run and the value, with a whisker where a
+// bar has a range.
 std::string render(const BarChart& chart);
 
 // A small standalone <svg> of a style's line and marker, for tables and text.

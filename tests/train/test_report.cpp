@@ -92,6 +92,8 @@ TEST(Report, EveryChartHoldsEveryRunsSeries) {
         count(chart(page, "chart-learning-rate"), series(f, "training") + " data-points=\"3\""), 1);
     EXPECT_EQ(count(chart(page, "chart-throughput"), "<g class=\"bar\" data-run=\"" + f + "\""), 1);
     EXPECT_EQ(count(chart(page, "chart-memory"), "<g class=\"bar\" data-run=\"" + f + "\""), 1);
+    // Throughput whiskers span the windows after the first: 200 to 300 of 300 (330 pixels).
+    EXPECT_NE(chart(page, "chart-throughput").find("d=\"M340.0 "), std::string::npos);
   }
   // Differences: every run but the reference; the loss scale: the runs that scale.
   const std::string diff = chart(page, "chart-difference");

@@ -142,13 +142,29 @@ TEST(SvgPlot, NothingToDrawSaysSo) {
 
 TEST(SvgPlot, BarsAreProportional) {
   BarChart b{"bars", "Throughput", {}};
-  b.bars.push_back({"float32", "float32", "100 tokens/s", 100, {"#000000", "", Marker::circle}});
-  b.bars.push_back({"float16", "float16", "50 tokens/s", 50, {"#D55E00", "", Marker::circle}});
+  b.bars.push_back(
+      {"float32", "float32", "100 tokens/s", 100, {"#000000", "", Marker::circle}, std::nullopt});
+  b.bars.push_back(
+      {"float16", "float16", "50 tokens/s", 50, {"#D55E00", "", Marker::circle}, std::nullopt});
   const std::string svg = render(b);
   // 330 pixels for the largest (580 - 120 label - 130 value), half for half.
   EXPECT_NE(svg.find("width=\"330.0\" height=\"20.0\" fill=\"#000000\""), std::string::npos) << svg;
   EXPECT_NE(svg.find("width=\"165.0\" height=\"20.0\" fill=\"#D55E00\""), std::string::npos) << svg;
   EXPECT_NE(svg.find(">50 tokens/s</text>"), std::string::npos);
+}
+
+// A whisker from 50 to 200 makes 200 the full 330 pixels: the bar of 100 gets 165, and the
+// whisker runs from 120 + 82.5 to 120 + 330 across the first row's middle (34 + 15 - 2).
+TEST(SvgPlot, AWhiskerSpansItsRange) {
+  BarChart b{"bars", "Throughput", {}};
+  b.bars.push_back(
+      {"float32", "float32", "100 tokens/s", 100, {"#000000", "", Marker::circle}, Range{50, 200}});
+  const std::string svg = render(b);
+  EXPECT_NE(svg.find("width=\"165.0\" height=\"20.0\" fill=\"#000000\""), std::string::npos) << svg;
+  EXPECT_NE(
+      svg.find("<path class=\"range\" d=\"M202.5 47.0H450.0M202.5 41.0V53.0M450.0 41.0V53.0\""),
+      std::string::npos)
+      << svg;
 }
 
 TEST(SvgPlot, TextIsEscaped) {
