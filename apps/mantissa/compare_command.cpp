@@ -17,7 +17,7 @@ namespace {
 
 struct CompareArgs {
   std::string config, formats = "float32,bfloat16,float16,cbfloat16", out;
-  std::int64_t steps = 0;  // 0: the config's max_steps
+  std::optional<std::int64_t> steps;  // unset: the config's max_steps
   std::vector<std::string> overrides;
 };
 
@@ -44,13 +44,14 @@ std::vector<std::string> run_overrides(const CompareArgs& a, numerics::Format fo
                                        const std::string& dir) {
   std::vector<std::string> o = a.overrides;
   o.push_back("trainer.init.checkpoint.dir=" + dir);
-  if (a.steps > 0) o.push_back("trainer.init.loop.max_steps=" + std::to_string(a.steps));
+  if (a.steps) o.push_back("trainer.init.loop.max_steps=" + std::to_string(*a.steps));
   for (std::string& s : precision_overrides(format, "", -1, "")) o.push_back(std::move(s));
   return o;
 }
 
 int run(const CompareArgs& a) {
-  if (a.steps < 0) throw Error("--steps: " + std::to_string(a.steps) + " must be at least 1");
+  if (a.steps && *a.steps < 1)
+    throw Error("--steps: " + std::to_string(*a.steps) + " must be at least 1");
   const std::vector<numerics::Format> formats = parse_formats(a.formats);
   const std::string out =
       a.out.empty() ? "runs/compare-" + std::filesystem::path(a.config).stem().string() : a.out;
