@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <random>
 
+#include "mantissa/amp/autocast.hpp"
 #include "mantissa/amp/grad_scaler.hpp"
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/optim/clip.hpp"
@@ -15,8 +16,9 @@ using mantissa::autograd::Variable;
 using mantissa::tensor::Tensor;
 
 int main() {
-  // set_half_dtype("float16") in the seeds' words: the policy for this scope.
-  mantissa::precision::Autocast autocast({mantissa::numerics::Format::float16, 1});
+  // cstorch.amp.set_half_dtype("float16") and autocast(), under the same names.
+  mantissa::amp::set_half_dtype(mantissa::numerics::Format::float16);
+  auto autocast = mantissa::amp::autocast();
 
   mantissa::tensor::Rng rng(0);
   Tensor w1 = Tensor::empty({64, 16}), w2 = Tensor::empty({4, 64});

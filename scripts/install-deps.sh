@@ -15,6 +15,7 @@ packages=(
   libfmt-dev           # formatting
   zlib1g-dev           # IDX .gz datasets
   libgtest-dev libgmock-dev libbenchmark-dev
+  libopenmpi-dev openmpi-bin  # Open MPI: the dist layer, and mpirun for its tests
   chromium             # tests: the browser test opens the precision report headless
   bible-kjv            # KJV corpus (the `bible` program)
   dataset-fashion-mnist  # /usr/share/datasets/fashion-mnist/*.gz

@@ -21,6 +21,16 @@ struct TrainArgs {
   std::vector<std::string> overrides;
 };
 
+void print_validation(const train::EvalResult& r, std::int64_t step) {
+  if (r.perplexity > 0) {
+    std::printf("validation: loss %.4f, perplexity %.3f (%lld batches, step %lld)\n", r.loss,
+                r.perplexity, static_cast<long long>(r.steps), static_cast<long long>(step));
+  } else {
+    std::printf("validation: loss %.4f, accuracy %.4f (%lld batches, step %lld)\n", r.loss,
+                r.accuracy, static_cast<long long>(r.steps), static_cast<long long>(step));
+  }
+}
+
 int run(const TrainArgs& a, const std::string& default_mode) {
   const train::RunMode mode =
       parse_named(train::kRunModeNames, a.mode.empty() ? default_mode : a.mode, "--mode");
@@ -35,21 +45,12 @@ int run(const TrainArgs& a, const std::string& default_mode) {
   const std::optional<std::string> resume =
       a.resume.empty()
           ? (mode == train::RunMode::eval ? std::optional<std::string>("latest") : std::nullopt)
-          : std::optional<std::string>(a.resume);
+          : std::optional<std::string>(a.resume);  // eval_all reads every checkpoint
   const train::RunSummary s = trainer.run(mode, resume);
   g_running = nullptr;
   std::signal(SIGINT, SIG_DFL);
-  if (s.eval) {
-    if (s.eval->perplexity > 0) {
-      std::printf("validation: loss %.4f, perplexity %.3f (%lld batches, step %lld)\n",
-                  s.eval->loss, s.eval->perplexity, static_cast<long long>(s.eval->steps),
-                  static_cast<long long>(s.global_step));
-    } else {
-      std::printf("validation: loss %.4f, accuracy %.4f (%lld batches, step %lld)\n", s.eval->loss,
-                  s.eval->accuracy, static_cast<long long>(s.eval->steps),
-                  static_cast<long long>(s.global_step));
-    }
-  }
+  for (const train::CheckpointEval& e : s.evals) print_validation(e.result, e.step);
+  if (s.eval && s.evals.empty()) print_validation(*s.eval, s.global_step);
   if (s.interrupted)
     std::printf("interrupted at step %lld; resume with --resume latest\n",
                 static_cast<long long>(s.global_step));
@@ -60,10 +61,8 @@ Action add(CLI::App& app, const char* name, const char* help, const std::string&
   auto* cmd = app.add_subcommand(name, help);
   auto args = std::make_shared<TrainArgs>();
   cmd->add_option("--config", args->config, "The YAML config (docs/config.md)")->required();
-  if (default_mode != "eval") {
-    cmd->add_option("--mode", args->mode,
-                    "train | eval | train_and_eval (default " + default_mode + ")");
-  }
+  cmd->add_option("--mode", args->mode,
+                  names_of(train::kRunModeNames) + " (default " + default_mode + ")");
   cmd->add_option("--resume", args->resume,
                   "latest (the newest checkpoint in the run directory) or a checkpoint path");
   cmd->add_option("--set", args->overrides, "Override a config key: a.b.c=value (repeatable)");
@@ -81,7 +80,9 @@ Action register_train_command(CLI::App& app) {
 
 Action register_eval_command(CLI::App& app) {
   return add(app, "eval",
-             "Evaluate a checkpoint (default: the run's latest) on the validation data", "eval");
+             "Evaluate a checkpoint (default: the run's latest; --mode eval_all: every one) on "
+             "the validation data",
+             "eval");
 }
 
 }  // namespace mantissa::app

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "mantissa/autograd/ops.hpp"
@@ -16,6 +17,11 @@ std::string num(double v) {
   std::ostringstream s;
   s << v;
   return s.str();
+}
+
+// A scale multiplies the loss in float32, so it must be a finite float32 > 0.
+bool finite_float32(double v) {
+  return v > 0 && v <= static_cast<double>(std::numeric_limits<float>::max());
 }
 
 }  // namespace
@@ -36,21 +42,19 @@ GradScalerOptions GradScalerOptions::defaults_for(Format half) {
 
 void GradScalerOptions::validate() const {
   auto fail = [](const std::string& m) { throw Error(m); };
-  if (!dynamic && !(static_scale > 0 && std::isfinite(static_scale))) {
-    fail(loss_scaling_factor_error(num(static_scale)));
-  }
+  if (!dynamic && !finite_float32(static_scale)) fail(loss_scaling_factor_error(num(static_scale)));
   if (!(min_loss_scale >= 1.0 / 16384)) {
     fail("min_loss_scale: " + num(min_loss_scale) + " is below the smallest allowed, 2^-14 (" +
          num(1.0 / 16384) + ")");
   }
-  if (!(max_loss_scale >= min_loss_scale) || !std::isfinite(max_loss_scale)) {
-    fail("max_loss_scale: " + num(max_loss_scale) + " must be finite and >= min_loss_scale (" +
-         num(min_loss_scale) + ")");
+  if (!(max_loss_scale >= min_loss_scale) || !finite_float32(max_loss_scale)) {
+    fail("max_loss_scale: " + num(max_loss_scale) + " must be >= min_loss_scale (" +
+         num(min_loss_scale) +
+         ") and a finite float32 (<= " + num(std::numeric_limits<float>::max()) + ")");
   }
-  if (dynamic && !(init_scale >= min_loss_scale && init_scale <= max_loss_scale)) {
-    fail("initial_loss_scale: " + num(init_scale) +
-         " must lie in [min_loss_scale, max_loss_scale] = [" + num(min_loss_scale) + ", " +
-         num(max_loss_scale) + "]");
+  if (dynamic && !(init_scale >= min_loss_scale)) {
+    fail("initial_loss_scale: " + num(init_scale) + " must be >= min_loss_scale (" +
+         num(min_loss_scale) + ")");
   }
   if (steps_per_increase < 1)
     fail("steps_per_increase: " + num(static_cast<double>(steps_per_increase)) + " must be >= 1");
@@ -60,12 +64,23 @@ void GradScalerOptions::validate() const {
   if (max_gradient_norm && !(*max_gradient_norm > 0)) {
     fail("max_gradient_norm: " + num(*max_gradient_norm) + " must be > 0");
   }
+  if (!(growth_factor > 1.0) || !std::isfinite(growth_factor)) {
+    fail("growth_factor: " + num(growth_factor) + " must be a finite number > 1");
+  }
+  if (!(backoff_factor > 0.0 && backoff_factor < 1.0)) {
+    fail("backoff_factor: " + num(backoff_factor) + " must be in (0, 1)");
+  }
   if (hysteresis < 1) fail("hysteresis: " + num(hysteresis) + " must be >= 1");
 }
 
 GradScaler::GradScaler(GradScalerOptions options) : options_(std::move(options)) {
   options_.validate();
   state_.loss_scale = options_.dynamic ? options_.init_scale : options_.static_scale;
+  if (options_.dynamic && options_.init_scale > options_.max_loss_scale) {
+    state_.loss_scale = options_.max_loss_scale;  // the vendor's min(max, init)
+    log("initial_loss_scale " + num(options_.init_scale) + " is above max_loss_scale " +
+        num(options_.max_loss_scale) + ": starting at " + num(options_.max_loss_scale));
+  }
   state_.hysteresis_left = options_.hysteresis;
 }
 
@@ -77,51 +92,105 @@ Variable GradScaler::scale(const Variable& loss) const {
   return autograd::scale(loss, static_cast<float>(state_.loss_scale));
 }
 
+GradScaler::PerOptimizer& GradScaler::entry(const optim::Optimizer& optimizer) {
+  if (iteration_.empty()) {  // the first optimizer of a new iteration
+    finite_ = true;
+    norm_ = 0;
+    nonfinite_.clear();
+  }
+  return iteration_[&optimizer];
+}
+
+OptimizerStage GradScaler::stage(const optim::Optimizer& optimizer) const {
+  const auto it = iteration_.find(&optimizer);
+  return it == iteration_.end() ? OptimizerStage::ready : it->second.stage;
+}
+
+bool GradScaler::gradients_finite(const optim::Optimizer& optimizer) const {
+  const auto it = iteration_.find(&optimizer);
+  return it == iteration_.end() || it->second.finite;
+}
+
 void GradScaler::unscale_(optim::Optimizer& optimizer) {
-  if (unscaled_) return;
-  unscaled_ = true;
-  nonfinite_.clear();
+  if (stage(optimizer) == OptimizerStage::unscaled) {
+    throw Error("unscale_: already called on this optimizer since the last update()");
+  }
+  if (stage(optimizer) == OptimizerStage::stepped) {
+    throw Error("unscale_: called after step() of this optimizer (unscale_ comes first)");
+  }
+  PerOptimizer& e = entry(optimizer);
+  e.stage = OptimizerStage::unscaled;
   const float inv = static_cast<float>(1.0 / state_.loss_scale);
-  bool all_finite = true;
-  double total = 0;
   const auto& groups = optimizer.groups();
   for (std::size_t g = 0; g < groups.size(); ++g) {
     for (std::size_t i = 0; i < groups[g].params.size(); ++i) {
       Variable p = groups[g].params[i];
       if (!p.grad().defined()) continue;
-      float* x = p.mutable_grad().f32();
-      const std::int64_t n = p.grad().numel();
       // One pass: unscale, square, check (the sum is finite exactly when every value is).
-      const double sum = kernels::scale_and_sum_squares(x, n, inv);
-      const bool finite = std::isfinite(sum);
-      total += sum;
-      if (!finite) {
-        all_finite = false;
+      const double sum =
+          kernels::scale_and_sum_squares(p.mutable_grad().f32(), p.grad().numel(), inv);
+      e.sum_squares += sum;
+      if (!std::isfinite(sum)) {
+        e.finite = false;
         if (options_.attribute_overflows)
           nonfinite_.push_back(optim::parameter_name(groups[g], g, i));
       }
     }
   }
-  norm_ = std::sqrt(total);
-  finite_ = all_finite && std::isfinite(norm_);
+  e.finite = e.finite && std::isfinite(e.sum_squares);
+  finite_ = finite_ && e.finite;
+  norm_ = std::sqrt(norm_ * norm_ + e.sum_squares);
 }
 
 double GradScaler::clip_grad_norm_(optim::Optimizer& optimizer, double max_norm) {
   if (!(max_norm > 0)) throw Error("max_gradient_norm: " + num(max_norm) + " must be > 0");
-  unscale_(optimizer);
-  if (!finite_) return norm_;
-  const double coef = optim::clip_coefficient(norm_, max_norm);
+  if (stage(optimizer) == OptimizerStage::ready) unscale_(optimizer);
+  const PerOptimizer& e = iteration_.at(&optimizer);
+  const double norm = std::sqrt(e.sum_squares);
+  if (!e.finite) return norm;
+  const double coef = optim::clip_coefficient(norm, max_norm);
   if (coef < 1.0) {
     std::vector<Variable> params = optimizer.parameters();
     optim::scale_grads_(params, coef);
   }
-  return norm_;
+  return norm;
+}
+
+double GradScaler::clip_grad_norm_(double max_norm) {
+  if (!(max_norm > 0)) throw Error("max_gradient_norm: " + num(max_norm) + " must be > 0");
+  double sum = 0;
+  for (const auto& [opt, e] : iteration_) sum += e.finite ? e.sum_squares : 0.0;
+  const double norm = std::sqrt(sum);
+  const double coef = optim::clip_coefficient(norm, max_norm);
+  if (coef >= 1.0) return norm;
+  for (const auto& [opt, e] : iteration_) {
+    if (!e.finite) continue;
+    std::vector<Variable> params = opt->parameters();
+    optim::scale_grads_(params, coef);
+  }
+  return norm;
+}
+
+bool GradScaler::clip_gradients_and_return_isfinite() {
+  if (options_.dynamic && options_.max_gradient_norm && !clipped_) {
+    clip_grad_norm_(*options_.max_gradient_norm);
+  }
+  clipped_ = true;
+  return finite_;
 }
 
 bool GradScaler::step_if_finite(optim::Optimizer& optimizer) {
+  const OptimizerStage at = stage(optimizer);
+  if (at == OptimizerStage::ready) {
+    throw Error("step_if_finite: unscale_ this optimizer first (or call step(), which does)");
+  }
+  if (at == OptimizerStage::stepped) {
+    throw Error("step: already called on this optimizer since the last update()");
+  }
+  PerOptimizer& e = iteration_.at(&optimizer);
+  e.stage = OptimizerStage::stepped;
   // Static scaling steps whatever the gradients hold (DESIGN.md section 4).
-  const bool take = finite_ || !options_.dynamic;
-  if (take) {
+  if (e.finite || !options_.dynamic) {
     optimizer.step();
     return true;
   }
@@ -132,29 +201,36 @@ bool GradScaler::step_if_finite(optim::Optimizer& optimizer) {
 }
 
 bool GradScaler::step(optim::Optimizer& optimizer) {
-  unscale_(optimizer);
-  if (options_.max_gradient_norm) clip_grad_norm_(optimizer, *options_.max_gradient_norm);
+  if (stage(optimizer) == OptimizerStage::ready) unscale_(optimizer);
+  clip_gradients_and_return_isfinite();
   return step_if_finite(optimizer);
 }
 
 void GradScaler::update() {
-  unscaled_ = false;
-  if (!options_.dynamic || state_.scaling_stopped) return;
+  if (iteration_.empty()) {
+    throw Error("update: no optimizer was unscaled or stepped since the last update()");
+  }
+  iteration_.clear();
+  clipped_ = false;
+  if (options_.dynamic && !state_.scaling_stopped) adapt_scale();
+}
+
+// One update of the dynamic scale (DESIGN.md section 4, with growth_factor, backoff_factor
+// and hysteresis).
+void GradScaler::adapt_scale() {
   ScalerState& s = state_;
   s.steps_since_rescale += 1;
   s.overflows_since_rescale += finite_ ? 0 : 1;
-  if (finite_) s.hysteresis_left = options_.hysteresis;
+  if (finite_ && options_.consecutive_hysteresis) s.hysteresis_left = options_.hysteresis;
   const double fraction =
       static_cast<double>(s.overflows_since_rescale) / static_cast<double>(s.steps_since_rescale);
   if (fraction > options_.overflow_tolerance) {
+    s.overflows_since_rescale = s.steps_since_rescale = 0;
     if (s.hysteresis_left > 1) {  // tolerate this overflow event; the window restarts
       --s.hysteresis_left;
-      s.overflows_since_rescale = s.steps_since_rescale = 0;
       return;
     }
-    s.hysteresis_left = options_.hysteresis;
-    s.overflows_since_rescale = s.steps_since_rescale = 0;
-    const double wanted = s.loss_scale / 2;
+    const double wanted = s.loss_scale * options_.backoff_factor;
     if (wanted < options_.min_loss_scale) {
       s.loss_scale = options_.min_loss_scale;
       const std::string what = "loss scale stuck at its minimum " + num(options_.min_loss_scale) +
@@ -177,9 +253,8 @@ void GradScaler::update() {
     s.loss_scale = wanted;
   } else if (s.steps_since_rescale > options_.steps_per_increase) {
     s.overflows_since_rescale = s.steps_since_rescale = 0;
-    const double grown = s.loss_scale * 2;
-    if (options_.grow_only_if_finite && !std::isfinite(static_cast<float>(grown))) return;
-    s.loss_scale = std::min(grown, options_.max_loss_scale);
+    s.loss_scale = std::min(s.loss_scale * options_.growth_factor, options_.max_loss_scale);
+    if (!options_.consecutive_hysteresis) s.hysteresis_left = options_.hysteresis;
   }
   s.loss_scale = std::clamp(s.loss_scale, options_.min_loss_scale, options_.max_loss_scale);
 }
@@ -188,6 +263,14 @@ std::optional<Format> GradScaler::take_fallback() {
   auto f = pending_fallback_;
   pending_fallback_.reset();
   return f;
+}
+
+ScalerStateDict GradScaler::state_dict() const {
+  return scaler_state_dict(state_, options_.dynamic);
+}
+
+void GradScaler::load_state_dict(const ScalerStateDict& dict) {
+  state_ = scaler_state_from_dict(dict, options_.dynamic, state_);
 }
 
 }  // namespace mantissa::amp

@@ -23,9 +23,11 @@ GradScalerOptions scaler_options(const MixedPrecision& m) {
   if (m.max_loss_scale) o.max_loss_scale = *m.max_loss_scale;
   o.max_gradient_norm = m.max_gradient_norm;
   o.overflow_tolerance = m.overflow_tolerance;
+  o.growth_factor = m.growth_factor;
+  o.backoff_factor = m.backoff_factor;
   o.on_stuck = m.on_stuck;
   o.hysteresis = m.hysteresis;
-  o.grow_only_if_finite = m.grow_only_if_finite;
+  o.consecutive_hysteresis = m.consecutive_hysteresis;
   return o;
 }
 
@@ -57,8 +59,13 @@ void MixedPrecision::validate() const {
   } catch (const Error& e) {
     throw Error(std::string("matmul_route: ") + e.what());
   }
-  // The scaler's own rules (static scale > 0, min scale >= 2^-14, ranges, tolerance, hysteresis).
+  // The scaler's own rules (static scale > 0, min scale >= 2^-14, ranges, tolerance, factors,
+  // hysteresis).
   if (scales(loss_scaling)) scaler_options(*this).validate();
+}
+
+bool MixedPrecision::logs_loss_scale() const {
+  return log_loss_scale.value_or(std::holds_alternative<DynamicLossScaling>(loss_scaling));
 }
 
 precision::Policy MixedPrecision::policy() const {

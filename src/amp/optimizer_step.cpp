@@ -5,45 +5,77 @@
 #include "mantissa/optim/clip.hpp"
 
 namespace mantissa::amp {
+namespace {
+
+// The parameters of `optimizers`; with a scaler, only of those whose gradients are finite
+// (gradients that will not be applied are left as they are: no silent change).
+std::vector<Variable> parameters_of(const std::vector<optim::Optimizer*>& optimizers,
+                                    const GradScaler* scaler) {
+  std::vector<Variable> out;
+  for (const optim::Optimizer* o : optimizers) {
+    if (scaler != nullptr && !scaler->gradients_finite(*o)) continue;
+    const std::vector<Variable> ps = o->parameters();
+    out.insert(out.end(), ps.begin(), ps.end());
+  }
+  return out;
+}
+
+}  // namespace
 
 StepReport optimizer_step(const Variable& loss, optim::Optimizer& optimizer, GradScaler* scaler,
                           std::optional<double> max_gradient_norm,
                           std::optional<double> max_gradient_value) {
+  return optimizer_step(loss, std::vector<optim::Optimizer*>{&optimizer}, scaler, max_gradient_norm,
+                        max_gradient_value);
+}
+
+StepReport optimizer_step(const Variable& loss, const std::vector<optim::Optimizer*>& optimizers,
+                          GradScaler* scaler, std::optional<double> max_gradient_norm,
+                          std::optional<double> max_gradient_value) {
   autograd::backward(scaler != nullptr ? scaler->scale(loss) : loss);
-  return finish_step(optimizer, scaler, max_gradient_norm, max_gradient_value);
+  return finish_step(optimizers, scaler, max_gradient_norm, max_gradient_value);
 }
 
 StepReport finish_step(optim::Optimizer& optimizer, GradScaler* scaler,
                        std::optional<double> max_gradient_norm,
                        std::optional<double> max_gradient_value) {
+  return finish_step(std::vector<optim::Optimizer*>{&optimizer}, scaler, max_gradient_norm,
+                     max_gradient_value);
+}
+
+StepReport finish_step(const std::vector<optim::Optimizer*>& optimizers, GradScaler* scaler,
+                       std::optional<double> max_gradient_norm,
+                       std::optional<double> max_gradient_value) {
   if (max_gradient_norm && max_gradient_value) {
     throw Error("max_gradient_norm and max_gradient_value are mutually exclusive: set one");
   }
+  if (optimizers.empty()) throw Error("optimizer_step: no optimizer given");
   kernels::PhaseScope phase(kernels::Phase::step);
   kernels::ProfileScope scope(kernels::OpClass::optimizer);
   StepReport r;
   if (scaler == nullptr) {
-    std::vector<Variable> params = optimizer.parameters();
+    std::vector<Variable> params = parameters_of(optimizers, nullptr);
     r.grad_norm = max_gradient_norm ? optim::clip_grad_norm_(params, *max_gradient_norm)
                                     : optim::grad_norm(params);
     if (max_gradient_value) optim::clip_grad_value_(params, *max_gradient_value);
-    optimizer.step();
+    for (optim::Optimizer* o : optimizers) o->step();
     r.stepped = true;
   } else {
     r.loss_scale = scaler->get_scale();
-    scaler->unscale_(optimizer);
-    if (max_gradient_norm) scaler->clip_grad_norm_(optimizer, *max_gradient_norm);
-    if (max_gradient_value && scaler->last_step_finite()) {
-      std::vector<Variable> params = optimizer.parameters();
+    for (optim::Optimizer* o : optimizers) scaler->unscale_(*o);
+    if (max_gradient_norm) scaler->clip_grad_norm_(*max_gradient_norm);
+    if (max_gradient_value) {
+      std::vector<Variable> params = parameters_of(optimizers, scaler);
       optim::clip_grad_value_(params, *max_gradient_value);
     }
     r.grad_norm = scaler->last_grad_norm();
     r.nonfinite_params = scaler->last_nonfinite_params();
-    r.stepped = scaler->step_if_finite(optimizer);
+    r.stepped = true;
+    for (optim::Optimizer* o : optimizers) r.stepped = scaler->step_if_finite(*o) && r.stepped;
     scaler->update();
     r.skipped_steps = scaler->num_skipped_steps();
   }
-  optimizer.zero_grad();
+  for (optim::Optimizer* o : optimizers) o->zero_grad();
   return r;
 }
 

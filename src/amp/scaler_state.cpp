@@ -1,4 +1,5 @@
-// The GradScaler's state in a checkpoint: one field list, read by both directions.
+// The GradScaler's state as a checkpoint keeps it (JSON) and as the vendor's state_dict():
+// one field list, read by every direction.
 #include <nlohmann/json.hpp>
 #include <tuple>
 
@@ -14,31 +15,50 @@ template <class T>
 struct Field {
   const char* key;
   T ScalerState::*member;
+  bool in_static_state;  // static scaling's state_dict holds loss_scale alone
 };
 
 constexpr auto kFields = std::make_tuple(
-    Field<double>{"loss_scale", &ScalerState::loss_scale},
-    Field<std::int64_t>{"steps_since_rescale", &ScalerState::steps_since_rescale},
-    Field<std::int64_t>{"overflows_since_rescale", &ScalerState::overflows_since_rescale},
-    Field<std::int64_t>{"num_skipped_steps", &ScalerState::num_skipped_steps},
-    Field<std::int64_t>{"hysteresis_left", &ScalerState::hysteresis_left},
-    Field<bool>{"scaling_stopped", &ScalerState::scaling_stopped});
+    Field<double>{"loss_scale", &ScalerState::loss_scale, true},
+    Field<std::int64_t>{"steps_since_rescale", &ScalerState::steps_since_rescale, false},
+    Field<std::int64_t>{"overflows_since_rescale", &ScalerState::overflows_since_rescale, false},
+    Field<std::int64_t>{"num_skipped_steps", &ScalerState::num_skipped_steps, false},
+    Field<std::int64_t>{"hysteresis_left", &ScalerState::hysteresis_left, false},
+    Field<bool>{"scaling_stopped", &ScalerState::scaling_stopped, false});
 
-template <class T>
-void read(const json& j, const Field<T>& f, ScalerState& s) {
-  if (!j.contains(f.key)) throw Error(std::string("scaler state: missing '") + f.key + "'");
-  try {
-    s.*f.member = j.at(f.key).template get<T>();
-  } catch (const json::exception& e) {
-    throw Error(std::string("scaler state: '") + f.key + "' is malformed (" + e.what() + ")");
-  }
+template <class F>
+void for_each_field(F&& f) {
+  std::apply([&](const auto&... field) { (f(field), ...); }, kFields);
 }
 
 }  // namespace
 
+ScalerStateDict scaler_state_dict(const ScalerState& state, bool dynamic) {
+  ScalerStateDict d;
+  for_each_field([&](const auto& f) {
+    if (dynamic || f.in_static_state) d[f.key] = state.*f.member;
+  });
+  return d;
+}
+
+ScalerState scaler_state_from_dict(const ScalerStateDict& dict, bool dynamic, ScalerState base) {
+  for_each_field([&](const auto& f) {
+    if (!dynamic && !f.in_static_state) return;
+    using T = std::remove_reference_t<decltype(base.*f.member)>;
+    const auto it = dict.find(f.key);
+    if (it == dict.end()) throw Error(std::string("scaler state: missing '") + f.key + "'");
+    const T* v = std::get_if<T>(&it->second);
+    if (v == nullptr) throw Error(std::string("scaler state: '") + f.key + "' has the wrong type");
+    base.*f.member = *v;
+  });
+  return base;
+}
+
 std::string encode_scaler_state(const ScalerState& state) {
   json j = json::object();
-  std::apply([&](const auto&... f) { ((j[f.key] = state.*f.member), ...); }, kFields);
+  for (const auto& [key, value] : scaler_state_dict(state, true)) {
+    std::visit([&, k = key](const auto& v) { j[k] = v; }, value);
+  }
   return j.dump();
 }
 
@@ -50,9 +70,18 @@ ScalerState decode_scaler_state(const std::string& json_text) {
     throw Error(std::string("scaler state: not valid JSON (") + e.what() + ")");
   }
   if (!j.is_object()) throw Error("scaler state: not a JSON object");
+  ScalerStateDict d;
   ScalerState s;
-  std::apply([&](const auto&... f) { (read(j, f, s), ...); }, kFields);
-  return s;
+  for_each_field([&](const auto& f) {
+    using T = std::remove_reference_t<decltype(s.*f.member)>;
+    if (!j.contains(f.key)) return;  // scaler_state_from_dict names it
+    try {
+      d[f.key] = j.at(f.key).template get<T>();
+    } catch (const json::exception& e) {
+      throw Error(std::string("scaler state: '") + f.key + "' is malformed (" + e.what() + ")");
+    }
+  });
+  return scaler_state_from_dict(d, true, s);
 }
 
 }  // namespace mantissa::amp

@@ -2,8 +2,8 @@
 // in their stored format (it decodes them while packing); results are written in H straight
 // from the GEMM's finished blocks, with the bias added on the way.
 #include "kernels/parallel.hpp"
+#include "linear_support.hpp"
 #include "mantissa/autograd/ops.hpp"
-#include "op_support.hpp"
 
 namespace mantissa::autograd {
 namespace {
@@ -63,23 +63,7 @@ struct LinearNode : Node {
     kernels::gemm(GemmShape::dense(rows, in, out), operand(gc), operand(w), dx.f32(), false, gp);
     kernels::gemm(GemmShape::dense(out, in, rows, true, false), operand(gc), operand(x), dw.f32(),
                   false, gp);
-    Tensor db;
-    if (has_bias) {
-      db = Tensor::zeros(Shape{out});
-      float* d = db.f32();
-      const Decoded gd(gc, 0);
-      // Column sums in row order; each thread owns a range of columns.
-      kernels::parallel_chunks(
-          out,
-          [&](std::int64_t c0, std::int64_t c1) {
-            for (std::int64_t r = 0; r < rows; ++r) {
-              const float* gr = gd.range(r * out + c0, c1 - c0);
-              for (std::int64_t c = c0; c < c1; ++c) d[c] += gr[c - c0];
-            }
-          },
-          std::max<std::int64_t>(16,
-                                 kernels::kParallelMinElements / std::max<std::int64_t>(rows, 1)));
-    }
+    const Tensor db = has_bias ? bias_gradient(gc, rows, out) : Tensor();
     return {dx, dw, db};
   }
 };
@@ -129,22 +113,11 @@ Variable matmul(const Variable& a, const Variable& b) {
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
   kernels::ProfileScope scope(kernels::OpClass::gemm);
   const Shape& xs = x.shape();
-  const Shape& ws = weight.shape();
-  if (ws.size() != 2 || xs.empty() || xs.back() != ws[1]) {
-    shape_error("linear", "input " + xs.to_string() + " and weight " + ws.to_string() +
-                              " (expected weight [out, in] with in = the input's last dim)");
-  }
-  const std::int64_t in = ws[1], out = ws[0], rows = in > 0 ? xs.numel() / in : 0;
-  if (bias.defined() && !(bias.shape() == Shape{out})) {
-    shape_error("linear",
-                "bias " + bias.shape().to_string() + " (expected [" + std::to_string(out) + "])");
-  }
+  const auto [rows, in, out] = linear_sizes(x, weight, bias);
   const Policy& p = precision::current_policy();
   const Tensor xh = x.value_rounded_to(p.half);        // free when x came from an op
   const Tensor& wh = weight.value_rounded_to(p.half);  // the weight's H copy, once per step
-  Shape ys(xs.begin(), xs.end() - 1);
-  ys.push_back(out);
-  Tensor y = Tensor::empty(ys, result_format(p));
+  Tensor y = Tensor::empty(linear_output_shape(xs, out), result_format(p));
   const Tensor b32 = bias.defined() ? to_format(bias.value(), Format::float32, false) : Tensor();
   // The product, the bias add and the rounding to H in one pass over each finished block.
   kernels::gemm(GemmShape::dense(rows, out, in, false, true), operand(xh), operand(wh),

@@ -24,15 +24,30 @@ void accumulate_pending(Tensor& into, Tensor g) {
   detail::add_into(into, g);
 }
 
-// A leaf's gradient: float32, owned by the leaf (optimizers update it in place).
-void accumulate_leaf(Tensor& into, Tensor g) {
+// A float32 leaf's gradient, owned by the leaf (optimizers update it in place): contributions
+// are added into it in float32.
+void accumulate_leaf(VariableImpl& leaf, Tensor g) {
   kernels::ProfileScope scope(kernels::OpClass::grad_accum);
+  Tensor& into = leaf.grad;
   if (!into.defined()) {
     const bool take = g.format() == Format::float32 && g.is_contiguous() && g.owns_storage_alone();
     into = take ? std::move(g) : detail::to_format(g, Format::float32, /*fresh=*/true);
     return;
   }
   detail::add_into(into, g);
+}
+
+// A bfloat16 leaf (low-precision training state, optim/training_state.hpp) keeps a bfloat16
+// gradient: a backward's contributions are summed in float32 (`sum`), then added to it and
+// rounded once, when the last one has arrived.
+void finish_bfloat16_leaf(VariableImpl& leaf, Tensor sum) {
+  kernels::ProfileScope scope(kernels::OpClass::grad_accum);
+  if (leaf.grad.defined()) detail::add_into(sum, leaf.grad);
+  leaf.grad = detail::to_format(sum, Format::bfloat16, /*fresh=*/true);
+}
+
+bool bfloat16_leaf(const VariableImpl& leaf) {
+  return leaf.value.format() == Format::bfloat16;
 }
 
 }  // namespace
@@ -44,8 +59,9 @@ Variable::Variable(Tensor value, bool requires_grad) : impl_(std::make_shared<Va
 
 void Variable::zero_grad() {
   Tensor& g = impl_->grad;
-  if (g.defined())
-    std::memset(g.raw_data(), 0, static_cast<std::size_t>(g.numel()) * sizeof(float));
+  if (g.defined()) {
+    std::memset(g.raw_data(), 0, static_cast<std::size_t>(g.numel()) * g.element_bytes());
+  }
 }
 
 void Variable::set_grad_fn(std::shared_ptr<Node> fn) {
@@ -98,7 +114,12 @@ void backward(const Variable& root, float seed, const LeafReadyHook& on_leaf_rea
   const Tensor seed_tensor = Tensor::full(root.shape(), seed);
   if (root.is_leaf()) {
     Variable r = root;
-    accumulate_leaf(r.mutable_grad(), seed_tensor.clone());
+    VariableImpl& leaf = *r.edge().leaf;
+    if (bfloat16_leaf(leaf)) {
+      finish_bfloat16_leaf(leaf, seed_tensor.clone());
+    } else {
+      accumulate_leaf(leaf, seed_tensor.clone());
+    }
     if (on_leaf_ready) on_leaf_ready(r.id(), r.mutable_grad());
     return;
   }
@@ -111,6 +132,7 @@ void backward(const Variable& root, float seed, const LeafReadyHook& on_leaf_rea
   }
   std::unordered_map<Node*, int> consumers;
   std::unordered_map<VariableImpl*, int> leaf_senders;  // nodes that send each leaf a gradient
+  std::unordered_map<VariableImpl*, Tensor> leaf_sums;  // bfloat16 leaves: float32 sums
   std::vector<Node*> stack{top.get()};
   consumers[top.get()] = 0;
   while (!stack.empty()) {
@@ -161,8 +183,21 @@ void backward(const Variable& root, float seed, const LeafReadyHook& on_leaf_rea
         if (has) accumulate_pending(pending[e.fn.get()], std::move(grads[i]));
         if (--consumers[e.fn.get()] == 0) ready.push_back(e.fn);  // runs even if nothing arrived
       } else if (e.leaf) {
-        if (has) accumulate_leaf(e.leaf->grad, std::move(grads[i]));
-        if (--leaf_senders[e.leaf.get()] == 0 && on_leaf_ready && e.leaf->grad.defined()) {
+        VariableImpl& leaf = *e.leaf;
+        const bool last = --leaf_senders[&leaf] == 0;
+        if (bfloat16_leaf(leaf)) {
+          if (has) accumulate_pending(leaf_sums[&leaf], std::move(grads[i]));
+          if (last && leaf_sums[&leaf].defined()) {
+            Tensor sum = std::move(leaf_sums[&leaf]);
+            if (sum.format() != Format::float32 || !sum.owns_storage_alone()) {
+              sum = detail::to_format(sum, Format::float32, /*fresh=*/true);
+            }
+            finish_bfloat16_leaf(leaf, std::move(sum));
+          }
+        } else if (has) {
+          accumulate_leaf(leaf, std::move(grads[i]));
+        }
+        if (last && on_leaf_ready && e.leaf->grad.defined()) {
           on_leaf_ready(e.leaf.get(), e.leaf->grad);
         }
       }

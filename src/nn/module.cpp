@@ -10,6 +10,18 @@ Variable Module::register_parameter(const std::string& name, Tensor value) {
   return v;
 }
 
+void Module::for_each_module(const std::function<void(const std::string&, Module&)>& fn) {
+  visit("", fn);
+}
+
+void Module::visit(const std::string& name,
+                   const std::function<void(const std::string&, Module&)>& fn) {
+  fn(name, *this);
+  for (const auto& [child_name, child] : children_) {
+    child->visit(name.empty() ? child_name : name + "." + child_name, fn);
+  }
+}
+
 void Module::collect(const std::string& prefix,
                      std::vector<std::pair<std::string, Variable>>& out) const {
   for (const auto& [name, v] : params_) out.emplace_back(prefix + name, v);

@@ -1,4 +1,5 @@
-// Adam, AdamW, Adamax, NAdam, RAdam (as PyTorch 1.13) and Lamb (You et al. 2019).
+// Adam, AdamW (with AMSGrad), Adamax, NAdam, RAdam (as PyTorch 1.13) and Lamb (You et al.
+// 2019, as the vendor has it).
 #include <algorithm>
 #include <cmath>
 
@@ -10,25 +11,56 @@ namespace {
 
 const std::vector<std::string> kMoments = {"exp_avg", "exp_avg_sq"};
 
+// PyTorch's AMSGrad: the denominator uses the running maximum of the second moment
+// (max_exp_avg_sq), in the same float32 steps as the kernel's update.
+void amsgrad_update(const kernels::AdamArgs& k, const UpdateArgs& a) {
+  const double bc1 = k.bias_correction ? 1.0 - std::pow(static_cast<double>(k.beta1), k.step) : 1.0;
+  const double bc2 = k.bias_correction ? 1.0 - std::pow(static_cast<double>(k.beta2), k.step) : 1.0;
+  const auto step_size = static_cast<float>(k.lr / bc1);
+  const auto sqrt_bc2 = static_cast<float>(std::sqrt(bc2));
+  const float decay = k.decoupled ? 1.0f - k.lr * k.weight_decay : 1.0f;
+  const float l2 = k.decoupled ? 0.0f : k.weight_decay;
+  float *m = a.state[0].f32(), *v = a.state[1].f32(), *vmax = a.state[2].f32(), *p = a.p;
+  for (std::int64_t i = 0; i < a.n; ++i) {
+    const float w = p[i] * decay;
+    const float gi = a.g[i] + l2 * p[i];
+    m[i] = k.beta1 * m[i] + (1.0f - k.beta1) * gi;
+    v[i] = k.beta2 * v[i] + (1.0f - k.beta2) * gi * gi;
+    vmax[i] = std::max(vmax[i], v[i]);
+    p[i] = w - step_size * m[i] / (std::sqrt(vmax[i]) / sqrt_bc2 + k.eps);
+  }
+}
+
 template <bool Decoupled>
 void adam_like(const AdamSettings<Decoupled>& s, const UpdateArgs& a) {
   const kernels::AdamArgs k{static_cast<float>(a.lr),    static_cast<float>(s.beta1),
                             static_cast<float>(s.beta2), static_cast<float>(s.eps),
                             static_cast<float>(a.wd),    Decoupled,
                             s.bias_correction,           a.step};
-  kernels::adam_update(a.p, a.g, a.state[0].f32(), a.state[1].f32(), a.n, k);
+  if (s.amsgrad) {
+    amsgrad_update(k, a);
+  } else {
+    kernels::adam_update(a.p, a.g, a.state[0].f32(), a.state[1].f32(), a.n, k);
+  }
+}
+
+template <bool Decoupled>
+std::vector<std::string> adam_state(const AdamSettings<Decoupled>& s) {
+  std::vector<std::string> names = kMoments;
+  if (s.amsgrad) names.push_back("max_exp_avg_sq");
+  return names;
 }
 
 }  // namespace
 
-std::vector<std::string> state_names(const Adam&, const Variable&) {
-  return kMoments;
+std::vector<std::string> state_names(const Adam& s, const Variable&) {
+  return adam_state(s);
 }
 void update(const Adam& s, const UpdateArgs& a) {
   adam_like(s, a);
 }
-std::vector<std::string> state_names(const AdamW&, const Variable&) {
-  return kMoments;
+std::vector<std::string> state_names(const AdamW& s, const Variable&) {
+  return adam_state(s);
 }
 void update(const AdamW& s, const UpdateArgs& a) {
   adam_like(s, a);
@@ -122,7 +154,7 @@ std::vector<std::string> state_names(const Lamb&, const Variable&) {
 }
 
 // Lamb: the Adam direction plus decoupled weight decay, scaled per tensor by the trust ratio
-// ||p|| / ||update|| (1 when either norm is 0).
+// min(||p||, 10) / ||update|| (1 when either norm is 0, or with `adam`).
 void update(const Lamb& s, const UpdateArgs& a) {
   const double b1 = s.beta1, b2 = s.beta2, eps = s.eps, t = static_cast<double>(a.step);
   const bool bc = s.bias_correction;
@@ -139,9 +171,9 @@ void update(const Lamb& s, const UpdateArgs& a) {
     p_norm += static_cast<double>(p[i]) * p[i];
     u_norm += ui * ui;
   }
-  p_norm = std::sqrt(p_norm);
+  p_norm = std::min(std::sqrt(p_norm), 10.0);
   u_norm = std::sqrt(u_norm);
-  const double trust = p_norm > 0 && u_norm > 0 ? p_norm / u_norm : 1.0;
+  const double trust = p_norm > 0 && u_norm > 0 && !s.adam ? p_norm / u_norm : 1.0;
   for (std::int64_t i = 0; i < a.n; ++i) {
     p[i] = static_cast<float>(p[i] - a.lr * trust * u[static_cast<std::size_t>(i)]);
   }

@@ -8,12 +8,29 @@
 #include "mantissa/kernels/grad_reductions.hpp"
 
 namespace mantissa::optim {
+namespace {
+
+// fn(values, n) on p's gradient as float32: in place when it is float32; else on a decoded
+// copy, stored back (nearest-even) when `write` (bfloat16 gradients of bfloat16 weights).
+template <class Fn>
+void on_float32_grad(autograd::Variable& p, bool write, Fn&& fn) {
+  tensor::Tensor& g = p.mutable_grad();
+  if (g.format() == numerics::Format::float32) {
+    fn(g.f32(), g.numel());
+    return;
+  }
+  tensor::Tensor copy = g.to(numerics::Format::float32);
+  fn(copy.f32(), copy.numel());
+  if (write) g.copy_from(copy);
+}
+
+}  // namespace
 
 double grad_norm(const std::vector<autograd::Variable>& params) {
   double sum = 0;
-  for (const autograd::Variable& p : params) {
+  for (autograd::Variable p : params) {
     if (!p.grad().defined()) continue;
-    sum += kernels::sum_squares(p.grad().f32(), p.grad().numel());
+    on_float32_grad(p, false, [&](float* g, std::int64_t n) { sum += kernels::sum_squares(g, n); });
   }
   return std::sqrt(sum);
 }
@@ -26,7 +43,8 @@ void scale_grads_(std::vector<autograd::Variable>& params, double coefficient) {
   const auto c = static_cast<float>(coefficient);
   for (autograd::Variable& p : params) {
     if (!p.grad().defined()) continue;
-    kernels::scale_and_sum_squares(p.mutable_grad().f32(), p.grad().numel(), c);
+    on_float32_grad(p, true,
+                    [&](float* g, std::int64_t n) { kernels::scale_and_sum_squares(g, n, c); });
   }
 }
 
@@ -48,8 +66,9 @@ void clip_grad_value_(std::vector<autograd::Variable>& params, double clip_value
   const auto c = static_cast<float>(clip_value);
   for (autograd::Variable& p : params) {
     if (!p.grad().defined()) continue;
-    float* g = p.mutable_grad().f32();
-    for (std::int64_t i = 0; i < p.grad().numel(); ++i) g[i] = std::clamp(g[i], -c, c);
+    on_float32_grad(p, true, [&](float* g, std::int64_t n) {
+      for (std::int64_t i = 0; i < n; ++i) g[i] = std::clamp(g[i], -c, c);
+    });
   }
 }
 

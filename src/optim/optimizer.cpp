@@ -1,8 +1,50 @@
 #include "mantissa/optim/optimizer.hpp"
 
+#include <cstring>
+
 #include "mantissa/error.hpp"
+#include "mantissa/numerics/convert.hpp"
 
 namespace mantissa::optim {
+namespace {
+
+using numerics::Format;
+
+// A moment-like state tensor (one value per parameter element) is kept in the state format;
+// scalars and factored statistics stay float32.
+bool per_element(const Tensor& state, const Variable& p) {
+  return state.numel() == p.value().numel() && state.numel() > 1;
+}
+
+Tensor in_format(const Tensor& t, Format f) {
+  return t.format() == f ? t : t.to(f);
+}
+
+// float32 values into t (contiguous, any format), with `options`' rounding.
+void store(Tensor& t, const Tensor& values, const numerics::ConvertOptions& options = {}) {
+  if (t.format() == Format::float32) {
+    if (!values.shares_storage(t)) t.copy_from(values);
+    return;
+  }
+  numerics::encode_array(values.f32(), static_cast<std::size_t>(values.numel()), t.format(),
+                         t.raw_data(), options);
+}
+
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+void TrainingState::validate() const {
+  if (state_format != Format::float32 && state_format != Format::bfloat16) {
+    throw Error("optimizer.state_dtype: '" + std::string(numerics::name(state_format)) +
+                "' (expected one of: float32, bfloat16)");
+  }
+}
 
 std::string parameter_name(const ParamGroup& group, std::size_t g, std::size_t i) {
   return group.names.empty() ? "group" + std::to_string(g) + ".param" + std::to_string(i)
@@ -25,23 +67,115 @@ Optimizer::Optimizer(OptimizerSettings settings, std::vector<ParamGroup> groups)
 }
 
 std::vector<Tensor>& Optimizer::state_for(Variable& p, std::size_t g) {
-  auto& s = state_[p.value().raw_data()];
+  auto& s = state_[p.id()];
   if (s.empty()) {
-    const std::size_t n = state_names(p).size();
-    for (std::size_t k = 0; k < n; ++k) s.push_back(init_state(k, p, g));
+    const std::size_t n = state_names(p, g).size();
+    for (std::size_t k = 0; k < n; ++k) {
+      const Tensor t = init_state(k, p, g);
+      s.push_back(per_element(t, p) ? in_format(t, training_.state_format) : t);
+    }
   }
   return s;
 }
 
+void Optimizer::set_training_state(const TrainingState& t) {
+  t.validate();
+  training_ = t;
+  const Format wf = t.weight_format();
+  for (ParamGroup& group : groups_) {
+    for (Variable& p : group.params) {
+      if (p.value().format() != wf) {
+        p.mutable_value() = p.value().to(wf);
+        p.bump_version();
+      }
+      if (p.grad().defined() && p.grad().format() != wf) p.mutable_grad() = p.grad().to(wf);
+    }
+  }
+  for (ParamGroup& group : groups_) {
+    for (Variable& p : group.params) {
+      auto it = state_.find(p.id());
+      if (it == state_.end()) continue;
+      for (Tensor& st : it->second) {
+        if (per_element(st, p)) st = in_format(st, t.state_format);
+      }
+    }
+  }
+}
+
+std::int64_t Optimizer::state_bytes() const {
+  std::int64_t bytes = 0;
+  for (const auto& [key, tensors] : state_) {
+    for (const Tensor& t : tensors) bytes += t.numel() * t.element_bytes();
+  }
+  for (const auto& [key, t] : kahan_) bytes += t.numel() * t.element_bytes();
+  return bytes;
+}
+
+void Optimizer::staged_update(Variable& p, std::vector<Tensor>& s, std::size_t g, double lr,
+                              double wd, std::int64_t index) {
+  // float32 copies (or the tensors themselves where they are float32 already).
+  Tensor w = p.value().format() == Format::float32 ? p.value() : p.value().to(Format::float32);
+  const Tensor before =
+      training_.master_weights == MasterWeights::bfloat16_kahan ? w.clone() : Tensor();
+  Variable work(w, true);
+  work.mutable_grad() = in_format(p.grad(), Format::float32);
+  std::vector<Tensor> s32;
+  for (const Tensor& t : s) s32.push_back(in_format(t, Format::float32));
+  update(work, s32, g, lr, wd, step_ + 1);
+  for (std::size_t i = 0; i < s.size(); ++i) store(s[i], s32[i]);
+  Tensor& value = p.mutable_value();
+  switch (training_.master_weights) {
+    case MasterWeights::float32:
+      break;  // updated in place
+    case MasterWeights::bfloat16:
+      store(value, w);
+      break;
+    case MasterWeights::bfloat16_stochastic: {
+      numerics::ConvertOptions o;
+      o.rounding = numerics::Rounding::stochastic;
+      o.seed = mix(training_.seed ^ mix(static_cast<std::uint64_t>(step_)) ^
+                   mix(static_cast<std::uint64_t>(index) << 32));
+      store(value, w, o);
+      break;
+    }
+    case MasterWeights::bfloat16_kahan: {
+      // sum = old + (update + c); w' = bf16(sum); c' = bf16(sum - w'): the rounding error
+      // goes into the next update instead of being lost.
+      Tensor& c = kahan_[p.id()];
+      if (!c.defined()) c = Tensor::zeros(value.shape(), Format::bfloat16);
+      const Tensor c32 = c.to(Format::float32);
+      float* sum = w.f32();
+      const float *old = before.f32(), *comp = c32.f32();
+      const std::int64_t n = w.numel();
+      for (std::int64_t i = 0; i < n; ++i) sum[i] = old[i] + ((sum[i] - old[i]) + comp[i]);
+      store(value, w);
+      const Tensor rounded = value.to(Format::float32);
+      const float* r = rounded.f32();
+      for (std::int64_t i = 0; i < n; ++i) sum[i] -= r[i];
+      store(c, w);
+      break;
+    }
+  }
+}
+
 void Optimizer::step() {
+  std::int64_t index = 0;
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     ParamGroup& group = groups_[g];
     const double lr = group.learning_rate->value(step_);
     const double wd = group.weight_decay->value(step_);
     for (Variable& p : group.params) {
+      const std::int64_t i = index++;
       if (!p.grad().defined()) continue;
       std::vector<Tensor>& s = state_for(p, g);
-      update(p, s, g, lr, wd, step_ + 1);
+      const bool plain = p.value().format() == Format::float32 &&
+                         p.grad().format() == Format::float32 &&
+                         training_.state_format == Format::float32;
+      if (plain) {
+        update(p, s, g, lr, wd, step_ + 1);
+      } else {
+        staged_update(p, s, g, lr, wd, i);
+      }
       p.bump_version();
     }
   }
@@ -69,12 +203,15 @@ std::map<std::string, Tensor> Optimizer::state_tensors() const {
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     for (std::size_t i = 0; i < groups_[g].params.size(); ++i) {
       const Variable& p = groups_[g].params[i];
-      auto it = state_.find(p.value().raw_data());
+      auto it = state_.find(p.id());
       if (it == state_.end()) continue;
-      const std::vector<std::string> names = state_names(p);
+      const std::vector<std::string> names = state_names(p, g);
       for (std::size_t k = 0; k < names.size(); ++k) {
         out[parameter_name(groups_[g], g, i) + "." + names[k]] = it->second[k];
       }
+      auto c = kahan_.find(p.id());
+      if (c != kahan_.end())
+        out[parameter_name(groups_[g], g, i) + ".kahan_compensation"] = c->second;
     }
   }
   return out;
@@ -86,11 +223,17 @@ void Optimizer::load_state_tensors(const std::map<std::string, Tensor>& state,
     for (std::size_t i = 0; i < groups_[g].params.size(); ++i) {
       Variable& p = groups_[g].params[i];
       const std::string pname = parameter_name(groups_[g], g, i);
-      const std::vector<std::string> names = state_names(p);
+      const std::vector<std::string> names = state_names(p, g);
       std::vector<Tensor> tensors;
       for (const std::string& n : names) {
         auto it = state.find(pname + "." + n);
-        if (it != state.end()) tensors.push_back(it->second.to(numerics::Format::float32).clone());
+        if (it == state.end()) continue;
+        const Format f = per_element(it->second, p) ? training_.state_format : Format::float32;
+        tensors.push_back(it->second.to(f).clone());
+      }
+      if (training_.master_weights == MasterWeights::bfloat16_kahan) {
+        auto c = state.find(pname + ".kahan_compensation");
+        if (c != state.end()) kahan_[p.id()] = c->second.to(Format::bfloat16).clone();
       }
       if (tensors.empty()) continue;  // this parameter had not been stepped yet
       if (tensors.size() != names.size()) {
@@ -98,7 +241,7 @@ void Optimizer::load_state_tensors(const std::map<std::string, Tensor>& state,
                     std::to_string(tensors.size()) + " of " + std::to_string(names.size()) +
                     " tensors)");
       }
-      state_[p.value().raw_data()] = tensors;
+      state_[p.id()] = tensors;
     }
   }
   step_ = step_index;

@@ -23,6 +23,10 @@ template <class S>
 concept HasCheck = requires(const S& s) {
   s.check();
 };
+template <class S>
+concept HasMaximize = requires(const S& s) {
+  s.maximize;
+};
 
 template <class S>
 double default_weight_decay(const S& s) {
@@ -36,15 +40,37 @@ double default_weight_decay(const S& s) {
 template <class S>
 void validate_fields(const S& s) {
   S copy = s;
-  for_each_field(
-      copy,
-      [](std::string_view name, double v, const Range& r) {
-        if (!r.contains(v)) {
-          throw Error(std::string(name) + ": " + num(v) + " must be " + r.describe());
-        }
-      },
-      [](std::string_view, bool) {});
+  for_each_field(copy, Overloaded{
+                           [](const NumberField<S>& f, double v) {
+                             if (!f.range.contains(v)) {
+                               throw Error(std::string(f.name) + ": " + num(v) + " must be " +
+                                           f.range.describe());
+                             }
+                           },
+                           [](const CountField<S>& f, int v) {
+                             if (v < f.min) {
+                               throw Error(std::string(f.name) + ": " + std::to_string(v) +
+                                           " must be >= " + std::to_string(f.min));
+                             }
+                           },
+                           [](const FlagField<S>&, bool) {},
+                           [](const PairField<S>&, double, double) {},
+                       });
   if constexpr (HasCheck<S>) s.check();
+}
+
+// The gradient the update reads: the parameter's, or its negation when maximizing.
+template <class S>
+const float* update_gradient(const S& s, const Variable& param, std::vector<float>& scratch) {
+  const float* g = param.grad().f32();
+  if constexpr (HasMaximize<S>) {
+    if (s.maximize) {
+      scratch.resize(static_cast<std::size_t>(param.grad().numel()));
+      for (std::size_t i = 0; i < scratch.size(); ++i) scratch[i] = -g[i];
+      return scratch.data();
+    }
+  }
+  return g;
 }
 
 // The optimizer for settings S: each group keeps its own copy of S.
@@ -57,11 +83,13 @@ class TypedOptimizer final : public Optimizer {
  protected:
   void update(Variable& param, std::vector<Tensor>& state, std::size_t g, double lr, double wd,
               std::int64_t step_number) override {
-    detail::update(per_group_[g], {param.mutable_value().f32(), param.grad().f32(), state,
-                                   param.value().numel(), lr, wd, step_number, param});
+    const S& s = per_group_[g];
+    const float* grad = update_gradient(s, param, negated_);
+    detail::update(s, {param.mutable_value().f32(), grad, state, param.value().numel(), lr, wd,
+                       step_number, param});
   }
-  std::vector<std::string> state_names(const Variable& param) const override {
-    return detail::state_names(per_group_.front(), param);
+  std::vector<std::string> state_names(const Variable& param, std::size_t g) const override {
+    return detail::state_names(per_group_[g], param);
   }
   Tensor init_state(std::size_t index, const Variable& param, std::size_t g) const override {
     return detail::init_state(per_group_[g], index, param);
@@ -69,6 +97,7 @@ class TypedOptimizer final : public Optimizer {
 
  private:
   std::vector<S> per_group_;
+  std::vector<float> negated_;  // the negated gradient (maximize)
 };
 
 template <class S>
@@ -133,6 +162,12 @@ void Sgd::check() const {
   }
 }
 
+void Adafactor::check() const {
+  if (warmup_init && !relative_step) {
+    throw Error("warmup_init: needs relative_step: true (it shapes the relative step size)");
+  }
+}
+
 void Rprop::check() const {
   if (step_size_min > step_size_max) {
     throw Error("step_size_min: " + num(step_size_min) + " must be <= step_size_max (" +
@@ -150,6 +185,11 @@ std::vector<std::string_view> optimizer_names() {
 
 std::optional<OptimizerSettings> default_settings(std::string_view name) {
   return defaults_named(name, kAlternatives);
+}
+
+double default_learning_rate(const OptimizerSettings& settings) {
+  return std::visit([](const auto& s) { return std::decay_t<decltype(s)>::kLearningRate; },
+                    settings);
 }
 
 void validate(const OptimizerSettings& settings) {

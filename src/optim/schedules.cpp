@@ -287,6 +287,13 @@ SchedulePtr chained(std::vector<SchedulePtr> schedules) {
       "Chained");
 }
 
+SchedulePtr scaled(SchedulePtr schedule, double factor) {
+  require(schedule != nullptr, "Scaled", "needs a schedule");
+  const std::string d = num(factor) + " x " + schedule->describe();
+  return make(
+      [s = std::move(schedule), factor](std::int64_t step) { return factor * s->value(step); }, d);
+}
+
 SchedulePtr lambda(std::function<double(std::int64_t)> fn, std::string description) {
   return make(std::move(fn), std::move(description));
 }

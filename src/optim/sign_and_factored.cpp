@@ -1,6 +1,5 @@
-// Lion (Chen et al. 2023) and Adafactor (Shazeer & Stern 2018, with the update clipping and
-// relative step-size scaling of the common implementations; the learning rate comes from
-// the schedule, so there is no relative_step mode).
+// Lion (Chen et al. 2023) and Adafactor (Shazeer & Stern 2018, with the update clipping,
+// parameter scaling and relative step size of the common implementations).
 #include <algorithm>
 #include <cmath>
 
@@ -62,9 +61,11 @@ void update(const Adafactor& s, const UpdateArgs& a) {
   const float* g = a.g;
   float* p = a.p;
   const std::int64_t n = a.n;
+  const double t = static_cast<double>(a.step);
   double step_lr = a.lr;
+  if (s.relative_step) step_lr = std::min(s.warmup_init ? 1e-6 * t : 1e-2, 1.0 / std::sqrt(t));
   if (s.scale_parameter) step_lr *= std::max(s.eps2, rms(p, n));
-  const double beta2t = 1.0 - std::pow(static_cast<double>(a.step), s.decay_rate);
+  const double beta2t = 1.0 - std::pow(t, s.decay_rate);
   const double eps1 = s.eps1;
   std::vector<float> u(static_cast<std::size_t>(n));
   if (factored(a.param)) {

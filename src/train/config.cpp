@@ -1,9 +1,8 @@
 #include "mantissa/train/config.hpp"
 
 #include <algorithm>
-#include <cctype>
-#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <variant>
 
@@ -18,6 +17,32 @@ const char* kInt = "an integer";
 const char* kBool = "true or false";
 const char* kStr = "a string";
 
+// One step of an override's path: a mapping key, or a list index ("schedulers[1]").
+struct PathStep {
+  std::string key;
+  std::optional<std::size_t> index;
+};
+
+std::vector<PathStep> path_steps(const std::string& path) {
+  std::vector<PathStep> steps;
+  std::stringstream ss(path);
+  for (std::string k; std::getline(ss, k, '.');) {
+    const auto open = k.find('[');
+    if (open == std::string::npos || k.back() != ']') {
+      steps.push_back({k, std::nullopt});
+      continue;
+    }
+    const std::string digits = k.substr(open + 1, k.size() - open - 2);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) {
+      throw Error("--set " + path + ": '" + k + "' is not key[index]");
+    }
+    steps.push_back({k.substr(0, open), std::nullopt});
+    steps.push_back({k.substr(0, open), std::stoul(digits)});
+  }
+  return steps;
+}
+
+// Sets the node at `path` (keys and list indices; an index one past the end appends).
 void apply_override(YAML::Node& root, const std::string& assignment) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
@@ -30,28 +55,43 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
   } catch (const YAML::Exception& e) {
     throw Error("--set '" + assignment + "': the value is not valid YAML (" + e.msg + ")");
   }
-  std::vector<std::string> keys;
-  std::stringstream ss(path);
-  for (std::string k; std::getline(ss, k, '.');) keys.push_back(k);
+  const std::vector<PathStep> steps = path_steps(path);
   // Walk with fresh handles so assignment never rebinds an existing node.
   std::vector<YAML::Node> chain{root};
-  for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
-    YAML::Node next = chain.back()[keys[i]];
-    if (next && !next.IsNull() && !next.IsMap()) {
-      throw Error("--set " + path + ": '" + keys[i] + "' is not a mapping");
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const PathStep& s = steps[i];
+    YAML::Node here = chain.back();
+    const bool last = i + 1 == steps.size();
+    if (s.index) {
+      if (!here.IsSequence() || *s.index > here.size()) {
+        throw Error("--set " + path + ": '" + s.key + "' has no element " +
+                    std::to_string(*s.index));
+      }
+      if (*s.index == here.size()) {
+        if (!last)
+          throw Error("--set " + path + ": '" + s.key + "[" + std::to_string(*s.index) +
+                      "]' does not exist yet");
+        here.push_back(value);
+        return;
+      }
+      if (last) {
+        here[*s.index] = value;
+        return;
+      }
+      chain.push_back(here[*s.index]);
+      continue;
+    }
+    if (last) {
+      here[s.key] = value;
+      return;
+    }
+    YAML::Node next = here[s.key];
+    const bool indexed = steps[i + 1].index.has_value();
+    if (next && !next.IsNull() && !(indexed ? next.IsSequence() : next.IsMap())) {
+      throw Error("--set " + path + ": '" + s.key + "' is not a " + (indexed ? "list" : "mapping"));
     }
     chain.push_back(next);
   }
-  chain.back()[keys.back()] = value;
-}
-
-std::int64_t positive(Reader& r, const std::string& key, std::int64_t fallback,
-                      std::int64_t min = 1) {
-  const auto v = r.get<std::int64_t>(key, fallback, kInt);
-  if (v < min) {
-    throw Error(r.key_path(key) + ": " + std::to_string(v) + " must be >= " + std::to_string(min));
-  }
-  return v;
 }
 
 ModelConfig parse_model(Reader r) {
@@ -59,19 +99,20 @@ ModelConfig parse_model(Reader r) {
   m.kind = r.require_named("name", kModelNames);
   if (m.kind == ModelKind::gpt) {
     nn::GptConfig& g = m.gpt;
-    g.vocab_size = positive(r, "vocab_size", g.vocab_size);
-    g.max_position_embeddings = positive(r, "max_position_embeddings", g.max_position_embeddings);
-    g.hidden_size = positive(r, "hidden_size", g.hidden_size);
-    g.num_hidden_layers = positive(r, "num_hidden_layers", g.num_hidden_layers);
-    g.num_heads = positive(r, "num_heads", g.num_heads);
-    g.filter_size = positive(r, "filter_size", g.filter_size);
+    g.vocab_size = r.get_at_least("vocab_size", g.vocab_size, 1);
+    g.max_position_embeddings =
+        r.get_at_least("max_position_embeddings", g.max_position_embeddings, 1);
+    g.hidden_size = r.get_at_least("hidden_size", g.hidden_size, 1);
+    g.num_hidden_layers = r.get_at_least("num_hidden_layers", g.num_hidden_layers, 1);
+    g.num_heads = r.get_at_least("num_heads", g.num_heads, 1);
+    g.filter_size = r.get_at_least("filter_size", g.filter_size, 1);
     g.dropout_rate = static_cast<float>(r.get<double>("dropout_rate", g.dropout_rate, kNum));
     g.tie_embeddings = r.get<bool>("tie_embeddings", g.tie_embeddings, kBool);
     g.init_std = static_cast<float>(r.get<double>("initializer_range", g.init_std, kNum));
     g.validate();
   } else if (m.kind == ModelKind::mlp) {
     nn::MlpConfig& c = m.mlp;
-    c.input_size = positive(r, "input_size", c.input_size);
+    c.input_size = r.get_at_least("input_size", c.input_size, 1);
     if (r.has("hidden_sizes")) {
       c.hidden_sizes.clear();
       const YAML::Node n = r.raw("hidden_sizes");
@@ -81,115 +122,43 @@ ModelConfig parse_model(Reader r) {
         c.hidden_sizes.push_back(Reader::as<std::int64_t>(n[i], r.key_path("hidden_sizes"), kInt));
       }
     }
-    c.num_classes = positive(r, "num_classes", c.num_classes);
+    c.num_classes = r.get_at_least("num_classes", c.num_classes, 1);
     c.activation = r.get_named("activation", c.activation, nn::kActivationNames);
     c.validate();
   } else {
     nn::CnnConfig& c = m.cnn;
-    c.conv1_channels = positive(r, "conv1_channels", c.conv1_channels);
-    c.conv2_channels = positive(r, "conv2_channels", c.conv2_channels);
-    c.num_classes = positive(r, "num_classes", c.num_classes);
+    c.conv1_channels = r.get_at_least("conv1_channels", c.conv1_channels, 1);
+    c.conv2_channels = r.get_at_least("conv2_channels", c.conv2_channels, 1);
+    c.num_classes = r.get_at_least("num_classes", c.num_classes, 1);
     c.validate();
   }
   r.finish();
   return m;
 }
 
-std::string optimizer_names_text() {
-  std::string s;
-  for (std::string_view n : optim::optimizer_names()) s += (s.empty() ? "" : ", ") + std::string(n);
-  return s;
+// The learning-rate schedulers, described for the run's first log line.
+std::string schedule_text(const TrainerConfig& c) {
+  std::string out;
+  for (const SchedulerConfig& s : c.schedulers) {
+    if (s.key != ScheduledKey::learning_rate) continue;
+    out += (out.empty() ? "" : "; ") + s.schedule->describe();
+  }
+  return out.empty() ? optim::constant(c.optimizer.learning_rate)->describe() : out;
 }
 
-// {Name: {learning_rate, <the optimizer's fields>}}: the settings struct's field table says
-// which keys exist and what each takes.
-OptimizerConfig parse_optimizer_node(const YAML::Node& node, const std::string& path) {
-  if (!node || !node.IsMap() || node.size() != 1) {
-    throw Error(path + ": expected one optimizer, as {AdamW: {learning_rate: ..., ...}} (names: " +
-                optimizer_names_text() + ")");
+// Adafactor's relative_step takes the step size from the step count: a learning rate or a
+// learning-rate scheduler would be ignored, so either is an error (as the vendor's).
+void check_relative_step(const TrainerConfig& c) {
+  const auto* a = std::get_if<optim::Adafactor>(&c.optimizer.settings);
+  if (a == nullptr || !a->relative_step) return;
+  const bool scheduled = std::any_of(c.schedulers.begin(), c.schedulers.end(), [](const auto& s) {
+    return s.key == ScheduledKey::learning_rate;
+  });
+  if (c.optimizer.learning_rate_given || scheduled) {
+    throw Error(
+        "trainer.init.optimizer.Adafactor.relative_step: the step size comes from the step "
+        "count; drop the learning rate and the learning-rate schedulers");
   }
-  const std::string key = node.begin()->first.as<std::string>();
-  std::string name = key;
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  const std::optional<optim::OptimizerSettings> defaults = optim::default_settings(name);
-  if (!defaults) {
-    throw Error(path + ": unknown name '" + name + "' (expected one of: " + optimizer_names_text() +
-                ")");
-  }
-  OptimizerConfig o{*defaults};
-  Reader r(node.begin()->second, path + "." + key);
-  o.learning_rate = r.get<double>("learning_rate", o.learning_rate, kNum);
-  std::visit(
-      [&](auto& s) {
-        optim::for_each_field(
-            s,
-            [&](std::string_view field, double& v, const optim::Range&) {
-              v = r.get<double>(std::string(field), v, kNum);
-            },
-            [&](std::string_view field, bool& v) {
-              v = r.get<bool>(std::string(field), v, kBool);
-            });
-      },
-      o.settings);
-  r.finish();
-  try {
-    optim::validate(o.settings);
-  } catch (const Error& e) {
-    throw Error(r.path() + "." + e.what());
-  }
-  return o;
-}
-
-// loss_scaling_factor: "dynamic" or a number (static scaling; its range is the scaler's rule).
-amp::LossScaling parse_loss_scaling(const std::string& text, const std::string& path) {
-  if (text == "dynamic") return amp::DynamicLossScaling{};
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size()) {
-    throw Error(path + "." + amp::loss_scaling_factor_error(text));
-  }
-  return amp::StaticLossScaling{v};
-}
-
-amp::MixedPrecision parse_precision(Reader r) {
-  amp::MixedPrecision m;
-  m.enabled = r.get<bool>("enabled", m.enabled, kBool);
-  if (r.has("fp16_type")) {
-    const auto text = r.require<std::string>("fp16_type", kStr);
-    const std::optional<numerics::Format> f = numerics::parse_format(text);
-    if (!f || !precision::is_half_format(*f)) {
-      throw Error(r.path() + "." + precision::fp16_type_error(text));
-    }
-    m.fp16_type = *f;
-  }
-  if (r.has("loss_scaling_factor")) {
-    m.loss_scaling = parse_loss_scaling(
-        r.require<std::string>("loss_scaling_factor", "\"dynamic\" or a number"), r.path());
-  }
-  if (r.has("initial_loss_scale"))
-    m.initial_loss_scale = r.require<double>("initial_loss_scale", kNum);
-  if (r.has("steps_per_increase"))
-    m.steps_per_increase = r.require<std::int64_t>("steps_per_increase", kInt);
-  if (r.has("min_loss_scale")) m.min_loss_scale = r.require<double>("min_loss_scale", kNum);
-  if (r.has("max_loss_scale")) m.max_loss_scale = r.require<double>("max_loss_scale", kNum);
-  if (r.has("max_gradient_norm"))
-    m.max_gradient_norm = r.require<double>("max_gradient_norm", kNum);
-  if (r.has("max_gradient_value"))
-    m.max_gradient_value = r.require<double>("max_gradient_value", kNum);
-  m.precision_opt_level = r.get<int>("precision_opt_level", m.precision_opt_level, kInt);
-  m.matmul_route = r.get_named("matmul_route", m.matmul_route, precision::kMatmulRouteNames);
-  m.overflow_tolerance = r.get<double>("overflow_tolerance", m.overflow_tolerance, kNum);
-  m.on_stuck = r.get_named("on_stuck", m.on_stuck, amp::kStuckPolicyNames);
-  m.hysteresis = r.get<int>("hysteresis", m.hysteresis, kInt);
-  m.grow_only_if_finite = r.get<bool>("grow_only_if_finite", m.grow_only_if_finite, kBool);
-  r.finish();
-  try {
-    m.validate();
-  } catch (const Error& e) {
-    throw Error(r.path() + "." + e.what());
-  }
-  return m;
 }
 
 DataloaderConfig parse_dataloader(Reader r) {
@@ -201,8 +170,8 @@ DataloaderConfig parse_dataloader(Reader r) {
     throw Error(r.key_path("split") + ": '" + std::string(name_of(kSplitNames, d.split)) +
                 "' (expected " + (images ? "train or test" : "train or val") + ")");
   }
-  d.batch_size = positive(r, "batch_size", d.batch_size);
-  d.context = positive(r, "context", d.context);
+  d.batch_size = r.get_at_least("batch_size", d.batch_size, 1);
+  d.context = r.get_at_least("context", d.context, 1);
   d.path = r.get<std::string>("path", d.path, kStr);
   if (d.dataset == DatasetKind::text && d.path.empty())
     throw Error(r.key_path("path") + ": missing (the text file)");
@@ -231,46 +200,36 @@ TrainerConfig parse_config(const std::string& yaml_text, const std::vector<std::
   for (const std::string& o : overrides) apply_override(root, o);
 
   TrainerConfig c;
+  detail::migrate_legacy_keys(root, c.notes);
   Reader top(root, "");
   Reader trainer = top.child("trainer");
   Reader init = trainer.child("init");
   c.seed = init.get<std::uint64_t>("seed", c.seed, "a non-negative integer");
   c.model = parse_model(init.child("model"));
   if (!init.has("optimizer")) throw Error("trainer.init.optimizer: missing");
-  c.optimizer = parse_optimizer_node(init.raw("optimizer"), "trainer.init.optimizer");
+  c.optimizer = detail::parse_optimizer(init.raw("optimizer"), "trainer.init.optimizer");
   if (init.has("schedulers")) {
-    const YAML::Node s = init.raw("schedulers");
-    if (!s.IsSequence() || s.size() != 1) {
-      throw Error("trainer.init.schedulers: expected a list with one learning-rate scheduler");
-    }
-    c.learning_rate = detail::parse_schedule(s[0], "trainer.init.schedulers[0]");
-  } else {
-    c.learning_rate = optim::constant(c.optimizer.learning_rate);
+    c.schedulers = detail::parse_schedulers(init.raw("schedulers"), "trainer.init.schedulers");
   }
-  c.schedule_text = c.learning_rate->describe();
-  c.precision = init.has("precision") ? parse_precision(init.child("precision")) : [] {
-    amp::MixedPrecision m;
-    m.enabled = false;
-    return m;
-  }();
-  {
-    Reader loop = init.child("loop");
-    c.loop.max_steps = positive(loop, "max_steps", c.loop.max_steps);
-    c.loop.eval_frequency = positive(loop, "eval_frequency", c.loop.eval_frequency, 0);
-    c.loop.eval_steps = positive(loop, "eval_steps", c.loop.eval_steps);
-    c.loop.grad_accum_steps = positive(loop, "grad_accum_steps", c.loop.grad_accum_steps);
-    loop.finish();
-  }
+  c.schedule_text = schedule_text(c);
+  check_relative_step(c);
+  c.precision =
+      init.has("precision") ? detail::parse_precision(init.child("precision"), c.notes) : [] {
+        amp::MixedPrecision m;
+        m.enabled = false;
+        return m;
+      }();
+  c.loop = detail::parse_loop(init.child("loop"));
   {
     Reader ck = init.child("checkpoint");
-    c.checkpoint.steps = positive(ck, "steps", c.checkpoint.steps, 0);
-    c.checkpoint.keep = positive(ck, "keep", c.checkpoint.keep);
+    c.checkpoint.steps = ck.get_at_least("steps", c.checkpoint.steps, 0);
+    c.checkpoint.keep = ck.get_at_least("keep", c.checkpoint.keep, 1);
     c.checkpoint.dir = ck.get<std::string>("dir", c.checkpoint.dir, kStr);
     ck.finish();
   }
   {
     Reader lg = init.child("logging");
-    c.logging.log_steps = positive(lg, "log_steps", c.logging.log_steps);
+    c.logging.log_steps = lg.get_at_least("log_steps", c.logging.log_steps, 1);
     lg.finish();
   }
   init.finish();

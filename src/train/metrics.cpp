@@ -104,7 +104,7 @@ constexpr auto kWindowFields = std::make_tuple(
     Field<WindowRecord, std::int64_t>{kStep, &WindowRecord::step},
     Field<WindowRecord, double>{"loss", &WindowRecord::loss},
     Field<WindowRecord, double>{"lr", &WindowRecord::learning_rate},
-    Field<WindowRecord, double>{"loss_scale", &WindowRecord::loss_scale},
+    Field<WindowRecord, std::optional<double>>{"loss_scale", &WindowRecord::loss_scale},
     Field<WindowRecord, std::int64_t>{"skipped_steps", &WindowRecord::skipped_steps},
     Field<WindowRecord, double>{"grad_norm", &WindowRecord::grad_norm},
     Field<WindowRecord, std::optional<double>>{"peak_rss_mib", &WindowRecord::peak_rss_mib});

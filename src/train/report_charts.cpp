@@ -120,7 +120,9 @@ std::string loss_scale_chart(const std::vector<ReportRun>& runs) {
     }
     // The scale each logged or skipped step used, held back to the previous such step.
     std::map<double, double> at;
-    for (const WindowRecord& w : r.log->windows) at[static_cast<double>(w.step)] = w.loss_scale;
+    for (const WindowRecord& w : r.log->windows) {
+      if (w.loss_scale) at[static_cast<double>(w.step)] = *w.loss_scale;
+    }
     Points skipped;
     for (const SkipRecord& s : r.log->skips) {
       at[static_cast<double>(s.step)] = s.loss_scale;

@@ -34,11 +34,16 @@ std::vector<SettingRow> precision_settings(const amp::MixedPrecision& settings,
     rows.emplace_back("initial loss scale", scale_text(o.init_scale));
     rows.emplace_back("loss scale range",
                       scale_text(o.min_loss_scale) + " to " + scale_text(o.max_loss_scale));
-    rows.emplace_back("growth",
-                      fmt::format("x2 after {} steps{}", o.steps_per_increase,
-                                  o.grow_only_if_finite ? ", only to finite values" : ""));
+    rows.emplace_back("growth", fmt::format("x{:g} after {} steps without overflow",
+                                            o.growth_factor, o.steps_per_increase));
+    rows.emplace_back("backoff", fmt::format("x{:g} on overflow", o.backoff_factor));
     rows.emplace_back("overflow tolerance", fmt::format("{:g}", o.overflow_tolerance));
-    rows.emplace_back("hysteresis", std::to_string(o.hysteresis));
+    rows.emplace_back("hysteresis",
+                      o.hysteresis == 1
+                          ? std::string("1 (off)")
+                          : fmt::format("{} (refilled {})", o.hysteresis,
+                                        o.consecutive_hysteresis ? "on every finite step"
+                                                                 : "when the scale grows"));
     rows.emplace_back("when stuck at the minimum",
                       std::string(name_of(amp::kStuckPolicyNames, o.on_stuck)));
   }

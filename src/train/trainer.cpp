@@ -13,6 +13,7 @@
 #include "mantissa/train/checkpoint.hpp"
 #include "mantissa/train/metrics.hpp"
 #include "number_text.hpp"
+#include "param_groups.hpp"
 #include "run_settings.hpp"
 #include "task.hpp"
 
@@ -34,14 +35,10 @@ Trainer::Trainer(TrainerConfig config, TrainerHooks hooks)
     : config_(std::move(config)), events_(hooks.events != nullptr ? hooks.events : &silent_) {
   policy_ = config_.precision.policy();
   run_dir_ = config_.checkpoint.dir.empty() ? "runs/default" : config_.checkpoint.dir;
+  for (const std::string& note : config_.notes) log(note);
   task_ = make_task(config_, hooks.kjv_corpus);
-  optim::ParamGroup group;
-  for (auto& [name, p] : task_->module().named_parameters()) {
-    group.params.push_back(p);
-    group.names.push_back(name);
-  }
-  group.learning_rate = config_.learning_rate;
-  optimizer_ = optim::make_optimizer(config_.optimizer.settings, {group});
+  optimizer_ = optim::make_optimizer(
+      config_.optimizer.settings, build_param_groups(config_, task_->module().named_parameters()));
   scaler_ = config_.precision.make_scaler([this](const std::string& l) { log(l); });
 }
 
@@ -197,7 +194,22 @@ std::int64_t Trainer::parameter_count() const {
   return task_->module().parameter_count();
 }
 
+RunSummary Trainer::evaluate_all() {
+  const std::vector<std::string> all = list_checkpoints(run_dir_);
+  if (all.empty())
+    throw Error("eval_all: no checkpoint in " + run_dir_ + " to evaluate (train first)");
+  RunSummary summary;
+  for (const std::string& path : all) {
+    restore(path);
+    summary.evals.push_back({path, global_step_, evaluate()});
+  }
+  summary.eval = summary.evals.back().result;
+  summary.global_step = global_step_;
+  return summary;
+}
+
 RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) {
+  if (mode == RunMode::eval_all) return evaluate_all();
   if (resume) {
     const std::optional<std::string> path =
         *resume == "latest" ? latest_checkpoint(run_dir_) : resume;
@@ -222,6 +234,11 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
       policy_.describe() + ", " + optimizer_->name() + ", lr " + config_.schedule_text +
       ", run directory " + run_dir_);
   write_metrics(metrics_line(run_record()));
+  const std::int64_t eval_every =
+      mode == RunMode::train_and_eval ? config_.loop.eval_interval() : 0;
+  if (mode == RunMode::train_and_eval && eval_every == 0) {
+    log("eval_frequency is 0: no validation while training");
+  }
   auto window_start = Clock::now();
   const auto run_start = window_start;
   std::int64_t window_items = 0, start_step = global_step_;
@@ -258,8 +275,10 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
       p.items_per_second = static_cast<double>(window_items) / std::max(secs, 1e-9);
       p.unit = task_->unit();
       p.eta_seconds = elapsed / done * static_cast<double>(config_.loop.max_steps - global_step_);
+      std::optional<double> logged_scale;
+      if (scaler_ && config_.precision.logs_loss_scale()) logged_scale = p.loss_scale;
       write_metrics(
-          metrics_line(WindowRecord{p.step, p.loss, p.learning_rate, p.loss_scale, p.skipped_steps,
+          metrics_line(WindowRecord{p.step, p.loss, p.learning_rate, logged_scale, p.skipped_steps,
                                     p.grad_norm, p.items_per_second, detail::peak_rss_mib()},
                        p.unit));
       events_->progress(p);
@@ -269,8 +288,7 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
       loss_count = 0;
     }
     const auto pause_start = Clock::now();
-    if (mode == RunMode::train_and_eval && config_.loop.eval_frequency > 0 &&
-        global_step_ % config_.loop.eval_frequency == 0 && global_step_ < config_.loop.max_steps) {
+    if (eval_every > 0 && global_step_ % eval_every == 0 && global_step_ < config_.loop.max_steps) {
       events_->evaluating(global_step_);
       summary.eval = evaluate();
     }
@@ -282,7 +300,7 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
   }
   if (saved_at != global_step_) summary.last_checkpoint = save_checkpoint_now();
   log("checkpoint " + summary.last_checkpoint + (summary.interrupted ? " (interrupted)" : ""));
-  if (mode == RunMode::train_and_eval && !summary.interrupted) {
+  if (eval_every > 0 && !summary.interrupted) {
     events_->evaluating(global_step_);
     summary.eval = evaluate();
   }

@@ -38,6 +38,14 @@ class Reader {
     if (!has(key)) return fallback;
     return as<T>(node_[key], key_path(key), type_name);
   }
+  // An integer >= min (fallback when absent); "<key path>: <v> must be >= <min>" otherwise.
+  std::int64_t get_at_least(const std::string& key, std::int64_t fallback, std::int64_t min) {
+    const auto v = get<std::int64_t>(key, fallback, "an integer");
+    if (v < min) {
+      throw Error(key_path(key) + ": " + std::to_string(v) + " must be >= " + std::to_string(min));
+    }
+    return v;
+  }
   template <class T>
   T require(const std::string& key, const char* type_name) {
     if (!has(key)) throw Error(key_path(key) + ": missing (expected " + type_name + ")");

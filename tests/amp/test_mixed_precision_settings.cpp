@@ -3,6 +3,8 @@
 // refuse: tests/train/test_config.cpp.)
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "mantissa/amp/mixed_precision.hpp"
 #include "mantissa/error.hpp"
 
@@ -28,46 +30,91 @@ MixedPrecision base() {
   return m;
 }
 
+// One bad setting (on top of float16 with dynamic scaling) and the error it must raise.
+struct BadSetting {
+  std::function<void(MixedPrecision&)> set;
+  const char* error;
+};
+
 TEST(MixedPrecisionSettings, EachRuleNamesItsSetting) {
+  const BadSetting cases[] = {
+      {[](MixedPrecision& m) { m.fp16_type = Format::float8_e5m2; },
+       "fp16_type: 'float8_e5m2' (expected one of: float16, bfloat16, cbfloat16)"},
+      {[](MixedPrecision& m) { m.fp16_type = Format::float32; },
+       "fp16_type: 'float32' (expected one of: float16, bfloat16, cbfloat16)"},
+      {[](MixedPrecision& m) {
+         m.fp16_type = Format::cbfloat16;
+         m.loss_scaling = amp::StaticLossScaling{128};
+       },
+       "loss_scaling_factor: cbfloat16 requires dynamic loss scaling"},
+      {[](MixedPrecision& m) {
+         m.fp16_type = Format::cbfloat16;
+         m.loss_scaling = amp::NoLossScaling{};
+       },
+       "loss_scaling_factor: cbfloat16 requires dynamic"},
+      {[](MixedPrecision& m) {
+         m.max_gradient_norm = 1.0;
+         m.max_gradient_value = 2.0;
+       },
+       "max_gradient_norm and max_gradient_value are mutually exclusive"},
+      {[](MixedPrecision& m) { m.max_gradient_norm = 0.0; }, "max_gradient_norm: 0"},
+      {[](MixedPrecision& m) { m.max_gradient_value = -1.0; }, "max_gradient_value: -1"},
+      {[](MixedPrecision& m) { m.precision_opt_level = 3; },
+       "precision_opt_level: 3 (expected one of: 0, 1, 2)"},
+      {[](MixedPrecision& m) { m.loss_scaling = amp::StaticLossScaling{-2}; },
+       "loss_scaling_factor: '-2' is neither \"dynamic\" nor a finite number > 0"},
+      {[](MixedPrecision& m) { m.min_loss_scale = 1e-6; },
+       "min_loss_scale: 1e-06 is below the smallest allowed, 2^-14"},
+      {[](MixedPrecision& m) { m.initial_loss_scale = 1e-5; },
+       "initial_loss_scale: 1e-05 must be >= min_loss_scale (6.10352e-05)"},
+      // Not a float32: the scale multiplies the loss in float32.
+      {[](MixedPrecision& m) { m.max_loss_scale = 1e39; },
+       "max_loss_scale: 1e+39 must be >= min_loss_scale (6.10352e-05) and a finite float32"},
+      {[](MixedPrecision& m) { m.growth_factor = 1.0; },
+       "growth_factor: 1 must be a finite number > 1"},
+      {[](MixedPrecision& m) { m.backoff_factor = 1.0; }, "backoff_factor: 1 must be in (0, 1)"},
+      {[](MixedPrecision& m) { m.hysteresis = 0; }, "hysteresis: 0 must be >= 1"},
+      {[](MixedPrecision& m) { m.steps_per_increase = 0; }, "steps_per_increase: 0 must be >= 1"},
+      {[](MixedPrecision& m) { m.overflow_tolerance = 1.0; },
+       "overflow_tolerance: 1 must be in [0, 1)"},
+  };
+  for (const BadSetting& c : cases) {
+    MixedPrecision m = base();
+    c.set(m);
+    expect_error(m, c.error);
+  }
+}
+
+TEST(MixedPrecisionSettings, TheVendorsDefaults) {
+  // MixedPrecision(enabled=True, fp16_type="bfloat16", ..., log_loss_scale=None): no loss
+  // scaling unless asked for, and the loss scale is logged exactly when scaling is dynamic.
+  MixedPrecision m;
+  EXPECT_TRUE(m.enabled);
+  EXPECT_EQ(m.fp16_type, Format::bfloat16);
+  EXPECT_TRUE(std::holds_alternative<amp::NoLossScaling>(m.loss_scaling));
+  EXPECT_FALSE(m.logs_loss_scale());
+  m.loss_scaling = amp::DynamicLossScaling{};
+  EXPECT_TRUE(m.logs_loss_scale());
+  m.log_loss_scale = false;
+  EXPECT_FALSE(m.logs_loss_scale());
+  m.loss_scaling = amp::StaticLossScaling{8};
+  m.log_loss_scale = true;
+  EXPECT_TRUE(m.logs_loss_scale());
+}
+
+TEST(MixedPrecisionSettings, InitialScaleAboveTheMaximumStartsAtTheMaximum) {
+  // The vendor's GradScaler starts at min(max_loss_scale, init_scale); the clamp is said once
+  // through the log the scaler was given (the trainer's events), never on a terminal.
   MixedPrecision m = base();
-  m.fp16_type = Format::float8_e5m2;
-  expect_error(m, "fp16_type: 'float8_e5m2' (expected one of: float16, bfloat16, cbfloat16)");
-  m.fp16_type = Format::float32;
-  expect_error(m, "fp16_type: 'float32' (expected one of: float16, bfloat16, cbfloat16)");
-  m = base();
-  m.fp16_type = Format::cbfloat16;
-  m.loss_scaling = amp::StaticLossScaling{128};
-  expect_error(m, "loss_scaling_factor: cbfloat16 requires dynamic loss scaling");
-  m.loss_scaling = amp::NoLossScaling{};
-  expect_error(m, "loss_scaling_factor: cbfloat16 requires dynamic");
-  m = base();
-  m.max_gradient_norm = 1.0;
-  m.max_gradient_value = 2.0;
-  expect_error(m, "max_gradient_norm and max_gradient_value are mutually exclusive");
-  m = base();
-  m.max_gradient_norm = 0.0;
-  expect_error(m, "max_gradient_norm: 0");
-  m = base();
-  m.max_gradient_value = -1.0;
-  expect_error(m, "max_gradient_value: -1");
-  m = base();
-  m.precision_opt_level = 3;
-  expect_error(m, "precision_opt_level: 3 (expected one of: 0, 1, 2)");
-  m = base();
-  m.loss_scaling = amp::StaticLossScaling{-2};
-  expect_error(m, "loss_scaling_factor: '-2' is neither \"dynamic\" nor a finite number > 0");
-  m = base();
-  m.min_loss_scale = 1e-6;
-  expect_error(m, "min_loss_scale: 1e-06 is below the smallest allowed, 2^-14");
-  m = base();
   m.initial_loss_scale = 1e9;
-  expect_error(m, "initial_loss_scale: 1e+09 must lie in [min_loss_scale, max_loss_scale]");
-  m = base();
-  m.steps_per_increase = 0;
-  expect_error(m, "steps_per_increase: 0 must be >= 1");
-  m = base();
-  m.overflow_tolerance = 1.0;
-  expect_error(m, "overflow_tolerance: 1 must be in [0, 1)");
+  std::vector<std::string> logs;
+  ::testing::internal::CaptureStderr();
+  auto s = m.make_scaler([&](const std::string& l) { logs.push_back(l); });
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->get_scale(), 32768.0);
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_EQ(logs[0], "initial_loss_scale 1e+09 is above max_loss_scale 32768: starting at 32768");
 }
 
 TEST(MixedPrecisionSettings, ScalersByFormat) {

@@ -110,21 +110,74 @@ TEST(ScalerTrajectory, StuckAtMinimumFallsBack) {
   EXPECT_FALSE(t.step(true));            // non-finite steps are still skipped
 }
 
-TEST(ScalerTrajectory, HysteresisToleratesConsecutiveOverflows) {
+// DeepSpeed's DynamicLossScaler (and Megatron's DynamicGradScaler) with hysteresis h: an
+// overflow event decreases the scale only when the allowance is down to 1, else it spends one
+// and restarts the growth window; a decrease does not refill it. The refill comes when the
+// scale grows (consecutive_hysteresis false, the default of both) or on every clean step
+// (consecutive_hysteresis true).
+GradScalerOptions with_hysteresis(bool consecutive) {
   GradScalerOptions o = defaults();
+  o.max_loss_scale = std::ldexp(1.0, 20);
+  o.steps_per_increase = 2;
   o.hysteresis = 2;
-  ScriptedScaler t(o);
-  t.step(true);  // first overflow event: tolerated (left 2 -> 1), window restarts
+  o.consecutive_hysteresis = consecutive;
+  return o;
+}
+
+TEST(ScalerTrajectory, HysteresisRefilledOnGrowth) {
+  ScriptedScaler t(with_hysteresis(false));
+  EXPECT_FALSE(t.step(true));  // event 1: tolerated (2 -> 1), window restarts
   EXPECT_EQ(t.scaler.get_scale(), 32768.0);
   EXPECT_EQ(t.scaler.state().hysteresis_left, 1);
-  t.step(false);  // a clean step restores the allowance
-  EXPECT_EQ(t.scaler.state().hysteresis_left, 2);
-  t.step(true);  // tolerated again
-  EXPECT_EQ(t.scaler.get_scale(), 32768.0);
-  t.step(true);  // second consecutive event: S halves
+  t.step(false);  // a clean step does not refill in this form
+  EXPECT_EQ(t.scaler.state().hysteresis_left, 1);
+  t.step(true);  // n = 2, o = 1: an event with the allowance spent: S halves
+  EXPECT_EQ(t.scaler.get_scale(), 16384.0);
+  EXPECT_EQ(t.scaler.state().hysteresis_left, 1);  // not refilled by the decrease
+  t.step(true);                                    // the next event halves again
+  EXPECT_EQ(t.scaler.get_scale(), 8192.0);
+  t.step(false);
+  t.step(false);
+  t.step(false);  // n = 3 > steps_per_increase 2: growth, and the allowance is refilled
   EXPECT_EQ(t.scaler.get_scale(), 16384.0);
   EXPECT_EQ(t.scaler.state().hysteresis_left, 2);
-  EXPECT_EQ(t.scaler.num_skipped_steps(), 3);  // every overflowing step was skipped
+  t.step(true);  // tolerated again
+  EXPECT_EQ(t.scaler.get_scale(), 16384.0);
+  EXPECT_EQ(t.scaler.num_skipped_steps(), 4);  // every overflowing step was skipped
+}
+
+TEST(ScalerTrajectory, ConsecutiveHysteresisRefilledOnEveryCleanStep) {
+  ScriptedScaler t(with_hysteresis(true));
+  t.step(true);  // tolerated (2 -> 1)
+  EXPECT_EQ(t.scaler.state().hysteresis_left, 1);
+  t.step(false);  // refilled by the clean step
+  EXPECT_EQ(t.scaler.state().hysteresis_left, 2);
+  t.step(true);  // n = 2, o = 1: tolerated again (2 -> 1); the other form halves here
+  EXPECT_EQ(t.scaler.get_scale(), 32768.0);
+  EXPECT_EQ(t.scaler.state().hysteresis_left, 1);
+  t.step(true);  // a second consecutive event: S halves
+  EXPECT_EQ(t.scaler.get_scale(), 16384.0);
+  t.step(true);  // and again: no refill without a clean step
+  EXPECT_EQ(t.scaler.get_scale(), 8192.0);
+  t.step(false);
+  EXPECT_EQ(t.scaler.state().hysteresis_left, 2);
+}
+
+TEST(ScalerTrajectory, GrowthAndBackoffFactors) {
+  GradScalerOptions o = defaults();
+  o.init_scale = 1024.0;
+  o.max_loss_scale = std::ldexp(1.0, 20);
+  o.steps_per_increase = 2;
+  o.growth_factor = 4.0;
+  o.backoff_factor = 0.25;
+  ScriptedScaler t(o);
+  t.step(true);  // 1024 * 0.25
+  EXPECT_EQ(t.scaler.get_scale(), 256.0);
+  t.step(false);
+  t.step(false);
+  EXPECT_EQ(t.scaler.get_scale(), 256.0);
+  t.step(false);  // n = 3 > 2: 256 * 4
+  EXPECT_EQ(t.scaler.get_scale(), 1024.0);
 }
 
 TEST(ScalerTrajectory, SkippedStepsNameTheParameters) {

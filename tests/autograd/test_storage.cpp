@@ -130,3 +130,32 @@ TEST(LeafReadyHook, FiresOnceEachLeafsGradientIsFinal) {
 
 }  // namespace
 }  // namespace mantissa::testing
+
+namespace mantissa::testing {
+namespace {
+
+TEST(Storage, Bfloat16LeavesGetBfloat16GradientsSummedInFloat32) {
+  // A bfloat16 weight used twice: its gradient is bfloat16, the two contributions summed in
+  // float32 and rounded once.
+  precision::Autocast cast({numerics::Format::bfloat16, 1});
+  const Variable w(random_tensor({8, 8}, 11).to(numerics::Format::bfloat16), true);
+  const Variable x(random_tensor({4, 8}, 12), false);
+  const Variable y = ag::add(ag::linear(x, w, Variable()), ag::linear(x, w, Variable()));
+  ag::backward(ag::sum(y));
+  EXPECT_EQ(w.grad().format(), numerics::Format::bfloat16);
+  // Each contribution: dW = G^T X with G all ones: column sums of x (rounded to bfloat16, the
+  // policy's H), in every row.
+  auto xv = x.value().to_vector();
+  numerics::round_to_format(xv.data(), xv.size(), numerics::Format::bfloat16);
+  for (int j = 0; j < 8; ++j) {
+    float col = 0;
+    for (int r = 0; r < 4; ++r) col += xv[r * 8 + j];
+    // Both contributions are float32 sums; their float32 sum is rounded once to bfloat16.
+    float want = col + col;
+    numerics::round_to_format(&want, 1, numerics::Format::bfloat16);
+    EXPECT_EQ(w.grad().to_vector()[j], want) << j;
+  }
+}
+
+}  // namespace
+}  // namespace mantissa::testing

@@ -141,19 +141,46 @@ TEST(Optimizer, SettingsAreRangeCheckedOnceWithTheFieldNamed) {
 
 TEST(Optimizer, TheNamesComeFromTheSettingsTypes) {
   const std::vector<std::string_view> names = optimizer_names();
-  EXPECT_EQ(names.size(), 14u);
-  for (std::string_view n : {"sgd", "asgd", "adam", "adamw", "adamax", "nadam", "radam", "lamb",
-                             "adagrad", "adadelta", "rmsprop", "rprop", "lion", "adafactor"}) {
+  EXPECT_EQ(names.size(), 15u);
+  for (std::string_view n :
+       {"sgd", "asgd", "adam", "adamw", "adamax", "nadam", "radam", "lamb", "adagrad", "adadelta",
+        "rmsprop", "rprop", "lion", "adafactor", "muon"}) {
     const std::optional<OptimizerSettings> s = default_settings(n);
     ASSERT_TRUE(s) << n;
     EXPECT_EQ(optimizer_name(*s), n);
   }
   EXPECT_FALSE(default_settings("adamm"));
-  // The defaults are PyTorch's (docs/optim.md): AdamW decays by 0.01, Adam not at all.
-  EXPECT_EQ(std::get<AdamW>(*default_settings("adamw")).weight_decay, 0.01);
-  EXPECT_EQ(std::get<Adam>(*default_settings("adam")).weight_decay, 0.0);
-  EXPECT_EQ(std::get<Lamb>(*default_settings("lamb")).eps, 1e-6);
-  EXPECT_TRUE(std::get<Adafactor>(*default_settings("adafactor")).scale_parameter);
+  // The defaults are the vendor's (../shared/reference/vendor_api.md section 6): eps 1e-6
+  // for Adam, AdamW, Adamax, Adagrad, RAdam and Lamb, 1e-8 for NAdam and RMSprop; no weight
+  // decay but Muon's 0.01; Lamb without bias correction; each its own learning rate.
+  auto get = [](std::string_view n) { return *default_settings(n); };
+  EXPECT_EQ(std::get<AdamW>(get("adamw")).weight_decay, 0.0);
+  EXPECT_EQ(std::get<AdamW>(get("adamw")).eps, 1e-6);
+  EXPECT_TRUE(std::get<AdamW>(get("adamw")).bias_correction);
+  EXPECT_FALSE(std::get<AdamW>(get("adamw")).amsgrad);
+  EXPECT_EQ(std::get<Adam>(get("adam")).eps, 1e-6);
+  EXPECT_EQ(std::get<Adamax>(get("adamax")).eps, 1e-6);
+  EXPECT_EQ(std::get<Adagrad>(get("adagrad")).eps, 1e-6);
+  EXPECT_EQ(std::get<RAdam>(get("radam")).eps, 1e-6);
+  EXPECT_EQ(std::get<NAdam>(get("nadam")).eps, 1e-8);
+  EXPECT_EQ(std::get<RmsProp>(get("rmsprop")).eps, 1e-8);
+  EXPECT_EQ(std::get<Lamb>(get("lamb")).eps, 1e-6);
+  EXPECT_FALSE(std::get<Lamb>(get("lamb")).bias_correction);
+  EXPECT_EQ(std::get<Lion>(get("lion")).beta2, 0.99);
+  EXPECT_EQ(std::get<Rprop>(get("rprop")).etaplus, 1.2);
+  EXPECT_EQ(std::get<Rprop>(get("rprop")).step_size_max, 50.0);
+  const Muon muon = std::get<Muon>(get("muon"));
+  EXPECT_EQ(muon.momentum, 0.95);
+  EXPECT_EQ(muon.weight_decay, 0.01);
+  EXPECT_TRUE(muon.nesterov);
+  EXPECT_EQ(muon.ns_steps, 5);
+  EXPECT_TRUE(std::get<Adafactor>(get("adafactor")).scale_parameter);
+  EXPECT_FALSE(std::get<Adafactor>(get("adafactor")).relative_step);
+  const std::pair<std::string_view, double> rates[] = {
+      {"adam", 1e-3},  {"adamw", 1e-3},   {"adadelta", 1.0}, {"adagrad", 1e-2}, {"adamax", 1e-3},
+      {"asgd", 1e-2},  {"lamb", 1e-3},    {"lion", 1e-4},    {"muon", 0.02},    {"nadam", 2e-3},
+      {"radam", 1e-3}, {"rmsprop", 1e-2}, {"rprop", 1e-3}};
+  for (const auto& [n, lr] : rates) EXPECT_EQ(default_learning_rate(get(n)), lr) << n;
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Lamb, Lion, Adafactor and NAdam against values derived by hand from their published update
-// rules (tolerance 1e-6 relative: float32 state and parameters).
+// Lamb, Lion, Adafactor, NAdam and Muon against values derived by hand from their published
+// update rules (tolerance 1e-6 relative: float32 state and parameters).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -45,11 +45,30 @@ TEST(HandDerived, Lion) {
 }
 
 TEST(HandDerived, Lamb) {
-  // p = [3, 4] (norm 5), g = [1, -1]: with bias correction m_hat = g, v_hat = g^2, so the
-  // update u = g / (|g| + 1e-6) has norm sqrt(2) |u_0|, and trust * u = 5 / sqrt(2) [1, -1].
+  // The vendor's Lamb (no bias correction): g = [1, -1] gives m = 0.1 g, v = 0.001 g^2 and
+  // u = m / (sqrt(v) + 1e-6) = u0 [1, -1], u0 = 0.1 / (sqrt(0.001) + 1e-6). p = [3, 4] has
+  // norm 5, so trust * u = 5 / (sqrt(2) u0) u = 5 / sqrt(2) [1, -1].
   OptimizerRun r(Lamb{}, {3.0f, 4.0f}, {2}, 0.1);
   const double d = 0.1 * 5.0 / std::sqrt(2.0);
   expect_values(r.step({1.0f, -1.0f}), {3.0 - d, 4.0 + d});
+}
+
+TEST(HandDerived, LambTrustRatioClampAndAdamMode) {
+  const double u0 = 0.1 / (std::sqrt(0.001) + 1e-6);
+  // p = [30, 40] has norm 50, clamped to 10: trust * u = 10 / sqrt(2) [1, -1].
+  OptimizerRun clamped(Lamb{}, {30.0f, 40.0f}, {2}, 0.1);
+  const double d = 0.1 * 10.0 / std::sqrt(2.0);
+  expect_values(clamped.step({1.0f, -1.0f}), {30.0 - d, 40.0 + d});
+  // adam: trust ratio 1, so p -= lr u.
+  Lamb adam;
+  adam.adam = true;
+  OptimizerRun plain(adam, {30.0f, 40.0f}, {2}, 0.1);
+  expect_values(plain.step({1.0f, -1.0f}), {30.0 - 0.1 * u0, 40.0 + 0.1 * u0});
+  // bias_correction: m_hat = g, v_hat = g^2, u = g / (|g| + 1e-6); trust 10 / (sqrt(2) |u|).
+  Lamb corrected;
+  corrected.bias_correction = true;
+  OptimizerRun c(corrected, {30.0f, 40.0f}, {2}, 0.1);
+  expect_values(c.step({1.0f, -1.0f}), {30.0 - d, 40.0 + d});
 }
 
 TEST(HandDerived, AdafactorUnfactored) {
@@ -58,6 +77,21 @@ TEST(HandDerived, AdafactorUnfactored) {
   OptimizerRun r(Adafactor{}, {1.0f, 2.0f}, {2}, 0.01);
   const double lr = 0.01 * std::sqrt(2.5);
   expect_values(r.step({0.5f, -1.0f}), {1.0 - lr, 2.0 + lr});
+}
+
+TEST(HandDerived, AdafactorRelativeStep) {
+  // relative_step: the step size is min(1e-2, 1/sqrt(t)) (warmup_init: min(1e-6 t,
+  // 1/sqrt(t))) times RMS(p) = sqrt(2.5); the schedule's 0.5 is not used. u = [1, -1].
+  Adafactor relative;
+  relative.relative_step = true;
+  OptimizerRun r(relative, {1.0f, 2.0f}, {2}, 0.5);
+  const double step1 = 1e-2 * std::sqrt(2.5);
+  expect_values(r.step({0.5f, -1.0f}), {1.0 - step1, 2.0 + step1});
+  Adafactor warm = relative;
+  warm.warmup_init = true;
+  OptimizerRun w(warm, {1.0f, 2.0f}, {2}, 0.5);
+  const double lr = 1e-6 * std::sqrt(2.5);
+  expect_values(w.step({0.5f, -1.0f}), {1.0 - lr, 2.0 + lr});
 }
 
 TEST(HandDerived, AdafactorFactored) {
@@ -91,6 +125,39 @@ TEST(HandDerived, NAdamPublishedRule) {
          lr * mu(t + 1) / (1 - prod * mu(t + 1)) * m / denom;
     expect_values(r.step({static_cast<float>(g)}), {p});
   }
+}
+
+// Muon's Newton-Schulz step on a matrix X with singular values s maps each s to
+// a s + b s^3 + c s^5 and keeps the singular vectors.
+double newton_schulz(double s, int steps) {
+  for (int i = 0; i < steps; ++i) s = 3.4445 * s - 4.7750 * s * s * s + 2.0315 * std::pow(s, 5);
+  return s;
+}
+
+TEST(HandDerived, MuonOrthogonalizesMatrices) {
+  // Step 1 (lr 0.02, wd 0.01, momentum 0.95, nesterov): buf = 0.05 g, u = 0.05 g + 0.95 buf
+  // = 0.0975 g, normalized to g / ||g||. g = diag(3, 4): singular values 0.6, 0.8 on the
+  // diagonal; square, so the scale sqrt(max(1, 2/2)) is 1.
+  OptimizerRun square(Muon{}, {1, 0, 0, 1}, {2, 2}, 0.02);
+  const double decay = 1.0 - 0.02 * 0.01;
+  expect_values(square.step({3, 0, 0, 4}), {decay - 0.02 * newton_schulz(0.6, 5), 0.0, 0.0,
+                                            decay - 0.02 * newton_schulz(0.8, 5)});
+  // A row [3, 4]: one singular value, 1 after normalization, direction [0.6, 0.8].
+  OptimizerRun row(Muon{}, {0, 0}, {1, 2}, 0.02);
+  const double f = newton_schulz(1.0, 5);
+  expect_values(row.step({3, 4}), {-0.02 * 0.6 * f, -0.02 * 0.8 * f});
+  // The column [3, 4]^T: the same through the transpose, scaled by sqrt(max(1, 2/1)).
+  OptimizerRun column(Muon{}, {0, 0}, {2, 1}, 0.02);
+  const double tall = 0.02 * std::sqrt(2.0) * f;
+  expect_values(column.step({3, 4}), {-tall * 0.6, -tall * 0.8});
+  // A vector takes the momentum update as it is: p = 2 decay - lr 0.0975 g.
+  OptimizerRun vec(Muon{}, {2, 2}, {2}, 0.02);
+  expect_values(vec.step({1, -2}), {2 * decay - 0.02 * 0.0975, 2 * decay + 0.02 * 0.195});
+  // Without nesterov the update is the buffer, 0.05 g: for the vector, p = 2 decay - lr 0.05 g.
+  Muon plain;
+  plain.nesterov = false;
+  OptimizerRun v2(plain, {2, 2}, {2}, 0.02);
+  expect_values(v2.step({1, -2}), {2 * decay - 0.02 * 0.05, 2 * decay + 0.02 * 0.1});
 }
 
 }  // namespace

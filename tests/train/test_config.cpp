@@ -47,8 +47,10 @@ TEST(Config, ParsesTheSeedsLayout) {
   ASSERT_TRUE(std::holds_alternative<optim::AdamW>(c.optimizer.settings));
   EXPECT_EQ(std::get<optim::AdamW>(c.optimizer.settings).weight_decay, 0.01);
   EXPECT_EQ(std::get<optim::AdamW>(c.optimizer.settings).beta2, 0.999);  // the default
-  EXPECT_DOUBLE_EQ(c.learning_rate->value(5), 0.5e-3);
-  EXPECT_DOUBLE_EQ(c.learning_rate->value(10), 1.0e-3);
+  ASSERT_EQ(c.schedulers.size(), 1u);
+  EXPECT_EQ(c.schedulers[0].key, ScheduledKey::learning_rate);
+  EXPECT_DOUBLE_EQ(c.schedulers[0].schedule->value(5), 0.5e-3);
+  EXPECT_DOUBLE_EQ(c.schedulers[0].schedule->value(10), 1.0e-3);
   EXPECT_EQ(c.precision.fp16_type, numerics::Format::float16);
   EXPECT_TRUE(std::holds_alternative<amp::DynamicLossScaling>(c.precision.loss_scaling));
   EXPECT_EQ(c.precision.on_stuck, amp::StuckPolicy::raise);
@@ -123,7 +125,7 @@ TEST(Config, EachWordHasOneMessage) {
                "cos, linear)");
   expect_error({"trainer.init.schedulers=[{CosineLR: {}}]"},
                "trainer.init.schedulers[0]: unknown scheduler 'CosineLR' (expected one of: "
-               "ConstantLR, LinearLR");
+               "ConstantLR, ConstantWD, LinearLR, LinearWD");
 }
 
 TEST(Config, EachKindOfBadInputIsNamed) {
@@ -190,7 +192,8 @@ TEST(Config, NameTablesCoverTheirEnums) {
   expect_one_word_each(kModelNames, 3);
   expect_one_word_each(kDatasetNames, 3);
   expect_one_word_each(kSplitNames, 3);
-  expect_one_word_each(kRunModeNames, 3);
+  expect_one_word_each(kRunModeNames, 4);
+  expect_one_word_each(kScheduledKeyNames, 2);
   expect_one_word_each(nn::kActivationNames, 2);
   expect_one_word_each(amp::kStuckPolicyNames, 3);
   expect_one_word_each(optim::kCyclicModeNames, 3);

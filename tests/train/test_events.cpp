@@ -1,57 +1,17 @@
 // The trainer draws nothing: what it has to say reaches the TrainerEvents the program lends
 // it, and without them it is silent (stderr stays empty).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 
 #include "mantissa/error.hpp"
 #include "mantissa/train/trainer.hpp"
+#include "tiny_run.hpp"
 
 namespace mantissa::train {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Recorder final : TrainerEvents {
-  std::vector<std::string> messages;
-  std::vector<Progress> progress_seen;
-  std::vector<std::int64_t> evaluations;
-  void message(const std::string& line) override { messages.push_back(line); }
-  void progress(const Progress& p) override { progress_seen.push_back(p); }
-  void evaluated(const EvalResult&, std::int64_t step) override { evaluations.push_back(step); }
-};
-
-struct TinyRun {
-  fs::path dir = fs::temp_directory_path() / ("mantissa_events_" + std::to_string(::getpid()));
-  TinyRun() {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    std::ofstream out(dir / "text.txt");
-    for (int i = 0; i < 300; ++i) out << "events go to the program, which draws them\n";
-  }
-  ~TinyRun() { fs::remove_all(dir); }
-  TrainerConfig config(const std::string& dataset = "text") const {
-    return parse_config(R"(
-trainer:
-  init:
-    model: {name: gpt, max_position_embeddings: 16, hidden_size: 16, num_hidden_layers: 1,
-            num_heads: 2, filter_size: 32}
-    optimizer: {AdamW: {learning_rate: 1.0e-3}}
-    precision: {fp16_type: bfloat16, loss_scaling_factor: dynamic}
-    loop: {max_steps: 4, eval_frequency: 2, eval_steps: 1}
-    checkpoint: {dir: )" + (dir / "run").string() +
-                            R"(}
-    logging: {log_steps: 2}
-  fit:
-    train_dataloader: {dataset: )" +
-                            dataset + ", path: " + (dir / "text.txt").string() + R"(, data_dir: )" +
-                            (dir / "data").string() + R"(, batch_size: 2, context: 16}
-)",
-                        {}, "events");
-  }
-};
 
 TEST(TrainerEvents, EverythingReachesTheEventsAndNothingTheTerminal) {
   TinyRun r;

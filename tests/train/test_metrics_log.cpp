@@ -44,6 +44,10 @@ TEST(MetricsLines, AreTheDocumentedJson) {
       metrics_line(WindowRecord{2, 5.0, 0.5, 8.0, 2, INFINITY, 10.0, std::nullopt}, "samples"),
       R"({"grad_norm":null,"loss":5.0,"loss_scale":8.0,"lr":0.5,"samples_per_s":10.0,)"
       R"("skipped_steps":2,"step":2})");
+  // Without a logged loss scale (no scaler, or log_loss_scale off) the field is left out.
+  EXPECT_EQ(
+      metrics_line(WindowRecord{3, 1.0, 0.1, std::nullopt, 0, 1.0, 5.0, std::nullopt}, "tokens"),
+      R"({"grad_norm":1.0,"loss":1.0,"lr":0.1,"skipped_steps":0,"step":3,"tokens_per_s":5.0})");
   EXPECT_EQ(metrics_line(EvalRecord{30, 1.5, 4.5, std::nullopt, 10}),
             R"({"eval_step":30,"loss":1.5,"perplexity":4.5,"steps":10})");
   RunRecord r;

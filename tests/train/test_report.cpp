@@ -34,7 +34,7 @@ RunLog run(Format f, LossScalingMode mode, std::vector<double> losses, double ev
     w.step = 10 * (i + 1);
     w.loss = losses[i];
     w.learning_rate = 0.001 * (i + 1);
-    w.loss_scale = scale;
+    if (mode != LossScalingMode::none) w.loss_scale = scale;
     w.grad_norm = 1.0 / (1 << i);
     w.items_per_second = 100.0 * (i + 1);  // median after the first: 250
     w.peak_rss_mib = 50.0 + 10 * i;        // peak 70

@@ -1,16 +1,22 @@
 #pragma once
 // GradScaler: static and dynamic loss scaling, with global gradient clipping (DLS + GCC),
-// exactly the algorithm of DESIGN.md section 4 and the seeds (000, 001):
+// exactly the algorithm of DESIGN.md section 4 and the seeds (000, 001), with PyTorch's
+// per-optimizer protocol:
 //   scale(loss) = loss * S; unscale_(opt) multiplies every gradient by 1/S and, in the same
-//   pass, sums each tensor's squares (double) and notes non-finite elements;
-//   finite := every element finite and the global norm finite; step_if_finite(opt) steps
-//   only then (a skipped step leaves parameters, optimizer state and the schedule's step
-//   index untouched); update() adapts S.
+//   pass, sums each tensor's squares (double) and notes non-finite elements; step(opt) or
+//   step_if_finite(opt) steps an optimizer only when its own gradients are finite (a skipped
+//   step leaves parameters, optimizer state and the schedule's step index untouched); after
+//   every optimizer of the iteration has been stepped, one update() adapts S.
+// Each optimizer moves through ready -> unscaled -> stepped between two update() calls; a
+// second unscale_ of the same optimizer, an unscale_ after its step, or a second step raise
+// mantissa::Error (as PyTorch's GradScaler raises RuntimeError).
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "mantissa/autograd/variable.hpp"
@@ -41,20 +47,28 @@ std::string loss_scaling_factor_error(std::string_view given);
 struct GradScalerOptions {
   bool dynamic = true;
   double static_scale = 1.0;    // the loss scale when !dynamic
-  double init_scale = 32768.0;  // 2^15 (2^31 for cbfloat16: defaults_for)
+  double init_scale = 32768.0;  // 2^15 (2^31 for cbfloat16: defaults_for); above max: max
   std::int64_t steps_per_increase = 2000;
-  double min_loss_scale = 1.0 / 16384;  // 2^-14, the smallest allowed
-  double max_loss_scale = 32768.0;
+  double min_loss_scale = 1.0 / 16384;      // 2^-14, the smallest allowed
+  double max_loss_scale = 32768.0;          // a finite float32 (the scale multiplies in float32)
   double overflow_tolerance = 0.0;          // fraction of overflowing steps tolerated
-  std::optional<double> max_gradient_norm;  // DLS + GCC
-  // Beyond the seeds:
+  std::optional<double> max_gradient_norm;  // DLS + GCC (ignored by static scaling)
+  // Beyond the seeds (their system fixes growth at 2 and backoff at 0.5; PyTorch's names):
+  double growth_factor = 2.0;   // > 1
+  double backoff_factor = 0.5;  // in (0, 1)
   StuckPolicy on_stuck = StuckPolicy::raise;
-  int hysteresis = 1;                // decreases only on the h-th consecutive overflow event
-  bool grow_only_if_finite = false;  // skip a growth whose result would not be finite
-  bool attribute_overflows = true;   // name the parameters with non-finite gradients
-  // Receives stuck-scale lines; unset: they are dropped (the library prints nothing itself).
-  // Skipped steps are the caller's to report (the trainer names the step and the parameters
-  // in a log line and a metrics record); StepReport and last_nonfinite_params() carry them.
+  // DeepSpeed/Megatron hysteresis: a decrease happens only on the h-th overflow event; an
+  // event it tolerates restarts the growth window. The allowance is refilled when the scale
+  // grows (consecutive_hysteresis false: DeepSpeed's and Megatron's default), or on every
+  // step with finite gradients (true: DeepSpeed's consecutive_hysteresis). A decrease does
+  // not refill it, so once it is spent each further event decreases until the refill.
+  int hysteresis = 1;
+  bool consecutive_hysteresis = false;
+  bool attribute_overflows = true;  // name the parameters with non-finite gradients
+  // Receives stuck-scale and clamped-initial-scale lines; unset: they are dropped (the
+  // library prints nothing itself). Skipped steps are the caller's to report (the trainer
+  // names the step and the parameters in a log line and a metrics record); StepReport and
+  // last_nonfinite_params() carry them.
   std::function<void(const std::string&)> log;
 
   // The defaults for a half format: init and max 2^15, or 2^31 for cbfloat16.
@@ -67,7 +81,7 @@ struct ScalerState {
   double loss_scale = 1.0;
   std::int64_t steps_since_rescale = 0;
   std::int64_t overflows_since_rescale = 0;
-  std::int64_t num_skipped_steps = 0;
+  std::int64_t num_skipped_steps = 0;  // skipped optimizer steps (each optimizer's)
   std::int64_t hysteresis_left = 1;
   bool scaling_stopped = false;  // after a fall-back
 };
@@ -76,6 +90,18 @@ struct ScalerState {
 std::string encode_scaler_state(const ScalerState& state);
 ScalerState decode_scaler_state(const std::string& json_text);
 
+// The vendor's state_dict(): a key per field. Dynamic scaling: every field of ScalerState
+// (the vendor's loss_scale, steps_since_rescale, overflows_since_rescale, num_skipped_steps,
+// and hysteresis_left, scaling_stopped); static: {loss_scale}.
+using ScalerStateValue = std::variant<double, std::int64_t, bool>;
+using ScalerStateDict = std::map<std::string, ScalerStateValue>;
+ScalerStateDict scaler_state_dict(const ScalerState& state, bool dynamic);
+// `base` with the dict's fields; throws mantissa::Error naming a missing or mistyped key.
+ScalerState scaler_state_from_dict(const ScalerStateDict& dict, bool dynamic, ScalerState base);
+
+// Where an optimizer is in the current iteration (between two update() calls).
+enum class OptimizerStage { ready, unscaled, stepped };
+
 class GradScaler {
  public:
   explicit GradScaler(GradScalerOptions options);
@@ -83,23 +109,42 @@ class GradScaler {
   // loss (one element) times the scale, as float32.
   Variable scale(const Variable& loss) const;
   // One pass over the optimizer's gradients: multiply by 1/S, per-tensor sums of squares in
-  // double, non-finite detection. Once per step (a second call before update() is a no-op).
+  // double, non-finite detection. Once per optimizer and iteration: throws when this
+  // optimizer was already unscaled or stepped since the last update().
   void unscale_(optim::Optimizer& optimizer);
-  // Global gradient clipping with the norm unscale_ measured (no extra pass); only when the
-  // gradients are finite. Returns the (unclipped) norm.
+  // Clips the gradients of `optimizer` (unscaling it first when still ready) by their own
+  // norm, measured by unscale_ (no extra pass); only when they are finite. Returns the
+  // (unclipped) norm.
   double clip_grad_norm_(optim::Optimizer& optimizer, double max_norm);
-  // optimizer.step() when the last unscale_ found finite gradients; else counts a skipped
-  // step and changes nothing. Returns whether it stepped.
+  // Clips the gradients of every optimizer unscaled since the last update() by their global
+  // norm: the norm of the gradients that will be applied, i.e. over the optimizers whose
+  // gradients are finite. Returns that norm (unclipped).
+  double clip_grad_norm_(double max_norm);
+  // The vendor's DLS + GCC step: with dynamic scaling and max_gradient_norm, clips as
+  // clip_grad_norm_(max_gradient_norm) (once per iteration); returns whether every optimizer
+  // unscaled since the last update() has finite gradients.
+  bool clip_gradients_and_return_isfinite();
+  // optimizer.step() when this optimizer's gradients are finite (always, with static
+  // scaling); else counts a skipped step and changes nothing. Needs unscale_ first; throws
+  // after a step of the same optimizer in this iteration. Returns whether it stepped.
   bool step_if_finite(optim::Optimizer& optimizer);
-  // unscale_ (if not yet), clip with max_gradient_norm when set, step_if_finite.
+  // unscale_ (when still ready), clip_gradients_and_return_isfinite, step_if_finite.
   bool step(optim::Optimizer& optimizer);
-  // Adapts the scale after the step (dynamic mode), and readies the next unscale_.
+  // After every optimizer of the iteration was stepped: adapts the scale (dynamic mode;
+  // an overflow in any optimizer counts as one overflowing step) and readies every optimizer
+  // for the next iteration. Throws when no optimizer was unscaled since the last update().
   void update();
 
   double get_scale() const { return state_.loss_scale; }
+  OptimizerStage stage(const optim::Optimizer& optimizer) const;
+  // Whether this optimizer's gradients were finite at its unscale_ in this iteration (true
+  // before it).
+  bool gradients_finite(const optim::Optimizer& optimizer) const;
+  // The current (or, after update(), the last) iteration: every optimizer's gradients
+  // finite; their global norm (unscaled, before clipping); the parameters whose gradients
+  // held inf or NaN (when attribution is on).
   bool last_step_finite() const { return finite_; }
-  double last_grad_norm() const { return norm_; }  // unscaled, before clipping
-  // Parameters whose gradients held inf or NaN in the last unscale_ (when attribution is on).
+  double last_grad_norm() const { return norm_; }
   const std::vector<std::string>& last_nonfinite_params() const { return nonfinite_; }
   std::int64_t num_skipped_steps() const { return state_.num_skipped_steps; }
   // After a fall-back: the format to switch to (bfloat16), once; nullopt otherwise.
@@ -108,12 +153,24 @@ class GradScaler {
   const GradScalerOptions& options() const { return options_; }
   const ScalerState& state() const { return state_; }
   void load_state(const ScalerState& s) { state_ = s; }
+  // The vendor's names for the same state: scaler_state_dict / scaler_state_from_dict.
+  ScalerStateDict state_dict() const;
+  void load_state_dict(const ScalerStateDict& dict);
 
  private:
+  struct PerOptimizer {
+    OptimizerStage stage = OptimizerStage::ready;
+    double sum_squares = 0;
+    bool finite = true;
+  };
+  PerOptimizer& entry(const optim::Optimizer& optimizer);
   void log(const std::string& line) const;
+  void adapt_scale();
+
   GradScalerOptions options_;
   ScalerState state_;
-  bool unscaled_ = false;
+  std::map<const optim::Optimizer*, PerOptimizer> iteration_;
+  bool clipped_ = false;  // clip_gradients_and_return_isfinite ran in this iteration
   bool finite_ = true;
   double norm_ = 0;
   std::vector<std::string> nonfinite_;

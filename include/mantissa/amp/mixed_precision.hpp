@@ -25,8 +25,8 @@ using LossScaling = std::variant<NoLossScaling, StaticLossScaling, DynamicLossSc
 
 struct MixedPrecision {
   bool enabled = true;
-  Format fp16_type = Format::float16;  // float16 | bfloat16 | cbfloat16 (the seeds' default)
-  LossScaling loss_scaling;            // loss_scaling_factor; unset: no scaler
+  Format fp16_type = Format::bfloat16;  // float16 | bfloat16 | cbfloat16 (the vendor's default)
+  LossScaling loss_scaling;             // loss_scaling_factor; unset: no scaler
   std::optional<double> initial_loss_scale;
   std::optional<std::int64_t> steps_per_increase;
   std::optional<double> min_loss_scale;
@@ -36,11 +36,18 @@ struct MixedPrecision {
   int precision_opt_level = 1;
   // Which hardware runs the matrix products (kernels/gemm_route.hpp); beyond the seeds.
   precision::MatmulRoute matmul_route = precision::MatmulRoute::automatic;
+  // Record the loss scale in every metrics record; unset: when scaling is dynamic (the
+  // vendor's default).
+  std::optional<bool> log_loss_scale;
   // Beyond the seeds (see docs/mixed_precision.md):
   double overflow_tolerance = 0.0;
+  double growth_factor = 2.0;
+  double backoff_factor = 0.5;
   StuckPolicy on_stuck = StuckPolicy::raise;
   int hysteresis = 1;
-  bool grow_only_if_finite = false;
+  bool consecutive_hysteresis = false;
+
+  bool logs_loss_scale() const;
 
   // Throws mantissa::Error naming the setting and the allowed values.
   void validate() const;

@@ -1,5 +1,5 @@
 #pragma once
-// optimizer_step: the seeds' one-call mixed-precision step.
+// optimizer_step: the seeds' one-call mixed-precision step, for one optimizer or several.
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,25 +9,34 @@
 namespace mantissa::amp {
 
 struct StepReport {
-  bool stepped = false;            // false: skipped for non-finite gradients
-  double grad_norm = 0;            // unscaled, before clipping
+  bool stepped = false;            // false: some optimizer skipped its step (non-finite)
+  double grad_norm = 0;            // global, unscaled, before clipping
   double loss_scale = 1;           // the scale this step used
-  std::int64_t skipped_steps = 0;  // total so far
+  std::int64_t skipped_steps = 0;  // total so far (the scaler's num_skipped_steps)
   std::vector<std::string> nonfinite_params;
 };
 
-// Scaled backward of `loss`, unscale (one pass: 1/S, norms, finite check), the finite
-// decision on the unclipped norm, clipping (max_gradient_norm or max_gradient_value, at most
-// one), step_if_finite, update, zero_grad. Without a scaler (bfloat16, or mixed precision
-// off) the same sequence runs at scale 1 and every step is taken.
-// Everything after the backward: unscale, finite check, clip, step_if_finite, update,
-// zero_grad (for gradient accumulation, where several scaled backwards come first).
-StepReport finish_step(optim::Optimizer& optimizer, GradScaler* scaler,
-                       std::optional<double> max_gradient_norm = std::nullopt,
-                       std::optional<double> max_gradient_value = std::nullopt);
-
+// Scaled backward of `loss`, then finish_step.
 StepReport optimizer_step(const Variable& loss, optim::Optimizer& optimizer, GradScaler* scaler,
                           std::optional<double> max_gradient_norm = std::nullopt,
                           std::optional<double> max_gradient_value = std::nullopt);
+StepReport optimizer_step(const Variable& loss, const std::vector<optim::Optimizer*>& optimizers,
+                          GradScaler* scaler,
+                          std::optional<double> max_gradient_norm = std::nullopt,
+                          std::optional<double> max_gradient_value = std::nullopt);
+
+// Everything after the backward (for gradient accumulation, where several scaled backwards
+// come first): unscale_ every optimizer (one pass: 1/S, norms, finite check), clip
+// (max_gradient_norm: all optimizers' gradients by their global norm; max_gradient_value:
+// each element; at most one of the two, each > 0), step_if_finite each optimizer (each
+// decides on its own gradients, as PyTorch's), one update(), zero_grad. Without a scaler
+// (bfloat16, or mixed precision off) the same sequence runs at scale 1 and every step is
+// taken.
+StepReport finish_step(optim::Optimizer& optimizer, GradScaler* scaler,
+                       std::optional<double> max_gradient_norm = std::nullopt,
+                       std::optional<double> max_gradient_value = std::nullopt);
+StepReport finish_step(const std::vector<optim::Optimizer*>& optimizers, GradScaler* scaler,
+                       std::optional<double> max_gradient_norm = std::nullopt,
+                       std::optional<double> max_gradient_value = std::nullopt);
 
 }  // namespace mantissa::amp

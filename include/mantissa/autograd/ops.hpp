@@ -4,9 +4,11 @@
 // softmax and losses compute in fp32; every op stores its output in H (float32 when mixed
 // precision is off). Shapes are checked; a mismatch throws mantissa::Error naming the op.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "mantissa/autograd/variable.hpp"
+#include "mantissa/precision/fp8.hpp"
 #include "mantissa/tensor/random.hpp"
 
 namespace mantissa::autograd {
@@ -24,6 +26,12 @@ Variable mean(const Variable& a);  // all elements -> one (fp32)
 Variable matmul(const Variable& a, const Variable& b);
 // x [..., in] @ weight [out, in]^T + bias [out] (bias may be undefined).
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias);
+// The same product in fp8 (precision/fp8.hpp), when the policy's fp8 is enabled: x and the
+// weight cast to fp8 with `fp8`'s scales (amaxes recorded while gradients are on), the
+// output gradient too in the backward; products in float32 scaled back by the scales' inverse;
+// the bias and the result in the policy's H. Without fp8 enabled: linear(x, weight, bias).
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias,
+                const std::shared_ptr<precision::Fp8Meta>& fp8);
 
 Variable relu(const Variable& x);
 Variable gelu(const Variable& x);  // tanh form

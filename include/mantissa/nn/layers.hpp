@@ -10,13 +10,20 @@
 
 namespace mantissa::nn {
 
-// Weight [out, in] (PyTorch layout), optional bias [out]; init N(0, std), bias 0.
+// Weight [out, in] (PyTorch layout), optional bias [out]; init N(0, std), bias 0. With an fp8
+// state attached (attach_fp8) and the policy's fp8 on, its products run in fp8.
 class Linear : public Module {
  public:
   Linear(std::int64_t in, std::int64_t out, bool bias, tensor::Rng& rng, float init_std);
   Variable forward(const Variable& x) const;
   Variable weight, bias;
+  std::shared_ptr<precision::Fp8Meta> fp8;
 };
+
+// Gives every Linear under `root` an fp8 scaling state; returns them by module name
+// ("blocks.0.fc"), in registration order.
+std::vector<std::pair<std::string, std::shared_ptr<precision::Fp8Meta>>> attach_fp8(
+    Module& root, const precision::Fp8Settings& settings);
 
 class Embedding : public Module {
  public:

@@ -2,6 +2,7 @@
 // Module: parameters and child modules under hierarchical names ("blocks.0.attn.qkv.weight"),
 // train/eval mode, and named state in and out. Parameters are float32 leaves; ops cast them
 // to the policy's half format at use (once per optimizer step).
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,6 +30,10 @@ class Module {
   void eval() { train(false); }
   bool is_training() const { return training_; }
 
+  // fn(name, module) for this module ("") and every module under it, depth first, in
+  // registration order (names like "blocks.0.fc").
+  void for_each_module(const std::function<void(const std::string&, Module&)>& fn);
+
   std::map<std::string, Tensor> state_dict() const;
   // Copies values into the parameters. Every parameter must be present with its shape
   // (else mantissa::Error naming the key); extra keys are errors too.
@@ -44,6 +49,7 @@ class Module {
 
  private:
   void collect(const std::string& prefix, std::vector<std::pair<std::string, Variable>>& out) const;
+  void visit(const std::string& name, const std::function<void(const std::string&, Module&)>& fn);
   std::vector<std::pair<std::string, Variable>> params_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;

@@ -12,6 +12,7 @@
 #include "mantissa/autograd/variable.hpp"
 #include "mantissa/optim/optimizer_settings.hpp"
 #include "mantissa/optim/schedule.hpp"
+#include "mantissa/optim/training_state.hpp"
 
 namespace mantissa::optim {
 
@@ -43,6 +44,14 @@ class Optimizer {
   void step();
   void zero_grad();
 
+  // The formats of the weights and the optimizer state (optim/training_state.hpp). Setting it
+  // converts every parameter to the weight format (and its gradient with it); call it before
+  // the first step.
+  void set_training_state(const TrainingState& t);
+  const TrainingState& training_state() const { return training_; }
+  // Bytes of optimizer state (moments, compensation buffers) held now.
+  std::int64_t state_bytes() const;
+
   std::int64_t step_index() const { return step_; }
   // The learning rate the next step uses, for group g.
   double current_learning_rate(std::size_t g = 0) const;
@@ -59,10 +68,10 @@ class Optimizer {
  protected:
   Optimizer(OptimizerSettings settings, std::vector<ParamGroup> groups);
   // Updates one parameter of group g. `state` holds its tensors in the order of
-  // state_names(), made by init_state on first use.
+  // state_names(param, g), made by init_state on first use.
   virtual void update(Variable& param, std::vector<Tensor>& state, std::size_t g, double lr,
                       double wd, std::int64_t step_number) = 0;
-  virtual std::vector<std::string> state_names(const Variable& param) const = 0;
+  virtual std::vector<std::string> state_names(const Variable& param, std::size_t g) const = 0;
   virtual Tensor init_state(std::size_t index, const Variable& param, std::size_t g) const = 0;
 
  private:
@@ -71,6 +80,12 @@ class Optimizer {
   std::int64_t step_ = 0;
   std::map<const void*, std::vector<Tensor>> state_;  // keyed by the parameter
   std::vector<Tensor>& state_for(Variable& p, std::size_t g);
+  TrainingState training_;
+  std::map<const void*, Tensor> kahan_;  // bfloat16_kahan: each parameter's compensation
+  // One update of p through float32 copies of p, its gradient and its state (low-precision
+  // weights or state); `index` numbers the parameter for the stochastic rounding stream.
+  void staged_update(Variable& p, std::vector<Tensor>& s, std::size_t g, double lr, double wd,
+                     std::int64_t index);
 };
 
 // Builds the optimizer `settings` name (Sgd, AdamW, ...): validates the settings (and each

@@ -78,6 +78,9 @@ SchedulePtr sequential(std::vector<SchedulePtr> schedules, std::vector<std::int6
 SchedulePtr piecewise_constant(std::vector<double> values, std::vector<std::int64_t> boundaries);
 // The first schedule's value times every other schedule's factor value(step) / value(0).
 SchedulePtr chained(std::vector<SchedulePtr> schedules);
+// factor * schedule(step): a parameter group's share of a schedule (ScalePerParamLR and
+// adjust_learning_rate, for muP).
+SchedulePtr scaled(SchedulePtr schedule, double factor);
 // Any function of the step.
 SchedulePtr lambda(std::function<double(std::int64_t)> fn, std::string description = "lambda");
 

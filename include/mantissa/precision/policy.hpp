@@ -8,6 +8,7 @@
 
 #include "mantissa/names.hpp"
 #include "mantissa/numerics/format.hpp"
+#include "mantissa/precision/fp8.hpp"
 
 namespace mantissa::precision {
 
@@ -45,6 +46,12 @@ struct Policy {
   Format half = Format::float32;  // float32: mixed precision disabled
   int opt_level = 1;              // precision_opt_level: 0, 1 or 2
   MatmulRoute matmul_route = MatmulRoute::automatic;
+  Fp8Settings fp8;  // fp8 linear layers (precision/fp8.hpp); off unless enabled
+
+  Policy() = default;
+  Policy(Format half_format, int precision_opt_level = 1,
+         MatmulRoute route = MatmulRoute::automatic, Fp8Settings fp8_settings = {})
+      : half(half_format), opt_level(precision_opt_level), matmul_route(route), fp8(fp8_settings) {}
 
   bool enabled() const { return half != Format::float32; }
   // Throws mantissa::Error naming fp16_type / precision_opt_level and the allowed values:

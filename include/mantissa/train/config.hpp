@@ -8,7 +8,9 @@
 // ...) become typed values, once; nothing below reads a name.
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "mantissa/amp/mixed_precision.hpp"
@@ -30,16 +32,58 @@ struct ModelConfig {
   nn::CnnConfig cnn;  // channels, height and width come from the dataset
 };
 
+// One entry of the optimizer's `params` list: the parameters whose names match one of
+// `globs` (fnmatch patterns over the whole name) get `tag`, the fields this entry sets
+// (`fields`, with their values in `settings`) and adjust_learning_rate.
+struct ParamGroupConfig {
+  std::vector<std::string> globs;
+  std::string tag;
+  optim::OptimizerSettings settings;  // the optimizer's settings with this entry's fields
+  std::set<std::string> fields;       // the names of the fields it sets
+  std::optional<double> adjust_learning_rate;
+};
+
 struct OptimizerConfig {
   optim::OptimizerSettings settings;  // from the key: AdamW, adamw, ... (case-insensitive)
-  double learning_rate = 1e-3;
+  double learning_rate = 1e-3;        // `learning_rate` or `lr`; default: the optimizer's
+  bool learning_rate_given = false;
+  std::vector<ParamGroupConfig> params;
 };
+
+// What a scheduler drives (the vendor's param_group_key): *LR classes the learning rate,
+// *WD classes the weight decay.
+enum class ScheduledKey { learning_rate, weight_decay };
+inline constexpr NameTable<ScheduledKey, 2> kScheduledKeyNames = {
+    {{"lr", ScheduledKey::learning_rate}, {"weight_decay", ScheduledKey::weight_decay}}};
+
+struct SchedulerConfig {
+  ScheduledKey key = ScheduledKey::learning_rate;
+  optim::SchedulePtr schedule;
+  // param_group_tags: the groups it drives (a group drives when it has one of the tags; ""
+  // stands for the vendor's null, the untagged groups); unset: every group.
+  std::optional<std::set<std::string>> tags;
+  bool scale_per_param = false;  // ScalePerParamLR / ScalePerParamWD
+  std::string where;             // "trainer.init.schedulers[i] (Name)", for messages
+};
+
+// eval_frequency: every `steps` steps, or every ceil(fraction * max_steps) steps; validation
+// also runs at the end. NoEval (0 or null): no validation in train_and_eval.
+struct EvalEvery {
+  std::int64_t steps = 1;
+};
+struct EvalFraction {
+  double fraction = 1.0;
+};
+struct NoEval {};
+using EvalFrequency = std::variant<EvalEvery, EvalFraction, NoEval>;
 
 struct LoopConfig {
   std::int64_t max_steps = 100;
-  std::int64_t eval_frequency = 0;  // 0: evaluate only at the end (train_and_eval)
+  EvalFrequency eval_frequency = EvalFraction{1.0};  // the vendor's default: at the end
   std::int64_t eval_steps = 10;
   std::int64_t grad_accum_steps = 1;
+  // Steps between validations in train_and_eval (0: none).
+  std::int64_t eval_interval() const;
 };
 
 struct CheckpointConfig {
@@ -78,8 +122,8 @@ struct TrainerConfig {
   std::uint64_t seed = 1;
   ModelConfig model;
   OptimizerConfig optimizer;
-  optim::SchedulePtr learning_rate;  // from schedulers, or constant(optimizer.learning_rate)
-  std::string schedule_text;         // a description for logs
+  std::vector<SchedulerConfig> schedulers;  // none: constant(optimizer.learning_rate)
+  std::string schedule_text;                // a description for logs
   amp::MixedPrecision precision;
   LoopConfig loop;
   CheckpointConfig checkpoint;
@@ -87,6 +131,9 @@ struct TrainerConfig {
   DataloaderConfig train_data;
   std::optional<DataloaderConfig> val_data;
   std::string yaml;  // the effective YAML (after overrides), stored in checkpoints
+  // One line per deprecated spelling read (naming the key to use instead); the Trainer
+  // reports them through its events.
+  std::vector<std::string> notes;
 };
 
 // Parses YAML text; `overrides` are "a.b.c=value" strings applied first (value parsed as

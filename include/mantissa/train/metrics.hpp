@@ -45,9 +45,9 @@ struct RunRecord {
 
 struct WindowRecord {
   std::int64_t step = 0;
-  double loss = 0;           // mean over the window's steps
-  double learning_rate = 0;  // of the next step
-  double loss_scale = 1;     // the scale the window's last step used
+  double loss = 0;                   // mean over the window's steps
+  double learning_rate = 0;          // of the next step
+  std::optional<double> loss_scale;  // the scale the window's last step used (when logged)
   std::int64_t skipped_steps = 0;
   double grad_norm = 0;  // unscaled, before clipping (NaN when not finite)
   double items_per_second = 0;

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "mantissa/amp/optimizer_step.hpp"
 #include "mantissa/data/datasets.hpp"
@@ -20,11 +21,13 @@
 
 namespace mantissa::train {
 
-enum class RunMode { train, eval, train_and_eval };
-inline constexpr NameTable<RunMode, 3> kRunModeNames = {
+// eval: one checkpoint; eval_all: every checkpoint of the run directory, oldest first.
+enum class RunMode { train, eval, train_and_eval, eval_all };
+inline constexpr NameTable<RunMode, 4> kRunModeNames = {
     {{"train", RunMode::train},
      {"eval", RunMode::eval},
-     {"train_and_eval", RunMode::train_and_eval}}};
+     {"train_and_eval", RunMode::train_and_eval},
+     {"eval_all", RunMode::eval_all}}};
 
 struct EvalResult {
   double loss = 0;        // mean of the per-step losses
@@ -33,11 +36,19 @@ struct EvalResult {
   std::int64_t steps = 0;
 };
 
+// One checkpoint's validation (eval_all).
+struct CheckpointEval {
+  std::string checkpoint;
+  std::int64_t step = 0;
+  EvalResult result;
+};
+
 struct RunSummary {
   std::int64_t global_step = 0;
   std::int64_t skipped_steps = 0;
   double last_loss = 0;
-  std::optional<EvalResult> eval;
+  std::optional<EvalResult> eval;     // the last validation
+  std::vector<CheckpointEval> evals;  // eval_all: every checkpoint's
   std::string last_checkpoint;
   bool interrupted = false;
 };
@@ -87,7 +98,7 @@ class Trainer {
   ~Trainer();
 
   // resume: "latest" (the newest checkpoint in the run directory, if any) or a checkpoint
-  // path; eval needs one.
+  // path; eval needs one; eval_all reads every checkpoint of the run directory instead.
   RunSummary run(RunMode mode, const std::optional<std::string>& resume = std::nullopt);
   EvalResult evaluate();
   // One training step: grad_accum_steps micro-batches (forward, scaled backward), then
@@ -112,6 +123,7 @@ class Trainer {
 
  private:
   void restore(const std::string& path);
+  RunSummary evaluate_all();
   void log(const std::string& line) const;
   void write_metrics(const std::string& json_line) const;
 

@@ -36,7 +36,7 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
 }
 
 struct ThreadScratch {
-  ScratchBuffer a, run, c;
+  ScratchBuffer a, c;
 };
 ThreadScratch& thread_scratch() {
   thread_local ThreadScratch s;
@@ -90,7 +90,6 @@ void run_thread(const Job& job, int t, int threads) {
   float *abuf = nullptr, *cbuf = nullptr;
   try {
     abuf = ws.a.as<float>(static_cast<std::size_t>(bl.mc * bl.kc));
-    ws.run.as<float>(static_cast<std::size_t>(std::max({bl.kc, bl.mb, bl.nc})));
     cbuf = ws.c.as<float>(static_cast<std::size_t>(c_block_floats(s, job.kern, bl, threads)));
   } catch (const std::bad_alloc&) {
     job.failed->store(true);
@@ -133,12 +132,12 @@ void run_thread(const Job& job, int t, int threads) {
           turn ^= 1;
           if (pack0 < pack1) {
             pack_b(job.b, k0, kc, j0 + pack0 * nr, std::min(pack1 * nr, cols) - pack0 * nr, pass.b,
-                   nr, b_panels + pack0 * kc * nr, ws.run);
+                   nr, b_panels + pack0 * kc * nr);
           }
           barrier(threads);
           for (std::int64_t ib = r0; busy && ib < r1; ib += bl.mc) {
             const std::int64_t mc = std::min(bl.mc, r1 - ib);
-            pack_a(job.a, i0 + ib, mc, k0, kc, pass.a, mr, abuf, ws.run);
+            pack_a(job.a, i0 + ib, mc, k0, kc, pass.a, mr, abuf);
             float* cblock = cbuf + (ib - r0) * ldc;
             for (std::int64_t q = q0; q < q1; ++q) {
               const float* bpanel = b_panels + q * kc * nr;

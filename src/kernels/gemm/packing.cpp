@@ -10,10 +10,19 @@
 namespace mantissa::kernels::gemm_detail {
 namespace {
 
-// Formats converted in registers; the others are decoded into a buffer first.
-bool fused(Format f) {
-  return f == Format::float32 || f == Format::bfloat16 || f == Format::float16 ||
-         f == Format::cbfloat16;
+// An fp8 format's 256 values, decoded once by the codec.
+struct Fp8Table {
+  alignas(64) float value[256];
+  explicit Fp8Table(Format f) {
+    for (int b = 0; b < 256; ++b) {
+      const auto byte = static_cast<std::uint8_t>(b);
+      numerics::decode_array(&byte, 1, f, &value[b]);
+    }
+  }
+};
+const float* fp8_table(Format f) {
+  static const Fp8Table e4m3(Format::float8_e4m3), e5m2(Format::float8_e5m2);
+  return f == Format::float8_e4m3 ? e4m3.value : e5m2.value;
 }
 
 // cbfloat16 (1/6/9, bias 31): 8 patterns whose exponent fields are all normal move their
@@ -48,6 +57,12 @@ inline __m256 load8(const void* base, Format f, std::int64_t i) {
           reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(base) + i)));
     case Format::cbfloat16:
       return cbfloat16_8(static_cast<const std::uint16_t*>(base) + i);
+    case Format::float8_e4m3:
+    case Format::float8_e5m2: {
+      const __m128i bytes = _mm_loadl_epi64(
+          reinterpret_cast<const __m128i*>(static_cast<const std::uint8_t*>(base) + i));
+      return _mm256_i32gather_ps(fp8_table(f), _mm256_cvtepu8_epi32(bytes), 4);
+    }
     default:
       return _mm256_loadu_ps(static_cast<const float*>(base) + i);
   }
@@ -76,12 +91,15 @@ inline float load1(const void* base, Format f, std::int64_t i) {
       }
       return v;
     }
+    case Format::float8_e4m3:
+    case Format::float8_e5m2:
+      return fp8_table(f)[static_cast<const std::uint8_t*>(base)[i]];
     default:
       return static_cast<const float*>(base)[i];
   }
 }
 
-// n consecutive elements from index i into dst (float32), for a fused format.
+// n consecutive elements from index i into dst (float32).
 void convert_run(const void* base, Format f, std::int64_t i, std::int64_t n, float* dst) {
   if (f == Format::float32) {
     std::memcpy(dst, static_cast<const float*>(base) + i, static_cast<std::size_t>(n) * 4);
@@ -146,25 +164,11 @@ void transpose_lines(const Lines& in, std::int64_t kc, float* dst, std::int64_t 
   }
 }
 
-// Lines of a format that is not converted in registers, decoded into `tmp` first.
-Lines decoded(const Lines& in, std::int64_t kc, ScratchBuffer& tmp) {
-  float* buf = tmp.as<float>(static_cast<std::size_t>(8 * kc));
-  const int bytes = numerics::traits(in.format).storage_bytes;
-  Lines out{buf, Format::float32, {}, in.count};
-  for (int l = 0; l < in.count; ++l) {
-    numerics::decode_array(static_cast<const char*>(in.base) + in.start[l] * bytes,
-                           static_cast<std::size_t>(kc), in.format, buf + l * kc);
-    out.start[l] = l * kc;
-  }
-  return out;
-}
-
 // `lines` lines (each contiguous along k, `line_stride` elements apart, the first at
 // `first`) into panels of `width` lanes: panel q at dst + q * kc * width, lane i of line
 // q * width + i; lanes past `lines` are zero.
 void pack_transposed(const Operand& x, std::int64_t first, std::int64_t line_stride,
-                     std::int64_t lines, std::int64_t kc, int width, float* dst,
-                     ScratchBuffer& tmp) {
+                     std::int64_t lines, std::int64_t kc, int width, float* dst) {
   const std::int64_t panels = (lines + width - 1) / width;
   for (std::int64_t q = 0; q < panels; ++q) {
     float* panel = dst + q * kc * width;
@@ -184,8 +188,7 @@ void pack_transposed(const Operand& x, std::int64_t first, std::int64_t line_str
         }
       }
       if (in.count == 0) continue;
-      const Lines src = fused(x.format) ? in : decoded(in, kc, tmp);
-      transpose_lines(src, kc, panel + g, width);
+      transpose_lines(in, kc, panel + g, width);
     }
   }
 }
@@ -193,25 +196,14 @@ void pack_transposed(const Operand& x, std::int64_t first, std::int64_t line_str
 // Depth rows contiguous along the lanes: row k of the block starts at element
 // first + k * row_stride; `lanes` lanes go into panels of `width`.
 void pack_straight(const Operand& x, std::int64_t first, std::int64_t row_stride,
-                   std::int64_t lanes, std::int64_t kc, int width, float* dst, ScratchBuffer& tmp) {
+                   std::int64_t lanes, std::int64_t kc, int width, float* dst) {
   const std::int64_t panels = (lanes + width - 1) / width;
-  const bool convert = fused(x.format);
-  float* run = convert ? nullptr : tmp.as<float>(static_cast<std::size_t>(lanes));
-  const int bytes = numerics::traits(x.format).storage_bytes;
   for (std::int64_t k = 0; k < kc; ++k) {
     const std::int64_t at = first + k * row_stride;
-    if (!convert) {
-      numerics::decode_array(static_cast<const char*>(x.data) + at * bytes,
-                             static_cast<std::size_t>(lanes), x.format, run);
-    }
     for (std::int64_t q = 0; q < panels; ++q) {
       float* out = dst + q * kc * width + k * width;
       const std::int64_t have = std::min<std::int64_t>(width, lanes - q * width);
-      if (convert) {
-        convert_run(x.data, x.format, at + q * width, have, out);
-      } else {
-        std::memcpy(out, run + q * width, static_cast<std::size_t>(have) * sizeof(float));
-      }
+      convert_run(x.data, x.format, at + q * width, have, out);
       std::fill(out + have, out + width, 0.0f);
     }
   }
@@ -223,37 +215,31 @@ const float* load_run(const Operand& x, std::int64_t index, std::int64_t n, Part
   if (x.format == Format::float32 && part == Part::whole) {
     return static_cast<const float*>(x.data) + index;
   }
-  if (fused(x.format)) {
-    convert_run(x.data, x.format, index, n, tmp);
-  } else {
-    const int bytes = numerics::traits(x.format).storage_bytes;
-    numerics::decode_array(static_cast<const char*>(x.data) + index * bytes,
-                           static_cast<std::size_t>(n), x.format, tmp);
-  }
+  convert_run(x.data, x.format, index, n, tmp);
   apply_part(tmp, n, part);
   return tmp;
 }
 
 void pack_a(const MatrixRef& a, std::int64_t r0, std::int64_t rows, std::int64_t k0,
-            std::int64_t kc, Part part, int mr, float* dst, ScratchBuffer& tmp) {
+            std::int64_t kc, Part part, int mr, float* dst) {
   if (a.trans) {
     // op(A) rows are contiguous at each depth: A(r, k) at k * ld + r.
-    pack_straight(a.x, k0 * a.ld + r0, a.ld, rows, kc, mr, dst, tmp);
+    pack_straight(a.x, k0 * a.ld + r0, a.ld, rows, kc, mr, dst);
   } else {
     // Each row is contiguous along k: A(r, k) at r * ld + k.
-    pack_transposed(a.x, r0 * a.ld + k0, a.ld, rows, kc, mr, dst, tmp);
+    pack_transposed(a.x, r0 * a.ld + k0, a.ld, rows, kc, mr, dst);
   }
   apply_part(dst, ((rows + mr - 1) / mr) * mr * kc, part);
 }
 
 void pack_b(const MatrixRef& b, std::int64_t k0, std::int64_t kc, std::int64_t c0,
-            std::int64_t cols, Part part, int nr, float* dst, ScratchBuffer& tmp) {
+            std::int64_t cols, Part part, int nr, float* dst) {
   if (b.trans) {
     // Each column is contiguous along k: B(k, c) at c * ld + k.
-    pack_transposed(b.x, c0 * b.ld + k0, b.ld, cols, kc, nr, dst, tmp);
+    pack_transposed(b.x, c0 * b.ld + k0, b.ld, cols, kc, nr, dst);
   } else {
     // Depth rows are contiguous across the columns: B(k, c) at k * ld + c.
-    pack_straight(b.x, k0 * b.ld + c0, b.ld, cols, kc, nr, dst, tmp);
+    pack_straight(b.x, k0 * b.ld + c0, b.ld, cols, kc, nr, dst);
   }
   apply_part(dst, ((cols + nr - 1) / nr) * nr * kc, part);
 }

@@ -1,12 +1,12 @@
 #pragma once
 // Internal: packing for the blocked fp32 GEMM. Operands are read in their storage format and
-// decoded here into float32 panels laid out for the micro-kernels (float32, bfloat16 and
-// float16 are converted on the fly, 8 lanes at a time, the other formats through a per-thread
-// decode buffer); the pass's part (hi / lo of the bf16 split) is applied to the panel after.
+// decoded here into float32 panels laid out for the micro-kernels, 8 lanes at a time in
+// registers (bfloat16 by a shift, float16 by F16C, cbfloat16 by bit arithmetic for normal
+// values, fp8 through a 256-entry table); the pass's part (hi / lo of the bf16 split) is
+// applied to the panel after.
 // Panels are the only float32 copies an operand ever gets, and they are cache-sized.
 #include <cstdint>
 
-#include "../scratch.hpp"
 #include "mantissa/kernels/gemm.hpp"
 #include "passes.hpp"
 
@@ -24,13 +24,13 @@ struct MatrixRef {
 // panel q at dst + q * kc * mr holds element (r0 + q * mr + i, k0 + k) at [k * mr + i]; rows
 // past `rows` are zero.
 void pack_a(const MatrixRef& a, std::int64_t r0, std::int64_t rows, std::int64_t k0,
-            std::int64_t kc, Part part, int mr, float* dst, ScratchBuffer& tmp);
+            std::int64_t kc, Part part, int mr, float* dst);
 
 // Depths [k0, k0 + kc) and columns [c0, c0 + cols) of op(B), as panels of `nr` columns:
 // panel q at dst + q * kc * nr holds element (k0 + k, c0 + q * nr + j) at [k * nr + j];
 // columns past `cols` are zero.
 void pack_b(const MatrixRef& b, std::int64_t k0, std::int64_t kc, std::int64_t c0,
-            std::int64_t cols, Part part, int nr, float* dst, ScratchBuffer& tmp);
+            std::int64_t cols, Part part, int nr, float* dst);
 
 // `n` consecutive stored elements of x starting at element `index`, as float32 with the part
 // applied: a pointer into the operand itself (float32, whole) or into `tmp`.

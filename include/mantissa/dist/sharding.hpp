@@ -1,0 +1,20 @@
+#pragma once
+// Data sharding: the global batch (what the config's batch_size names) split evenly across
+// ranks in rank order, so that the union of the ranks' slices, in rank order, is the batch a
+// single process would take.
+#include <cstdint>
+
+namespace mantissa::dist {
+
+struct Shard {
+  std::int64_t begin = 0;  // first sample of the global batch this rank takes
+  std::int64_t count = 0;  // samples this rank takes: global_batch / size
+};
+
+// Rank `rank` of `size` takes samples [rank * b, (rank + 1) * b) of each global batch, with
+// b = global_batch / size. Throws mantissa::Error when global_batch is not a positive multiple
+// of size ("batch_size 10 does not split evenly across 3 ranks ..."), or rank is not in
+// [0, size).
+Shard shard_batch(std::int64_t global_batch, int rank, int size);
+
+}  // namespace mantissa::dist

@@ -1,0 +1,43 @@
+#include "linear_support.hpp"
+
+namespace mantissa::autograd::detail {
+
+LinearSizes linear_sizes(const Variable& x, const Variable& weight, const Variable& bias) {
+  const Shape& xs = x.shape();
+  const Shape& ws = weight.shape();
+  if (ws.size() != 2 || xs.empty() || xs.back() != ws[1]) {
+    shape_error("linear", "input " + xs.to_string() + " and weight " + ws.to_string() +
+                              " (expected weight [out, in] with in = the input's last dim)");
+  }
+  const std::int64_t in = ws[1], out = ws[0];
+  if (bias.defined() && !(bias.shape() == Shape{out})) {
+    shape_error("linear",
+                "bias " + bias.shape().to_string() + " (expected [" + std::to_string(out) + "])");
+  }
+  return {in > 0 ? xs.numel() / in : 0, in, out};
+}
+
+Shape linear_output_shape(const Shape& x, std::int64_t out) {
+  Shape ys(x.begin(), x.end() - 1);
+  ys.push_back(out);
+  return ys;
+}
+
+Tensor bias_gradient(const Tensor& g, std::int64_t rows, std::int64_t out) {
+  Tensor db = Tensor::zeros(Shape{out});
+  float* d = db.f32();
+  const Decoded gd(g, 0);
+  // Column sums in row order; each thread owns a range of columns.
+  kernels::parallel_chunks(
+      out,
+      [&](std::int64_t c0, std::int64_t c1) {
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const float* gr = gd.range(r * out + c0, c1 - c0);
+          for (std::int64_t c = c0; c < c1; ++c) d[c] += gr[c - c0];
+        }
+      },
+      std::max<std::int64_t>(16, kernels::kParallelMinElements / std::max<std::int64_t>(rows, 1)));
+  return db;
+}
+
+}  // namespace mantissa::autograd::detail

@@ -1,0 +1,20 @@
+#pragma once
+// Internal: what linear and its fp8 form share: the shape checks and the bias gradient.
+#include "op_support.hpp"
+
+namespace mantissa::autograd::detail {
+
+struct LinearSizes {
+  std::int64_t rows, in, out;
+};
+
+// x [..., in], weight [out, in], bias [out] or undefined; else mantissa::Error naming linear.
+LinearSizes linear_sizes(const Variable& x, const Variable& weight, const Variable& bias);
+
+// The output's shape: x's with the last dimension `out`.
+Shape linear_output_shape(const Shape& x, std::int64_t out);
+
+// The bias gradient: column sums of g [rows, out] (any format) in float32, in row order.
+Tensor bias_gradient(const Tensor& g, std::int64_t rows, std::int64_t out);
+
+}  // namespace mantissa::autograd::detail

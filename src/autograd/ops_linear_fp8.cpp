@@ -1,0 +1,122 @@
+// linear in fp8 (precision/fp8.hpp): the inputs of each product cast to fp8 with per-tensor
+// scales, products accumulated in float32 and scaled back, everything else in H.
+#include "kernels/parallel.hpp"
+#include "linear_support.hpp"
+#include "mantissa/autograd/ops.hpp"
+#include "mantissa/kernels/fp8_cast.hpp"
+
+namespace mantissa::autograd {
+namespace {
+using namespace detail;
+using kernels::GemmShape;
+using precision::Fp8Meta;
+using precision::Fp8Slot;
+
+// t cast to fp8 with the slot's scale; what the cast found is recorded while gradients are on
+// (a training step), not in evaluation.
+Tensor cast(const Tensor& t, Fp8Meta& meta, Fp8Slot slot, bool record) {
+  kernels::ProfileScope scope(kernels::OpClass::convert);
+  const Tensor c = t.contiguous();
+  Tensor out = Tensor::empty(c.shape(), meta.format(slot));
+  const kernels::Fp8CastStats s = kernels::cast_to_fp8(
+      c.raw_data(), c.format(), c.numel(), meta.scale(slot), out.format(), out.raw_data());
+  if (record) meta.record(slot, s.amax, s.overflows, s.underflows);
+  return out;
+}
+
+// Products of fp8 values are exact in float32 on either route (fp8 values are bf16 values).
+kernels::GemmPrecision fp8_gemm(const Policy& p) {
+  return {Format::float8_e4m3, 1, kernels::GemmAlgorithm::automatic, p.matmul_route};
+}
+
+// 1 / (scale_a * scale_b), as two exact-as-possible reciprocals.
+float dequant(float scale_a, float scale_b) {
+  return (1.0f / scale_a) * (1.0f / scale_b);
+}
+
+// Blocks of the product times `factor` into a float32 matrix [rows, ld].
+kernels::GemmEpilogue scaled_into(float* c, std::int64_t ld, float factor) {
+  return [=](const kernels::GemmTile& t) {
+    for (std::int64_t r = 0; r < t.rows; ++r) {
+      const float* v = t.values + r * t.ld;
+      float* out = c + (t.row0 + r) * ld + t.col0;
+      for (std::int64_t j = 0; j < t.cols; ++j) out[j] = v[j] * factor;
+    }
+  };
+}
+
+struct LinearFp8Node : Node {
+  Tensor xq, wq;  // fp8: x [rows, in] and the weight [out, in], as the forward multiplied them
+  float x_scale, w_scale;
+  std::shared_ptr<Fp8Meta> meta;
+  std::int64_t rows, in, out;
+  bool has_bias;
+  const char* name() const override { return "linear_fp8"; }
+  kernels::OpClass op_class() const override { return kernels::OpClass::gemm; }
+  std::vector<Tensor> apply(const Tensor& g) override {
+    const kernels::GemmPrecision gp = fp8_gemm(policy);
+    const Tensor gc = g.contiguous();
+    const float g_scale = meta->scale(Fp8Slot::grad);
+    const Tensor gq = cast(gc, *meta, Fp8Slot::grad, true);
+    Tensor dx = Tensor::empty(Shape{rows, in});
+    Tensor dw = Tensor::empty(Shape{out, in});
+    // dx = G W ; dW = G^T X, each scaled back; db = column sums of G (in H, fp32 sums)
+    kernels::gemm(GemmShape::dense(rows, in, out), operand(gq), operand(wq),
+                  scaled_into(dx.f32(), in, dequant(g_scale, w_scale)), gp);
+    kernels::gemm(GemmShape::dense(out, in, rows, true, false), operand(gq), operand(xq),
+                  scaled_into(dw.f32(), in, dequant(g_scale, x_scale)), gp);
+    const Tensor db = has_bias ? bias_gradient(gc, rows, out) : Tensor();
+    return {dx.reshape(x_shape), dw, db};
+  }
+  Shape x_shape;
+};
+
+}  // namespace
+
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias,
+                const std::shared_ptr<Fp8Meta>& fp8) {
+  const Policy& p = precision::current_policy();
+  if (!fp8 || !p.fp8.enabled) return linear(x, weight, bias);
+  kernels::ProfileScope scope(kernels::OpClass::gemm);
+  const Shape& xs = x.shape();
+  const auto [rows, in, out] = linear_sizes(x, weight, bias);
+  const bool record = grad_enabled();
+  const float x_scale = fp8->scale(Fp8Slot::input), w_scale = fp8->scale(Fp8Slot::weight);
+  const Tensor xq = cast(x.value(), *fp8, Fp8Slot::input, record);
+  const Tensor wq = cast(weight.value(), *fp8, Fp8Slot::weight, record);
+  Tensor y = Tensor::empty(linear_output_shape(xs, out), result_format(p));
+  const Tensor b32 = bias.defined() ? to_format(bias.value(), Format::float32, false) : Tensor();
+  const float* bp = bias.defined() ? b32.f32() : nullptr;
+  const float factor = dequant(x_scale, w_scale);
+  // The product scaled back, the bias added and the result rounded to H, block by block.
+  kernels::gemm(
+      GemmShape::dense(rows, out, in, false, true), operand(xq), operand(wq),
+      [&](const kernels::GemmTile& t) {
+        for (std::int64_t r = 0; r < t.rows; ++r) {
+          float* v = t.values + r * t.ld;
+          for (std::int64_t j = 0; j < t.cols; ++j) {
+            v[j] = v[j] * factor + (bp != nullptr ? bp[t.col0 + j] : 0.0f);
+          }
+          write_values(y, (t.row0 + r) * out + t.col0, v, t.cols);
+        }
+      },
+      fp8_gemm(p));
+  std::vector<Variable> inputs{x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  return make_result(std::move(y), inputs, [&] {
+    auto node = std::make_shared<LinearFp8Node>();
+    node->xq = xq;
+    node->wq = wq;
+    node->x_scale = x_scale;
+    node->w_scale = w_scale;
+    node->meta = fp8;
+    node->rows = rows;
+    node->in = in;
+    node->out = out;
+    node->has_bias = bias.defined();
+    node->x_shape = xs;
+    return node;
+  });
+}
+
+}  // namespace mantissa::autograd

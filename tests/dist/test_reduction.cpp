@@ -1,0 +1,119 @@
+// The fixed-order average of contributions, against sums written out directly.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "mantissa/dist/reduction.hpp"
+#include "wire_bound.hpp"
+
+namespace mantissa::dist {
+namespace {
+
+std::vector<const void*> pointers(const std::vector<std::vector<float>>& c) {
+  std::vector<const void*> p;
+  for (const auto& v : c) p.push_back(v.data());
+  return p;
+}
+
+std::vector<std::vector<float>> random_contributions(int ranks, std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-2.0f, 2.0f);
+  std::vector<std::vector<float>> c(static_cast<std::size_t>(ranks), std::vector<float>(n));
+  for (auto& v : c) {
+    for (float& x : v)
+      x = d(rng) * std::exp2(static_cast<float>(static_cast<int>(rng() % 20) - 10));
+  }
+  return c;
+}
+
+TEST(AverageInRankOrder, AddsInRankOrderThenMultipliesByTheInverseOnce) {
+  // Float32 addition is not associative: only rank order gives 0.25 here.
+  // ((1e8 + 1) - 1e8) + 1 = 1, times 1/4; (1e8 - 1e8) + 1 + 1 would give 0.5.
+  const std::vector<std::vector<float>> c = {{1e8f}, {1.0f}, {-1e8f}, {1.0f}};
+  float out = 0;
+  average_in_rank_order(pointers(c), 1, WireFormat::float32, &out);
+  EXPECT_EQ(out, 0.25f);
+}
+
+TEST(AverageInRankOrder, Float32IsTheSequentialSumTimesTheRoundedInverse) {
+  for (const int ranks : {2, 3, 5}) {
+    const std::size_t n = 5000;  // more than one block
+    const auto c = random_contributions(ranks, n, 7u + static_cast<unsigned>(ranks));
+    std::vector<float> out(n);
+    average_in_rank_order(pointers(c), static_cast<std::int64_t>(n), WireFormat::float32,
+                          out.data());
+    const float inverse = 1.0f / static_cast<float>(ranks);
+    for (std::size_t i = 0; i < n; ++i) {
+      float s = c[0][i];
+      for (int r = 1; r < ranks; ++r) s += c[static_cast<std::size_t>(r)][i];
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(out[i]), std::bit_cast<std::uint32_t>(s * inverse))
+          << "ranks " << ranks << " element " << i;
+    }
+  }
+}
+
+TEST(AverageInRankOrder, OutputMayBeAContribution) {
+  std::vector<std::vector<float>> c = {{1.0f, 2.0f}, {3.0f, 6.0f}};
+  average_in_rank_order(pointers(c), 2, WireFormat::float32, c[1].data());
+  EXPECT_EQ(c[1], (std::vector<float>{2.0f, 4.0f}));
+}
+
+TEST(AverageInRankOrder, InfinityAndNanReachTheResult) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<std::vector<float>> c = {{1.0f, inf, 1.0f}, {inf, -inf, 2.0f}};
+  std::vector<float> out(3);
+  average_in_rank_order(pointers(c), 3, WireFormat::float32, out.data());
+  EXPECT_EQ(out[0], inf);
+  EXPECT_TRUE(std::isnan(out[1]));
+  EXPECT_EQ(out[2], 1.5f);
+}
+
+TEST(AverageInRankOrder, Bfloat16WireStaysWithinItsBoundAndGivesBfloat16Values) {
+  for (const int ranks : {2, 3, 8}) {
+    const std::size_t n = 3000;
+    const auto c = random_contributions(ranks, n, 11u + static_cast<unsigned>(ranks));
+    std::vector<std::vector<std::uint16_t>> wire(static_cast<std::size_t>(ranks),
+                                                 std::vector<std::uint16_t>(n));
+    std::vector<const void*> p;
+    for (int r = 0; r < ranks; ++r) {
+      encode_wire(c[static_cast<std::size_t>(r)].data(), static_cast<std::int64_t>(n),
+                  WireFormat::bfloat16, wire[static_cast<std::size_t>(r)].data());
+      p.push_back(wire[static_cast<std::size_t>(r)].data());
+    }
+    std::vector<std::uint16_t> out(n);
+    average_in_rank_order(p, static_cast<std::int64_t>(n), WireFormat::bfloat16, out.data());
+    std::vector<float> result(n);
+    decode_wire(out.data(), static_cast<std::int64_t>(n), WireFormat::bfloat16, result.data());
+    for (std::size_t i = 0; i < n; ++i) {
+      double mean = 0, mean_abs = 0;
+      for (const auto& v : c) {
+        mean += v[i];
+        mean_abs += std::fabs(v[i]);
+      }
+      mean /= ranks;
+      mean_abs /= ranks;
+      ASSERT_LE(std::fabs(result[i] - mean), testing::bfloat16_wire_bound(ranks, mean_abs))
+          << "ranks " << ranks << " element " << i;
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(result[i]) & 0xffffu, 0u);
+    }
+  }
+}
+
+TEST(WireFormat, Bfloat16RoundsToNearestEven) {
+  // 1 + 2^-8 is a tie between 1 and 1 + 2^-7: even gives 1; 1 + 3 * 2^-8 gives 1 + 2^-6.
+  const float in[2] = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f};
+  std::uint16_t wire[2];
+  encode_wire(in, 2, WireFormat::bfloat16, wire);
+  EXPECT_EQ(wire[0], 0x3f80);
+  EXPECT_EQ(wire[1], 0x3f82);
+  EXPECT_EQ(wire_bytes(WireFormat::bfloat16), 2);
+  EXPECT_EQ(wire_bytes(WireFormat::float32), 4);
+}
+
+}  // namespace
+}  // namespace mantissa::dist
