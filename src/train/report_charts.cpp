@@ -109,27 +109,41 @@ std::string difference_chart(const std::vector<ReportRun>& runs) {
                 "markers: validation). Above zero: worse than float32.");
 }
 
+// "a, b, c", escaped.
+std::string name_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return plot::escape(out);
+}
+
 std::string loss_scale_chart(const std::vector<ReportRun>& runs) {
   LineChart c = chart("chart-loss-scale", "Loss scale", {"loss scale", Scale::log2});
-  c.empty_text = "no run scales its loss";
-  std::vector<std::string> unscaled;
+  c.empty_text = "no run records a loss scale";
+  std::vector<std::string> unscaled, unlogged;
   for (const ReportRun& r : runs) {
     if (r.log->run.loss_scaling == LossScalingMode::none) {
       unscaled.push_back(r.label);
       continue;
     }
-    // The scale each logged or skipped step used, held back to the previous such step.
+    // The scale each logged or skipped step used, held back to the previous such step. A
+    // run whose step records carry no scale (log_loss_scale false) gets no line: its skipped
+    // steps alone would draw a scale it did not record.
     std::map<double, double> at;
     for (const WindowRecord& w : r.log->windows) {
       if (w.loss_scale) at[static_cast<double>(w.step)] = *w.loss_scale;
     }
+    const bool logged = !at.empty();
     Points skipped;
     for (const SkipRecord& s : r.log->skips) {
-      at[static_cast<double>(s.step)] = s.loss_scale;
+      if (logged) at[static_cast<double>(s.step)] = s.loss_scale;
       skipped.emplace_back(static_cast<double>(s.step), s.loss_scale);
     }
+    if (!logged) unlogged.push_back(r.label);
+    if (!logged && skipped.empty()) continue;
     c.legend.push_back(legend_of(r));
-    c.series.push_back(series(r, "loss scale", Draw::staircase, Points(at.begin(), at.end())));
+    if (logged) {
+      c.series.push_back(series(r, "loss scale", Draw::staircase, Points(at.begin(), at.end())));
+    }
     Series marks = series(r, "skipped", Draw::markers, std::move(skipped));
     marks.style.marker = plot::Marker::cross;
     c.series.push_back(marks);
@@ -137,11 +151,12 @@ std::string loss_scale_chart(const std::vector<ReportRun>& runs) {
   c.legend.push_back({"skipped step", {"#000000", "", plot::Marker::cross}, false});
   std::string caption =
       "The scale each step used; a cross marks each skipped step (non-finite gradients: the "
-      "step changes nothing and the scale halves).";
-  if (!unscaled.empty()) {
-    std::string names;
-    for (const std::string& n : unscaled) names += (names.empty() ? "" : ", ") + n;
-    caption += " Not scaled: " + plot::escape(names) + ".";
+      "step changes nothing, and the scale is multiplied by backoff_factor unless hysteresis "
+      "or overflow_tolerance lets the overflow pass).";
+  if (!unscaled.empty()) caption += " Not scaled: " + name_list(unscaled) + ".";
+  if (!unlogged.empty()) {
+    caption += " Scale not recorded (log_loss_scale false; only skipped steps shown): " +
+               name_list(unlogged) + ".";
   }
   return figure(plot::render(c), caption);
 }

@@ -1,6 +1,10 @@
 #pragma once
 // Internal: the mixed-precision settings a run is under, written out for its run record
-// (metrics.hpp) and so for the report: the effective values, defaults included.
+// (metrics.hpp) and so for the report: one row per key of the precision block
+// (docs/mixed_precision.md), named as the key, with the effective value (defaults filled in,
+// the scaler's from the scaler itself); matmul_route also names the route taken here and
+// why. Keys that do not apply are left out (the scaler's without a dynamic scaler,
+// fp16_type when mixed precision is off).
 #include <vector>
 
 #include "mantissa/amp/grad_scaler.hpp"

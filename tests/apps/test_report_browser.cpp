@@ -203,6 +203,10 @@ TEST_F(ReportInBrowser, TheChartsHoldEverySeries) {
   EXPECT_EQ(chart("chart-loss-scale").find("data-run=\"bfloat16\""), std::string::npos);
   for (const std::string table : {"final-metrics", "settings", "formats"})
     EXPECT_NE(dom.find("id=\"" + table + "\""), std::string::npos) << table;
+  // The settings table has a row per precision key, the scaler's options among them.
+  for (const std::string key : {"fp16_type", "matmul_route", "loss_scaling_factor", "growth_factor",
+                                "backoff_factor", "hysteresis", "on_stuck"})
+    EXPECT_NE(dom.find("<tr><td>" + key + "</td>"), std::string::npos) << key;
 }
 
 }  // namespace

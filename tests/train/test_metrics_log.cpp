@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 const char* kRunLine =
     R"({"run":{"format":"float16","loss_scaling":"dynamic","model":"gpt","parameters":26016,)"
     R"("unit":"tokens","items_per_step":64,"start_step":0,"max_steps":30,"seed":2,)"
-    R"("cpu":"Some CPU","settings":[["loss scaling","dynamic"],["initial loss scale","2^15"]]}})";
+    R"("cpu":"Some CPU","settings":[["loss_scaling_factor","dynamic"],["initial_loss_scale","2^15"]]}})";
 
 std::string expect_error(const std::string& text) {
   try {
@@ -96,7 +96,7 @@ TEST(MetricsReader, ReadsEveryKindOfRecord) {
   EXPECT_EQ(log.run.seed, 2u);
   EXPECT_EQ(log.run.cpu, "Some CPU");
   ASSERT_EQ(log.run.settings.size(), 2u);
-  EXPECT_EQ(log.run.settings[1], (SettingRow{"initial loss scale", "2^15"}));
+  EXPECT_EQ(log.run.settings[1], (SettingRow{"initial_loss_scale", "2^15"}));
   ASSERT_EQ(log.skips.size(), 1u);
   EXPECT_EQ(log.skips[0].step, 1);
   EXPECT_EQ(log.skips[0].loss_scale, 32768.0);

@@ -27,8 +27,8 @@ RunLog run(Format f, LossScalingMode mode, std::vector<double> losses, double ev
   l.run.max_steps = 30;
   l.run.seed = 1;
   l.run.cpu = "Test CPU";
-  l.run.settings = {{"computes in", std::string(numerics::name(f))}};
-  if (mode == LossScalingMode::dynamic) l.run.settings.push_back({"initial loss scale", "2^15"});
+  l.run.settings = {{"fp16_type", std::string(numerics::name(f))}};
+  if (mode == LossScalingMode::dynamic) l.run.settings.push_back({"initial_loss_scale", "2^15"});
   for (int i = 0; i < 3; ++i) {
     WindowRecord w;
     w.step = 10 * (i + 1);
@@ -108,6 +108,29 @@ TEST(Report, EveryChartHoldsEveryRunsSeries) {
   EXPECT_NE(page.find("Not scaled: float32, bfloat16."), std::string::npos);
 }
 
+// A run that scales without logging its scale (log_loss_scale false) gets no loss-scale line:
+// its skipped steps are marked at the scale they used, nothing is drawn between them.
+TEST(Report, AnUnloggedScaleIsNotDrawn) {
+  std::vector<RunLog> runs = four_runs();
+  for (const std::size_t i : {2, 3}) {
+    for (WindowRecord& w : runs[i].windows) w.loss_scale.reset();
+  }
+  const std::string page = render_report(runs);
+  const std::string scale = chart(page, "chart-loss-scale");
+  EXPECT_EQ(count(scale, "data-kind=\"loss scale\""), 0) << scale;
+  EXPECT_EQ(count(scale, series("float16", "skipped") + " data-points=\"2\""), 1);
+  EXPECT_EQ(count(scale, "data-run=\"cbfloat16\""), 0) << "no skips, nothing logged: no series";
+  EXPECT_NE(page.find("Scale not recorded (log_loss_scale false; only skipped steps shown): "
+                      "float16, cbfloat16."),
+            std::string::npos);
+  // Nothing scaled or logged at all: the chart says so.
+  runs[2].skips.clear();
+  runs[2].run.loss_scaling = LossScalingMode::fixed;
+  const std::string none = chart(render_report(runs), "chart-loss-scale");
+  EXPECT_EQ(count(none, "<g class=\"series\""), 0);
+  EXPECT_NE(none.find(">no run records a loss scale</text>"), std::string::npos);
+}
+
 // x: steps 0..30 over [72, 562]; loss y: 2..6 over [290, 72]: step 10 at 72 + 490/3.
 TEST(Report, PointsSitAtTheirComputedPixels) {
   const std::string page = render_report(four_runs());
@@ -149,7 +172,7 @@ TEST(Report, TablesHoldTheFigures) {
             std::string::npos);
   EXPECT_NE(page.find("2 skipped steps (steps 1, 2)"), std::string::npos);
   // Settings: a row per name; a run without it shows a dash; 2^k as a superscript.
-  EXPECT_NE(page.find("<tr><td>initial loss scale</td><td>&mdash;</td><td>&mdash;</td><td>"
+  EXPECT_NE(page.find("<tr><td>initial_loss_scale</td><td>&mdash;</td><td>&mdash;</td><td>"
                       "2<sup>15</sup></td><td>2<sup>15</sup></td></tr>"),
             std::string::npos);
   // The formats (DESIGN.md section 2).
