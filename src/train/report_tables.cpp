@@ -96,10 +96,15 @@ std::string final_metrics_table(const std::vector<ReportRun>& runs) {
 }
 
 std::string settings_table(const std::vector<ReportRun>& runs) {
-  std::vector<std::string> names;  // in order of first appearance
+  // Every run's names in its own order: a name first seen in a later run goes right after
+  // that run's previous one (float32's rows lack fp16_type, which still comes after enabled).
+  std::vector<std::string> names;
   for (const ReportRun& r : runs) {
+    std::size_t next = 0;
     for (const SettingRow& s : r.log->run.settings) {
-      if (std::find(names.begin(), names.end(), s.first) == names.end()) names.push_back(s.first);
+      auto it = std::find(names.begin(), names.end(), s.first);
+      if (it == names.end()) it = names.insert(names.begin() + next, s.first);
+      next = static_cast<std::size_t>(it - names.begin()) + 1;
     }
   }
   std::string out = "<table class=\"settings\" id=\"settings\">\n" + run_header(runs, "setting");

@@ -3,6 +3,7 @@
 // anywhere else.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "mantissa/error.hpp"
@@ -27,8 +28,10 @@ RunLog run(Format f, LossScalingMode mode, std::vector<double> losses, double ev
   l.run.max_steps = 30;
   l.run.seed = 1;
   l.run.cpu = "Test CPU";
-  l.run.settings = {{"fp16_type", std::string(numerics::name(f))}};
+  l.run.settings = {{"enabled", f == Format::float32 ? "false" : "true"}};
+  if (f != Format::float32) l.run.settings.push_back({"fp16_type", std::string(numerics::name(f))});
   if (mode == LossScalingMode::dynamic) l.run.settings.push_back({"initial_loss_scale", "2^15"});
+  l.run.settings.push_back({"max_gradient_norm", "1"});
   for (int i = 0; i < 3; ++i) {
     WindowRecord w;
     w.step = 10 * (i + 1);
@@ -175,6 +178,12 @@ TEST(Report, TablesHoldTheFigures) {
   EXPECT_NE(page.find("<tr><td>initial_loss_scale</td><td>&mdash;</td><td>&mdash;</td><td>"
                       "2<sup>15</sup></td><td>2<sup>15</sup></td></tr>"),
             std::string::npos);
+  // Rows in every run's order, though the first run (float32) lacks some of them.
+  std::vector<std::size_t> at;
+  for (const char* name : {"enabled", "fp16_type", "initial_loss_scale", "max_gradient_norm"})
+    at.push_back(page.find(std::string("<tr><td>") + name + "</td>"));
+  EXPECT_NE(at.back(), std::string::npos);
+  EXPECT_TRUE(std::is_sorted(at.begin(), at.end()));
   // The formats (DESIGN.md section 2).
   EXPECT_NE(page.find("<tr><td>float16</td><td>1 / 5 / 10</td><td>15</td><td>65504</td><td>"
                       "6.10352e-05 = 2<sup>-14</sup></td><td>5.96046e-08 = 2<sup>-24</sup></td>"
