@@ -119,6 +119,28 @@ TEST(MetricsReader, ReadsEveryKindOfRecord) {
   EXPECT_EQ(log.evals[0].batches, 2);
 }
 
+// A run without a logged loss scale (bfloat16: no scaler) writes step records without it.
+TEST(MetricsReader, AStepRecordWithoutALossScaleReadsAsNone) {
+  std::string bf16 = kRunLine;
+  bf16.replace(bf16.find("\"float16\""), 9, "\"bfloat16\"");
+  bf16.replace(bf16.find("\"dynamic\""), 9, "\"none\"");
+  const RunLog log = parse_metrics(
+      bf16 + "\n" +
+          R"({"step":10,"loss":5.0,"lr":0.002,"skipped_steps":0,"grad_norm":1.5,"tokens_per_s":9.0})",
+      "m");
+  EXPECT_EQ(log.run.format, numerics::Format::bfloat16);
+  EXPECT_EQ(log.run.loss_scaling, LossScalingMode::none);
+  ASSERT_EQ(log.windows.size(), 1u);
+  EXPECT_FALSE(log.windows[0].loss_scale.has_value());
+  EXPECT_EQ(log.windows[0].grad_norm, 1.5);
+  EXPECT_FALSE(log.windows[0].peak_rss_mib.has_value());
+  // A loss_scale that is there must be a number (or null: not finite).
+  EXPECT_EQ(expect_error(std::string(kRunLine) + "\n" +
+                         R"({"step":1,"loss":5.0,"lr":0.1,"loss_scale":"big","skipped_steps":0,)"
+                         R"("grad_norm":1.0,"tokens_per_s":9.0})"),
+            "runs/x/metrics.jsonl:2: 'loss_scale' is a string, expected a number");
+}
+
 TEST(MetricsReader, ARunRecordDropsWhatCameAfterItsStartStep) {
   auto window = [](int step) {
     return R"({"step":)" + std::to_string(step) +
