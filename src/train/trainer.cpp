@@ -268,15 +268,15 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
       p.step = global_step_;
       p.max_steps = config_.loop.max_steps;
       p.loss = loss_sum / static_cast<double>(loss_count);
-      p.loss_scale = report.loss_scale;
+      if (scaler_) p.loss_scale = report.loss_scale;
       p.learning_rate = optimizer_->current_learning_rate();
       p.grad_norm = report.grad_norm;
       p.skipped_steps = report.skipped_steps;
       p.items_per_second = static_cast<double>(window_items) / std::max(secs, 1e-9);
       p.unit = task_->unit();
       p.eta_seconds = elapsed / done * static_cast<double>(config_.loop.max_steps - global_step_);
-      std::optional<double> logged_scale;
-      if (scaler_ && config_.precision.logs_loss_scale()) logged_scale = p.loss_scale;
+      const std::optional<double> logged_scale =
+          config_.precision.logs_loss_scale() ? p.loss_scale : std::nullopt;
       write_metrics(
           metrics_line(WindowRecord{p.step, p.loss, p.learning_rate, logged_scale, p.skipped_steps,
                                     p.grad_norm, p.items_per_second, detail::peak_rss_mib()},

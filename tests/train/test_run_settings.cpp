@@ -1,7 +1,8 @@
 // The mixed-precision settings a run records (its run record's "settings", the report's
 // settings table): from a config's precision block to rows named by its keys, against rows
 // written out by hand; and whole tiny runs: a run without a loss scaler (or with
-// log_loss_scale off) writes step records without "loss_scale", a float16 run with one.
+// log_loss_scale off) writes step records without "loss_scale", a float16 run with one; the
+// progress events carry a scale exactly when a scaler runs.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -129,6 +130,7 @@ TEST(RunSettings, WithoutADynamicScalerOnlyTheFactorIsRecorded) {
 struct Records {
   std::vector<nlohmann::json> steps;
   nlohmann::json run;
+  std::vector<Progress> progress;  // the trainer's progress events
 };
 Records records_of(const std::vector<std::string>& overrides) {
   TinyRun run("loss_scale_field");
@@ -137,6 +139,7 @@ Records records_of(const std::vector<std::string>& overrides) {
   Recorder events;
   Trainer(run.config("text", sets), {&events, {}}).run(RunMode::train);
   Records r;
+  r.progress = events.progress_seen;
   for (const std::string& line : run.metrics()) {
     const nlohmann::json j = nlohmann::json::parse(line);
     if (j.contains("run")) r.run = j["run"];
@@ -151,6 +154,8 @@ TEST(RunSettings, StepRecordsCarryALossScaleOnlyWhenOneIsLogged) {
   EXPECT_EQ(bf16.run["loss_scaling"], "none");
   ASSERT_EQ(bf16.steps.size(), 2u);  // 4 steps logged every 2
   for (const nlohmann::json& s : bf16.steps) EXPECT_FALSE(s.contains("loss_scale")) << s;
+  ASSERT_EQ(bf16.progress.size(), 2u);
+  for (const Progress& p : bf16.progress) EXPECT_FALSE(p.loss_scale.has_value()) << p.step;
   // float16 with dynamic scaling: the scale each window's last step used. A window of 2
   // steps cannot reach steps_per_increase (2000), and a one-layer GPT's gradients times 2^15
   // stay far below 65504, so the scale is the initial one.
@@ -161,10 +166,12 @@ TEST(RunSettings, StepRecordsCarryALossScaleOnlyWhenOneIsLogged) {
     EXPECT_EQ(s["skipped_steps"], 0) << s;
     EXPECT_EQ(s["loss_scale"], 32768.0) << s;
   }
+  for (const Progress& p : f16.progress) EXPECT_EQ(p.loss_scale, 32768.0) << p.step;
   // The same with log_loss_scale off: the scaler runs, the field is left out, the run says so.
   const Records quiet = records_of({"fp16_type=float16", "log_loss_scale=false"});
   EXPECT_EQ(quiet.run["loss_scaling"], "dynamic");
   for (const nlohmann::json& s : quiet.steps) EXPECT_FALSE(s.contains("loss_scale")) << s;
+  for (const Progress& p : quiet.progress) EXPECT_EQ(p.loss_scale, 32768.0) << "still shown";
   bool recorded = false;
   for (const nlohmann::json& row : quiet.run["settings"]) {
     recorded = recorded || row == nlohmann::json::array({"log_loss_scale", "false"});

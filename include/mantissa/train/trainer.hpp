@@ -62,8 +62,9 @@ struct StepResult {
 // The figures of one logged training window (every logging.log_steps steps and the last).
 struct Progress {
   std::int64_t step = 0, max_steps = 0;
-  double loss = 0;  // mean over the window's steps
-  double loss_scale = 1, learning_rate = 0, grad_norm = 0;
+  double loss = 0;                   // mean over the window's steps
+  std::optional<double> loss_scale;  // the scale the last step used; none without a scaler
+  double learning_rate = 0, grad_norm = 0;
   std::int64_t skipped_steps = 0;
   double items_per_second = 0;
   const char* unit = "";  // "tokens" or "samples"
