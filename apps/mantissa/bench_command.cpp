@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/train/benchmark.hpp"
+#include "precision_overrides.hpp"
 
 namespace mantissa::app {
 namespace {
@@ -16,37 +17,16 @@ struct BenchArgs {
   train::BenchOptions options;
 };
 
-// --precision and friends become config overrides, applied after the user's --set.
-std::vector<std::string> precision_overrides(const BenchArgs& a) {
-  const std::string key = "trainer.init.precision.";
-  std::vector<std::string> o;
-  if (a.precision == "float32") {
-    o.push_back(key + "enabled=false");
-  } else if (a.precision == "bfloat16" || a.precision == "float16" || a.precision == "cbfloat16") {
-    o.push_back(key + "enabled=true");
-    o.push_back(key + "fp16_type=" + a.precision);
-    // float16 and cbfloat16 need loss scaling (DESIGN.md section 4): dynamic unless told.
-    if (a.precision != "bfloat16" && a.loss_scaling.empty()) {
-      o.push_back(key + "loss_scaling_factor=dynamic");
-    }
-  } else if (a.precision == "fp8") {
-    // fp8 linear layers, the rest in bfloat16 (docs/mixed_precision.md, "fp8 training").
-    o.push_back(key + "enabled=true");
-    o.push_back(key + "fp16_type=bfloat16");
-    o.push_back(key + "fp8.enabled=true");
-  } else if (!a.precision.empty()) {
-    throw Error("--precision: '" + a.precision +
-                "' (expected one of: float32, bfloat16, float16, cbfloat16, fp8)");
-  }
-  if (!a.loss_scaling.empty()) o.push_back(key + "loss_scaling_factor=" + a.loss_scaling);
-  if (a.opt_level >= 0) o.push_back(key + "precision_opt_level=" + std::to_string(a.opt_level));
-  if (!a.route.empty()) o.push_back(key + "matmul_route=" + a.route);
-  if (!a.master_weights.empty()) o.push_back(key + "master_weights=" + a.master_weights);
-  return o;
-}
-
 int run(BenchArgs a) {
-  for (const std::string& s : precision_overrides(a)) a.overrides.push_back(s);
+  const std::optional<TrainingPrecision> precision =
+      a.precision.empty() ? std::nullopt
+                          : std::optional(parse_training_precision(a.precision, "--precision"));
+  // --precision and friends become config overrides, applied after the user's --set.
+  for (const std::string& s : precision_overrides(precision, a.loss_scaling, a.opt_level, a.route))
+    a.overrides.push_back(s);
+  if (!a.master_weights.empty()) {
+    a.overrides.push_back("trainer.init.precision.master_weights=" + a.master_weights);
+  }
   train::TrainerConfig c = train::load_config(a.config, a.overrides);
   if (!a.state_dtype.empty()) {
     const std::optional<numerics::Format> f = numerics::parse_format(a.state_dtype);

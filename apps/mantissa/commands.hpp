@@ -14,5 +14,7 @@ Action register_eval_command(CLI::App& app);
 Action register_generate_command(CLI::App& app);
 Action register_inspect_command(CLI::App& app);
 Action register_bench_command(CLI::App& app);
+Action register_compare_command(CLI::App& app);
+Action register_report_command(CLI::App& app);
 
 }  // namespace mantissa::app

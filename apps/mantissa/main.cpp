@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   actions.push_back(mantissa::app::register_inspect_command(app));
   actions.push_back(mantissa::app::register_formats_command(app));
   actions.push_back(mantissa::app::register_bench_command(app));
+  actions.push_back(mantissa::app::register_compare_command(app));
+  actions.push_back(mantissa::app::register_report_command(app));
   // CLI11 reports an unknown command as a missing one; name it instead.
   std::string known;
   bool found = false;

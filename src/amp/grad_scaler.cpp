@@ -194,14 +194,9 @@ bool GradScaler::step_if_finite(optim::Optimizer& optimizer) {
     optimizer.step();
     return true;
   }
+  // The caller reports the skip: it knows the step's number (the optimizer's step index does
+  // not advance on skips); last_nonfinite_params() names the overflowing parameters.
   ++state_.num_skipped_steps;
-  std::string line = "skipped step " + std::to_string(optimizer.step_index()) +
-                     ": non-finite gradients at loss scale " + num(state_.loss_scale);
-  if (!nonfinite_.empty()) {
-    line += " in";
-    for (std::size_t i = 0; i < nonfinite_.size(); ++i) line += (i ? ", " : " ") + nonfinite_[i];
-  }
-  log(line);
   return false;
 }
 

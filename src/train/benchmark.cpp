@@ -1,7 +1,5 @@
 #include "mantissa/train/benchmark.hpp"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -9,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "machine.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/gemm.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
@@ -16,6 +15,7 @@
 #include "mantissa/tensor/random.hpp"
 #include "mantissa/tensor/storage.hpp"
 #include "mantissa/train/trainer.hpp"
+#include "statistics.hpp"
 
 namespace mantissa::train {
 namespace {
@@ -24,19 +24,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double peak_rss_mib() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / 1024.0;  // Linux reports KiB
 }
 
 // Best of a few timed runs of a 2048^3 GEMM whose inputs hold values of the policy's format,
@@ -150,11 +137,11 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
     r.profile = kernels::profiler_stop();
     for (double s : r.step_seconds) r.profiled_seconds += s;
   }
-  r.median_seconds = median(r.step_seconds);
+  r.median_seconds = detail::median(r.step_seconds);
   r.items_per_second = static_cast<double>(r.items_per_step) / r.median_seconds;
   r.achieved_gflops = r.flops_per_step / r.median_seconds / 1e9;
   r.state = trainer.training_state_bytes();
-  r.peak_rss_mib = peak_rss_mib();  // training's, before the peak GEMM's buffers exist
+  r.peak_rss_mib = detail::peak_rss_mib();  // training's, before the peak GEMM's buffers exist
   const tensor::PoolStats pool = tensor::pool_stats();
   r.peak_tensor_mib = static_cast<double>(pool.peak_live_bytes) / (1 << 20);
   r.pool_mib = static_cast<double>(pool.system_bytes) / (1 << 20);

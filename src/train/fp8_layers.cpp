@@ -35,13 +35,15 @@ void Fp8Layers::update() {
   }
 }
 
-std::vector<Fp8Layers::SlotCounts> Fp8Layers::take_window() {
-  std::vector<SlotCounts> out;
+Fp8WindowCounts Fp8Layers::take_window() {
+  Fp8WindowCounts out;
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     for (int s = 0; s < kFp8Slots; ++s) {
       precision::Fp8Meta::Counts& w = window_[l * kFp8Slots + static_cast<std::size_t>(s)];
+      out.overflows += w.overflows;
+      out.underflows += w.underflows;
       if (w.overflows != 0 || w.underflows != 0) {
-        out.push_back({layers_[l].first + "." + slot_name(s), w.overflows, w.underflows});
+        out.tensors.push_back({layers_[l].first + "." + slot_name(s), w.overflows, w.underflows});
       }
       w = {};
     }

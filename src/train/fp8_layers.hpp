@@ -13,6 +13,7 @@
 #include "mantissa/nn/module.hpp"
 #include "mantissa/precision/fp8.hpp"
 #include "mantissa/tensor/tensor.hpp"
+#include "mantissa/train/metrics.hpp"
 
 namespace mantissa::train {
 
@@ -31,13 +32,9 @@ class Fp8Layers {
   // step's counts join the window's.
   void update();
 
-  // One slot's counts over the window since the last take_window().
-  struct SlotCounts {
-    std::string tensor;  // "<layer>.<slot>", e.g. "blocks.0.attn.qkv.grad"
-    std::int64_t overflows = 0, underflows = 0;
-  };
-  // The slots with any overflow or underflow in the window, in layer order; resets it.
-  std::vector<SlotCounts> take_window();
+  // The window since the last take_window(): its totals and the slots ("<layer>.<slot>",
+  // e.g. "blocks.0.attn.qkv.grad") with any overflow or underflow, in layer order; resets it.
+  Fp8WindowCounts take_window();
   // Every slot's counts over the whole run so far.
   std::int64_t total_overflows() const { return total_overflows_; }
   std::int64_t total_underflows() const { return total_underflows_; }

@@ -8,10 +8,14 @@
 #include <nlohmann/json.hpp>
 
 #include "fp8_layers.hpp"
+#include "machine.hpp"
 #include "mantissa/amp/optimizer_step.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/train/checkpoint.hpp"
+#include "mantissa/train/metrics.hpp"
+#include "number_text.hpp"
 #include "param_groups.hpp"
+#include "run_settings.hpp"
 #include "task.hpp"
 
 namespace mantissa::train {
@@ -24,21 +28,6 @@ std::string fmt_double(double v, const char* f = "%.4g") {
   char b[64];
   std::snprintf(b, sizeof(b), f, v);
   return b;
-}
-
-// The fp8 casts' overflows and underflows over a metrics window: the totals and, per tensor
-// that had any, its own.
-void add_fp8_counts(json& j, const std::vector<Fp8Layers::SlotCounts>& window) {
-  std::int64_t overflows = 0, underflows = 0;
-  json per_tensor = json::object();
-  for (const Fp8Layers::SlotCounts& c : window) {
-    overflows += c.overflows;
-    underflows += c.underflows;
-    per_tensor[c.tensor] = {{"overflows", c.overflows}, {"underflows", c.underflows}};
-  }
-  j["fp8_overflows"] = overflows;
-  j["fp8_underflows"] = underflows;
-  j["fp8_tensors"] = per_tensor;
 }
 
 }  // namespace
@@ -134,17 +123,17 @@ EvalResult Trainer::evaluate() {
   task_->module().eval();
   const EvalResult r = task_->evaluate(config_.loop.eval_steps);
   task_->module().train();
-  json j{{"eval_step", global_step_}, {"loss", r.loss}, {"steps", r.steps}};
+  EvalRecord record{global_step_, r.loss, std::nullopt, std::nullopt, r.steps};
   std::string line =
       "eval at step " + std::to_string(global_step_) + ": loss " + fmt_double(r.loss);
   if (r.perplexity > 0) {
-    j["perplexity"] = r.perplexity;
+    record.perplexity = r.perplexity;
     line += ", perplexity " + fmt_double(r.perplexity);
   } else {
-    j["accuracy"] = r.accuracy;
+    record.accuracy = r.accuracy;
     line += ", accuracy " + fmt_double(r.accuracy);
   }
-  write_metrics(j.dump());
+  write_metrics(metrics_line(record));
   log(line);
   events_->evaluated(r, global_step_);
   return r;
@@ -173,6 +162,37 @@ StepResult Trainer::train_step() {
     }
   }
   ++global_step_;
+  if (!r.report.stepped) {
+    std::string line = "skipped step " + std::to_string(global_step_) +
+                       ": non-finite gradients at loss scale " +
+                       detail::scale_text(r.report.loss_scale);
+    for (std::size_t i = 0; i < r.report.nonfinite_params.size(); ++i)
+      line += (i == 0 ? " in " : ", ") + r.report.nonfinite_params[i];
+    log(line);
+  }
+  return r;
+}
+
+RunRecord Trainer::run_record() const {
+  RunRecord r;
+  r.format = policy_.half;
+  r.fp8 = policy_.fp8.enabled;
+  r.loss_scaling = detail::loss_scaling_mode(scaler_.get());
+  r.model = name_of(kModelNames, config_.model.kind);
+  r.parameters = parameter_count();
+  r.unit = item_unit();
+  r.items_per_step = items_per_step();
+  r.start_step = global_step_;
+  r.max_steps = config_.loop.max_steps;
+  r.seed = config_.seed;
+  r.cpu = detail::cpu_name();
+  r.settings = detail::precision_settings(config_.precision, policy_, scaler_.get());
+  r.settings.emplace_back("optimizer", optimizer_->name());
+  if (config_.optimizer.state_format != numerics::Format::float32) {
+    r.settings.emplace_back("optimizer state_dtype",
+                            std::string(numerics::name(config_.optimizer.state_format)));
+  }
+  r.settings.emplace_back("learning rate", config_.schedule_text);
   return r;
 }
 
@@ -236,6 +256,7 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
       std::to_string(task_->module().parameter_count()) + " parameters), precision " +
       policy_.describe() + ", " + optimizer_->name() + ", lr " + config_.schedule_text +
       ", run directory " + run_dir_);
+  write_metrics(metrics_line(run_record()));
   const std::int64_t eval_every =
       mode == RunMode::train_and_eval ? config_.loop.eval_interval() : 0;
   if (mode == RunMode::train_and_eval && eval_every == 0) {
@@ -253,6 +274,9 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
       break;
     }
     const auto [step_loss, report] = train_step();
+    if (!report.stepped)
+      write_metrics(
+          metrics_line(SkipRecord{global_step_, report.loss_scale, report.nonfinite_params}));
     window_items += items_per_step();
     loss_sum += step_loss;
     ++loss_count;
@@ -267,25 +291,27 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
       p.step = global_step_;
       p.max_steps = config_.loop.max_steps;
       p.loss = loss_sum / static_cast<double>(loss_count);
-      p.loss_scale = report.loss_scale;
+      if (scaler_) p.loss_scale = report.loss_scale;
       p.learning_rate = optimizer_->current_learning_rate();
       p.grad_norm = report.grad_norm;
       p.skipped_steps = report.skipped_steps;
       p.items_per_second = static_cast<double>(window_items) / std::max(secs, 1e-9);
       p.unit = task_->unit();
       p.eta_seconds = elapsed / done * static_cast<double>(config_.loop.max_steps - global_step_);
-      json j{{"step", p.step},           {"loss", p.loss},
-             {"lr", p.learning_rate},    {"skipped_steps", p.skipped_steps},
-             {"grad_norm", p.grad_norm}, {std::string(p.unit) + "_per_s", p.items_per_second}};
-      if (scaler_ && config_.precision.logs_loss_scale()) j["loss_scale"] = p.loss_scale;
-      if (!fp8_->empty()) add_fp8_counts(j, fp8_->take_window());
-      write_metrics(j.dump());
+      const std::optional<double> logged_scale =
+          config_.precision.logs_loss_scale() ? p.loss_scale : std::nullopt;
+      WindowRecord w{p.step,          p.loss,      p.learning_rate,    logged_scale,
+                     p.skipped_steps, p.grad_norm, p.items_per_second, detail::peak_rss_mib(),
+                     std::nullopt};
+      if (!fp8_->empty()) w.fp8 = fp8_->take_window();
+      write_metrics(metrics_line(w, p.unit));
       events_->progress(p);
       window_start = Clock::now();
       window_items = 0;
       loss_sum = 0;
       loss_count = 0;
     }
+    const auto pause_start = Clock::now();
     if (eval_every > 0 && global_step_ % eval_every == 0 && global_step_ < config_.loop.max_steps) {
       events_->evaluating(global_step_);
       summary.eval = evaluate();
@@ -294,6 +320,7 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
       summary.last_checkpoint = save_checkpoint_now();
       saved_at = global_step_;
     }
+    window_start += Clock::now() - pause_start;  // throughput counts training time only
   }
   if (saved_at != global_step_) summary.last_checkpoint = save_checkpoint_now();
   log("checkpoint " + summary.last_checkpoint + (summary.interrupted ? " (interrupted)" : ""));

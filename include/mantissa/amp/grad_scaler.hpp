@@ -65,8 +65,10 @@ struct GradScalerOptions {
   int hysteresis = 1;
   bool consecutive_hysteresis = false;
   bool attribute_overflows = true;  // name the parameters with non-finite gradients
-  // Receives skipped-step, stuck-scale and clamped-initial-scale lines; unset: they are
-  // dropped (the library prints nothing itself; StepReport carries the same facts).
+  // Receives stuck-scale and clamped-initial-scale lines; unset: they are dropped (the
+  // library prints nothing itself). Skipped steps are the caller's to report (the trainer
+  // names the step and the parameters in a log line and a metrics record); StepReport and
+  // last_nonfinite_params() carry them.
   std::function<void(const std::string&)> log;
 
   // The defaults for a half format: init and max 2^15, or 2^31 for cbfloat16.

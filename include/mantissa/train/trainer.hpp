@@ -17,6 +17,7 @@
 #include "mantissa/data/datasets.hpp"
 #include "mantissa/names.hpp"
 #include "mantissa/train/config.hpp"
+#include "mantissa/train/metrics.hpp"
 
 namespace mantissa::train {
 
@@ -72,8 +73,9 @@ struct StepResult {
 // The figures of one logged training window (every logging.log_steps steps and the last).
 struct Progress {
   std::int64_t step = 0, max_steps = 0;
-  double loss = 0;  // mean over the window's steps
-  double loss_scale = 1, learning_rate = 0, grad_norm = 0;
+  double loss = 0;                   // mean over the window's steps
+  std::optional<double> loss_scale;  // the scale the last step used; none without a scaler
+  double learning_rate = 0, grad_norm = 0;
   std::int64_t skipped_steps = 0;
   double items_per_second = 0;
   const char* unit = "";  // "tokens" or "samples"
@@ -130,6 +132,8 @@ class Trainer {
   std::map<std::string, std::string> state_metadata() const;
   std::string run_dir() const { return run_dir_; }
   std::string save_checkpoint_now();
+  // The settings this run trains under, as its metrics.jsonl records them first.
+  RunRecord run_record() const;
 
  private:
   void restore(const std::string& path);
