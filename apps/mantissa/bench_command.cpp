@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/train/benchmark.hpp"
+#include "together.hpp"
 
 namespace mantissa::app {
 namespace {
@@ -39,12 +40,16 @@ std::vector<std::string> precision_overrides(const BenchArgs& a) {
   return o;
 }
 
-int run(BenchArgs a) {
-  for (const std::string& s : precision_overrides(a)) a.overrides.push_back(s);
-  const train::TrainerConfig c = train::load_config(a.config, a.overrides);
+int run(BenchArgs a, const dist::Communicator& world) {
+  train::TrainerConfig c;
+  together(world, [&] {
+    for (const std::string& s : precision_overrides(a)) a.overrides.push_back(s);
+    c = train::load_config(a.config, a.overrides);
+  });
   const train::BenchResult r = train::run_train_benchmark(
       c, a.options, [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); },
-      bible_kjv_text);
+      bible_kjv_text, world);
+  if (!world.is_root()) return 0;  // rank 0 reports for the job
   std::printf("%s", train::format_bench_report(r).c_str());
   if (!a.json.empty()) {
     std::ofstream f(a.json, std::ios::app);
@@ -56,7 +61,7 @@ int run(BenchArgs a) {
 
 }  // namespace
 
-Action register_bench_command(CLI::App& app) {
+Action register_bench_command(CLI::App& app, const dist::Communicator& world) {
   auto* bench = app.add_subcommand("bench", "Benchmarks (see docs/PERFORMANCE.md)");
   bench->require_subcommand(1);
   auto* cmd = bench->add_subcommand(
@@ -76,9 +81,9 @@ Action register_bench_command(CLI::App& app) {
   cmd->add_flag("--profile", a->options.profile, "Print time per step by op class");
   cmd->add_option("--json", a->json, "Append the results as one JSON line to this file");
   cmd->add_option("--set", a->overrides, "Override a config key: a.b.c=value (repeatable)");
-  return [cmd, a]() -> int {
+  return [cmd, a, &world]() -> int {
     if (!cmd->parsed()) return -1;
-    return run(*a);
+    return run(*a, world);
   };
 }
 

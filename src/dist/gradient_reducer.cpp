@@ -24,7 +24,8 @@ enum Kind : int { kContribution = 0, kResult = 1, kSend = 2, kKinds = 3 };
 // The bytes every rank must agree on: the options and each parameter's size.
 std::vector<std::int64_t> layout_signature(const std::vector<std::int64_t>& numels,
                                            const ReducerOptions& options) {
-  std::vector<std::int64_t> s{options.bucket_cap_bytes, static_cast<std::int64_t>(options.wire)};
+  std::vector<std::int64_t> s{options.bucket_cap_bytes, static_cast<std::int64_t>(options.wire),
+                              options.average ? 1 : 0};
   s.insert(s.end(), numels.begin(), numels.end());
   return s;
 }
@@ -126,7 +127,11 @@ void GradientReducer::State::reduce(std::size_t b) {
     contributions[static_cast<std::size_t>(r)] =
         r == me ? at(s.send, s.mine.begin) : part_slot(s, r);
   }
-  average_in_rank_order(contributions, s.mine.size(), options.wire, at(s.result, s.mine.begin));
+  if (options.average) {
+    average_in_rank_order(contributions, s.mine.size(), options.wire, at(s.result, s.mine.begin));
+  } else {
+    sum_in_rank_order(contributions, s.mine.size(), options.wire, at(s.result, s.mine.begin));
+  }
   s.reduced = true;
   MPI_Comm c = comm.impl()->comm;
   for (int p = 0; p < n; ++p) {

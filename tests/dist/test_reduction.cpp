@@ -57,6 +57,22 @@ TEST(AverageInRankOrder, Float32IsTheSequentialSumTimesTheRoundedInverse) {
   }
 }
 
+TEST(SumInRankOrder, Float32IsTheSequentialSumWithoutAMultiplication) {
+  // Rank order: ((1e8 + 1) - 1e8) + 1 = 1 (1e8 + 1 rounds to 1e8); (1e8 - 1e8) + 1 + 1 = 2.
+  const std::vector<std::vector<float>> order = {{1e8f}, {1.0f}, {-1e8f}, {1.0f}};
+  float out = 0;
+  sum_in_rank_order(pointers(order), 1, WireFormat::float32, &out);
+  EXPECT_EQ(out, 1.0f);
+  const std::size_t n = 5000;
+  const auto c = random_contributions(3, n, 29u);
+  std::vector<float> sums(n);
+  sum_in_rank_order(pointers(c), static_cast<std::int64_t>(n), WireFormat::float32, sums.data());
+  for (std::size_t i = 0; i < n; ++i) {
+    const float want = (c[0][i] + c[1][i]) + c[2][i];
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(sums[i]), std::bit_cast<std::uint32_t>(want)) << i;
+  }
+}
+
 TEST(AverageInRankOrder, OutputMayBeAContribution) {
   std::vector<std::vector<float>> c = {{1.0f, 2.0f}, {3.0f, 6.0f}};
   average_in_rank_order(pointers(c), 2, WireFormat::float32, c[1].data());

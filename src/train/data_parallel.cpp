@@ -1,0 +1,136 @@
+#include "data_parallel.hpp"
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+
+#include "mantissa/dist/sharding.hpp"
+#include "mantissa/dist/step_agreement.hpp"
+#include "mantissa/error.hpp"
+
+namespace mantissa::train {
+namespace {
+
+// What `work` threw ("" when it succeeded).
+std::string attempt(const std::function<void()>& work) {
+  try {
+    work();
+    return "";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    return m.empty() ? "an error without a message" : m;
+  }
+}
+
+}  // namespace
+
+DataParallel::DataParallel(const dist::Communicator& world, const DistConfig& config)
+    : comm_(world), root_work_(world), config_(config) {
+  comm_.set_timeout_seconds(config.timeout_seconds);
+  root_work_.set_timeout_seconds(std::max(config.timeout_seconds, kRootWorkSeconds));
+}
+
+DataParallel::~DataParallel() = default;
+
+tensor::BatchPart DataParallel::batch_part(std::int64_t global_batch) const {
+  const dist::Shard s =
+      dist::shard_batch(global_batch, rank(), size(), "trainer.fit.train_dataloader.batch_size");
+  return {s.begin / s.count, size()};
+}
+
+void DataParallel::together(const std::function<void()>& work) const {
+  if (!distributed()) {
+    work();
+    return;
+  }
+  dist::agree_on_success(comm_, attempt(work));
+}
+
+void DataParallel::root_first(const std::function<void()>& work) const {
+  if (!distributed()) {
+    work();
+    return;
+  }
+  dist::agree_on_success(root_work_, is_root() ? attempt(work) : "");
+  dist::agree_on_success(root_work_, is_root() ? "" : attempt(work));
+}
+
+void DataParallel::on_root(const std::function<void()>& work) const {
+  if (!distributed()) {
+    work();
+    return;
+  }
+  dist::agree_on_success(root_work_, is_root() ? attempt(work) : "");
+}
+
+std::string DataParallel::from_root(const std::string& mine) const {
+  if (!distributed()) return mine;
+  const std::vector<std::vector<std::byte>> all =
+      comm_.allgather_blobs(std::as_bytes(std::span(mine.data(), mine.size())));
+  return std::string(reinterpret_cast<const char*>(all[0].data()), all[0].size());
+}
+
+void DataParallel::require_identical(const std::vector<std::byte>& bytes,
+                                     const std::string& what) const {
+  if (distributed()) dist::require_identical(comm_, bytes, what);
+}
+
+void DataParallel::attach(const std::vector<autograd::Variable>& params) {
+  if (!distributed()) return;
+  reducer_ = std::make_unique<dist::GradientReducer>(
+      comm_, params,
+      dist::ReducerOptions{.bucket_cap_bytes = config_.bucket_cap_bytes(),
+                           .wire = config_.allreduce_dtype,
+                           .average = false});
+}
+
+void DataParallel::backward(const autograd::Variable& root, bool last_of_step) {
+  if (last_of_step && reducer_ && config_.overlap) {
+    autograd::backward(root, 1.0f, reducer_->hook());
+  } else {
+    autograd::backward(root);
+  }
+}
+
+void DataParallel::finish() {
+  if (reducer_) reducer_->finish();
+}
+
+amp::StepAgreement DataParallel::step_agreement() const {
+  if (!distributed()) return {};
+  return [this](const amp::GradientFacts& mine) {
+    // Every process holds the same summed gradients (replicated): the facts must agree, and
+    // a process whose norm differs in any bit is an Error (the replicas diverged).
+    const dist::StepDecision d =
+        dist::agree_on_step(comm_, mine.finite, mine.sum_squares, dist::GradLayout::replicated);
+    return amp::GradientFacts{d.finite, d.sum_squares};
+  };
+}
+
+double DataParallel::mean(double value) const {
+  if (!distributed()) return value;
+  const std::vector<std::byte> all = comm_.allgather(std::as_bytes(std::span(&value, 1)));
+  double sum = 0;
+  for (int r = 0; r < size(); ++r) {
+    double v = 0;
+    std::memcpy(&v, all.data() + sizeof v * static_cast<std::size_t>(r), sizeof v);
+    sum = r == 0 ? v : sum + v;
+  }
+  return sum / static_cast<double>(size());
+}
+
+bool DataParallel::any(bool flag) const {
+  if (!distributed()) return flag;
+  const std::uint8_t mine = flag ? 1 : 0;
+  const std::vector<std::byte> all = comm_.allgather(std::as_bytes(std::span(&mine, 1)));
+  for (std::byte b : all) {
+    if (b != std::byte{0}) return true;
+  }
+  return false;
+}
+
+const dist::ReducerStats* DataParallel::stats() const {
+  return reducer_ ? &reducer_->stats() : nullptr;
+}
+
+}  // namespace mantissa::train
