@@ -284,6 +284,12 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
     summary.global_step = global_step_;
     return summary;
   }
+  dp_->on_root([&] {
+    if (const int n = remove_unfinished_checkpoints(run_dir_)) {
+      log("deleted " + std::to_string(n) + " unfinished checkpoint file" + (n == 1 ? "" : "s") +
+          " (*.tmp) in " + run_dir_ + ", left by a run stopped while it saved");
+    }
+  });
   log("training " + std::string(name_of(kModelNames, config_.model.kind)) + " (" +
       std::to_string(task_->module().parameter_count()) + " parameters), precision " +
       policy_.describe() + ", " + optimizer_->name() + ", lr " + config_.schedule_text +
