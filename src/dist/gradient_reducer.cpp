@@ -90,12 +90,8 @@ void GradientReducer::State::start(std::size_t b) {
       std::memset(dst, 0, static_cast<std::size_t>(n * bytes));
       continue;
     }
-    if (p.grad().format() != numerics::Format::float32) {
-      throw Error(fmt::format("{}: parameter {} has a {} gradient; the reducer takes float32",
-                              comm.where(), bucket.params[j],
-                              numerics::traits(p.grad().format()).name));
-    }
-    const Tensor g = p.grad().contiguous();
+    // float32 gradients as they are; bfloat16 ones (of bfloat16 weights) decoded exactly.
+    const Tensor g = p.grad().to(numerics::Format::float32);
     encode_wire(g.f32(), n, options.wire, dst);
   }
   s.started = true;
@@ -164,11 +160,15 @@ void GradientReducer::State::unpack(std::size_t b) {
   for (std::size_t j = 0; j < bucket.params.size(); ++j) {
     Variable& p = params[bucket.params[j]];
     Tensor& g = p.mutable_grad();
-    if (!g.defined()) g = Tensor::zeros(p.shape());
+    if (!g.defined()) {  // the format autograd gives this leaf's gradients
+      const bool bf16 = p.value().format() == numerics::Format::bfloat16;
+      g = Tensor::zeros(p.shape()).to(bf16 ? numerics::Format::bfloat16
+                                           : numerics::Format::float32);
+    }
     const std::byte* src = at(s.result, bucket.offsets[j]);
-    if (g.is_contiguous()) {
+    if (g.is_contiguous() && g.format() == numerics::Format::float32) {
       decode_wire(src, g.numel(), options.wire, g.f32());
-    } else {
+    } else {  // a view, or bfloat16: decoded, then stored (rounded to nearest-even)
       Tensor t = Tensor::empty(p.shape());
       decode_wire(src, t.numel(), options.wire, t.f32());
       g.copy_from(t);

@@ -124,6 +124,10 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
                                     trainer.policy().matmul_route);
   r.unit = trainer.item_unit();
   r.parameters = trainer.parameter_count();
+  r.training_state =
+      "master weights " +
+      std::string(name_of(optim::kMasterWeightsNames, config.precision.master_weights)) +
+      ", optimizer state " + std::string(numerics::name(config.optimizer.state_format));
   r.items_per_step = trainer.items_per_step();
   r.flops_per_step = training_flops_per_step(config, r.parameters);
   r.ranks = trainer.ranks();
@@ -160,6 +164,7 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
   }
   r.items_per_second = static_cast<double>(r.items_per_step) / r.median_seconds;
   r.achieved_gflops = r.flops_per_step / r.median_seconds / 1e9;
+  r.state = trainer.training_state_bytes();
   r.peak_rss_mib = peak_rss_mib();  // training's, before the peak GEMM's buffers exist
   const tensor::PoolStats pool = tensor::pool_stats();
   r.peak_tensor_mib = static_cast<double>(pool.peak_live_bytes) / (1 << 20);
@@ -194,6 +199,15 @@ std::string format_bench_report(const BenchResult& r) {
   if (r.gemm_peak_gflops > 0) {
     s += "  GEMM peak        " + fixed(r.gemm_peak_gflops, 1) + " GFLOP/s (2048^3, same format)\n";
     if (r.flops_per_step > 0) s += "  MFU              " + fixed(100.0 * r.mfu(), 1) + " %\n";
+  }
+  if (r.parameters > 0) {
+    const double n = static_cast<double>(r.parameters);
+    const TrainingStateBytes& b = r.state;
+    s += "  training state   " + fixed(static_cast<double>(b.total()) / n, 2) +
+         " bytes/parameter (weights " + fixed(static_cast<double>(b.weights) / n, 2) +
+         ", gradients " + fixed(static_cast<double>(b.gradients) / n, 2) + ", optimizer " +
+         fixed(static_cast<double>(b.optimizer) / n, 2) + ", copies " +
+         fixed(static_cast<double>(b.copies) / n, 2) + "; " + r.training_state + ")\n";
   }
   s += "  peak RSS         " + fixed(r.peak_rss_mib, 0) +
        " MiB (tensors: " + fixed(r.peak_tensor_mib, 0) + " MiB live at most, " +
@@ -251,6 +265,12 @@ std::string bench_result_json(const BenchResult& r) {
                    {"peak_tensor_mib", r.peak_tensor_mib},
                    {"pool_mib", r.pool_mib},
                    {"ranks", r.ranks},
+                   {"training_state", r.training_state},
+                   {"state_bytes",
+                    {{"weights", r.state.weights},
+                     {"gradients", r.state.gradients},
+                     {"optimizer", r.state.optimizer},
+                     {"copies", r.state.copies}}},
                    {"step_ms", nlohmann::json::array()},
                    {"losses", r.losses}};
   for (double s : r.step_seconds) j["step_ms"].push_back(s * 1e3);

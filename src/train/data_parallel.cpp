@@ -1,7 +1,10 @@
 #include "data_parallel.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <span>
 
 #include "mantissa/dist/sharding.hpp"
@@ -104,6 +107,42 @@ amp::StepAgreement DataParallel::step_agreement() const {
     const dist::StepDecision d =
         dist::agree_on_step(comm_, mine.finite, mine.sum_squares, dist::GradLayout::replicated);
     return amp::GradientFacts{d.finite, d.sum_squares};
+  };
+}
+
+namespace {
+
+// Every rank's vector (the same length on each), in rank order.
+template <class T>
+std::vector<std::vector<T>> gathered(const dist::Communicator& comm, const std::vector<T>& mine) {
+  const std::vector<std::byte> all = comm.allgather(std::as_bytes(std::span(mine)));
+  std::vector<std::vector<T>> out(static_cast<std::size_t>(comm.size()),
+                                  std::vector<T>(mine.size()));
+  for (std::size_t r = 0; r < out.size(); ++r) {
+    std::memcpy(out[r].data(), all.data() + r * mine.size() * sizeof(T), mine.size() * sizeof(T));
+  }
+  return out;
+}
+
+}  // namespace
+
+Fp8Layers::Agreement DataParallel::fp8_agreement() const {
+  if (!distributed()) return {};
+  return [this](std::vector<float>& amax, std::vector<std::int64_t>& counts) {
+    const auto amaxes = gathered(comm_, amax);
+    const auto all_counts = gathered(comm_, counts);
+    for (std::size_t i = 0; i < amax.size(); ++i) {
+      for (const std::vector<float>& rank : amaxes) {
+        const float a = rank[i];
+        amax[i] = std::isfinite(a) && std::isfinite(amax[i])
+                      ? std::max(amax[i], a)
+                      : std::numeric_limits<float>::quiet_NaN();
+      }
+    }
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      counts[i] = 0;
+      for (const std::vector<std::int64_t>& rank : all_counts) counts[i] += rank[i];
+    }
   };
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fp8_layers.hpp"
 #include "mantissa/amp/grad_scaler.hpp"
 #include "mantissa/autograd/variable.hpp"
 #include "mantissa/dist/communicator.hpp"
@@ -65,6 +66,10 @@ class DataParallel {
   void finish();
   // What the amp step uses to agree on the gradients' facts (empty with one process).
   amp::StepAgreement step_agreement() const;
+  // What the fp8 layers use to combine their step figures (empty with one process):
+  // collective, the max of every process's amax (non-finite anywhere: NaN) and the sum of
+  // their counts, so every process's scales follow the whole global batch, as one process's.
+  Fp8Layers::Agreement fp8_agreement() const;
   // Collective: the mean of every process's `value` (summed in rank order, then / N).
   double mean(double value) const;
   // Collective: whether `flag` holds on any process.

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data_parallel.hpp"
+#include "fp8_layers.hpp"
 #include "mantissa/amp/optimizer_step.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/train/checkpoint.hpp"
@@ -50,6 +51,21 @@ std::vector<std::byte> state_fingerprint(const std::map<std::string, tensor::Ten
   return out;
 }
 
+// The fp8 casts' overflows and underflows over a metrics window: the totals and, per tensor
+// that had any, its own.
+void add_fp8_counts(json& j, const std::vector<Fp8Layers::SlotCounts>& window) {
+  std::int64_t overflows = 0, underflows = 0;
+  json per_tensor = json::object();
+  for (const Fp8Layers::SlotCounts& c : window) {
+    overflows += c.overflows;
+    underflows += c.underflows;
+    per_tensor[c.tensor] = {{"overflows", c.overflows}, {"underflows", c.underflows}};
+  }
+  j["fp8_overflows"] = overflows;
+  j["fp8_underflows"] = underflows;
+  j["fp8_tensors"] = per_tensor;
+}
+
 }  // namespace
 
 Trainer::Trainer(TrainerConfig config, TrainerHooks hooks)
@@ -67,9 +83,12 @@ Trainer::Trainer(TrainerConfig config, TrainerHooks hooks)
   dp_->root_first([&] {
     task_ = make_task(config_, hooks.kjv_corpus);
     task_->set_batch_part(part);
+    fp8_ = std::make_unique<Fp8Layers>(task_->module(), policy_.fp8);
     optimizer_ =
         optim::make_optimizer(config_.optimizer.settings,
                               build_param_groups(config_, task_->module().named_parameters()));
+    optimizer_->set_training_state(
+        {config_.precision.master_weights, config_.optimizer.state_format, config_.seed});
     scaler_ = config_.precision.make_scaler([this](const std::string& l) { log(l); });
   });
   dp_->attach(task_->module().parameters());
@@ -104,6 +123,7 @@ void Trainer::write_metrics(const std::string& json_line) const {
 std::map<std::string, tensor::Tensor> Trainer::state_tensors() const {
   std::map<std::string, tensor::Tensor> t = with_prefix(kModelPrefix, task_->module().state_dict());
   t.merge(with_prefix(kOptimizerPrefix, optimizer_->state_tensors()));
+  t.merge(with_prefix(kFp8Prefix, fp8_->state_tensors()));
   return t;
 }
 
@@ -162,6 +182,7 @@ std::int64_t Trainer::restore_state(const std::string& path) {
     task_->module().load_state_dict(under_prefix(kModelPrefix, c.tensors));
     optimizer_->load_state_tensors(under_prefix(kOptimizerPrefix, c.tensors),
                                    std::stoll(c.metadata.at("optimizer_step")));
+    fp8_->load_state_tensors(under_prefix(kFp8Prefix, c.tensors));
     global_step_ = std::stoll(c.metadata.at("global_step"));
     const json ls = json::parse(c.metadata.at("train_loader"));
     task_->set_loader_state(
@@ -230,6 +251,7 @@ StepResult Trainer::train_step() {
     r.report = amp::finish_step(*optimizer_, scaler_.get(), config_.precision.max_gradient_norm,
                                 config_.precision.max_gradient_value, dp_->step_agreement());
   }
+  fp8_->update(dp_->fp8_agreement());  // data parallel: the scales follow the global batch
   if (scaler_) {
     if (auto wider = scaler_->take_fallback()) {
       policy_.half = *wider;
@@ -248,6 +270,17 @@ const char* Trainer::item_unit() const {
 }
 std::int64_t Trainer::parameter_count() const {
   return task_->module().parameter_count();
+}
+
+TrainingStateBytes Trainer::training_state_bytes() const {
+  TrainingStateBytes b;
+  for (const autograd::Variable& p : optimizer_->parameters()) {
+    b.weights += p.value().numel() * p.value().element_bytes();
+    if (p.grad().defined()) b.gradients += p.grad().numel() * p.grad().element_bytes();
+    b.copies += p.cached_copy_bytes();
+  }
+  b.optimizer = optimizer_->state_bytes();
+  return b;
 }
 
 RunSummary Trainer::evaluate_all() {
@@ -345,6 +378,7 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
              {"lr", p.learning_rate},    {"skipped_steps", p.skipped_steps},
              {"grad_norm", p.grad_norm}, {std::string(p.unit) + "_per_s", p.items_per_second}};
       if (scaler_ && config_.precision.logs_loss_scale()) j["loss_scale"] = p.loss_scale;
+      if (!fp8_->empty()) add_fp8_counts(j, fp8_->take_window());
       write_metrics(j.dump());
       events_->progress(p);
       window_start = Clock::now();

@@ -50,6 +50,8 @@ struct OptimizerConfig {
   double learning_rate = 1e-3;        // `learning_rate` or `lr`; default: the optimizer's
   bool learning_rate_given = false;
   std::vector<ParamGroupConfig> params;
+  // `state_dtype`: the format of the moment buffers (optim/training_state.hpp).
+  numerics::Format state_format = numerics::Format::float32;
 };
 
 // What a scheduler drives (the vendor's param_group_key): *LR classes the learning rate,

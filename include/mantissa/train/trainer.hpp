@@ -21,6 +21,8 @@
 
 namespace mantissa::train {
 
+class Fp8Layers;
+
 // eval: one checkpoint; eval_all: every checkpoint of the run directory, oldest first.
 enum class RunMode { train, eval, train_and_eval, eval_all };
 inline constexpr NameTable<RunMode, 4> kRunModeNames = {
@@ -51,6 +53,15 @@ struct RunSummary {
   std::vector<CheckpointEval> evals;  // eval_all: every checkpoint's
   std::string last_checkpoint;
   bool interrupted = false;
+};
+
+// What training keeps between steps, in bytes (bench train prints it per parameter).
+struct TrainingStateBytes {
+  std::int64_t weights = 0;    // the parameters in their own format (float32 or bfloat16)
+  std::int64_t gradients = 0;  // their gradients
+  std::int64_t optimizer = 0;  // moments and compensation buffers
+  std::int64_t copies = 0;     // the weights' cached half-precision copies
+  std::int64_t total() const { return weights + gradients + optimizer + copies; }
 };
 
 // One optimizer step of train_step().
@@ -114,6 +125,8 @@ class Trainer {
   std::int64_t items_per_step() const;  // tokens or samples per step
   const char* item_unit() const;        // "tokens" or "samples"
   std::int64_t parameter_count() const;
+  // What the parameters, their gradients, the optimizer and the cached copies hold now.
+  TrainingStateBytes training_state_bytes() const;
   const precision::Policy& policy() const { return policy_; }
   // Asks a running run() to checkpoint and return at the next step boundary (Ctrl-C). In a
   // data-parallel job a request on any process stops every process after the same step.
@@ -147,6 +160,7 @@ class Trainer {
   std::unique_ptr<Task> task_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<amp::GradScaler> scaler_;
+  std::unique_ptr<Fp8Layers> fp8_;  // the fp8 linear layers' scaling states (may be empty)
   precision::Policy policy_;
   std::int64_t global_step_ = 0;
   std::string run_dir_;
