@@ -73,9 +73,25 @@ std::string DataParallel::from_root(const std::string& mine) const {
   return std::string(reinterpret_cast<const char*>(all[0].data()), all[0].size());
 }
 
-void DataParallel::require_identical(const std::vector<std::byte>& bytes,
-                                     const std::string& what) const {
-  if (distributed()) dist::require_identical(comm_, bytes, what);
+void DataParallel::require_identical_state(const std::map<std::string, tensor::Tensor>& tensors,
+                                           const std::map<std::string, std::string>& metadata,
+                                           const std::string& what) const {
+  if (!distributed()) return;
+  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+  const auto add = [&h](const void* data, std::size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  };
+  for (const auto& [name, t] : tensors) {
+    add(name.data(), name.size());
+    const std::vector<float> v = t.to_vector();
+    add(v.data(), v.size() * sizeof(float));
+  }
+  for (const auto& [key, value] : metadata) {
+    add(key.data(), key.size());
+    add(value.data(), value.size());
+  }
+  dist::require_identical(comm_, std::as_bytes(std::span(&h, 1)), what);
 }
 
 void DataParallel::attach(const std::vector<autograd::Variable>& params) {

@@ -7,6 +7,7 @@
 // With one process (no mpirun) nothing is communicated and the step is the single-process
 // step, bit for bit.
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,8 +53,11 @@ class DataParallel {
   void on_root(const std::function<void()>& work) const;
   // Rank 0's string, on every process.
   std::string from_root(const std::string& mine) const;
-  // Collective: throws an Error naming the first process whose `bytes` differ from rank 0's.
-  void require_identical(const std::vector<std::byte>& bytes, const std::string& what) const;
+  // Collective: throws an Error naming the first process whose state (tensor names and
+  // values, metadata; compared by a 64-bit FNV-1a digest) differs from rank 0's.
+  void require_identical_state(const std::map<std::string, tensor::Tensor>& tensors,
+                               const std::map<std::string, std::string>& metadata,
+                               const std::string& what) const;
 
   // Collective: the gradient reducer over `params` (the model's, in registration order).
   void attach(const std::vector<autograd::Variable>& params);

@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -26,29 +25,6 @@ std::string fmt_double(double v, const char* f = "%.4g") {
   char b[64];
   std::snprintf(b, sizeof(b), f, v);
   return b;
-}
-
-// A 64-bit FNV-1a digest of a state (tensor names and values, metadata): what the processes
-// of a job compare after a restore.
-std::vector<std::byte> state_fingerprint(const std::map<std::string, tensor::Tensor>& tensors,
-                                         const std::map<std::string, std::string>& metadata) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  const auto add = [&h](const void* data, std::size_t n) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  };
-  for (const auto& [name, t] : tensors) {
-    add(name.data(), name.size());
-    const std::vector<float> v = t.to_vector();
-    add(v.data(), v.size() * sizeof(float));
-  }
-  for (const auto& [key, value] : metadata) {
-    add(key.data(), key.size());
-    add(value.data(), value.size());
-  }
-  std::vector<std::byte> out(sizeof h);
-  std::memcpy(out.data(), &h, sizeof h);
-  return out;
 }
 
 // The fp8 casts' overflows and underflows over a metrics window: the totals and, per tensor
@@ -164,8 +140,8 @@ void Trainer::restore(const std::string& path) {
   dp_->together([&] { written_by = restore_state(path); });
   // Every process read the same file: the same state, or an Error naming the one that differs
   // (a run directory that is not shared, a stale copy).
-  dp_->require_identical(state_fingerprint(state_tensors(), state_metadata()),
-                         "the state restored from " + path);
+  dp_->require_identical_state(state_tensors(), state_metadata(),
+                               "the state restored from " + path);
   log("resumed from " + path + " at step " + std::to_string(global_step_));
   if (written_by != dp_->size()) {
     log("the checkpoint was written by " + std::to_string(written_by) + " process" +

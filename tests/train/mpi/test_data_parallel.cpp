@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "mantissa/dist/step_agreement.hpp"
+#include "mantissa/error.hpp"
 #include "mantissa/train/trainer.hpp"
 #include "tiny_run.hpp"
 #include "world.hpp"
@@ -318,6 +319,35 @@ TEST(DataParallelTrainer, ResumeWithAnotherNumberOfProcessesCarriesOn) {
   for (const auto& [step, loss] : got) {
     ASSERT_EQ(want.count(step), 1u) << step;
     EXPECT_LE(relative(loss, want.at(step)), 1e-5) << "step " << step;
+  }
+}
+
+// Ranks that restore different bytes (a run directory that is not shared, a stale copy) stop
+// with an error naming the rank that differs.
+TEST(DataParallelTrainer, RanksThatRestoreDifferentStatesAreNamed) {
+  SharedDir d("differ");
+  const std::string dir = (d.dir / "job").string();
+  const auto cfg = [&](int steps) {
+    return tiny_gpt(d, dir, kFloat32, "{max_steps: " + std::to_string(steps) + "}",
+                    {"trainer.init.checkpoint.steps=3"});
+  };
+  {
+    Trainer first(cfg(6), {nullptr, {}, world()});
+    first.run(RunMode::train);
+  }
+  Trainer t(cfg(9), {nullptr, {}, world()});
+  const std::string mine = (fs::path(dir) / (world().rank() == 1 ? "ckpt-00000003.safetensors"
+                                                                 : "ckpt-00000006.safetensors"))
+                               .string();
+  try {
+    t.run(RunMode::train, mine);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a mismatch across ranks in the state restored from"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("rank 1 differs from rank 0"), std::string::npos)
+        << e.what();
   }
 }
 
