@@ -6,6 +6,7 @@
 #include "mantissa/error.hpp"
 #include "mantissa/train/benchmark.hpp"
 #include "precision_overrides.hpp"
+#include "together.hpp"
 
 namespace mantissa::app {
 namespace {
@@ -17,27 +18,32 @@ struct BenchArgs {
   train::BenchOptions options;
 };
 
-int run(BenchArgs a) {
-  const std::optional<TrainingPrecision> precision =
-      a.precision.empty() ? std::nullopt
-                          : std::optional(parse_training_precision(a.precision, "--precision"));
-  // --precision and friends become config overrides, applied after the user's --set.
-  for (const std::string& s : precision_overrides(precision, a.loss_scaling, a.opt_level, a.route))
-    a.overrides.push_back(s);
-  if (!a.master_weights.empty()) {
-    a.overrides.push_back("trainer.init.precision.master_weights=" + a.master_weights);
-  }
-  train::TrainerConfig c = train::load_config(a.config, a.overrides);
-  if (!a.state_dtype.empty()) {
-    const std::optional<numerics::Format> f = numerics::parse_format(a.state_dtype);
-    if (f != numerics::Format::float32 && f != numerics::Format::bfloat16) {
-      throw Error("--state-dtype: '" + a.state_dtype + "' (expected float32 or bfloat16)");
+int run(BenchArgs a, const dist::Communicator& world) {
+  train::TrainerConfig c;
+  together(world, [&] {
+    const std::optional<TrainingPrecision> precision =
+        a.precision.empty() ? std::nullopt
+                            : std::optional(parse_training_precision(a.precision, "--precision"));
+    // --precision and friends become config overrides, applied after the user's --set.
+    for (const std::string& s :
+         precision_overrides(precision, a.loss_scaling, a.opt_level, a.route))
+      a.overrides.push_back(s);
+    if (!a.master_weights.empty()) {
+      a.overrides.push_back("trainer.init.precision.master_weights=" + a.master_weights);
     }
-    c.optimizer.state_format = *f;
-  }
+    c = train::load_config(a.config, a.overrides);
+    if (!a.state_dtype.empty()) {
+      const std::optional<numerics::Format> f = numerics::parse_format(a.state_dtype);
+      if (f != numerics::Format::float32 && f != numerics::Format::bfloat16) {
+        throw Error("--state-dtype: '" + a.state_dtype + "' (expected float32 or bfloat16)");
+      }
+      c.optimizer.state_format = *f;
+    }
+  });
   const train::BenchResult r = train::run_train_benchmark(
       c, a.options, [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); },
-      bible_kjv_text);
+      bible_kjv_text, world);
+  if (!world.is_root()) return 0;  // rank 0 reports for the job
   std::printf("%s", train::format_bench_report(r).c_str());
   if (!a.json.empty()) {
     std::ofstream f(a.json, std::ios::app);
@@ -49,7 +55,7 @@ int run(BenchArgs a) {
 
 }  // namespace
 
-Action register_bench_command(CLI::App& app) {
+Action register_bench_command(CLI::App& app, const dist::Communicator& world) {
   auto* bench = app.add_subcommand("bench", "Benchmarks (see docs/PERFORMANCE.md)");
   bench->require_subcommand(1);
   auto* cmd = bench->add_subcommand(
@@ -76,9 +82,9 @@ Action register_bench_command(CLI::App& app) {
   cmd->add_flag("--profile", a->options.profile, "Print time per step by op class");
   cmd->add_option("--json", a->json, "Append the results as one JSON line to this file");
   cmd->add_option("--set", a->overrides, "Override a config key: a.b.c=value (repeatable)");
-  return [cmd, a]() -> int {
+  return [cmd, a, &world]() -> int {
     if (!cmd->parsed()) return -1;
-    return run(*a);
+    return run(*a, world);
   };
 }
 

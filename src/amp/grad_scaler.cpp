@@ -96,6 +96,8 @@ GradScaler::PerOptimizer& GradScaler::entry(const optim::Optimizer& optimizer) {
   if (iteration_.empty()) {  // the first optimizer of a new iteration
     finite_ = true;
     norm_ = 0;
+    sum_squares_ = 0;
+    agreed_sum_squares_.reset();
     nonfinite_.clear();
   }
   return iteration_[&optimizer];
@@ -140,6 +142,22 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
   e.finite = e.finite && std::isfinite(e.sum_squares);
   finite_ = finite_ && e.finite;
   norm_ = std::sqrt(norm_ * norm_ + e.sum_squares);
+  sum_squares_ += e.sum_squares;
+}
+
+void GradScaler::agree(const StepAgreement& agree) {
+  if (iteration_.empty()) throw Error("agree: unscale_ the optimizers first");
+  if (clipped_) throw Error("agree: called after the gradients were clipped (agree comes first)");
+  for (const auto& [opt, e] : iteration_) {
+    if (e.stage == OptimizerStage::stepped) throw Error("agree: called after a step (agree first)");
+  }
+  const GradientFacts job = agree({finite_, sum_squares_});
+  if (!job.finite) {
+    finite_ = false;
+    for (auto& [opt, e] : iteration_) e.finite = false;
+  }
+  agreed_sum_squares_ = job.sum_squares;
+  norm_ = std::sqrt(job.sum_squares);
 }
 
 double GradScaler::clip_grad_norm_(optim::Optimizer& optimizer, double max_norm) {
@@ -160,6 +178,7 @@ double GradScaler::clip_grad_norm_(double max_norm) {
   if (!(max_norm > 0)) throw Error("max_gradient_norm: " + num(max_norm) + " must be > 0");
   double sum = 0;
   for (const auto& [opt, e] : iteration_) sum += e.finite ? e.sum_squares : 0.0;
+  if (agreed_sum_squares_) sum = finite_ ? *agreed_sum_squares_ : 0.0;
   const double norm = std::sqrt(sum);
   const double coef = optim::clip_coefficient(norm, max_norm);
   if (coef >= 1.0) return norm;

@@ -92,17 +92,18 @@ double training_flops_per_step(const TrainerConfig& c, std::int64_t parameters) 
 
 BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
                                 const std::function<void(const std::string&)>& progress,
-                                const data::CorpusProvider& kjv_corpus) {
+                                const data::CorpusProvider& kjv_corpus,
+                                const dist::Communicator& world) {
   if (o.steps < 1)
     throw Error("bench: --steps must be at least 1 (got " + std::to_string(o.steps) + ")");
   if (o.warmup < 0)
     throw Error("bench: --warmup must be 0 or more (got " + std::to_string(o.warmup) + ")");
   const auto say = [&](const std::string& line) {
-    if (progress) progress(line);
+    if (progress && world.is_root()) progress(line);
   };
   config.loop.max_steps = o.warmup + o.steps;
   ForwardMessages messages(progress);
-  Trainer trainer(config, {&messages, kjv_corpus});
+  Trainer trainer(config, {&messages, kjv_corpus, world});
   BenchResult r;
   r.model = std::string(name_of(kModelNames, config.model.kind));
   r.precision = trainer.policy().describe();
@@ -120,6 +121,8 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
       ", optimizer state " + std::string(numerics::name(config.optimizer.state_format));
   r.items_per_step = trainer.items_per_step();
   r.flops_per_step = training_flops_per_step(config, r.parameters);
+  r.ranks = trainer.ranks();
+  std::vector<double> waits;
   for (std::int64_t s = 0; s < o.warmup + o.steps; ++s) {
     const bool timed = s >= o.warmup;
     if (timed && s == o.warmup) tensor::pool_reset_peak();
@@ -129,6 +132,9 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
     const double secs = seconds_since(t);
     r.losses.push_back(step.loss);
     if (timed) r.step_seconds.push_back(secs);
+    if (timed && trainer.reducer_stats() != nullptr) {
+      waits.push_back(trainer.reducer_stats()->finish_seconds);
+    }
     say(std::string(timed ? "step " : "warm-up step ") + std::to_string(s + 1) + "/" +
         std::to_string(o.warmup + o.steps) + "  loss " + fixed(step.loss, 4) + "  " +
         fixed(static_cast<double>(r.items_per_step) / secs, 0) + " " + r.unit + "/s");
@@ -138,6 +144,15 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
     for (double s : r.step_seconds) r.profiled_seconds += s;
   }
   r.median_seconds = detail::median(r.step_seconds);
+  if (const dist::ReducerStats* st = trainer.reducer_stats()) {
+    r.allreduce = std::string(name_of(dist::kWireFormatNames, config.dist.allreduce_dtype)) +
+                  " wire, " +
+                  (config.dist.overlap ? "buckets started during the backward"
+                                       : "every bucket started after the backward");
+    r.buckets = st->buckets;
+    r.bytes_sent_per_step = st->bytes_sent_per_step;
+    r.median_allreduce_wait_seconds = detail::median(waits);
+  }
   r.items_per_second = static_cast<double>(r.items_per_step) / r.median_seconds;
   r.achieved_gflops = r.flops_per_step / r.median_seconds / 1e9;
   r.state = trainer.training_state_bytes();
@@ -145,7 +160,7 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
   const tensor::PoolStats pool = tensor::pool_stats();
   r.peak_tensor_mib = static_cast<double>(pool.peak_live_bytes) / (1 << 20);
   r.pool_mib = static_cast<double>(pool.system_bytes) / (1 << 20);
-  if (o.measure_peak) {
+  if (o.measure_peak && r.ranks == 1) {
     say("measuring the GEMM peak (2048^3, " + r.precision + ")");
     r.gemm_peak_gflops = measure_gemm_peak(trainer.policy());
   }
@@ -157,6 +172,14 @@ std::string format_bench_report(const BenchResult& r) {
   s += r.model + " (" + std::to_string(r.parameters) + " parameters), precision " + r.precision +
        "\n";
   s += "  matmul route     " + r.route + "\n";
+  if (r.ranks > 1) {
+    s += "  data parallel    " + std::to_string(r.ranks) + " ranks (figures of rank 0; " + r.unit +
+         " of the global batch), " + r.allreduce + "\n";
+    s += "  all-reduce       " + std::to_string(r.buckets) + " buckets, " +
+         fixed(static_cast<double>(r.bytes_sent_per_step) / 1e6, 1) +
+         " MB sent per step by rank 0, median wait after the backward " +
+         fixed(r.median_allreduce_wait_seconds * 1e3, 1) + " ms\n";
+  }
   s += "  median step      " + fixed(r.median_seconds * 1e3, 1) + " ms over " +
        std::to_string(r.step_seconds.size()) + " timed steps\n";
   s += "  throughput       " + fixed(r.items_per_second, 0) + " " + r.unit + "/s\n";
@@ -232,6 +255,7 @@ std::string bench_result_json(const BenchResult& r) {
                    {"peak_rss_mib", r.peak_rss_mib},
                    {"peak_tensor_mib", r.peak_tensor_mib},
                    {"pool_mib", r.pool_mib},
+                   {"ranks", r.ranks},
                    {"training_state", r.training_state},
                    {"state_bytes",
                     {{"weights", r.state.weights},
@@ -241,6 +265,12 @@ std::string bench_result_json(const BenchResult& r) {
                    {"step_ms", nlohmann::json::array()},
                    {"losses", r.losses}};
   for (double s : r.step_seconds) j["step_ms"].push_back(s * 1e3);
+  if (r.ranks > 1) {
+    j["allreduce"] = r.allreduce;
+    j["buckets"] = r.buckets;
+    j["bytes_sent_per_step"] = r.bytes_sent_per_step;
+    j["median_allreduce_wait_ms"] = r.median_allreduce_wait_seconds * 1e3;
+  }
   if (r.profile) {
     nlohmann::json p;
     for (int c = 0; c < kernels::kOpClassCount; ++c) {

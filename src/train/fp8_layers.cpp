@@ -20,7 +20,30 @@ Fp8Layers::Fp8Layers(nn::Module& root, const precision::Fp8Settings& settings) {
   window_.assign(layers_.size() * kFp8Slots, {});
 }
 
-void Fp8Layers::update() {
+void Fp8Layers::update(const Agreement& agree) {
+  if (agree && !layers_.empty()) {
+    std::vector<float> amax;
+    std::vector<std::int64_t> counts;
+    for (const auto& [name, meta] : layers_) {
+      const precision::Fp8Meta::StepFigures f = meta->step_figures();
+      for (int s = 0; s < kFp8Slots; ++s) {
+        amax.push_back(f.amax[static_cast<std::size_t>(s)]);
+        counts.push_back(f.counts[static_cast<std::size_t>(s)].overflows);
+        counts.push_back(f.counts[static_cast<std::size_t>(s)].underflows);
+      }
+    }
+    agree(amax, counts);
+    std::size_t a = 0, c = 0;
+    for (const auto& [name, meta] : layers_) {
+      precision::Fp8Meta::StepFigures f;
+      for (int s = 0; s < kFp8Slots; ++s) {
+        f.amax[static_cast<std::size_t>(s)] = amax[a++];
+        f.counts[static_cast<std::size_t>(s)] = {counts[c], counts[c + 1]};
+        c += 2;
+      }
+      meta->set_step_figures(f);
+    }
+  }
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     precision::Fp8Meta& meta = *layers_[l].second;
     meta.update();

@@ -4,6 +4,7 @@
 // "fp8.<layer>.scale" [3], slots in the order input, weight, grad), and their overflow and
 // underflow counts summed over a metrics window.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,9 +29,15 @@ class Fp8Layers {
   bool empty() const { return layers_.empty(); }
   std::size_t size() const { return layers_.size(); }
 
+  // Data parallel: replaces this process's step figures, every layer's in order (amax and
+  // counts per slot, layers x 3), by the job's: the max of every process's amax (a non-finite
+  // one anywhere makes it non-finite) and the sum of their counts.
+  using Agreement =
+      std::function<void(std::vector<float>& amax, std::vector<std::int64_t>& counts)>;
+
   // After an optimizer step (taken or skipped): the histories and scales move on, and the
-  // step's counts join the window's.
-  void update();
+  // step's counts join the window's. With `agree`, the step's figures are the job's first.
+  void update(const Agreement& agree = {});
 
   // The window since the last take_window(): its totals and the slots ("<layer>.<slot>",
   // e.g. "blocks.0.attn.qkv.grad") with any overflow or underflow, in layer order; resets it.

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "data_parallel.hpp"
 #include "fp8_layers.hpp"
 #include "machine.hpp"
 #include "mantissa/amp/optimizer_step.hpp"
@@ -34,16 +35,28 @@ std::string fmt_double(double v, const char* f = "%.4g") {
 
 Trainer::Trainer(TrainerConfig config, TrainerHooks hooks)
     : config_(std::move(config)), events_(hooks.events != nullptr ? hooks.events : &silent_) {
+  dp_ = std::make_unique<DataParallel>(hooks.world, config_.dist);
+  if (!dp_->is_root()) events_ = &silent_;  // rank 0 reports for the job
   policy_ = config_.precision.policy();
   run_dir_ = config_.checkpoint.dir.empty() ? "runs/default" : config_.checkpoint.dir;
   for (const std::string& note : config_.notes) log(note);
-  task_ = make_task(config_, hooks.kjv_corpus);
-  fp8_ = std::make_unique<Fp8Layers>(task_->module(), policy_.fp8);
-  optimizer_ = optim::make_optimizer(
-      config_.optimizer.settings, build_param_groups(config_, task_->module().named_parameters()));
-  optimizer_->set_training_state(
-      {config_.precision.master_weights, config_.optimizer.state_format, config_.seed});
-  scaler_ = config_.precision.make_scaler([this](const std::string& l) { log(l); });
+  // Before any work: the global batch must split evenly (every process says so alike). Then
+  // rank 0 first: it may write the dataset cache the others read. A failure on any process
+  // stops every one here.
+  tensor::BatchPart part;
+  dp_->together([&] { part = dp_->batch_part(config_.train_data.batch_size); });
+  dp_->root_first([&] {
+    task_ = make_task(config_, hooks.kjv_corpus);
+    task_->set_batch_part(part);
+    fp8_ = std::make_unique<Fp8Layers>(task_->module(), policy_.fp8);
+    optimizer_ =
+        optim::make_optimizer(config_.optimizer.settings,
+                              build_param_groups(config_, task_->module().named_parameters()));
+    optimizer_->set_training_state(
+        {config_.precision.master_weights, config_.optimizer.state_format, config_.seed});
+    scaler_ = config_.precision.make_scaler([this](const std::string& l) { log(l); });
+  });
+  dp_->attach(task_->module().parameters());
 }
 
 Trainer::~Trainer() = default;
@@ -52,7 +65,18 @@ void Trainer::log(const std::string& line) const {
   events_->message(line);
 }
 
+int Trainer::rank() const {
+  return dp_->rank();
+}
+int Trainer::ranks() const {
+  return dp_->size();
+}
+const dist::ReducerStats* Trainer::reducer_stats() const {
+  return dp_->stats();
+}
+
 void Trainer::write_metrics(const std::string& json_line) const {
+  if (!dp_->is_root()) return;
   const std::filesystem::path file = std::filesystem::path(run_dir_) / "metrics.jsonl";
   std::error_code ec;
   std::filesystem::create_directories(run_dir_, ec);
@@ -79,18 +103,46 @@ std::map<std::string, std::string> Trainer::state_metadata() const {
   const tensor::RngState rs = task_->rng_state();
   m["rng"] = json{{"seed", rs.seed}, {"counter", rs.counter}}.dump();
   if (scaler_) m["scaler"] = amp::encode_scaler_state(scaler_->state());
+  m["dist_ranks"] = std::to_string(dp_->size());
   return m;
 }
 
 std::string Trainer::save_checkpoint_now() {
-  const std::string path =
-      save_checkpoint(run_dir_, global_step_, {state_tensors(), state_metadata()});
-  apply_retention(run_dir_, config_.checkpoint.keep);
-  return path;
+  std::string path;
+  dp_->on_root([&] {  // every process holds the same state: rank 0 writes it
+    path = save_checkpoint(run_dir_, global_step_, {state_tensors(), state_metadata()});
+    apply_retention(run_dir_, config_.checkpoint.keep);
+  });
+  return dp_->from_root(path);
+}
+
+std::optional<std::string> Trainer::latest_of_job() const {
+  std::string latest;  // rank 0's view of the run directory is the job's
+  dp_->on_root([&] { latest = latest_checkpoint(run_dir_).value_or(""); });
+  latest = dp_->from_root(latest);
+  if (latest.empty()) return std::nullopt;
+  return latest;
 }
 
 void Trainer::restore(const std::string& path) {
+  std::int64_t written_by = 1;
+  dp_->together([&] { written_by = restore_state(path); });
+  // Every process read the same file: the same state, or an Error naming the one that differs
+  // (a run directory that is not shared, a stale copy).
+  dp_->require_identical_state(state_tensors(), state_metadata(),
+                               "the state restored from " + path);
+  log("resumed from " + path + " at step " + std::to_string(global_step_));
+  if (written_by != dp_->size()) {
+    log("the checkpoint was written by " + std::to_string(written_by) + " process" +
+        (written_by == 1 ? "" : "es") + ", this run has " + std::to_string(dp_->size()) +
+        ": the data carries on from the same sample (the global batch is unchanged); the "
+        "steps are not bit-identical to a run that keeps its number of processes");
+  }
+}
+
+std::int64_t Trainer::restore_state(const std::string& path) {
   const Checkpoint c = load_checkpoint(path);
+  std::int64_t written_by = 1;
   try {
     task_->module().load_state_dict(under_prefix(kModelPrefix, c.tensors));
     optimizer_->load_state_tensors(under_prefix(kOptimizerPrefix, c.tensors),
@@ -109,12 +161,13 @@ void Trainer::restore(const std::string& path) {
       scaler_->load_state(amp::decode_scaler_state(c.metadata.at("scaler")));
     }
     policy_.half = numerics::parse_format(c.metadata.at("fp16_type")).value_or(policy_.half);
+    if (c.metadata.count("dist_ranks") != 0) written_by = std::stoll(c.metadata.at("dist_ranks"));
   } catch (const Error& e) {
     throw Error(path + ": " + e.what());
   } catch (const std::exception& e) {  // missing metadata keys, malformed JSON
     throw Error(path + ": checkpoint metadata is malformed (" + e.what() + ")");
   }
-  log("resumed from " + path + " at step " + std::to_string(global_step_));
+  return written_by;
 }
 
 EvalResult Trainer::evaluate() {
@@ -145,16 +198,25 @@ StepResult Trainer::train_step() {
   task_->module().train();  // dropout on
   {
     precision::Autocast cast(policy_);
+    // Each micro-batch's loss weighted by its share of the step's: 1/accum, and 1/N with N
+    // processes (each holds 1/N of the global batch), so every backward carries the gradients
+    // one process would for these samples, with the same magnitudes (hence the same float16
+    // overflow and underflow); the processes' shares are then summed.
+    const std::int64_t shares = accum * dp_->size();
     for (std::int64_t a = 0; a < accum; ++a) {
       autograd::Variable loss = task_->next_train_loss();
       r.loss += loss.value().item() / static_cast<double>(accum);
-      if (accum > 1) loss = autograd::scale(loss, 1.0f / static_cast<float>(accum));
-      autograd::backward(scaler_ ? scaler_->scale(loss) : loss);
+      if (shares > 1) loss = autograd::scale(loss, 1.0f / static_cast<float>(shares));
+      dp_->backward(scaler_ ? scaler_->scale(loss) : loss, a + 1 == accum);
     }
+    // Data parallel: the gradients summed over the processes, the loss averaged; one decision on
+    // skipping and one clipping norm for all (with one process: nothing changes).
+    dp_->finish();
+    r.loss = dp_->mean(r.loss);
     r.report = amp::finish_step(*optimizer_, scaler_.get(), config_.precision.max_gradient_norm,
-                                config_.precision.max_gradient_value);
+                                config_.precision.max_gradient_value, dp_->step_agreement());
   }
-  fp8_->update();
+  fp8_->update(dp_->fp8_agreement());  // data parallel: the scales follow the global batch
   if (scaler_) {
     if (auto wider = scaler_->take_fallback()) {
       policy_.half = *wider;
@@ -234,8 +296,7 @@ RunSummary Trainer::evaluate_all() {
 RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) {
   if (mode == RunMode::eval_all) return evaluate_all();
   if (resume) {
-    const std::optional<std::string> path =
-        *resume == "latest" ? latest_checkpoint(run_dir_) : resume;
+    const std::optional<std::string> path = *resume == "latest" ? latest_of_job() : resume;
     if (path) {
       restore(*path);
     } else if (mode == RunMode::eval) {
@@ -252,11 +313,26 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
     summary.global_step = global_step_;
     return summary;
   }
+  dp_->on_root([&] {
+    if (const int n = remove_unfinished_checkpoints(run_dir_)) {
+      log("deleted " + std::to_string(n) + " unfinished checkpoint file" + (n == 1 ? "" : "s") +
+          " (*.tmp) in " + run_dir_ + ", left by a run stopped while it saved");
+    }
+  });
   log("training " + std::string(name_of(kModelNames, config_.model.kind)) + " (" +
       std::to_string(task_->module().parameter_count()) + " parameters), precision " +
       policy_.describe() + ", " + optimizer_->name() + ", lr " + config_.schedule_text +
       ", run directory " + run_dir_);
   write_metrics(metrics_line(run_record()));
+  if (const dist::ReducerStats* st = dp_->stats()) {
+    const std::int64_t global = config_.train_data.batch_size;
+    log("data parallel over " + std::to_string(dp_->size()) +
+        " processes: " + std::to_string(global / dp_->size()) + " of every global batch of " +
+        std::to_string(global) + " each; gradients summed in " + std::to_string(st->buckets) +
+        " bucket" + (st->buckets == 1 ? "" : "s") + " over a " +
+        std::string(name_of(dist::kWireFormatNames, config_.dist.allreduce_dtype)) + " wire" +
+        (config_.dist.overlap ? ", started during the backward" : ", after the backward"));
+  }
   const std::int64_t eval_every =
       mode == RunMode::train_and_eval ? config_.loop.eval_interval() : 0;
   if (mode == RunMode::train_and_eval && eval_every == 0) {
@@ -269,7 +345,7 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
   std::int64_t loss_count = 0;
   std::int64_t saved_at = -1;  // the step the last periodic checkpoint holds
   while (global_step_ < config_.loop.max_steps) {
-    if (stop_.load()) {
+    if (dp_->any(stop_.load())) {  // every process stops after the same step
       summary.interrupted = true;
       break;
     }

@@ -31,6 +31,9 @@ std::vector<std::string> list_checkpoints(const std::string& dir);
 std::optional<std::string> latest_checkpoint(const std::string& dir);
 // Deletes all but the newest `keep`.
 void apply_retention(const std::string& dir, std::int64_t keep);
+// Deletes what a save cut short left in `dir` (ckpt-*.safetensors.tmp, never read as a
+// checkpoint: a process killed while writing); returns how many files it deleted.
+int remove_unfinished_checkpoints(const std::string& dir);
 
 inline constexpr const char* kCheckpointVersion = "mantissa-checkpoint-1";
 

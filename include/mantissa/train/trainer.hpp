@@ -15,6 +15,7 @@
 
 #include "mantissa/amp/optimizer_step.hpp"
 #include "mantissa/data/datasets.hpp"
+#include "mantissa/dist/gradient_reducer.hpp"
 #include "mantissa/names.hpp"
 #include "mantissa/train/config.hpp"
 #include "mantissa/train/metrics.hpp"
@@ -95,14 +96,19 @@ class TrainerEvents {
   virtual void evaluated(const EvalResult& r, std::int64_t step) { (void)r, (void)step; }
 };
 
-// What the program lends the trainer: where events go, and the KJV corpus's text (needed only
-// when the kjv dataset is not cached yet in its data_dir).
+// What the program lends the trainer: where events go, the KJV corpus's text (needed only
+// when the kjv dataset is not cached yet in its data_dir), and the processes of a
+// data-parallel job (docs/distributed.md): the program's dist::Runtime's world under mpirun;
+// by default one process. With several, every process runs the same Trainer on its part of
+// each global batch; rank 0 alone reports events, writes metrics and checkpoints.
 struct TrainerHooks {
   TrainerEvents* events = nullptr;  // not owned; null: the run reports nothing
   data::CorpusProvider kjv_corpus;
+  dist::Communicator world = {};
 };
 
-class Task;  // the model + data pairing (text or images)
+class Task;          // the model + data pairing (text or images)
+class DataParallel;  // the processes of a data-parallel job
 
 class Trainer {
  public:
@@ -124,8 +130,14 @@ class Trainer {
   // What the parameters, their gradients, the optimizer and the cached copies hold now.
   TrainingStateBytes training_state_bytes() const;
   const precision::Policy& policy() const { return policy_; }
-  // Asks a running run() to checkpoint and return at the next step boundary (Ctrl-C).
+  // Asks a running run() to checkpoint and return at the next step boundary (Ctrl-C). In a
+  // data-parallel job a request on any process stops every process after the same step.
   void request_stop() { stop_.store(true); }
+  // Data parallel: this process's rank and the number of processes (0 and 1 without mpirun),
+  // and the gradient reducer's figures (null with one process).
+  int rank() const;
+  int ranks() const;
+  const dist::ReducerStats* reducer_stats() const;
 
   // Checkpoint contents now (the tests compare them bit for bit).
   std::map<std::string, tensor::Tensor> state_tensors() const;
@@ -137,6 +149,10 @@ class Trainer {
 
  private:
   void restore(const std::string& path);
+  // Loads a checkpoint into this process; returns the number of processes that wrote it.
+  std::int64_t restore_state(const std::string& path);
+  // The newest checkpoint of the run directory, as rank 0 sees it.
+  std::optional<std::string> latest_of_job() const;
   RunSummary evaluate_all();
   void log(const std::string& line) const;
   void write_metrics(const std::string& json_line) const;
@@ -144,6 +160,7 @@ class Trainer {
   TrainerConfig config_;
   TrainerEvents* events_;
   TrainerEvents silent_;
+  std::unique_ptr<DataParallel> dp_;
   std::unique_ptr<Task> task_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<amp::GradScaler> scaler_;
