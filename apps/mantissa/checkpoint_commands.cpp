@@ -1,4 +1,6 @@
 // `mantissa generate` (sample text from a GPT checkpoint) and `mantissa inspect`.
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -9,6 +11,7 @@
 #include "mantissa/tensor/random.hpp"
 #include "mantissa/train/checkpoint.hpp"
 #include "mantissa/train/config.hpp"
+#include "mantissa/train/trainer.hpp"
 
 namespace mantissa::app {
 namespace {
@@ -29,26 +32,51 @@ struct GenerateArgs {
   std::uint64_t seed = 1;
 };
 
-int generate(const GenerateArgs& a) {
-  const std::string path = resolve(a.checkpoint);
+// The GPT a checkpoint holds, rebuilt from the config stored in it: its size is checked
+// against the tensors and this machine's memory before anything is allocated.
+std::unique_ptr<nn::Gpt> load_gpt(const std::string& path) {
   const train::Checkpoint ck = train::load_checkpoint(path);
-  const train::TrainerConfig c =
-      train::parse_config(ck.metadata.at("config"), {}, path + " (config)");
+  const train::CheckpointMeta meta = train::decode_checkpoint_meta(ck.metadata, path);
+  const train::TrainerConfig c = train::parse_config(meta.config, {}, path + " (its config)");
   if (c.model.kind != train::ModelKind::gpt) {
     throw Error(path + ": generate needs a GPT checkpoint (this is " +
                 std::string(name_of(train::kModelNames, c.model.kind)) + ")");
   }
-  if (!(a.temperature >= 0)) throw Error("--temperature: must be >= 0");
-  if (a.length < 1) throw Error("--length: must be >= 1");
-  nn::Gpt gpt(c.model.gpt, c.seed);
-  gpt.load_state_dict(train::under_prefix(train::kModelPrefix, ck.tensors));
+  const auto weights = train::under_prefix(train::kModelPrefix, ck.tensors);
+  std::int64_t held = 0;
+  for (const auto& [name, t] : weights) held += t.numel();
+  const std::int64_t described = c.model.gpt.parameter_count();
+  if (described != held) {
+    throw Error(path + ": its config describes a GPT of " + std::to_string(described) +
+                " parameters, but it holds " + std::to_string(held));
+  }
+  train::check_model_fits(described, path);
+  auto gpt = std::make_unique<nn::Gpt>(c.model.gpt, c.seed);
+  try {
+    gpt->load_state_dict(weights);
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+  return gpt;
+}
+
+int generate(const GenerateArgs& a) {
+  if (!(a.temperature >= 0 && std::isfinite(a.temperature))) {
+    throw Error("--temperature: " + std::to_string(a.temperature) +
+                " (expected a finite number >= 0; 0: greedy)");
+  }
+  if (a.length < 1) throw Error("--length: " + std::to_string(a.length) + " (expected >= 1)");
+  const std::string path = resolve(a.checkpoint);
+  const std::unique_ptr<nn::Gpt> model = load_gpt(path);
+  nn::Gpt& gpt = *model;
+  const nn::GptConfig& config = gpt.config();
   gpt.eval();
   autograd::NoGradGuard no_grad;
   std::vector<std::int32_t> tokens;
   for (unsigned char ch : a.prompt) tokens.push_back(ch);
   if (tokens.empty()) tokens.push_back('\n');
   tensor::Rng rng(a.seed);
-  const std::int64_t ctx = c.model.gpt.max_position_embeddings, vocab = c.model.gpt.vocab_size;
+  const std::int64_t ctx = config.max_position_embeddings, vocab = config.vocab_size;
   std::string out = a.prompt;
   for (int i = 0; i < a.length; ++i) {
     const std::int64_t start =
@@ -57,6 +85,10 @@ int generate(const GenerateArgs& a) {
     const auto t = static_cast<std::int64_t>(window.size());
     const std::vector<float> logits = gpt.logits(window, 1, t).value().to_vector();
     const float* last = logits.data() + (t - 1) * vocab;
+    if (!std::all_of(last, last + vocab, [](float v) { return std::isfinite(v); })) {
+      throw Error(path + ": the model gives non-finite logits at byte " + std::to_string(i) +
+                  " of the sample");
+    }
     std::int32_t next = 0;
     if (a.temperature == 0) {
       next = static_cast<std::int32_t>(std::max_element(last, last + vocab) - last);
@@ -78,7 +110,10 @@ int generate(const GenerateArgs& a) {
     tokens.push_back(next);
     out.push_back(static_cast<char>(next));
   }
-  std::printf("%s\n", out.c_str());
+  out.push_back('\n');  // every byte, NUL included
+  if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size()) {
+    throw Error("generate: cannot write the sample to standard output");
+  }
   return 0;
 }
 
@@ -116,7 +151,17 @@ Action register_generate_command(CLI::App& app) {
   cmd->add_option("--length", a->length, "Bytes to generate")->capture_default_str();
   cmd->add_option("--temperature", a->temperature, "Sampling temperature (0: greedy)")
       ->capture_default_str();
-  cmd->add_option("--seed", a->seed, "Sampling seed")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Sampling seed (an integer >= 0)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            std::uint64_t v = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+            const bool whole = ec == std::errc() && end == text.data() + text.size();
+            return whole ? std::string()
+                         : "'" + text + "' is not an integer in [0, 18446744073709551615]";
+          },
+          "UINT64"))
+      ->capture_default_str();
   return [cmd, a]() -> int { return cmd->parsed() ? generate(*a) : -1; };
 }
 

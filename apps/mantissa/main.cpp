@@ -49,7 +49,7 @@ int run(int argc, char** argv, mantissa::dist::Runtime& runtime) {
       fmt::print(stderr, "mantissa: error: unknown command '{}' (expected one of: {})\n", argv[1],
                  known);
     }
-    return 2;
+    return mantissa::app::kExitError;
   }
   try {
     app.parse(argc, argv);
@@ -61,7 +61,7 @@ int run(int argc, char** argv, mantissa::dist::Runtime& runtime) {
     return 0;
   } catch (const CLI::ParseError& e) {
     if (root) fmt::print(stderr, "mantissa: error: {}\n", e.what());
-    return 2;
+    return mantissa::app::kExitError;
   }
   try {
     for (const auto& action : actions) {
@@ -75,13 +75,14 @@ int run(int argc, char** argv, mantissa::dist::Runtime& runtime) {
   } catch (const mantissa::Error& e) {
     fmt::print(stderr, "mantissa: error: {}{}\n", rank_prefix(world, e.what()), e.what());
     std::fflush(stderr);
-    if (runtime.distributed()) runtime.abort(2);  // the others may be waiting for this one
-    return 2;
-  } catch (const std::exception& e) {  // I/O and system failures
+    if (runtime.distributed())
+      runtime.abort(mantissa::app::kExitError);  // the others may be waiting for this one
+    return mantissa::app::kExitError;
+  } catch (const std::exception& e) {  // out of memory, I/O, a library's own failure
     fmt::print(stderr, "mantissa: failed: {}{}\n", rank_prefix(world, e.what()), e.what());
     std::fflush(stderr);
-    if (runtime.distributed()) runtime.abort(1);
-    return 1;
+    if (runtime.distributed()) runtime.abort(mantissa::app::kExitFailure);
+    return mantissa::app::kExitFailure;
   }
   return 0;
 }

@@ -1,9 +1,13 @@
 // `mantissa train` and `mantissa eval`.
+#include <fmt/format.h>
+
+#include <atomic>
 #include <csignal>
 #include <filesystem>
 
 #include "bible_corpus.hpp"
 #include "commands.hpp"
+#include "mantissa/error.hpp"
 #include "mantissa/names.hpp"
 #include "mantissa/train/trainer.hpp"
 #include "terminal_events.hpp"
@@ -12,22 +16,42 @@
 namespace mantissa::app {
 namespace {
 
-// Ctrl-C (SIGINT) and SIGTERM (what mpirun sends every process when it gets either): the run
-// checkpoints at the next step and returns; in a data-parallel job every process stops after
-// the same step.
-train::Trainer* g_running = nullptr;
-extern "C" void on_stop_signal(int) {
-  if (g_running != nullptr) g_running->request_stop();
+// SIGINT and SIGTERM (Ctrl-C; kill, systemd, docker, Slurm; mpirun forwards either to every
+// process) ask the run to checkpoint at the next step boundary and stop (in a data-parallel
+// job every process stops after the same step); a second one ends the program at once (the
+// handler is reset after the first: a checkpoint being written then is lost, the previous
+// one is not).
+std::atomic<bool> g_stop{false};
+std::atomic<int> g_signal{0};
+extern "C" void on_stop_signal(int signo) {
+  g_signal.store(signo);
+  g_stop.store(true);
 }
-constexpr int kStopSignals[] = {SIGINT, SIGTERM};
+
+class StopSignals {
+ public:
+  StopSignals() {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    for (int s : kSignals) sigaction(s, &sa, nullptr);
+  }
+  ~StopSignals() {
+    for (int s : kSignals) std::signal(s, SIG_DFL);
+  }
+
+ private:
+  static constexpr int kSignals[] = {SIGINT, SIGTERM};
+};
 
 struct TrainArgs {
-  std::string config, mode, resume;
+  std::string config, mode, resume, resume_settings;
   std::vector<std::string> overrides;
 };
 
 void print_validation(const train::EvalResult& r, std::int64_t step) {
-  if (r.perplexity > 0) {
+  if (r.text) {
     std::printf("validation: loss %.4f, perplexity %.3f (%lld batches, step %lld)\n", r.loss,
                 r.perplexity, static_cast<long long>(r.steps), static_cast<long long>(step));
   } else {
@@ -39,31 +63,39 @@ void print_validation(const train::EvalResult& r, std::int64_t step) {
 int run(const TrainArgs& a, const std::string& default_mode, const dist::Communicator& world) {
   train::RunMode mode{};
   train::TrainerConfig c;
+  train::ResumeSettings settings = train::ResumeSettings::must_match;
   together(world, [&] {
     mode = parse_named(train::kRunModeNames, a.mode.empty() ? default_mode : a.mode, "--mode");
+    if (!a.resume_settings.empty()) {
+      if (a.resume.empty()) throw Error("--resume-settings: give it with --resume");
+      settings = parse_named(train::kResumeSettingsNames, a.resume_settings, "--resume-settings");
+    }
     c = train::load_config(a.config, a.overrides);
   });
   if (c.checkpoint.dir.empty()) {
     c.checkpoint.dir = "runs/" + std::filesystem::path(a.config).stem().string();
   }
+  // Training: from here on a stop signal is a request, honoured at the next step. Evaluation
+  // writes no checkpoint: a signal ends it as usual.
+  std::optional<StopSignals> signals;
+  if (mode == train::RunMode::train || mode == train::RunMode::train_and_eval) signals.emplace();
   TerminalEvents events;
-  train::Trainer trainer(c, {&events, bible_kjv_text, world});
-  g_running = &trainer;
-  for (int s : kStopSignals) std::signal(s, on_stop_signal);
+  train::Trainer trainer(c, {&events, bible_kjv_text, world, &g_stop});
   const std::optional<std::string> resume =
       a.resume.empty()
           ? (mode == train::RunMode::eval ? std::optional<std::string>("latest") : std::nullopt)
           : std::optional<std::string>(a.resume);  // eval_all reads every checkpoint
-  const train::RunSummary s = trainer.run(mode, resume);
-  g_running = nullptr;
-  for (int sig : kStopSignals) std::signal(sig, SIG_DFL);
-  if (!world.is_root()) return 0;  // rank 0 reports for the job
+  const train::RunSummary s = trainer.run(mode, resume, settings);
+  if (!world.is_root()) return s.interrupted ? kExitInterrupted + g_signal.load() : 0;
   for (const train::CheckpointEval& e : s.evals) print_validation(e.result, e.step);
   if (s.eval && s.evals.empty()) print_validation(*s.eval, s.global_step);
-  if (s.interrupted)
-    std::printf("interrupted at step %lld; resume with --resume latest\n",
-                static_cast<long long>(s.global_step));
-  return 0;
+  if (!s.interrupted) return 0;
+  const int signo = g_signal.load();
+  fmt::print(stderr,
+             "mantissa: interrupted by {} at step {}: checkpoint {} written; resume with "
+             "--resume latest\n",
+             signo == SIGTERM ? "SIGTERM" : "SIGINT", s.global_step, s.last_checkpoint);
+  return kExitInterrupted + signo;
 }
 
 Action add(CLI::App& app, const char* name, const char* help, const std::string& default_mode,
@@ -76,6 +108,11 @@ Action add(CLI::App& app, const char* name, const char* help, const std::string&
   cmd->add_option("--resume", args->resume,
                   "latest (the newest checkpoint in the run directory) or a checkpoint path");
   cmd->add_option("--set", args->overrides, "Override a config key: a.b.c=value (repeatable)");
+  cmd->add_option("--resume-settings", args->resume_settings,
+                  "When the resumed checkpoint's precision or optimizer differs from the "
+                  "config's: " +
+                      names_of(train::kResumeSettingsNames) +
+                      " (which wins; without it the difference is an error)");
   return [cmd, args, default_mode, &world]() -> int {
     if (!cmd->parsed()) return -1;
     return run(*args, default_mode, world);

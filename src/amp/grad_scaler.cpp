@@ -71,6 +71,10 @@ void GradScalerOptions::validate() const {
     fail("backoff_factor: " + num(backoff_factor) + " must be in (0, 1)");
   }
   if (hysteresis < 1) fail("hysteresis: " + num(hysteresis) + " must be >= 1");
+  if (max_consecutive_skips < 1) {
+    fail("max_consecutive_skipped_steps: " + num(static_cast<double>(max_consecutive_skips)) +
+         " must be >= 1");
+  }
 }
 
 GradScaler::GradScaler(GradScalerOptions options) : options_(std::move(options)) {
@@ -94,6 +98,7 @@ Variable GradScaler::scale(const Variable& loss) const {
 
 GradScaler::PerOptimizer& GradScaler::entry(const optim::Optimizer& optimizer) {
   if (iteration_.empty()) {  // the first optimizer of a new iteration
+    iteration_step_ = optimizer.step_index();
     finite_ = true;
     norm_ = 0;
     sum_squares_ = 0;
@@ -128,9 +133,18 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
     for (std::size_t i = 0; i < groups[g].params.size(); ++i) {
       Variable p = groups[g].params[i];
       if (!p.grad().defined()) continue;
-      // One pass: unscale, square, check (the sum is finite exactly when every value is).
-      const double sum =
-          kernels::scale_and_sum_squares(p.mutable_grad().f32(), p.grad().numel(), inv);
+      // One pass: unscale, square, check (the sum is finite exactly when every value is). A
+      // gradient stored in another format (bfloat16 master weights) is unscaled in float32
+      // and stored back.
+      double sum = 0;
+      tensor::Tensor& grad = p.mutable_grad();
+      if (grad.format() == numerics::Format::float32) {
+        sum = kernels::scale_and_sum_squares(grad.f32(), grad.numel(), inv);
+      } else {
+        tensor::Tensor wide = grad.to(numerics::Format::float32);
+        sum = kernels::scale_and_sum_squares(wide.f32(), wide.numel(), inv);
+        if (inv != 1.0f) grad = wide.to(grad.format());
+      }
       e.sum_squares += sum;
       if (!std::isfinite(sum)) {
         e.finite = false;
@@ -139,7 +153,7 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
       }
     }
   }
-  e.finite = e.finite && std::isfinite(e.sum_squares);
+  e.finite = e.finite && std::isfinite(e.sum_squares) && !nonfinite_loss_;
   finite_ = finite_ && e.finite;
   norm_ = std::sqrt(norm_ * norm_ + e.sum_squares);
   sum_squares_ += e.sum_squares;
@@ -208,13 +222,20 @@ bool GradScaler::step_if_finite(optim::Optimizer& optimizer) {
   }
   PerOptimizer& e = iteration_.at(&optimizer);
   e.stage = OptimizerStage::stepped;
-  // Static scaling steps whatever the gradients hold (DESIGN.md section 4).
-  if (e.finite || !options_.dynamic) {
+  const bool fixed = !options_.dynamic;  // the scale cannot adapt: on_nonfinite decides
+  if (e.finite || (fixed && options_.on_nonfinite == NonFinitePolicy::apply)) {
     optimizer.step();
     return true;
   }
   // The caller reports the skip: it knows the step's number (the optimizer's step index does
   // not advance on skips); last_nonfinite_params() names the overflowing parameters.
+  if (fixed && options_.on_nonfinite == NonFinitePolicy::raise) {
+    std::string what = "step " + std::to_string(optimizer.step_index()) + ": non-finite " +
+                       (nonfinite_loss_ ? "loss" : "gradients") + " at loss scale " +
+                       num(state_.loss_scale);
+    for (std::size_t i = 0; i < nonfinite_.size(); ++i) what += (i ? ", " : " in ") + nonfinite_[i];
+    throw Error(what + " (precision.on_nonfinite is raise; skip leaves such steps out)");
+  }
   ++state_.num_skipped_steps;
   return false;
 }
@@ -229,9 +250,60 @@ void GradScaler::update() {
   if (iteration_.empty()) {
     throw Error("update: no optimizer was unscaled or stepped since the last update()");
   }
+  const std::int64_t step = iteration_step_;
   iteration_.clear();
   clipped_ = false;
-  if (options_.dynamic && !state_.scaling_stopped) adapt_scale();
+  nonfinite_loss_ = false;
+  if (options_.dynamic && !state_.scaling_stopped) {
+    adapt_scale();
+  } else if (!options_.dynamic) {
+    guard_static_run(step);
+  }
+}
+
+// A fixed scale cannot recover from overflow, nor lift gradients that underflow: a run of
+// skipped steps ends in an error saying why, and gradients that are all zero are said once.
+void GradScaler::guard_static_run(std::int64_t step) {
+  if (finite_ && norm_ == 0.0 && !warned_underflow_) {
+    warned_underflow_ = true;
+    log(state_.loss_scale == 1.0
+            ? "step " + std::to_string(step) + ": every gradient is zero (said once)"
+            : "step " + std::to_string(step) +
+                  ": every gradient is zero at the static loss scale " + num(state_.loss_scale) +
+                  ": the scaled gradients underflow to zero in the half format (raise "
+                  "loss_scaling_factor or set it to dynamic; said once)");
+  }
+  const bool skipped = !finite_ && options_.on_nonfinite == NonFinitePolicy::skip;
+  skipped_in_a_row_ = skipped ? skipped_in_a_row_ + 1 : 0;
+  if (skipped_in_a_row_ < options_.max_consecutive_skips) return;
+  const std::string count = std::to_string(skipped_in_a_row_) + " steps in a row";
+  if (state_.loss_scale > 1.0) {
+    throw Error(count + " had non-finite gradients at the static loss scale " +
+                num(state_.loss_scale) +
+                ": the scale overflows the half format; lower loss_scaling_factor or set it "
+                "to dynamic (precision.max_consecutive_skipped_steps: " +
+                std::to_string(options_.max_consecutive_skips) + ")");
+  }
+  throw Error(count + " had a non-finite loss or gradients at loss scale " +
+              num(state_.loss_scale) +
+              ": the run diverged; lower the learning rate, set max_gradient_norm, or check "
+              "the data (precision.max_consecutive_skipped_steps: " +
+              std::to_string(options_.max_consecutive_skips) + ")");
+}
+
+void GradScaler::load_state(const ScalerState& s) {
+  check_scaler_state(s);
+  if (options_.dynamic && !s.scaling_stopped &&
+      !(s.loss_scale >= options_.min_loss_scale && s.loss_scale <= options_.max_loss_scale)) {
+    throw Error("scaler state: loss_scale " + num(s.loss_scale) + " is outside this run's [" +
+                num(options_.min_loss_scale) + ", " + num(options_.max_loss_scale) +
+                "] (min_loss_scale, max_loss_scale)");
+  }
+  if (!options_.dynamic && s.loss_scale != options_.static_scale) {
+    throw Error("scaler state: loss_scale " + num(s.loss_scale) +
+                " is not this run's static scale " + num(options_.static_scale));
+  }
+  state_ = s;
 }
 
 // One update of the dynamic scale (DESIGN.md section 4, with growth_factor, backoff_factor
@@ -289,7 +361,7 @@ ScalerStateDict GradScaler::state_dict() const {
 }
 
 void GradScaler::load_state_dict(const ScalerStateDict& dict) {
-  state_ = scaler_state_from_dict(dict, options_.dynamic, state_);
+  load_state(scaler_state_from_dict(dict, options_.dynamic, state_));
 }
 
 }  // namespace mantissa::amp

@@ -28,6 +28,8 @@ GradScalerOptions scaler_options(const MixedPrecision& m) {
   o.on_stuck = m.on_stuck;
   o.hysteresis = m.hysteresis;
   o.consecutive_hysteresis = m.consecutive_hysteresis;
+  o.on_nonfinite = m.on_nonfinite;
+  o.max_consecutive_skips = m.max_consecutive_skipped_steps;
   return o;
 }
 
@@ -70,6 +72,16 @@ void MixedPrecision::validate() const {
   } catch (const Error& e) {
     throw Error(std::string("matmul_route: ") + e.what());
   }
+  if (std::holds_alternative<DynamicLossScaling>(loss_scaling) &&
+      on_nonfinite != NonFinitePolicy::skip && enabled && fp16_type != Format::bfloat16) {
+    throw Error("on_nonfinite: " + std::string(name_of(kNonFinitePolicyNames, on_nonfinite)) +
+                " does not apply with loss_scaling_factor: dynamic, which skips every "
+                "non-finite step and lowers the scale (on_stuck governs the floor)");
+  }
+  if (max_consecutive_skipped_steps < 1) {
+    throw Error("max_consecutive_skipped_steps: " + std::to_string(max_consecutive_skipped_steps) +
+                " must be >= 1");
+  }
   // The scaler's own rules (static scale > 0, min scale >= 2^-14, ranges, tolerance, factors,
   // hysteresis).
   if (scales(loss_scaling)) scaler_options(*this).validate();
@@ -90,10 +102,24 @@ std::unique_ptr<GradScaler> MixedPrecision::make_scaler(
   validate();
   if (!enabled || !scales(loss_scaling)) return nullptr;
   if (fp16_type == Format::bfloat16) {
-    if (log) log("bfloat16 has float32's range: loss scaling settings are ignored (no scaler)");
+    if (log)
+      log("bfloat16 has float32's range: loss scaling settings are ignored (no loss scaling)");
     return nullptr;
   }
   GradScalerOptions o = scaler_options(*this);
+  o.log = std::move(log);
+  return std::make_unique<GradScaler>(std::move(o));
+}
+
+std::unique_ptr<GradScaler> MixedPrecision::make_step_guard(
+    std::function<void(const std::string&)> log) const {
+  if (std::unique_ptr<GradScaler> s = make_scaler(log)) return s;
+  GradScalerOptions o;
+  o.dynamic = false;
+  o.static_scale = 1.0;
+  o.max_gradient_norm = max_gradient_norm;
+  o.on_nonfinite = on_nonfinite;
+  o.max_consecutive_skips = max_consecutive_skipped_steps;
   o.log = std::move(log);
   return std::make_unique<GradScaler>(std::move(o));
 }

@@ -1,6 +1,8 @@
 // The GradScaler's state as a checkpoint keeps it (JSON) and as the vendor's state_dict():
 // one field list, read by every direction.
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <tuple>
 
 #include "mantissa/amp/grad_scaler.hpp"
@@ -81,7 +83,31 @@ ScalerState decode_scaler_state(const std::string& json_text) {
       throw Error(std::string("scaler state: '") + f.key + "' is malformed (" + e.what() + ")");
     }
   });
-  return scaler_state_from_dict(d, true, s);
+  const ScalerState out = scaler_state_from_dict(d, true, s);
+  check_scaler_state(out);
+  return out;
+}
+
+void check_scaler_state(const ScalerState& s) {
+  const auto bad = [](const char* key, const std::string& value, const char* expected) {
+    throw Error(std::string("scaler state: '") + key + "' is " + value + " (expected " + expected +
+                ")");
+  };
+  if (!(s.loss_scale > 0 && s.loss_scale <= std::numeric_limits<float>::max())) {
+    std::ostringstream v;
+    v << s.loss_scale;
+    bad("loss_scale", v.str(), "a finite float32 > 0");
+  }
+  for (const auto& [key, value] : {std::pair{"steps_since_rescale", s.steps_since_rescale},
+                                   std::pair{"overflows_since_rescale", s.overflows_since_rescale},
+                                   std::pair{"num_skipped_steps", s.num_skipped_steps}}) {
+    if (value < 0) bad(key, std::to_string(value), "an integer >= 0");
+  }
+  if (s.overflows_since_rescale > s.steps_since_rescale) {
+    bad("overflows_since_rescale", std::to_string(s.overflows_since_rescale),
+        "at most steps_since_rescale");
+  }
+  if (s.hysteresis_left < 1) bad("hysteresis_left", std::to_string(s.hysteresis_left), ">= 1");
 }
 
 }  // namespace mantissa::amp

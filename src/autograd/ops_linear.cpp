@@ -113,7 +113,10 @@ Variable matmul(const Variable& a, const Variable& b) {
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
   kernels::ProfileScope scope(kernels::OpClass::gemm);
   const Shape& xs = x.shape();
-  const auto [rows, in, out] = linear_sizes(x, weight, bias);
+  // Named variables, not a structured binding: the node's lambda captures them (clang 14,
+  // which the fuzz build uses, cannot capture a structured binding).
+  const LinearSizes sizes = linear_sizes(x, weight, bias);
+  const std::int64_t rows = sizes.rows, in = sizes.in, out = sizes.out;
   const Policy& p = precision::current_policy();
   const Tensor xh = x.value_rounded_to(p.half);        // free when x came from an op
   const Tensor& wh = weight.value_rounded_to(p.half);  // the weight's H copy, once per step

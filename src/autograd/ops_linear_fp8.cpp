@@ -79,7 +79,10 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias,
   if (!fp8 || !p.fp8.enabled) return linear(x, weight, bias);
   kernels::ProfileScope scope(kernels::OpClass::gemm);
   const Shape& xs = x.shape();
-  const auto [rows, in, out] = linear_sizes(x, weight, bias);
+  // Named variables, not a structured binding: the node's lambda captures them (clang 14,
+  // which the fuzz build uses, cannot capture a structured binding).
+  const LinearSizes sizes = linear_sizes(x, weight, bias);
+  const std::int64_t rows = sizes.rows, in = sizes.in, out = sizes.out;
   const bool record = grad_enabled();
   const float x_scale = fp8->scale(Fp8Slot::input), w_scale = fp8->scale(Fp8Slot::weight);
   const Tensor xq = cast(x.value(), *fp8, Fp8Slot::input, record);

@@ -1,9 +1,9 @@
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "mantissa/data/datasets.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/read_file.hpp"
 
 namespace mantissa::data {
 namespace {
@@ -19,12 +19,9 @@ ByteText from_bytes(const std::string& bytes, std::string source) {
 }  // namespace
 
 ByteText load_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open (missing or unreadable)");
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (s.str().empty()) throw Error(path + ": the text file is empty");
-  return from_bytes(s.str(), path);
+  const std::string bytes = read_file(path, "the text file");
+  if (bytes.empty()) throw Error(path + ": the text file is empty");
+  return from_bytes(bytes, path);
 }
 
 ByteText load_kjv(const std::string& data_dir, const CorpusProvider& provider) {

@@ -35,7 +35,8 @@ void Communicator::set_timeout_seconds(double seconds) {
 std::vector<std::byte> Communicator::allgather(std::span<const std::byte> mine) const {
   const std::size_t n = mine.size();
   std::vector<std::byte> out(n * static_cast<std::size_t>(size_));
-  std::memcpy(out.data() + n * static_cast<std::size_t>(rank_), mine.data(), n);
+  // An empty span (a barrier's) may be null, which memcpy must never be given.
+  if (n != 0) std::memcpy(out.data() + n * static_cast<std::size_t>(rank_), mine.data(), n);
   if (!impl_ || size_ == 1) return out;
   if (n > static_cast<std::size_t>(INT32_MAX)) {
     throw Error(fmt::format("{}: allgather of {} bytes: at most 2^31 - 1", where(), n));

@@ -22,7 +22,7 @@ int wire_bytes(WireFormat wire) {
 
 void encode_wire(const float* src, std::int64_t n, WireFormat wire, void* dst) {
   if (wire == WireFormat::float32) {
-    std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
+    if (n != 0) std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
   } else {
     numerics::encode_array(src, static_cast<std::size_t>(n), format_of(wire), dst);
   }
@@ -30,7 +30,7 @@ void encode_wire(const float* src, std::int64_t n, WireFormat wire, void* dst) {
 
 void decode_wire(const void* src, std::int64_t n, WireFormat wire, float* dst) {
   if (wire == WireFormat::float32) {
-    std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
+    if (n != 0) std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
   } else {
     numerics::decode_array(src, static_cast<std::size_t>(n), format_of(wire), dst);
   }

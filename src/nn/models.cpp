@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "mantissa/checked.hpp"
 #include "mantissa/error.hpp"
 
 namespace mantissa::nn {
@@ -29,6 +30,22 @@ void GptConfig::validate() const {
   if (!(dropout_rate >= 0.0f && dropout_rate < 1.0f)) {
     throw Error("model.dropout_rate: " + std::to_string(dropout_rate) + " must be in [0, 1)");
   }
+  if (!(init_std >= 0.0f && std::isfinite(init_std))) {
+    throw Error("model.initializer_range: " + std::to_string(init_std) +
+                " must be a finite number >= 0 (a standard deviation)");
+  }
+}
+
+std::int64_t GptConfig::parameter_count() const {
+  const std::int64_t h = hidden_size, f = filter_size;
+  SizeSum block;  // ln1, qkv, proj, ln2, fc, out (every Linear with its bias)
+  block.add({2, h}).add({3, h, h}).add({3, h}).add({h, h}).add({h});
+  block.add({2, h}).add({h, f}).add({f}).add({f, h}).add({h});
+  SizeSum n;
+  n.add({vocab_size, h}).add({max_position_embeddings, h});
+  n.add({num_hidden_layers, block.total()}).add({2, h});  // blocks, lnf
+  if (!tie_embeddings) n.add({vocab_size, h});            // head
+  return n.total();
 }
 
 Gpt::Gpt(const GptConfig& c, std::uint64_t seed) : config_(c), dropout_rng_(seed ^ 0xd509u) {
@@ -80,6 +97,16 @@ void MlpConfig::validate() const {
   for (std::int64_t h : hidden_sizes) positive(h, "hidden_sizes");
 }
 
+std::int64_t MlpConfig::parameter_count() const {
+  SizeSum n;
+  std::int64_t in = input_size;
+  for (std::int64_t out : hidden_sizes) {
+    n.add({in, out}).add({out});
+    in = out;
+  }
+  return n.add({in, num_classes}).add({num_classes}).total();
+}
+
 Mlp::Mlp(const MlpConfig& c, std::uint64_t seed) : config_(c) {
   c.validate();
   tensor::Rng rng(seed);
@@ -115,6 +142,13 @@ void CnnConfig::validate() const {
     throw Error("model: the CNN needs height and width divisible by 4 (got " +
                 std::to_string(height) + "x" + std::to_string(width) + ")");
   }
+}
+
+std::int64_t CnnConfig::parameter_count() const {
+  SizeSum n;
+  n.add({conv1_channels, channels, 9}).add({conv1_channels});
+  n.add({conv2_channels, conv1_channels, 9}).add({conv2_channels});
+  return n.add({conv2_channels, height / 4, width / 4, num_classes}).add({num_classes}).total();
 }
 
 Cnn::Cnn(const CnnConfig& c, std::uint64_t seed) : config_(c) {

@@ -39,7 +39,7 @@ detail::EncodeArgs make_args(Format format, const ConvertOptions& o) {
 void encode_array_ref(const float* src, std::size_t n, Format format, void* dst,
                       const ConvertOptions& options) {
   if (format == Format::float32) {
-    std::memcpy(dst, src, n * sizeof(float));
+    if (n != 0) std::memcpy(dst, src, n * sizeof(float));  // (empty spans may be null)
     return;
   }
   const FormatTraits& t = traits(format);
@@ -54,7 +54,7 @@ void encode_array_ref(const float* src, std::size_t n, Format format, void* dst,
 
 void decode_array_ref(const void* src, std::size_t n, Format format, float* dst) {
   if (format == Format::float32) {
-    std::memcpy(dst, src, n * sizeof(float));
+    if (n != 0) std::memcpy(dst, src, n * sizeof(float));  // (empty spans may be null)
     return;
   }
   const FormatTraits& t = traits(format);
@@ -94,7 +94,7 @@ void decode_array(const void* src, std::size_t n, Format format, float* dst) {
 
 void convert_array(const void* src, Format from, std::size_t n, void* dst, Format to) {
   if (from == to) {
-    std::memcpy(dst, src, n * static_cast<std::size_t>(traits(from).storage_bytes));
+    if (n != 0) std::memcpy(dst, src, n * static_cast<std::size_t>(traits(from).storage_bytes));
     return;
   }
   if (from == Format::float32) {

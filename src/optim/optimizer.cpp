@@ -1,6 +1,9 @@
 #include "mantissa/optim/optimizer.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <sstream>
 
 #include "mantissa/error.hpp"
 #include "mantissa/numerics/convert.hpp"
@@ -78,6 +81,22 @@ std::vector<Tensor>& Optimizer::state_for(Variable& p, std::size_t g) {
   return s;
 }
 
+void Optimizer::check_values(std::size_t g, std::int64_t k) const {
+  const ParamGroup& group = groups_[g];
+  for (const auto& [what, schedule] : {std::pair{"learning rate", group.learning_rate.get()},
+                                       std::pair{"weight decay", group.weight_decay.get()}}) {
+    if (schedule == nullptr) continue;
+    const double v = schedule->value(k);
+    if (!(std::isfinite(v) && v >= 0)) {
+      std::ostringstream text;
+      text << v;
+      throw Error("optimizer " + name() + ": the " + what + " of parameter group " +
+                  std::to_string(g) + " at step " + std::to_string(k) + " is " + text.str() + " (" +
+                  schedule->describe() + "); it must be a finite number >= 0");
+    }
+  }
+}
+
 void Optimizer::set_training_state(const TrainingState& t) {
   t.validate();
   training_ = t;
@@ -99,6 +118,15 @@ void Optimizer::set_training_state(const TrainingState& t) {
         if (per_element(st, p)) st = in_format(st, t.state_format);
       }
     }
+  }
+}
+
+void Optimizer::check_schedules(std::int64_t steps) const {
+  constexpr std::int64_t kMostChecked = 100000;  // beyond that, evenly spaced steps
+  const std::int64_t stride = std::max<std::int64_t>(1, steps / kMostChecked);
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    for (std::int64_t k = step_; k < steps; k += stride) check_values(g, k);
+    if (steps > step_) check_values(g, steps - 1);
   }
 }
 
@@ -159,6 +187,8 @@ void Optimizer::staged_update(Variable& p, std::vector<Tensor>& s, std::size_t g
 }
 
 void Optimizer::step() {
+  // Every group's values are checked before any parameter moves: no half-applied step.
+  for (std::size_t g = 0; g < groups_.size(); ++g) check_values(g, step_);
   std::int64_t index = 0;
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     ParamGroup& group = groups_[g];

@@ -141,7 +141,7 @@ constexpr auto kAlternatives = std::make_index_sequence<std::variant_size_v<Opti
 }  // namespace
 
 bool Range::contains(double v) const {
-  return (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
+  return std::isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
 }
 
 std::string Range::describe() const {
@@ -190,6 +190,26 @@ std::optional<OptimizerSettings> default_settings(std::string_view name) {
 double default_learning_rate(const OptimizerSettings& settings) {
   return std::visit([](const auto& s) { return std::decay_t<decltype(s)>::kLearningRate; },
                     settings);
+}
+
+bool same_settings(const OptimizerSettings& a, const OptimizerSettings& b) {
+  if (a.index() != b.index()) return false;
+  return std::visit(
+      [&](const auto& x) {
+        using S = std::decay_t<decltype(x)>;
+        const S& y = std::get<S>(b);
+        bool same = true;
+        S copy = x;  // for_each_field visits members of a mutable struct
+        for_each_field(copy,
+                       Overloaded{
+                           [&](const NumberField<S>& f, double v) { same &= v == y.*f.member; },
+                           [&](const FlagField<S>& f, bool v) { same &= v == y.*f.member; },
+                           [&](const CountField<S>& f, int v) { same &= v == y.*f.member; },
+                           [](const PairField<S>&, double, double) {},
+                       });
+        return same;
+      },
+      a);
 }
 
 void validate(const OptimizerSettings& settings) {

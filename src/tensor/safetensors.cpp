@@ -1,18 +1,25 @@
 #include "mantissa/tensor/safetensors.hpp"
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <optional>
 #include <vector>
 
+#include "mantissa/checked.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/read_file.hpp"
 
 namespace mantissa::tensor {
 namespace {
 
 using json = nlohmann::json;
+
+// The largest header the safetensors format allows (its reference reader's limit).
+constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
 
 // Formats without a safetensors dtype (cbfloat16) are written as their float32 values.
 Format stored_format(Format f) {
@@ -28,6 +35,109 @@ Format format_of(const std::string& dtype, const std::string& what, const std::s
   }
   throw Error(what + ": tensor '" + name + "' has unsupported dtype '" + dtype +
               "' (expected one of: " + dtypes + ")");
+}
+
+// The header's entry for one tensor, checked: dtype known, shape a list of integers >= 0,
+// data_offsets two integers, the byte count overflow-checked and equal to the span, the
+// span inside the data.
+struct Entry {
+  std::string name;
+  Format format = Format::float32;
+  Shape shape;
+  std::uint64_t begin = 0, end = 0;
+};
+
+std::string json_text(const json& v) {
+  return v.dump().substr(0, 80);
+}
+
+Entry read_entry(const std::string& name, const json& v, const std::string& what,
+                 std::uint64_t data_size) {
+  const std::string at = what + ": tensor '" + name + "'";
+  if (!v.is_object())
+    throw Error(at + ": expected {dtype, shape, data_offsets}, got " + json_text(v));
+  for (const char* key : {"dtype", "shape", "data_offsets"}) {
+    if (!v.contains(key)) throw Error(at + ": missing '" + key + "'");
+  }
+  Entry e;
+  e.name = name;
+  if (!v["dtype"].is_string())
+    throw Error(at + ": dtype " + json_text(v["dtype"]) + " is not a string");
+  e.format = format_of(v["dtype"].get<std::string>(), what, name);
+  const json& shape = v["shape"];
+  if (!shape.is_array() || shape.size() > static_cast<std::size_t>(kMaxDims)) {
+    throw Error(at + ": shape " + json_text(shape) + " is not a list of at most " +
+                std::to_string(kMaxDims) + " integers");
+  }
+  for (const json& d : shape) {
+    if (!d.is_number_unsigned()) {
+      throw Error(at + ": shape " + json_text(shape) + " holds " + json_text(d) +
+                  ", not an integer >= 0");
+    }
+    if (d.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+      throw Error(at + ": shape " + json_text(shape) + " has a dimension past int64");
+    }
+    e.shape.push_back(d.get<std::int64_t>());
+  }
+  const json& offsets = v["data_offsets"];
+  if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+      !offsets[1].is_number_unsigned()) {
+    throw Error(at + ": data_offsets " + json_text(offsets) +
+                " is not a list of two integers >= 0 [begin, end]");
+  }
+  e.begin = offsets[0].get<std::uint64_t>();
+  e.end = offsets[1].get<std::uint64_t>();
+  const std::int64_t width = numerics::traits(e.format).storage_bytes;
+  const std::optional<std::int64_t> elements = checked_product(e.shape);
+  const std::optional<std::int64_t> need = elements ? checked_mul(*elements, width) : std::nullopt;
+  const std::string described =
+      "shape " + e.shape.to_string() + " of " + v["dtype"].get<std::string>();
+  if (!need) throw Error(at + ": " + described + " has a byte size past int64");
+  if (e.end < e.begin || e.end - e.begin != static_cast<std::uint64_t>(*need)) {
+    throw Error(
+        at + ": " + described + " needs " + std::to_string(*need) + " bytes (" +
+        std::to_string(*elements) + " x " + std::to_string(width) + "), but data_offsets [" +
+        std::to_string(e.begin) + ", " + std::to_string(e.end) + "] " +
+        (e.end < e.begin ? "end before they begin" : "span " + std::to_string(e.end - e.begin)));
+  }
+  if (e.end > data_size) {
+    throw Error(at + " ends at byte " + std::to_string(e.end) + " past the data's " +
+                std::to_string(data_size) + " bytes: truncated");
+  }
+  return e;
+}
+
+std::map<std::string, std::string> read_metadata(const json& v, const std::string& what) {
+  if (!v.is_object()) throw Error(what + ": __metadata__ is not a JSON object");
+  std::map<std::string, std::string> out;
+  for (const auto& [k, value] : v.items()) {
+    if (!value.is_string()) throw Error(what + ": metadata '" + k + "' is not a string");
+    out[k] = value.get<std::string>();
+  }
+  return out;
+}
+
+// The tensors' byte ranges must tile the data exactly: no overlap, no hole, nothing after
+// the last (the safetensors rule that keeps a file from hiding a second one).
+void check_coverage(std::vector<Entry>& entries, const std::string& what, std::uint64_t data_size) {
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.begin < b.begin || (a.begin == b.begin && a.end < b.end);
+  });
+  std::uint64_t at = 0;
+  for (const Entry& e : entries) {
+    if (e.begin < at) {
+      throw Error(what + ": tensor '" + e.name + "' overlaps the tensor before it in the data");
+    }
+    if (e.begin > at) {
+      throw Error(what + ": bytes " + std::to_string(at) + " to " + std::to_string(e.begin) +
+                  " of the data belong to no tensor (a hole before '" + e.name + "')");
+    }
+    at = e.end;
+  }
+  if (at != data_size) {
+    throw Error(what + ": " + std::to_string(data_size - at) +
+                " bytes after the last tensor belong to no tensor");
+  }
 }
 
 }  // namespace
@@ -75,6 +185,10 @@ SafetensorsFile decode_safetensors(const std::string& bytes, const std::string& 
     throw Error(what + ": header length " + std::to_string(n) + " runs past the end of the file (" +
                 std::to_string(bytes.size()) + " bytes): truncated or not safetensors");
   }
+  if (n > kMaxHeaderBytes) {
+    throw Error(what + ": header length " + std::to_string(n) + " is more than the " +
+                std::to_string(kMaxHeaderBytes) + " bytes safetensors allows");
+  }
   json header;
   try {
     header = json::parse(bytes.substr(8, n));
@@ -82,56 +196,36 @@ SafetensorsFile decode_safetensors(const std::string& bytes, const std::string& 
     throw Error(what + ": header is not valid JSON (" + e.what() + ")");
   }
   if (!header.is_object()) throw Error(what + ": header is not a JSON object");
-  const std::size_t data_begin = 8 + n, data_size = bytes.size() - data_begin;
+  const std::size_t data_begin = 8 + n;
+  const std::uint64_t data_size = bytes.size() - data_begin;
   SafetensorsFile f;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
-  for (const auto& [name, entry] : header.items()) {
+  std::vector<Entry> entries;
+  for (const auto& [name, value] : header.items()) {
     if (name == "__metadata__") {
-      for (const auto& [k, v] : entry.items()) {
-        if (!v.is_string()) throw Error(what + ": metadata '" + k + "' is not a string");
-        f.metadata[k] = v.get<std::string>();
-      }
+      f.metadata = read_metadata(value, what);
       continue;
     }
-    try {
-      const Format fmt = format_of(entry.at("dtype").get<std::string>(), what, name);
-      Shape shape;
-      for (const auto& d : entry.at("shape")) shape.push_back(d.get<std::int64_t>());
-      const auto begin = entry.at("data_offsets").at(0).get<std::uint64_t>();
-      const auto end = entry.at("data_offsets").at(1).get<std::uint64_t>();
-      const std::uint64_t expected =
-          static_cast<std::uint64_t>(shape.numel()) * numerics::traits(fmt).storage_bytes;
-      if (end < begin || end - begin != expected) {
-        throw Error(what + ": tensor '" + name + "' of shape " + shape.to_string() + " needs " +
-                    std::to_string(expected) + " bytes but its data_offsets span " +
-                    std::to_string(end - begin));
-      }
-      if (end > data_size) {
-        throw Error(what + ": tensor '" + name + "' ends at byte " + std::to_string(end) +
-                    " past the data's " + std::to_string(data_size) + " bytes: truncated");
-      }
-      ranges.emplace_back(begin, end);
-      Tensor t = Tensor::empty(shape, fmt);
-      std::memcpy(t.raw_data(), bytes.data() + data_begin + begin,
-                  static_cast<std::size_t>(expected));
-      f.tensors[name] = t;
-    } catch (const json::exception& e) {
-      throw Error(what + ": entry '" + name + "' is malformed (" + e.what() + ")");
-    }
+    entries.push_back(read_entry(name, value, what, data_size));
   }
-  std::sort(ranges.begin(), ranges.end());
-  for (std::size_t i = 1; i < ranges.size(); ++i) {
-    if (ranges[i].first < ranges[i - 1].second) throw Error(what + ": tensors overlap in the data");
+  check_coverage(entries, what, data_size);
+  for (const Entry& e : entries) {
+    Tensor t = Tensor::empty(e.shape, e.format);
+    std::memcpy(t.raw_data(), bytes.data() + data_begin + e.begin,
+                static_cast<std::size_t>(e.end - e.begin));
+    f.tensors[e.name] = t;
   }
   return f;
 }
 
+std::uint32_t stored_crc32(const Tensor& t0) {
+  const Tensor t = t0.to(stored_format(t0.format()));
+  const auto bytes = static_cast<z_size_t>(t.numel()) * t.element_bytes();
+  return static_cast<std::uint32_t>(
+      crc32_z(crc32_z(0, nullptr, 0), static_cast<const Bytef*>(t.raw_data()), bytes));
+}
+
 SafetensorsFile load_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open (missing or unreadable)");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return decode_safetensors(s.str(), path);
+  return decode_safetensors(read_file(path, "the safetensors file"), path);
 }
 
 }  // namespace mantissa::tensor

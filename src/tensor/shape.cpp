@@ -1,5 +1,6 @@
 #include "mantissa/tensor/shape.hpp"
 
+#include "mantissa/checked.hpp"
 #include "mantissa/error.hpp"
 
 namespace mantissa::tensor {
@@ -30,9 +31,9 @@ void Shape::insert(int i, std::int64_t v) {
 }
 
 std::int64_t Shape::numel() const {
-  std::int64_t n = 1;
-  for (int i = 0; i < n_; ++i) n *= (*this)[i];
-  return n;
+  const std::optional<std::int64_t> n = checked_product(*this);
+  if (!n) throw Error("tensor shape " + to_string() + ": the element count overflows int64");
+  return *n;
 }
 
 Shape Shape::contiguous_strides() const {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "mantissa/checked.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
 
@@ -52,9 +53,11 @@ void Tensor::require_defined(const char* what) const {
 }
 
 Tensor Tensor::empty(const Shape& shape, Format format) {
-  const std::size_t bytes =
-      static_cast<std::size_t>(shape.numel()) * numerics::traits(format).storage_bytes;
-  return Tensor(StorageRef(Storage::create(bytes)), shape, shape.contiguous_strides(), 0, format);
+  const std::optional<std::int64_t> bytes =
+      checked_mul(shape.numel(), static_cast<std::int64_t>(numerics::traits(format).storage_bytes));
+  if (!bytes) throw Error("tensor of shape " + shape.to_string() + ": its byte size overflows");
+  return Tensor(StorageRef(Storage::create(static_cast<std::size_t>(*bytes))), shape,
+                shape.contiguous_strides(), 0, format);
 }
 
 Tensor Tensor::zeros(const Shape& shape, Format format) {

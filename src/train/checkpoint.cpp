@@ -7,12 +7,17 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <cmath>
+#include <nlohmann/json.hpp>
+
 #include "mantissa/error.hpp"
 #include "mantissa/tensor/safetensors.hpp"
 
 namespace mantissa::train {
 namespace fs = std::filesystem;
 namespace {
+
+using json = nlohmann::json;
 
 void write_all_synced(const std::string& path, const std::string& bytes) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -51,6 +56,65 @@ bool is_checkpoint(const fs::path& p) {
   return n.rfind("ckpt-", 0) == 0 && p.extension() == ".safetensors";
 }
 
+constexpr const char* kChecksumKey = "crc32";
+
+std::string hex32(std::uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof(b), "%08x", v);
+  return b;
+}
+
+// Every tensor's crc32 matches the one recorded when it was written, and every recorded
+// one names a tensor of the file.
+void verify_checksums(const Checkpoint& c, const std::string& path) {
+  const auto it = c.metadata.find(kChecksumKey);
+  if (it == c.metadata.end()) throw Error(path + ": checkpoint metadata lacks 'crc32'");
+  json sums;
+  try {
+    sums = json::parse(it->second);
+  } catch (const json::exception&) {
+  }
+  if (!sums.is_object()) {
+    throw Error(path + ": checkpoint metadata 'crc32' is not a JSON object of tensor checksums");
+  }
+  for (const auto& [name, t] : c.tensors) {
+    if (!sums.contains(name) || !sums[name].is_string()) {
+      throw Error(path + ": tensor '" + name + "' has no crc32 in the metadata");
+    }
+    const std::string computed = hex32(tensor::stored_crc32(t));
+    if (sums[name].get<std::string>() != computed) {
+      throw Error(path + ": tensor '" + name + "' fails its crc32 check (recorded " +
+                  sums[name].get<std::string>() + ", computed " + computed +
+                  "): the file is corrupt");
+    }
+  }
+  for (const auto& [name, v] : sums.items()) {
+    if (c.tensors.count(name) == 0) {
+      throw Error(path + ": the crc32 list names tensor '" + name + "', which the file lacks");
+    }
+  }
+}
+
+// Weights and optimizer state are finite in any usable checkpoint.
+void verify_finite(const Checkpoint& c, const std::string& path) {
+  for (const auto& [name, t] : c.tensors) {
+    const tensor::Tensor f = t.to(numerics::Format::float32);
+    const float* v = f.f32();
+    std::int64_t bad = 0, first = -1;
+    for (std::int64_t i = 0; i < f.numel(); ++i) {
+      if (!std::isfinite(v[i])) {
+        if (first < 0) first = i;
+        ++bad;
+      }
+    }
+    if (bad > 0) {
+      throw Error(path + ": tensor '" + name + "' holds " + std::to_string(bad) +
+                  " non-finite values (inf or NaN; the first at index " + std::to_string(first) +
+                  "): the checkpoint is unusable");
+    }
+  }
+}
+
 }  // namespace
 
 std::map<std::string, tensor::Tensor> with_prefix(
@@ -79,6 +143,9 @@ std::string save_checkpoint(const std::string& dir, std::int64_t step, const Che
   const std::string tmp = path + ".tmp";
   std::map<std::string, std::string> metadata = ckpt.metadata;
   metadata["format"] = kCheckpointVersion;
+  json sums = json::object();
+  for (const auto& [tname, t] : ckpt.tensors) sums[tname] = hex32(tensor::stored_crc32(t));
+  metadata[kChecksumKey] = sums.dump();
   write_all_synced(tmp, tensor::encode_safetensors(ckpt.tensors, metadata));
   fs::rename(tmp, path, ec);  // atomic: readers see the old file set or the new one
   check(ec, path, "rename the new checkpoint into place");
@@ -89,15 +156,38 @@ std::string save_checkpoint(const std::string& dir, std::int64_t step, const Che
 Checkpoint load_checkpoint(const std::string& path) {
   tensor::SafetensorsFile f = tensor::load_safetensors(path);
   auto it = f.metadata.find("format");
-  if (it == f.metadata.end() || it->second != kCheckpointVersion) {
+  const bool v1 = it != f.metadata.end() && it->second == kUnchecksummedVersion;
+  if (it == f.metadata.end() || !(it->second == kCheckpointVersion || v1)) {
     throw Error(path + ": not a mantissa checkpoint (metadata 'format' is " +
                 (it == f.metadata.end() ? std::string("missing") : "'" + it->second + "'") +
                 ", expected '" + kCheckpointVersion + "')");
   }
-  for (const char* key : {"global_step", "config"}) {
-    if (f.metadata.count(key) == 0) throw Error(path + ": checkpoint metadata lacks '" + key + "'");
+  Checkpoint c{std::move(f.tensors), std::move(f.metadata), !v1};
+  if (c.checksummed) verify_checksums(c, path);
+  verify_finite(c, path);
+  decode_checkpoint_meta(c.metadata, path);  // every field typed and in range
+  return c;
+}
+
+std::optional<LoadedCheckpoint> load_latest_checkpoint(const std::string& dir) {
+  const std::vector<std::string> all = list_checkpoints(dir);
+  if (all.empty()) return std::nullopt;
+  try {
+    return LoadedCheckpoint{all.back(), load_checkpoint(all.back())};
+  } catch (const Error& e) {
+    std::string advice = " No older checkpoint in " + dir + " loads either.";
+    for (std::size_t i = all.size() - 1; i-- > 0;) {
+      try {
+        load_checkpoint(all[i]);
+      } catch (const Error&) {
+        continue;
+      }
+      advice = " The newest checkpoint that loads is " + all[i] +
+               ": move the newer ones away (or delete them) and --resume latest takes it.";
+      break;
+    }
+    throw Error(std::string(e.what()) + "." + advice);
   }
-  return Checkpoint{std::move(f.tensors), std::move(f.metadata)};
 }
 
 std::vector<std::string> list_checkpoints(const std::string& dir) {

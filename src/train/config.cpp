@@ -7,11 +7,13 @@
 #include <variant>
 
 #include "config_internal.hpp"
+#include "mantissa/read_file.hpp"
 
 namespace mantissa::train {
 namespace {
 
 using detail::Reader;
+constexpr std::int64_t kMaxConfigBytes = 16 << 20;  // a config is text a person writes
 const char* kNum = "a number";
 const char* kInt = "an integer";
 const char* kBool = "true or false";
@@ -49,9 +51,14 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
     throw Error("--set '" + assignment + "': expected key.path=value");
   }
   const std::string path = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  if (text.find_first_not_of(" \t") == std::string::npos) {
+    throw Error("--set '" + assignment + "': no value after '=' (write " + path +
+                "=null to restore the default)");
+  }
   YAML::Node value;
   try {
-    value = YAML::Load(assignment.substr(eq + 1));
+    value = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw Error("--set '" + assignment + "': the value is not valid YAML (" + e.msg + ")");
   }
@@ -108,7 +115,9 @@ ModelConfig parse_model(Reader r) {
     g.filter_size = r.get_at_least("filter_size", g.filter_size, 1);
     g.dropout_rate = static_cast<float>(r.get<double>("dropout_rate", g.dropout_rate, kNum));
     g.tie_embeddings = r.get<bool>("tie_embeddings", g.tie_embeddings, kBool);
-    g.init_std = static_cast<float>(r.get<double>("initializer_range", g.init_std, kNum));
+    // A standard deviation (PyTorch's normal_ refuses a negative one).
+    g.init_std =
+        static_cast<float>(r.get_number("initializer_range", g.init_std, optim::kNonNegative));
     g.validate();
   } else if (m.kind == ModelKind::mlp) {
     nn::MlpConfig& c = m.mlp;
@@ -186,10 +195,8 @@ DataloaderConfig parse_dataloader(Reader r) {
   return d;
 }
 
-}  // namespace
-
-TrainerConfig parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
-                           const std::string& source) {
+TrainerConfig parse_tree(const std::string& yaml_text, const std::vector<std::string>& overrides,
+                         const std::string& source) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -279,12 +286,44 @@ TrainerConfig parse_config(const std::string& yaml_text, const std::vector<std::
   return c;
 }
 
+}  // namespace
+
+TrainerConfig parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
+                           const std::string& source) {
+  try {
+    return parse_tree(yaml_text, overrides, source);
+  } catch (const YAML::Exception& e) {  // a shape the checks did not foresee: still an Error
+    throw Error(source + ": " + e.what());
+  }
+}
+
 TrainerConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
-  std::ifstream in(path);
-  if (!in) throw Error(path + ": cannot open the config file (missing or unreadable)");
-  std::stringstream s;
-  s << in.rdbuf();
-  return parse_config(s.str(), overrides, path);
+  return parse_config(read_file(path, "the config file", kMaxConfigBytes), overrides, path);
+}
+
+std::string config_section(const std::string& yaml, const std::string& key) {
+  const YAML::Node n = YAML::Load(yaml)["trainer"]["init"][key];
+  if (!n) return "unset";
+  YAML::Emitter out;
+  out << YAML::Flow << n;
+  return out.c_str();
+}
+
+std::string with_sections(const std::string& yaml, const std::string& from,
+                          const std::vector<std::string>& keys) {
+  YAML::Node root = YAML::Load(yaml);
+  const YAML::Node source = YAML::Load(from)["trainer"]["init"];
+  YAML::Node init = root["trainer"]["init"];
+  for (const std::string& k : keys) {
+    if (source[k]) {
+      init[k] = YAML::Clone(source[k]);
+    } else {
+      init.remove(k);
+    }
+  }
+  YAML::Emitter out;
+  out << root;
+  return out.c_str();
 }
 
 }  // namespace mantissa::train

@@ -53,7 +53,8 @@ std::pair<YAML::Node, std::string> section_of(YAML::Node& root, Section s) {
                                : std::pair{YAML::Node(), std::string()};
   }
   if (!is_map(ci["optimizer"]) || ci["optimizer"].size() != 1) return {YAML::Node(), ""};
-  const std::string name = ci["optimizer"].begin()->first.as<std::string>();
+  const std::string name =
+      Reader::key_text(ci["optimizer"].begin()->first, "trainer.init.optimizer");
   YAML::Node opt = init["optimizer"][name];
   return is_map(opt) ? std::pair{opt, "trainer.init.optimizer." + name}
                      : std::pair{YAML::Node(), std::string()};
@@ -95,7 +96,7 @@ void migrate_legacy_keys(YAML::Node& root, std::vector<std::string>& notes) {
       throw Error("runconfig: expected a mapping (the legacy section; precision_opt_level only)");
     }
     if (is_map(r["runconfig"]) && r["runconfig"].size() > 0) {
-      const std::string k = r["runconfig"].begin()->first.as<std::string>();
+      const std::string k = Reader::key_text(r["runconfig"].begin()->first, "runconfig");
       throw Error("runconfig." + k +
                   ": unknown key (the legacy runconfig section is read for precision_opt_level "
                   "only; see docs/compatibility.md for its keys' places under trainer.init)");

@@ -117,7 +117,7 @@ OptimizerConfig parse_optimizer(const YAML::Node& node, const std::string& path)
     throw Error(path + ": expected one optimizer, as {AdamW: {learning_rate: ..., ...}} (names: " +
                 optimizer_names_text() + ")");
   }
-  const std::string key = node.begin()->first.as<std::string>();
+  const std::string key = Reader::key_text(node.begin()->first, path);
   std::string name = key;
   std::transform(name.begin(), name.end(), name.begin(),
                  [](unsigned char c) { return std::tolower(c); });
@@ -134,7 +134,9 @@ OptimizerConfig parse_optimizer(const YAML::Node& node, const std::string& path)
     throw Error(r.key_path("lr") + ": also given as learning_rate (the same setting): set one");
   }
   o.learning_rate_given = long_name || short_name;
-  o.learning_rate = r.get<double>(long_name ? "learning_rate" : "lr", o.learning_rate, kNum);
+  // >= 0: PyTorch's "Invalid learning rate" check.
+  o.learning_rate =
+      r.get_number(long_name ? "learning_rate" : "lr", o.learning_rate, optim::kNonNegative);
   std::visit([&](auto& s) { read_fields(r, s, nullptr); }, o.settings);
   if (r.has("state_dtype")) {
     const auto text = r.require<std::string>("state_dtype", "a string");

@@ -80,6 +80,9 @@ amp::MixedPrecision parse_precision(Reader r, std::vector<std::string>& notes) {
   m.consecutive_hysteresis = r.get<bool>("consecutive_hysteresis", m.consecutive_hysteresis, kBool);
   if (r.has("fp8")) m.fp8 = parse_fp8(r.child("fp8"));
   m.master_weights = r.get_named("master_weights", m.master_weights, optim::kMasterWeightsNames);
+  m.on_nonfinite = r.get_named("on_nonfinite", m.on_nonfinite, amp::kNonFinitePolicyNames);
+  m.max_consecutive_skipped_steps =
+      r.get<std::int64_t>("max_consecutive_skipped_steps", m.max_consecutive_skipped_steps, kInt);
   r.finish();
   try {
     m.validate();

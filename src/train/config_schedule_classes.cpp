@@ -71,6 +71,10 @@ std::vector<double> double_list(Reader& r, const std::string& key) {
 double number(Reader& r, const char* key) {
   return r.require<double>(key, kNum);
 }
+// A learning rate or weight decay: finite and >= 0 (PyTorch's rule for both).
+double value(Reader& r, const char* key) {
+  return r.require_number(key, optim::kNonNegative);
+}
 std::int64_t integer(Reader& r, const char* key) {
   return r.require<std::int64_t>(key, kInt);
 }
@@ -82,14 +86,14 @@ constexpr NameTable<CyclicScaleMode, 2> kCyclicScaleModeNames = {
     {{"cycle", CyclicScaleMode::cycle}, {"iterations", CyclicScaleMode::iterations}}};
 
 optim::SchedulePtr one_cycle(Reader& r, const Spelling& sp) {
-  const double max_value = number(r, sp.max);
-  const double first = r.get<double>(sp.initial, max_value / 25.0, kNum);
+  const double max_value = value(r, sp.max);
+  const double first = r.get_number(sp.initial, max_value / 25.0, optim::kNonNegative);
   double final_div = r.get<double>("final_div_factor", 1e4, kNum);
   if (sp.final_value != nullptr && r.has(sp.final_value)) {
     if (r.has("final_div_factor")) {
       throw Error(r.key_path(sp.final_value) + ": also given as final_div_factor: set one");
     }
-    final_div = first / number(r, sp.final_value);
+    final_div = first / value(r, sp.final_value);
   }
   return optim::one_cycle(max_value, r.get<std::int64_t>("total_steps", 1000, kInt),
                           r.get<double>("pct_start", 0.3, kNum),
@@ -129,77 +133,77 @@ constexpr std::array<ScheduleEntry, optim::kScheduleKindCount> kSchedules = {{
     {optim::ScheduleKind::constant, "ConstantLR", "ConstantWD",
      [](Reader& r, const Spelling& sp) {
        r.get<std::int64_t>("total_iters", 0, kInt);  // SequentialLR's switch point
-       return optim::constant(number(r, sp.value));
+       return optim::constant(value(r, sp.value));
      }},
     {optim::ScheduleKind::linear, "LinearLR", "LinearWD",
      [](Reader& r, const Spelling& sp) {
-       const double a = number(r, sp.initial), b = number(r, sp.end);
+       const double a = value(r, sp.initial), b = value(r, sp.end);
        const std::int64_t t = integer(r, "total_iters");
        return r.get<bool>("cycle", false, kBool) ? optim::polynomial(a, b, t, 1.0, true)
                                                  : optim::linear(a, b, t);
      }},
     {optim::ScheduleKind::polynomial, "PolynomialLR", "PolynomialWD",
      [](Reader& r, const Spelling& sp) {
-       return optim::polynomial(number(r, sp.initial), number(r, sp.end), integer(r, "total_iters"),
+       return optim::polynomial(value(r, sp.initial), value(r, sp.end), integer(r, "total_iters"),
                                 r.get<double>("power", 1.0, kNum),
                                 r.get<bool>("cycle", false, kBool));
      }},
     {optim::ScheduleKind::exponential, "ExponentialLR", "ExponentialWD",
      [](Reader& r, const Spelling& sp) {
-       return optim::exponential(number(r, sp.initial), integer(r, "total_iters"),
+       return optim::exponential(value(r, sp.initial), integer(r, "total_iters"),
                                  number(r, "decay_rate"), r.get<bool>("staircase", false, kBool));
      }},
     {optim::ScheduleKind::inverse_exponential_time_decay, "InverseExponentialTimeDecayLR",
      "InverseExponentialTimeDecayWD",
      [](Reader& r, const Spelling& sp) {
        return optim::inverse_exponential_time_decay(
-           number(r, sp.initial), number(r, "step_exponent"), integer(r, "total_iters"),
+           value(r, sp.initial), number(r, "step_exponent"), integer(r, "total_iters"),
            number(r, "decay_rate"), r.get<bool>("staircase", false, kBool));
      }},
     {optim::ScheduleKind::inverse_square_root_decay, "InverseSquareRootDecayLR",
      "InverseSquareRootDecayWD",
      [](Reader& r, const Spelling& sp) {
-       return optim::inverse_square_root_decay(r.get<double>(sp.initial, 1.0, kNum),
+       return optim::inverse_square_root_decay(r.get_number(sp.initial, 1.0, optim::kNonNegative),
                                                r.get<double>("scale", 1.0, kNum),
                                                r.get<std::int64_t>("warmup_steps", 1, kInt));
      }},
     {optim::ScheduleKind::cosine_decay, "CosineDecayLR", "CosineDecayWD",
      [](Reader& r, const Spelling& sp) {
-       return optim::cosine_decay(number(r, sp.initial), number(r, sp.end),
+       return optim::cosine_decay(value(r, sp.initial), value(r, sp.end),
                                   integer(r, "total_iters"));
      }},
     {optim::ScheduleKind::cosine_annealing, "CosineAnnealingLR", "CosineAnnealingWD",
      [](Reader& r, const Spelling& sp) {
-       return optim::cosine_annealing(number(r, sp.initial), integer(r, "T_max"),
-                                      r.get<double>("eta_min", 0.0, kNum));
+       return optim::cosine_annealing(value(r, sp.initial), integer(r, "T_max"),
+                                      r.get_number("eta_min", 0.0, optim::kNonNegative));
      }},
     {optim::ScheduleKind::cosine_annealing_warm_restarts, "CosineAnnealingWarmRestarts",
      "CosineAnnealingWarmRestartsWD",
      [](Reader& r, const Spelling& sp) {
-       return optim::cosine_annealing_warm_restarts(number(r, sp.initial), integer(r, "T_0"),
-                                                    r.get<std::int64_t>("T_mult", 1, kInt),
-                                                    r.get<double>("eta_min", 0.0, kNum));
+       return optim::cosine_annealing_warm_restarts(
+           value(r, sp.initial), integer(r, "T_0"), r.get<std::int64_t>("T_mult", 1, kInt),
+           r.get_number("eta_min", 0.0, optim::kNonNegative));
      }},
     {optim::ScheduleKind::step_decay, "StepLR", "StepWD",
      [](Reader& r, const Spelling& sp) {
-       return optim::step_decay(number(r, sp.initial), integer(r, "step_size"),
+       return optim::step_decay(value(r, sp.initial), integer(r, "step_size"),
                                 r.get<double>("gamma", 0.1, kNum));
      }},
     {optim::ScheduleKind::multi_step, "MultiStepLR", "MultiStepWD",
      [](Reader& r, const Spelling& sp) {
-       return optim::multi_step(number(r, sp.initial), int_list(r, "milestones"),
+       return optim::multi_step(value(r, sp.initial), int_list(r, "milestones"),
                                 r.get<double>("gamma", 0.1, kNum));
      }},
     {optim::ScheduleKind::multiplicative, "MultiplicativeLR", "MultiplicativeWD",
      [](Reader& r, const Spelling& sp) {
-       return optim::multiplicative(number(r, sp.initial), number(r, "coefficient"));
+       return optim::multiplicative(value(r, sp.initial), number(r, "coefficient"));
      }},
     {optim::ScheduleKind::cyclic, "CyclicLR", "CyclicWD",
      [](Reader& r, const Spelling& sp) {
        const std::int64_t up = r.get_at_least("step_size_up", 2000, 1);
        r.get_named("scale_mode", CyclicScaleMode::cycle, kCyclicScaleModeNames);
        return optim::cyclic(
-           number(r, sp.base), number(r, sp.max), up, r.get_at_least("step_size_down", up, 1),
+           value(r, sp.base), value(r, sp.max), up, r.get_at_least("step_size_down", up, 1),
            r.get_named("mode", optim::CyclicMode::triangular, optim::kCyclicModeNames),
            r.get<double>("gamma", 1.0, kNum));
      }},
@@ -207,7 +211,12 @@ constexpr std::array<ScheduleEntry, optim::kScheduleKindCount> kSchedules = {{
     {optim::ScheduleKind::sequential, "SequentialLR", "SequentialWD", sequential},
     {optim::ScheduleKind::piecewise_constant, "PiecewiseConstantLR", "PiecewiseConstantWD",
      [](Reader& r, const Spelling& sp) {
-       return optim::piecewise_constant(double_list(r, sp.values), int_list(r, "milestones"));
+       std::vector<double> values = double_list(r, sp.values);
+       for (std::size_t i = 0; i < values.size(); ++i) {
+         r.in_range(std::string(sp.values) + "[" + std::to_string(i) + "]", values[i],
+                    optim::kNonNegative);
+       }
+       return optim::piecewise_constant(values, int_list(r, "milestones"));
      }},
     {optim::ScheduleKind::chained, "ChainedLR", "ChainedWD",
      [](Reader& r, const Spelling& sp) { return optim::chained(nested_list(r, sp).schedules); }},
@@ -287,7 +296,7 @@ std::string name_of_node(const YAML::Node& node, const std::string& path) {
     throw Error(path + ": expected one scheduler, as {Name: {parameters}} (names: " +
                 schedule_names() + ")");
   }
-  return node.begin()->first.as<std::string>();
+  return Reader::key_text(node.begin()->first, path);
 }
 
 // A scheduler inside SequentialLR, ChainedLR or ScalePerParamLR: of the outer's key, without

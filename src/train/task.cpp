@@ -1,7 +1,10 @@
 #include "task.hpp"
 
+#include <unistd.h>
 #include <algorithm>
+
 #include <cmath>
+#include <cstdio>
 
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/profiler.hpp"
@@ -9,10 +12,29 @@
 namespace mantissa::train {
 namespace {
 
+// The model config, once its size was checked against this machine's memory.
+template <class C>
+const C& fitting(const C& c, const char* kind) {
+  check_model_fits(c.parameter_count(), std::string("trainer.init.model (") + kind + ")");
+  return c;
+}
+
+// Builds a validation loader, saying which settings to change when the data is too small.
+template <class F>
+auto validation_loader(F&& make) {
+  try {
+    return make();
+  } catch (const Error& e) {
+    throw Error(std::string("validation data: ") + e.what() +
+                " (give validation more data, or lower the val_dataloader's batch_size or "
+                "context)");
+  }
+}
+
 class TextTask final : public Task {
  public:
   TextTask(const TrainerConfig& c, const data::CorpusProvider& kjv_corpus)
-      : gpt_(c.model.gpt, c.seed), train_cfg_(c.train_data) {
+      : gpt_(fitting(c.model.gpt, "gpt"), c.seed), train_cfg_(c.train_data) {
     const data::ByteText all = c.train_data.dataset == DatasetKind::kjv
                                    ? data::load_kjv(c.train_data.data_dir, kjv_corpus)
                                    : data::load_text_file(c.train_data.path);
@@ -46,10 +68,19 @@ class TextTask final : public Task {
     }();
     return gpt_.loss(b.inputs, b.targets, b.batch, b.context);
   }
+  void prepare_evaluation() override {
+    if (val_) return;
+    val_ = validation_loader([&] {
+      return std::make_unique<data::TextLoader>(*eval_text_, val_context_, val_batch_, false, 0);
+    });
+  }
   EvalResult evaluate(std::int64_t steps) override {
-    data::TextLoader val(*eval_text_, val_context_, val_batch_, false, 0);
+    prepare_evaluation();
+    data::TextLoader& val = *val_;
+    val.set_state({});  // from the start of the validation data
     steps = std::min(steps, val.batches_per_epoch());
     EvalResult r;
+    r.text = true;
     double sum = 0;
     for (std::int64_t s = 0; s < steps; ++s) {
       const data::TextBatch b = val.next();
@@ -78,7 +109,7 @@ class TextTask final : public Task {
   DataloaderConfig train_cfg_;
   data::ByteText train_text_, val_text_;
   const data::ByteText* eval_text_ = nullptr;  // the split validation reads
-  std::unique_ptr<data::TextLoader> train_;
+  std::unique_ptr<data::TextLoader> train_, val_;
   std::int64_t val_context_ = 0, val_batch_ = 0;
 };
 
@@ -98,13 +129,13 @@ class ImageTask final : public Task {
     train_ = std::make_unique<data::ImageLoader>(train_set_, c.train_data.batch_size,
                                                  c.train_data.shuffle, c.seed, true);
     if (c.model.kind == ModelKind::mlp) {
-      mlp_ = std::make_unique<nn::Mlp>(c.model.mlp, c.seed);
+      mlp_ = std::make_unique<nn::Mlp>(fitting(c.model.mlp, "mlp"), c.seed);
     } else {
       nn::CnnConfig cnn = c.model.cnn;  // the images' shape is the dataset's
       cnn.channels = train_set_.channels;
       cnn.height = train_set_.height;
       cnn.width = train_set_.width;
-      cnn_ = std::make_unique<nn::Cnn>(cnn, c.seed);
+      cnn_ = std::make_unique<nn::Cnn>(fitting(cnn, "cnn"), c.seed);
     }
   }
   nn::Module& module() override { return mlp_ ? static_cast<nn::Module&>(*mlp_) : *cnn_; }
@@ -120,8 +151,15 @@ class ImageTask final : public Task {
     }();
     return autograd::cross_entropy(logits(b.x), b.y);
   }
+  void prepare_evaluation() override {
+    if (val_) return;
+    val_ = validation_loader(
+        [&] { return std::make_unique<data::ImageLoader>(val_set_, val_batch_, false, 0, false); });
+  }
   EvalResult evaluate(std::int64_t steps) override {
-    data::ImageLoader val(val_set_, val_batch_, false, 0, false);
+    prepare_evaluation();
+    data::ImageLoader& val = *val_;
+    val.set_state({});  // from the start of the validation data
     steps = std::min(steps, val.batches_per_epoch());
     EvalResult r;
     double sum = 0;
@@ -154,13 +192,27 @@ class ImageTask final : public Task {
  private:
   TrainerConfig cfg_;
   data::ImageDataset train_set_, val_set_;
-  std::unique_ptr<data::ImageLoader> train_;
+  std::unique_ptr<data::ImageLoader> train_, val_;
   std::int64_t val_batch_ = 0;
   std::unique_ptr<nn::Mlp> mlp_;
   std::unique_ptr<nn::Cnn> cnn_;
 };
 
 }  // namespace
+
+void check_model_fits(std::int64_t parameters, const std::string& what) {
+  constexpr std::int64_t kBytesPerParameter = 8;  // float32 weight and gradient
+  const double memory =
+      static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  const double need = static_cast<double>(parameters) * kBytesPerParameter;
+  if (memory > 0 && need > memory) {
+    char text[160];
+    std::snprintf(text, sizeof(text), "%.4g GiB, more than this machine's %.4g GiB of memory",
+                  need / (1 << 30), memory / (1 << 30));
+    throw Error(what + ": " + std::to_string(parameters) +
+                " parameters: their float32 weights and gradients need " + text);
+  }
+}
 
 std::unique_ptr<Task> make_task(const TrainerConfig& config,
                                 const data::CorpusProvider& kjv_corpus) {

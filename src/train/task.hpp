@@ -16,6 +16,9 @@ class Task {
   virtual nn::Module& module() = 0;
   // The next training batch's loss (one micro-batch).
   virtual autograd::Variable next_train_loss() = 0;
+  // Builds the validation loader now (evaluate does so on first use): validation data too
+  // small for one batch is an error before the first training step, not after the last.
+  virtual void prepare_evaluation() = 0;
   // One validation run over `steps` batches from the start of the validation data.
   virtual EvalResult evaluate(std::int64_t steps) = 0;
   virtual std::int64_t items_per_batch() const = 0;  // tokens or samples

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "data_parallel.hpp"
@@ -16,6 +15,7 @@
 #include "mantissa/train/metrics.hpp"
 #include "number_text.hpp"
 #include "param_groups.hpp"
+#include "run_dir.hpp"
 #include "run_settings.hpp"
 #include "task.hpp"
 
@@ -31,13 +31,18 @@ std::string fmt_double(double v, const char* f = "%.4g") {
   return b;
 }
 
+bool evaluates(RunMode mode) {
+  return mode != RunMode::train;
+}
+
 }  // namespace
 
 Trainer::Trainer(TrainerConfig config, TrainerHooks hooks)
-    : config_(std::move(config)), events_(hooks.events != nullptr ? hooks.events : &silent_) {
+    : config_(std::move(config)),
+      events_(hooks.events != nullptr ? hooks.events : &silent_),
+      external_stop_(hooks.stop) {
   dp_ = std::make_unique<DataParallel>(hooks.world, config_.dist);
   if (!dp_->is_root()) events_ = &silent_;  // rank 0 reports for the job
-  policy_ = config_.precision.policy();
   run_dir_ = config_.checkpoint.dir.empty() ? "runs/default" : config_.checkpoint.dir;
   for (const std::string& note : config_.notes) log(note);
   // Before any work: the global batch must split evenly (every process says so alike). Then
@@ -48,18 +53,25 @@ Trainer::Trainer(TrainerConfig config, TrainerHooks hooks)
   dp_->root_first([&] {
     task_ = make_task(config_, hooks.kjv_corpus);
     task_->set_batch_part(part);
-    fp8_ = std::make_unique<Fp8Layers>(task_->module(), policy_.fp8);
-    optimizer_ =
-        optim::make_optimizer(config_.optimizer.settings,
-                              build_param_groups(config_, task_->module().named_parameters()));
-    optimizer_->set_training_state(
-        {config_.precision.master_weights, config_.optimizer.state_format, config_.seed});
-    scaler_ = config_.precision.make_scaler([this](const std::string& l) { log(l); });
+    fp8_ = std::make_unique<Fp8Layers>(task_->module(), config_.precision.policy().fp8);
+    build_optimizer_and_scaler();
   });
   dp_->attach(task_->module().parameters());
+  metrics_ =
+      std::make_unique<MetricsFile>((std::filesystem::path(run_dir_) / "metrics.jsonl").string());
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::build_optimizer_and_scaler() {
+  optimizer_ = optim::make_optimizer(
+      config_.optimizer.settings, build_param_groups(config_, task_->module().named_parameters()));
+  optimizer_->set_training_state(
+      {config_.precision.master_weights, config_.optimizer.state_format, config_.seed});
+  scaler_ = config_.precision.make_step_guard([this](const std::string& l) { log(l); });
+  scales_loss_ = config_.precision.make_scaler() != nullptr;
+  policy_ = config_.precision.policy();
+}
 
 void Trainer::log(const std::string& line) const {
   events_->message(line);
@@ -75,14 +87,12 @@ const dist::ReducerStats* Trainer::reducer_stats() const {
   return dp_->stats();
 }
 
-void Trainer::write_metrics(const std::string& json_line) const {
-  if (!dp_->is_root()) return;
-  const std::filesystem::path file = std::filesystem::path(run_dir_) / "metrics.jsonl";
-  std::error_code ec;
-  std::filesystem::create_directories(run_dir_, ec);
-  std::ofstream f(file, std::ios::app);
-  f << json_line << "\n";
-  if (ec || !f) throw Error(file.string() + ": cannot append the metrics line");
+void Trainer::write_metrics(const std::string& json_line) {
+  if (dp_->is_root()) metrics_->append(json_line);  // rank 0 writes for the job
+}
+
+bool Trainer::stop_requested() const {
+  return stop_.load() || (external_stop_ != nullptr && external_stop_->load());
 }
 
 std::map<std::string, tensor::Tensor> Trainer::state_tensors() const {
@@ -93,18 +103,16 @@ std::map<std::string, tensor::Tensor> Trainer::state_tensors() const {
 }
 
 std::map<std::string, std::string> Trainer::state_metadata() const {
-  std::map<std::string, std::string> m;
-  m["global_step"] = std::to_string(global_step_);
-  m["optimizer_step"] = std::to_string(optimizer_->step_index());
-  m["config"] = config_.yaml;
-  m["fp16_type"] = policy_.enabled() ? std::string(numerics::name(policy_.half)) : "float32";
-  const data::LoaderState ls = task_->loader_state();
-  m["train_loader"] = json{{"epoch", ls.epoch}, {"position", ls.position}}.dump();
-  const tensor::RngState rs = task_->rng_state();
-  m["rng"] = json{{"seed", rs.seed}, {"counter", rs.counter}}.dump();
-  if (scaler_) m["scaler"] = amp::encode_scaler_state(scaler_->state());
-  m["dist_ranks"] = std::to_string(dp_->size());
-  return m;
+  CheckpointMeta m;
+  m.global_step = global_step_;
+  m.optimizer_step = optimizer_->step_index();
+  m.config = config_.yaml;
+  m.fp16_type = policy_.enabled() ? policy_.half : numerics::Format::float32;
+  m.train_loader = task_->loader_state();
+  m.rng = task_->rng_state();
+  m.scaler = scaler_->state();
+  m.dist_ranks = dp_->size();
+  return encode_checkpoint_meta(m);
 }
 
 std::string Trainer::save_checkpoint_now() {
@@ -124,52 +132,6 @@ std::optional<std::string> Trainer::latest_of_job() const {
   return latest;
 }
 
-void Trainer::restore(const std::string& path) {
-  std::int64_t written_by = 1;
-  dp_->together([&] { written_by = restore_state(path); });
-  // Every process read the same file: the same state, or an Error naming the one that differs
-  // (a run directory that is not shared, a stale copy).
-  dp_->require_identical_state(state_tensors(), state_metadata(),
-                               "the state restored from " + path);
-  log("resumed from " + path + " at step " + std::to_string(global_step_));
-  if (written_by != dp_->size()) {
-    log("the checkpoint was written by " + std::to_string(written_by) + " process" +
-        (written_by == 1 ? "" : "es") + ", this run has " + std::to_string(dp_->size()) +
-        ": the data carries on from the same sample (the global batch is unchanged); the "
-        "steps are not bit-identical to a run that keeps its number of processes");
-  }
-}
-
-std::int64_t Trainer::restore_state(const std::string& path) {
-  const Checkpoint c = load_checkpoint(path);
-  std::int64_t written_by = 1;
-  try {
-    task_->module().load_state_dict(under_prefix(kModelPrefix, c.tensors));
-    optimizer_->load_state_tensors(under_prefix(kOptimizerPrefix, c.tensors),
-                                   std::stoll(c.metadata.at("optimizer_step")));
-    fp8_->load_state_tensors(under_prefix(kFp8Prefix, c.tensors));
-    global_step_ = std::stoll(c.metadata.at("global_step"));
-    const json ls = json::parse(c.metadata.at("train_loader"));
-    task_->set_loader_state(
-        {ls.at("epoch").get<std::int64_t>(), ls.at("position").get<std::int64_t>()});
-    const json rs = json::parse(c.metadata.at("rng"));
-    task_->set_rng_state(
-        {rs.at("seed").get<std::uint64_t>(), rs.at("counter").get<std::uint64_t>()});
-    if (scaler_) {
-      if (c.metadata.count("scaler") == 0)
-        throw Error("no loss-scaler state, but this run scales the loss");
-      scaler_->load_state(amp::decode_scaler_state(c.metadata.at("scaler")));
-    }
-    policy_.half = numerics::parse_format(c.metadata.at("fp16_type")).value_or(policy_.half);
-    if (c.metadata.count("dist_ranks") != 0) written_by = std::stoll(c.metadata.at("dist_ranks"));
-  } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
-  } catch (const std::exception& e) {  // missing metadata keys, malformed JSON
-    throw Error(path + ": checkpoint metadata is malformed (" + e.what() + ")");
-  }
-  return written_by;
-}
-
 EvalResult Trainer::evaluate() {
   precision::Autocast cast(policy_);
   autograd::NoGradGuard no_grad;
@@ -179,7 +141,7 @@ EvalResult Trainer::evaluate() {
   EvalRecord record{global_step_, r.loss, std::nullopt, std::nullopt, r.steps};
   std::string line =
       "eval at step " + std::to_string(global_step_) + ": loss " + fmt_double(r.loss);
-  if (r.perplexity > 0) {
+  if (r.text) {
     record.perplexity = r.perplexity;
     line += ", perplexity " + fmt_double(r.perplexity);
   } else {
@@ -207,26 +169,25 @@ StepResult Trainer::train_step() {
       autograd::Variable loss = task_->next_train_loss();
       r.loss += loss.value().item() / static_cast<double>(accum);
       if (shares > 1) loss = autograd::scale(loss, 1.0f / static_cast<float>(shares));
-      dp_->backward(scaler_ ? scaler_->scale(loss) : loss, a + 1 == accum);
+      dp_->backward(scaler_->scale(loss), a + 1 == accum);
     }
     // Data parallel: the gradients summed over the processes, the loss averaged; one decision on
     // skipping and one clipping norm for all (with one process: nothing changes).
     dp_->finish();
     r.loss = dp_->mean(r.loss);
+    if (!std::isfinite(r.loss)) scaler_->note_nonfinite_loss();
     r.report = amp::finish_step(*optimizer_, scaler_.get(), config_.precision.max_gradient_norm,
                                 config_.precision.max_gradient_value, dp_->step_agreement());
   }
   fp8_->update(dp_->fp8_agreement());  // data parallel: the scales follow the global batch
-  if (scaler_) {
-    if (auto wider = scaler_->take_fallback()) {
-      policy_.half = *wider;
-      log("precision falls back to " + std::string(numerics::name(*wider)) + " from here on");
-    }
+  if (auto wider = scaler_->take_fallback()) {
+    policy_.half = *wider;
+    log("precision falls back to " + std::string(numerics::name(*wider)) + " from here on");
   }
   ++global_step_;
   if (!r.report.stepped) {
-    std::string line = "skipped step " + std::to_string(global_step_) +
-                       ": non-finite gradients at loss scale " +
+    std::string line = "skipped step " + std::to_string(global_step_) + ": non-finite " +
+                       (std::isfinite(r.loss) ? "gradients" : "loss") + " at loss scale " +
                        detail::scale_text(r.report.loss_scale);
     for (std::size_t i = 0; i < r.report.nonfinite_params.size(); ++i)
       line += (i == 0 ? " in " : ", ") + r.report.nonfinite_params[i];
@@ -239,7 +200,7 @@ RunRecord Trainer::run_record() const {
   RunRecord r;
   r.format = policy_.half;
   r.fp8 = policy_.fp8.enabled;
-  r.loss_scaling = detail::loss_scaling_mode(scaler_.get());
+  r.loss_scaling = detail::loss_scaling_mode(scales_loss_ ? scaler_.get() : nullptr);
   r.model = name_of(kModelNames, config_.model.kind);
   r.parameters = parameter_count();
   r.unit = item_unit();
@@ -248,7 +209,8 @@ RunRecord Trainer::run_record() const {
   r.max_steps = config_.loop.max_steps;
   r.seed = config_.seed;
   r.cpu = detail::cpu_name();
-  r.settings = detail::precision_settings(config_.precision, policy_, scaler_.get());
+  r.settings = detail::precision_settings(config_.precision, policy_,
+                                          scales_loss_ ? scaler_.get() : nullptr);
   r.settings.emplace_back("optimizer", optimizer_->name());
   if (config_.optimizer.state_format != numerics::Format::float32) {
     r.settings.emplace_back("optimizer state_dtype",
@@ -283,9 +245,17 @@ RunSummary Trainer::evaluate_all() {
   const std::vector<std::string> all = list_checkpoints(run_dir_);
   if (all.empty())
     throw Error("eval_all: no checkpoint in " + run_dir_ + " to evaluate (train first)");
+  std::optional<RunDirLock> lock;
+  dp_->together([&] {
+    dp_->on_root([&] {
+      lock.emplace(run_dir_, RunDirLock::Use::evaluate);
+      metrics_->open();
+    });
+  });
+  task_->prepare_evaluation();
   RunSummary summary;
   for (const std::string& path : all) {
-    restore(path);
+    restore(path, load_checkpoint(path), false, ResumeSettings::must_match);
     summary.evals.push_back({path, global_step_, evaluate()});
   }
   summary.eval = summary.evals.back().result;
@@ -293,22 +263,62 @@ RunSummary Trainer::evaluate_all() {
   return summary;
 }
 
-RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) {
+RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume,
+                        ResumeSettings settings) {
   if (mode == RunMode::eval_all) return evaluate_all();
-  if (resume) {
-    const std::optional<std::string> path = *resume == "latest" ? latest_of_job() : resume;
-    if (path) {
-      restore(*path);
-    } else if (mode == RunMode::eval) {
-      throw Error("eval: no checkpoint in " + run_dir_ + " to evaluate (train first)");
-    } else {
-      log("no checkpoint in " + run_dir_ + ": starting from step 0");
-    }
-  } else if (mode == RunMode::eval) {
-    throw Error("eval: give --resume latest or a checkpoint path");
+  const bool training = mode != RunMode::eval;
+  if (!training && !resume) throw Error("eval: give --resume latest or a checkpoint path");
+  if (!training && !std::filesystem::is_directory(run_dir_) && resume == "latest") {
+    throw Error("eval: no checkpoint in " + run_dir_ + " to evaluate (train first)");
   }
-  RunSummary summary;
-  if (mode == RunMode::eval) {
+  // Before the first step: the run directory (locked, writable), the checkpoint, which
+  // checkpoints the run may replace, the metrics file, the validation data, the schedules.
+  // Data parallel: rank 0 holds the lock and judges the run directory; every process loads
+  // the checkpoint rank 0 chose, and they must restore the same state.
+  std::optional<RunDirLock> lock;
+  std::string chosen;
+  dp_->together([&] {
+    dp_->on_root([&] {
+      lock.emplace(run_dir_, training ? RunDirLock::Use::train : RunDirLock::Use::evaluate);
+      std::optional<LoadedCheckpoint> newest;
+      if (resume == "latest") newest = load_latest_checkpoint(run_dir_);
+      if (resume == "latest" && newest) chosen = newest->path;
+      if (resume && *resume != "latest") chosen = *resume;
+      if (chosen.empty() && !training) {
+        throw Error("eval: no checkpoint in " + run_dir_ + " to evaluate (train first)");
+      }
+      if (training) {
+        check_checkpoints_are_ours(
+            run_dir_, chosen.empty() ? std::nullopt : std::optional<std::string>(chosen));
+      }
+    });
+  });
+  chosen = dp_->from_root(chosen);
+  if (resume && *resume != "latest") chosen = *resume;  // each process the file it was given
+  if (!chosen.empty()) {
+    std::int64_t written_by = 1;
+    dp_->together([&] {
+      const Checkpoint c = load_checkpoint(chosen);
+      written_by = decode_checkpoint_meta(c.metadata, chosen).dist_ranks;
+      restore(chosen, c, training, settings);
+    });
+    // Every process read the same file: the same state, or an Error naming the one that
+    // differs (a run directory that is not shared, a stale copy).
+    dp_->require_identical_state(state_tensors(), state_metadata(),
+                                 "the state restored from " + chosen);
+    if (written_by != dp_->size()) {
+      log("the checkpoint was written by " + std::to_string(written_by) + " process" +
+          (written_by == 1 ? "" : "es") + ", this run has " + std::to_string(dp_->size()) +
+          ": the data carries on from the same sample (the global batch is unchanged); the "
+          "steps are not bit-identical to a run that keeps its number of processes");
+    }
+  } else if (resume) {
+    log("no checkpoint in " + run_dir_ + ": starting from step 0");
+  }
+  dp_->together([&] { dp_->on_root([&] { metrics_->open(); }); });
+  if (evaluates(mode)) task_->prepare_evaluation();
+  if (!training) {
+    RunSummary summary;
     summary.eval = evaluate();
     summary.global_step = global_step_;
     return summary;
@@ -319,11 +329,15 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
           " (*.tmp) in " + run_dir_ + ", left by a run stopped while it saved");
     }
   });
+  optimizer_->check_schedules(config_.loop.max_steps);
+  return train_loop(mode);
+}
+
+RunSummary Trainer::train_loop(RunMode mode) {
   log("training " + std::string(name_of(kModelNames, config_.model.kind)) + " (" +
       std::to_string(task_->module().parameter_count()) + " parameters), precision " +
       policy_.describe() + ", " + optimizer_->name() + ", lr " + config_.schedule_text +
       ", run directory " + run_dir_);
-  write_metrics(metrics_line(run_record()));
   if (const dist::ReducerStats* st = dp_->stats()) {
     const std::int64_t global = config_.train_data.batch_size;
     log("data parallel over " + std::to_string(dp_->size()) +
@@ -338,14 +352,42 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
   if (mode == RunMode::train_and_eval && eval_every == 0) {
     log("eval_frequency is 0: no validation while training");
   }
+  RunSummary summary;
+  std::int64_t saved_at = -1;  // the step the last periodic checkpoint holds
+  try {
+    write_metrics(metrics_line(run_record()));
+    train_steps(summary, eval_every, saved_at);
+  } catch (const MetricsWriteError& e) {
+    // A metrics record that cannot be written stops the run, after a checkpoint of the state
+    // the last completed step left: nothing is lost silently, and the run resumes from there.
+    std::string saved;
+    try {
+      saved = "; checkpoint " + save_checkpoint_now() +
+              " written: resume with --resume latest once the file can be written";
+    } catch (const Error& again) {
+      saved = std::string("; the checkpoint could not be written either: ") + again.what();
+    }
+    throw Error(e.what() + saved);
+  }
+  if (saved_at != global_step_) summary.last_checkpoint = save_checkpoint_now();
+  log("checkpoint " + summary.last_checkpoint + (summary.interrupted ? " (interrupted)" : ""));
+  if (eval_every > 0 && !summary.interrupted) {
+    events_->evaluating(global_step_);
+    summary.eval = evaluate();
+  }
+  summary.global_step = global_step_;
+  summary.skipped_steps = scaler_->num_skipped_steps();
+  return summary;
+}
+
+void Trainer::train_steps(RunSummary& summary, std::int64_t eval_every, std::int64_t& saved_at) {
   auto window_start = Clock::now();
   const auto run_start = window_start;
   std::int64_t window_items = 0, start_step = global_step_;
   double loss_sum = 0;
   std::int64_t loss_count = 0;
-  std::int64_t saved_at = -1;  // the step the last periodic checkpoint holds
   while (global_step_ < config_.loop.max_steps) {
-    if (dp_->any(stop_.load())) {  // every process stops after the same step
+    if (dp_->any(stop_requested())) {  // every process stops after the same step
       summary.interrupted = true;
       break;
     }
@@ -367,7 +409,7 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
       p.step = global_step_;
       p.max_steps = config_.loop.max_steps;
       p.loss = loss_sum / static_cast<double>(loss_count);
-      if (scaler_) p.loss_scale = report.loss_scale;
+      if (scales_loss_) p.loss_scale = report.loss_scale;
       p.learning_rate = optimizer_->current_learning_rate();
       p.grad_norm = report.grad_norm;
       p.skipped_steps = report.skipped_steps;
@@ -398,15 +440,6 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume) 
     }
     window_start += Clock::now() - pause_start;  // throughput counts training time only
   }
-  if (saved_at != global_step_) summary.last_checkpoint = save_checkpoint_now();
-  log("checkpoint " + summary.last_checkpoint + (summary.interrupted ? " (interrupted)" : ""));
-  if (eval_every > 0 && !summary.interrupted) {
-    events_->evaluating(global_step_);
-    summary.eval = evaluate();
-  }
-  summary.global_step = global_step_;
-  summary.skipped_steps = scaler_ ? scaler_->num_skipped_steps() : 0;
-  return summary;
 }
 
 }  // namespace mantissa::train

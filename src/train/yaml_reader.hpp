@@ -3,12 +3,16 @@
 // the rest, naming the key path and the keys allowed there.
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <set>
+#include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "mantissa/error.hpp"
 #include "mantissa/names.hpp"
+#include "mantissa/optim/optimizer_settings.hpp"
 
 namespace mantissa::train::detail {
 
@@ -46,6 +50,21 @@ class Reader {
     }
     return v;
   }
+  // A number in `allowed` (fallback when absent): "<key path>: <v> must be <range>" otherwise.
+  double get_number(const std::string& key, double fallback, const optim::Range& allowed) {
+    return in_range(key, get<double>(key, fallback, "a number"), allowed);
+  }
+  double require_number(const std::string& key, const optim::Range& allowed) {
+    return in_range(key, require<double>(key, "a number"), allowed);
+  }
+  double in_range(const std::string& key, double v, const optim::Range& allowed) const {
+    if (!allowed.contains(v)) {
+      std::ostringstream text;
+      text << v;
+      throw Error(key_path(key) + ": " + text.str() + " must be " + allowed.describe());
+    }
+    return v;
+  }
   template <class T>
   T require(const std::string& key, const char* type_name) {
     if (!has(key)) throw Error(key_path(key) + ": missing (expected " + type_name + ")");
@@ -62,14 +81,26 @@ class Reader {
   E get_named(const std::string& key, E fallback, const NameTable<E, N>& table) {
     return has(key) ? require_named(key, table) : fallback;
   }
+  // The scalar at `n` as T. Numbers must be finite: no setting takes inf or NaN.
   template <class T>
   static T as(const YAML::Node& n, const std::string& where, const char* type_name) {
     if (!n.IsScalar()) throw Error(where + ": expected " + type_name + ", got a " + kind(n));
+    T v{};
     try {
-      return n.as<T>();
+      v = n.as<T>();
     } catch (const YAML::Exception&) {
       throw Error(where + ": '" + n.Scalar() + "' is not " + type_name);
     }
+    if constexpr (std::is_floating_point_v<T>) {
+      if (!std::isfinite(v)) throw Error(where + ": '" + n.Scalar() + "' is not a finite number");
+    }
+    return v;
+  }
+  // A mapping key as text: keys are words (a list or mapping used as a key is an error).
+  static std::string key_text(const YAML::Node& key, const std::string& where) {
+    if (!key.IsScalar())
+      throw Error(where + ": a " + kind(key) + " used as a key (keys are words)");
+    return key.Scalar();
   }
   static std::string kind(const YAML::Node& n) {
     return n.IsMap() ? "mapping" : (n.IsSequence() ? "list" : (n.IsNull() ? "null" : "value"));
@@ -78,7 +109,7 @@ class Reader {
   void finish() const {
     if (!node_ || !node_.IsMap()) return;
     for (const auto& kv : node_) {
-      const std::string k = kv.first.as<std::string>();
+      const std::string k = key_text(kv.first, path_.empty() ? "the top level" : path_);
       if (allowed_.count(k) == 0) {
         std::string list;
         for (const auto& a : allowed_) list += (list.empty() ? "" : ", ") + a;

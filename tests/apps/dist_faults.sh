@@ -110,9 +110,9 @@ case $mode in
       fail "rank 0 does not name rank 1"
     ;;
   sigterm)
-    step=$(sed -nE 's/^\[1,0\]<stdout>:interrupted at step ([0-9]+);.*/\1/p' "$log")
+    step=$(sed -nE 's/^\[1,0\]<stderr>:mantissa: interrupted by SIG(TERM|INT) at step ([0-9]+):.*/\2/p' "$log")
     [[ -n $step ]] || fail "rank 0 does not say where it stopped"
-    grep -q "\[1,1\]<stdout>:interrupted" "$log" && fail "rank 1 reports too (rank 0 speaks for the job)"
+    grep -qE "\[1,1\]<std(out|err)>:.*interrupted" "$log" && fail "rank 1 reports too (rank 0 speaks for the job)"
     ckpt=$(printf "%s/ckpt-%08d.safetensors" "$run_dir" "$step")
     [[ -f $ckpt ]] || fail "no checkpoint of step $step"
     ;;

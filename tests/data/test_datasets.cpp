@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "gzip_member.hpp"
 #include "mantissa/data/loaders.hpp"
 #include "mantissa/error.hpp"
 
@@ -13,6 +14,7 @@ namespace mantissa::data {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::gzip_member;
 
 std::string idx_bytes(std::vector<std::int64_t> dims, std::int64_t payload,
                       unsigned char type = 0x08) {
@@ -83,6 +85,49 @@ TEST(Idx, BadFilesAreRefusedWithAReason) {
       },
       "gzip data is corrupt or truncated");
   expect_error([&] { load_idx((t.dir / "nope").string()); }, "cannot open");
+}
+
+TEST(Idx, DimensionsWhoseProductOverflowsAreRefusedBeforeAnyAllocation) {
+  // 60000 x 350476688 x 3289581145 wraps int64 to a small number; unchecked it matched a
+  // 64-byte payload's size.
+  expect_error(
+      [] {
+        decode_idx(idx_bytes({60000, 350476688, 3289581145}, 64), "x.idx");
+      },
+      "x.idx: IDX dimensions 60000 x 350476688 x 3289581145 need more than the "
+      "1073741824 bytes an IDX array may hold");
+  expect_error(
+      [] {
+        decode_idx(idx_bytes({65536, 65536}, 0), "y.idx");
+      },
+      "y.idx: IDX dimensions 65536 x 65536 need more than the 1073741824 bytes");
+}
+
+TEST(Idx, AGzipBombStopsAtTheSizeItsHeaderDeclares) {
+  // The header declares 6 bytes of data; the member inflates to 64 MB.
+  const std::string bomb = gzip_member(idx_bytes({6}, 64 << 20));
+  ASSERT_LT(bomb.size(), 1u << 20);  // 64 times smaller than what it inflates to
+  expect_error([&] { decode_idx(bomb, "bomb.gz"); },
+               "bomb.gz: gzip data inflates past the 14 bytes its IDX header declares (trailing "
+               "data, or a decompression bomb)");
+}
+
+TEST(Idx, EveryGzipMemberIsReadAsGunzipReadsThem) {
+  const std::string whole = idx_bytes({4, 5}, 20);
+  const std::string two = gzip_member(whole.substr(0, 9)) + gzip_member(whole.substr(9));
+  const IdxArray a = decode_idx(two, "two.gz");
+  EXPECT_EQ(a.dims, (std::vector<std::int64_t>{4, 5}));
+  EXPECT_EQ(a.values, decode_idx(whole, "plain").values);
+  // A second member that adds bytes is data past the header's size, never ignored.
+  expect_error([&] { decode_idx(gzip_member(whole) + gzip_member("x"), "extra.gz"); },
+               "extra.gz: gzip data inflates past the 32 bytes its IDX header declares");
+  expect_error([&] { decode_idx(gzip_member(whole) + "garbage", "junk.gz"); },
+               "junk.gz: gzip data is corrupt or truncated");
+}
+
+TEST(Idx, ADirectoryIsNotAFile) {
+  TempDir t;
+  expect_error([&] { load_idx(t.dir.string()); }, ": is a directory, not the IDX file");
 }
 
 TEST(FashionMnist, WrongDimensionsAndCountsAreRefused) {

@@ -133,5 +133,78 @@ TEST(Safetensors, UnknownDtypesAreRefusedListingTheKnownOnes) {
   }
 }
 
+// Hand-written hostile headers: each is refused naming the file, the tensor and what was
+// expected, before anything of the claimed size is allocated.
+TEST(Safetensors, HostileHeadersAreRefusedNamingTheTensor) {
+  const auto entry = [](const std::string& shape, const std::string& offsets) {
+    return R"({"t":{"dtype":"F32","shape":)" + shape + R"(,"data_offsets":)" + offsets + "}}";
+  };
+  const std::string eight(8, '\0');
+  const struct {
+    std::string header, data, message;
+  } cases[] = {
+      // [2^62 + 32] x 4 bytes wraps to 128 in 64 bits: unchecked, 128 bytes "matched".
+      {entry("[4611686018427387936]", "[0,128]"), std::string(128, '\0'),
+       "f: tensor 't': shape [4611686018427387936] of F32 has a byte size past int64"},
+      {entry("[32.5]", "[0,128]"), std::string(128, '\0'),
+       "f: tensor 't': shape [32.5] holds 32.5, not an integer >= 0"},
+      {entry("[-2]", "[0,8]"), eight, "f: tensor 't': shape [-2] holds -2, not an integer >= 0"},
+      {entry("[1,1,1,1,1,1,1]", "[0,4]"), std::string(4, '\0'),
+       "f: tensor 't': shape [1,1,1,1,1,1,1] is not a list of at most 6 integers"},
+      {entry("[32]", "[0,64]"), std::string(64, '\0'),
+       "f: tensor 't': shape [32] of F32 needs 128 bytes (32 x 4), but data_offsets [0, 64] "
+       "span 64"},
+      {entry("[2]", "[8,0]"), eight,
+       "f: tensor 't': shape [2] of F32 needs 8 bytes (2 x 4), but data_offsets [8, 0] end "
+       "before they begin"},
+      {entry("[2]", "[0,\"8\"]"), eight,
+       "f: tensor 't': data_offsets [0,\"8\"] is not a list of two integers >= 0 [begin, end]"},
+      {entry("[2]", "[8,16]"), std::string(16, '\0'),
+       "f: bytes 0 to 8 of the data belong to no tensor (a hole before 't')"},
+      {entry("[2]", "[0,8]"), std::string(12, '\0'),
+       "f: 4 bytes after the last tensor belong to no tensor"},
+      {entry("[4]", "[0,16]"), eight, "f: tensor 't' ends at byte 16 past the data's 8 bytes"},
+      {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+       R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+       eight, "f: tensor 'b' overlaps the tensor before it in the data"},
+      {R"({"t":{"dtype":"F32","shape":[2]}})", eight, "f: tensor 't': missing 'data_offsets'"},
+      {R"({"t":[1,2]})", "", "f: tensor 't': expected {dtype, shape, data_offsets}, got [1,2]"},
+      {R"({"__metadata__":[1]})", "", "f: __metadata__ is not a JSON object"},
+      {R"({"__metadata__":{"k":5}})", "", "f: metadata 'k' is not a string"},
+  };
+  for (const auto& c : cases) {
+    try {
+      decode_safetensors(header_of(c.header) + c.data, "f");
+      ADD_FAILURE() << "accepted: " << c.header;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos)
+          << e.what() << "\n expected: " << c.message;
+    }
+  }
+  try {
+    load_safetensors(std::filesystem::temp_directory_path().string());
+    ADD_FAILURE() << "a directory was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(": is a directory, not the safetensors file"),
+              std::string::npos);
+  }
+}
+
+TEST(Safetensors, TheCrc32IsZlibsOverTheStoredBytes) {
+  // The CRC-32 of the little-endian float32 bytes of [1, 2] (00 00 80 3f 00 00 00 40),
+  // computed here bit by bit from its definition (reflected, polynomial 0xedb88320, initial
+  // and final xor 0xffffffff: the crc32 of zlib, gzip and PNG).
+  const unsigned char bytes[] = {0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x00, 0x40};
+  std::uint32_t crc = 0xffffffffu;
+  for (unsigned char b : bytes) {
+    crc ^= b;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
+  }
+  crc ^= 0xffffffffu;
+  EXPECT_EQ(stored_crc32(Tensor::from_vector({1.0f, 2.0f}, {2})), crc);
+  // cbfloat16 is stored as float32 values, and checksummed as stored.
+  EXPECT_EQ(stored_crc32(Tensor::from_vector({1.0f, 2.0f}, {2}, Format::cbfloat16)), crc);
+}
+
 }  // namespace
 }  // namespace mantissa::tensor

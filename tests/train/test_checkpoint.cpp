@@ -1,13 +1,17 @@
-// Checkpoints: truncated files, a flipped header byte and a wrong tensor shape are refused;
-// a crash between the temporary write and the rename leaves the previous one loadable;
-// retention keeps the newest.
+// Checkpoints: truncated files, a flipped header byte, a flipped data byte (crc32), non-finite
+// values, metadata out of range and a wrong tensor shape are refused naming the file; a crash
+// between the temporary write and the rename leaves the previous one loadable; a corrupt
+// newest checkpoint is named, with the newest one that loads; retention keeps the newest.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include <cmath>
+
 #include "mantissa/error.hpp"
 #include "mantissa/nn/models.hpp"
+#include "mantissa/tensor/safetensors.hpp"
 #include "mantissa/train/checkpoint.hpp"
 
 namespace mantissa::train {
@@ -25,7 +29,12 @@ Checkpoint sample() {
   Checkpoint c;
   c.tensors["model.w"] = tensor::Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3});
   c.tensors["optimizer.w.exp_avg"] = tensor::Tensor::zeros({2, 3});
-  c.metadata = {{"global_step", "5"}, {"config", "trainer: {}"}};
+  c.metadata = {{"global_step", "5"},
+                {"optimizer_step", "4"},
+                {"config", "trainer: {}"},
+                {"fp16_type", "float16"},
+                {"train_loader", R"({"epoch": 1, "position": 6})"},
+                {"rng", R"({"seed": 7, "counter": 8})"}};
   return c;
 }
 
@@ -111,6 +120,124 @@ TEST(Checkpoint, RetentionKeepsTheNewest) {
   ASSERT_EQ(left.size(), 2u);
   EXPECT_EQ(fs::path(left[0]).filename(), "ckpt-00000003.safetensors");
   EXPECT_EQ(fs::path(left[1]).filename(), "ckpt-00000004.safetensors");
+}
+
+// The data section's last byte inverted, as a disk or a copy might: the header still parses.
+void flip_last_byte(const std::string& p) {
+  std::string bytes = read(p);
+  bytes.back() = static_cast<char>(~bytes.back());
+  write(p, bytes);
+}
+
+TEST(Checkpoint, EveryTensorIsVerifiedAgainstItsCrc32) {
+  TempDir t;
+  const std::string p = save_checkpoint(t.dir.string(), 5, sample());
+  flip_last_byte(p);
+  expect_refused(p, ": tensor 'optimizer.w.exp_avg' fails its crc32 check (recorded ");
+  expect_refused(p, "): the file is corrupt");
+}
+
+TEST(Checkpoint, NonFiniteWeightsAreRefused) {
+  TempDir t;
+  Checkpoint c = sample();
+  c.tensors["model.w"] = tensor::Tensor::from_vector({1, 2, std::nanf(""), 4, INFINITY, 6}, {2, 3});
+  const std::string p = save_checkpoint(t.dir.string(), 5, c);
+  expect_refused(p,
+                 ": tensor 'model.w' holds 2 non-finite values (inf or NaN; the first at "
+                 "index 2): the checkpoint is unusable");
+}
+
+TEST(Checkpoint, MetadataIsTypedAndRangeCheckedNamingTheKey) {
+  TempDir t;
+  const struct {
+    const char* key;
+    const char* value;
+    std::string message;
+  } cases[] = {
+      {"global_step", "-5", "checkpoint metadata 'global_step': '-5' (expected an integer >= 0)"},
+      {"global_step", "5abc", "'global_step': '5abc' (expected an integer >= 0)"},
+      {"global_step", "99999999999999999999", "'global_step': '99999999999999999999' (expected"},
+      {"optimizer_step", "6", "'optimizer_step': '6' (expected at most global_step, 5)"},
+      {"fp16_type", "float128",
+       "'fp16_type': 'float128' (expected float32, float16, bfloat16 or cbfloat16)"},
+      {"fp16_type", "float8_e4m3", "'fp16_type': 'float8_e4m3' (expected float32"},
+      {"train_loader", R"({"epoch": -1, "position": 0})", "'train_loader': '{\"epoch\": -1"},
+      {"rng", "[1, 2]", "'rng': '[1, 2]' (expected {\"seed\": <integer >= 0>"},
+      {"config", "", "'config': '' (expected the run's YAML config)"},
+      {"scaler", R"({"loss_scale": -1})", "checkpoint metadata 'scaler': scaler state: missing"},
+  };
+  for (const auto& c : cases) {
+    Checkpoint ck = sample();
+    ck.metadata[c.key] = c.value;
+    expect_refused(save_checkpoint(t.dir.string(), 5, ck), c.message);
+  }
+  Checkpoint ck = sample();
+  ck.metadata.erase("rng");
+  expect_refused(save_checkpoint(t.dir.string(), 5, ck), "checkpoint metadata lacks 'rng'");
+}
+
+TEST(Checkpoint, MetadataRoundTrips) {
+  CheckpointMeta m;
+  m.global_step = 12;
+  m.optimizer_step = 10;
+  m.config = "trainer: {}";
+  m.fp16_type = numerics::Format::cbfloat16;
+  m.train_loader = {3, 17};
+  m.rng = {0xffffffffffffffffull, 9};
+  m.scaler = amp::ScalerState{};
+  m.scaler->loss_scale = 4096;
+  m.scaler->num_skipped_steps = 2;
+  const CheckpointMeta back = decode_checkpoint_meta(encode_checkpoint_meta(m), "x");
+  EXPECT_EQ(back.global_step, 12);
+  EXPECT_EQ(back.optimizer_step, 10);
+  EXPECT_EQ(back.fp16_type, numerics::Format::cbfloat16);
+  EXPECT_EQ(back.train_loader.position, 17);
+  EXPECT_EQ(back.rng.seed, 0xffffffffffffffffull);
+  ASSERT_TRUE(back.scaler.has_value());
+  EXPECT_EQ(back.scaler->loss_scale, 4096.0);
+  EXPECT_EQ(back.scaler->num_skipped_steps, 2);
+}
+
+TEST(Checkpoint, ACorruptNewestIsNeverSkippedAndThePreviousGoodOneIsNamed) {
+  TempDir t;
+  const std::string good = save_checkpoint(t.dir.string(), 3, sample());
+  const std::string bad = save_checkpoint(t.dir.string(), 6, sample());
+  flip_last_byte(bad);
+  try {
+    load_latest_checkpoint(t.dir.string());
+    FAIL() << "the corrupt newest checkpoint loaded";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind(bad + ": tensor 'optimizer.w.exp_avg' fails its crc32 check", 0), 0u) << m;
+    EXPECT_NE(m.find(". The newest checkpoint that loads is " + good +
+                     ": move the newer ones away (or delete them) and --resume latest takes it."),
+              std::string::npos)
+        << m;
+  }
+  flip_last_byte(good);
+  try {
+    load_latest_checkpoint(t.dir.string());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("No older checkpoint in " + t.dir.string() + " loads either."),
+        std::string::npos);
+  }
+  fs::remove(bad);
+  fs::remove(good);
+  EXPECT_FALSE(load_latest_checkpoint(t.dir.string()).has_value());
+}
+
+TEST(Checkpoint, AFileWrittenBeforeChecksumsLoadsMarkedUnverified) {
+  TempDir t;
+  fs::create_directories(t.dir);
+  Checkpoint c = sample();
+  c.metadata["format"] = kUnchecksummedVersion;
+  const std::string p = (t.dir / "ckpt-00000001.safetensors").string();
+  tensor::save_safetensors(p, c.tensors, c.metadata);  // no crc32, as version 1 wrote it
+  const Checkpoint back = load_checkpoint(p);
+  EXPECT_FALSE(back.checksummed);
+  EXPECT_TRUE(load_checkpoint(save_checkpoint(t.dir.string(), 2, sample())).checksummed);
 }
 
 }  // namespace

@@ -64,7 +64,7 @@ TEST(DistConfig, EachBadValueIsNamedByItsKey) {
   EXPECT_EQ(error_of("trainer.init.dist.timeout_seconds=-1"),
             "trainer.init.dist.timeout_seconds: -1 must be in (0, 86400] (seconds)");
   EXPECT_EQ(error_of("trainer.init.dist.timeout_seconds=.nan"),
-            "trainer.init.dist.timeout_seconds: nan must be in (0, 86400] (seconds)");
+            "trainer.init.dist.timeout_seconds: '.nan' is not a finite number");
   EXPECT_EQ(error_of("trainer.init.dist.overlap=sometimes"),
             "trainer.init.dist.overlap: 'sometimes' is not true or false");
   EXPECT_EQ(error_of("trainer.init.dist.world_size=2"),

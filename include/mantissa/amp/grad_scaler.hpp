@@ -50,6 +50,20 @@ inline constexpr NameTable<StuckPolicy, 3> kStuckPolicyNames = {{
     {"fall_back", StuckPolicy::fall_back},
 }};
 
+// What a step whose loss or gradients hold inf or NaN does when the scale does not adapt
+// (static scaling, or no scaling: float32, bfloat16). Dynamic scaling always skips such a
+// step and lowers the scale (on_stuck governs the floor).
+enum class NonFinitePolicy {
+  skip,   // leave parameters and optimizer state as they were; count it (the default)
+  raise,  // throw mantissa::Error naming the step and the parameters
+  apply,  // step anyway (the weights take the inf/NaN: for experiments)
+};
+inline constexpr NameTable<NonFinitePolicy, 3> kNonFinitePolicyNames = {{
+    {"skip", NonFinitePolicy::skip},
+    {"raise", NonFinitePolicy::raise},
+    {"apply", NonFinitePolicy::apply},
+}};
+
 // The one message for a loss_scaling_factor that is neither "dynamic" nor a finite number > 0.
 std::string loss_scaling_factor_error(std::string_view given);
 
@@ -74,6 +88,11 @@ struct GradScalerOptions {
   int hysteresis = 1;
   bool consecutive_hysteresis = false;
   bool attribute_overflows = true;  // name the parameters with non-finite gradients
+  // Static scaling (and scale 1, no scaling): what a non-finite step does, and how many
+  // skipped steps in a row end the run with an error saying why (the scale cannot adapt, so
+  // they would go on forever).
+  NonFinitePolicy on_nonfinite = NonFinitePolicy::skip;
+  std::int64_t max_consecutive_skips = 20;
   // Receives stuck-scale and clamped-initial-scale lines; unset: they are dropped (the
   // library prints nothing itself). Skipped steps are the caller's to report (the trainer
   // names the step and the parameters in a log line and a metrics record); StepReport and
@@ -98,6 +117,9 @@ struct ScalerState {
 // over one field list. decode throws mantissa::Error naming a missing or mistyped field.
 std::string encode_scaler_state(const ScalerState& state);
 ScalerState decode_scaler_state(const std::string& json_text);
+// Throws mantissa::Error naming the first field out of range: loss_scale a finite float32
+// > 0, counters >= 0, hysteresis_left >= 1.
+void check_scaler_state(const ScalerState& state);
 
 // The vendor's state_dict(): a key per field. Dynamic scaling: every field of ScalerState
 // (the vendor's loss_scale, steps_since_rescale, overflows_since_rescale, num_skipped_steps,
@@ -139,10 +161,14 @@ class GradScaler {
   // agreed norm is the one clip_grad_norm_(max_norm) and last_grad_norm() use. So processes
   // that agree skip the same steps, clip by the same coefficient and keep the same state.
   void agree(const StepAgreement& agree);
-  // optimizer.step() when this optimizer's gradients are finite (always, with static
-  // scaling); else counts a skipped step and changes nothing. Needs unscale_ first; throws
-  // after a step of the same optimizer in this iteration. Returns whether it stepped.
+  // optimizer.step() when this optimizer's gradients (and the loss) are finite; else counts a
+  // skipped step and changes nothing (static scaling: as on_nonfinite says). Needs unscale_
+  // first; throws after a step of the same optimizer in this iteration. Returns whether it
+  // stepped.
   bool step_if_finite(optim::Optimizer& optimizer);
+  // Marks the current iteration's loss as non-finite (inf or NaN): its steps are non-finite
+  // whatever the gradients hold. Call before step_if_finite; update() clears it.
+  void note_nonfinite_loss() { nonfinite_loss_ = true; }
   // unscale_ (when still ready), clip_gradients_and_return_isfinite, step_if_finite.
   bool step(optim::Optimizer& optimizer);
   // After every optimizer of the iteration was stepped: adapts the scale (dynamic mode;
@@ -167,7 +193,9 @@ class GradScaler {
 
   const GradScalerOptions& options() const { return options_; }
   const ScalerState& state() const { return state_; }
-  void load_state(const ScalerState& s) { state_ = s; }
+  // Takes a saved state (a checkpoint's); throws mantissa::Error when it is out of range for
+  // these options (a scale outside [min_loss_scale, max_loss_scale], negative counters).
+  void load_state(const ScalerState& s);
   // The vendor's names for the same state: scaler_state_dict / scaler_state_from_dict.
   ScalerStateDict state_dict() const;
   void load_state_dict(const ScalerStateDict& dict);
@@ -181,6 +209,7 @@ class GradScaler {
   PerOptimizer& entry(const optim::Optimizer& optimizer);
   void log(const std::string& line) const;
   void adapt_scale();
+  void guard_static_run(std::int64_t step);
 
   GradScalerOptions options_;
   ScalerState state_;
@@ -192,6 +221,10 @@ class GradScaler {
   std::optional<double> agreed_sum_squares_;  // after agree()
   std::vector<std::string> nonfinite_;
   std::optional<Format> pending_fallback_;
+  bool nonfinite_loss_ = false;
+  bool warned_underflow_ = false;
+  std::int64_t iteration_step_ = 0;    // the first optimizer's step index in this iteration
+  std::int64_t skipped_in_a_row_ = 0;  // iterations (static scaling), not saved
 };
 
 }  // namespace mantissa::amp

@@ -18,11 +18,16 @@
 namespace mantissa::amp {
 
 // loss_scaling_factor: unset, a number (static scaling) or "dynamic".
-struct NoLossScaling {};
+struct NoLossScaling {
+  bool operator==(const NoLossScaling&) const = default;
+};
 struct StaticLossScaling {
   double scale = 1.0;
+  bool operator==(const StaticLossScaling&) const = default;
 };
-struct DynamicLossScaling {};
+struct DynamicLossScaling {
+  bool operator==(const DynamicLossScaling&) const = default;
+};
 using LossScaling = std::variant<NoLossScaling, StaticLossScaling, DynamicLossScaling>;
 
 struct MixedPrecision {
@@ -54,7 +59,11 @@ struct MixedPrecision {
   // The parameters' own format (optim/training_state.hpp); bfloat16_* needs fp16_type
   // bfloat16.
   optim::MasterWeights master_weights = optim::MasterWeights::float32;
+  // The non-finite guard of steps whose scale does not adapt (static scaling, no scaling).
+  NonFinitePolicy on_nonfinite = NonFinitePolicy::skip;
+  std::int64_t max_consecutive_skipped_steps = 20;
 
+  bool operator==(const MixedPrecision&) const = default;
   bool logs_loss_scale() const;
 
   // Throws mantissa::Error naming the setting and the allowed values.
@@ -63,6 +72,11 @@ struct MixedPrecision {
   // The scaler these settings call for: none when disabled, for bfloat16 (any scaling
   // settings are then ignored with one line to `log`), or when loss scaling is unset.
   std::unique_ptr<GradScaler> make_scaler(std::function<void(const std::string&)> log = {}) const;
+  // The scaler a training step runs through: make_scaler's, or where that makes none a
+  // GradScaler at the fixed scale 1, which scales nothing and guards every step against a
+  // non-finite loss or gradients (on_nonfinite), counting skipped steps as dynamic scaling
+  // does.
+  std::unique_ptr<GradScaler> make_step_guard(std::function<void(const std::string&)> log) const;
 };
 
 }  // namespace mantissa::amp

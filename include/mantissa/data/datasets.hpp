@@ -17,8 +17,14 @@ struct IdxArray {
   std::vector<std::int64_t> dims;
   std::vector<std::uint8_t> values;
 };
-// Reads and validates: magic (0, 0, 0x08, ndims 1..4), dimensions, exact length. Files
-// starting with the gzip magic are inflated first.
+// The most bytes an IDX array may hold (Fashion-MNIST's training images: 47 MB). Larger
+// headers are refused before anything is allocated or inflated.
+inline constexpr std::int64_t kMaxIdxBytes = std::int64_t{1} << 30;
+// Reads and validates: magic (0, 0, 0x08, ndims 1..4), dimensions (their product
+// overflow-checked and at most kMaxIdxBytes), exact length. Files starting with the gzip
+// magic are inflated first (every member, as gunzip does), never past the size the header
+// declares. Errors name `what` (the file) and the problem.
+IdxArray decode_idx(const std::string& file_bytes, const std::string& what);
 IdxArray load_idx(const std::string& path);
 
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";

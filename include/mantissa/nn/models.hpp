@@ -21,6 +21,9 @@ struct GptConfig {
   bool tie_embeddings = false;  // head shares wte's weight
   float init_std = 0.02f;       // GPT-2 init; residual projections get init_std / sqrt(2 L)
   void validate() const;        // throws mantissa::Error naming the field
+  // The model's parameter count, computed without building it (INT64_MAX when it passes
+  // int64): what a config from a file is checked against before anything is allocated.
+  std::int64_t parameter_count() const;
 };
 
 // GPT with learned positions, pre-LN blocks, final LayerNorm and a bias-free head; parameter
@@ -56,6 +59,7 @@ struct MlpConfig {
   std::int64_t num_classes = 10;
   Activation activation = Activation::relu;
   void validate() const;
+  std::int64_t parameter_count() const;  // as GptConfig's
 };
 
 class Mlp : public Module {
@@ -73,6 +77,7 @@ struct CnnConfig {
   std::int64_t conv1_channels = 16, conv2_channels = 32;
   std::int64_t num_classes = 10;
   void validate() const;
+  std::int64_t parameter_count() const;  // as GptConfig's
 };
 
 // conv3x3 -> relu -> maxpool2 -> conv3x3 -> relu -> maxpool2 -> linear.

@@ -64,6 +64,11 @@ class Optimizer {
   std::map<std::string, Tensor> state_tensors() const;
   void load_state_tensors(const std::map<std::string, Tensor>& state, std::int64_t step_index);
   void set_step_index(std::int64_t k) { step_ = k; }
+  // Checks the learning rate and weight decay every group's schedules give at the steps from
+  // step_index() to `steps` - 1 (every step up to 100,000 of them, else evenly spaced ones
+  // and the last): each must be a finite number >= 0 (PyTorch's rule). A run calls it before
+  // its first step; step() checks its own step's values too.
+  void check_schedules(std::int64_t steps) const;
 
  protected:
   Optimizer(OptimizerSettings settings, std::vector<ParamGroup> groups);
@@ -80,6 +85,7 @@ class Optimizer {
   std::int64_t step_ = 0;
   std::map<const void*, std::vector<Tensor>> state_;  // keyed by the parameter
   std::vector<Tensor>& state_for(Variable& p, std::size_t g);
+  void check_values(std::size_t g, std::int64_t k) const;
   TrainingState training_;
   std::map<const void*, Tensor> kahan_;  // bfloat16_kahan: each parameter's compensation
   // One update of p through float32 copies of p, its gradient and its state (low-precision

@@ -374,5 +374,7 @@ std::optional<OptimizerSettings> default_settings(std::string_view name);
 double default_learning_rate(const OptimizerSettings& settings);
 // Range and cross-field checks; mantissa::Error "<field>: <value> must be <range>".
 void validate(const OptimizerSettings& settings);
+// The same optimizer with every field equal.
+bool same_settings(const OptimizerSettings& a, const OptimizerSettings& b);
 
 }  // namespace mantissa::optim

@@ -51,6 +51,7 @@ struct Fp8Settings {
 
   // Throws mantissa::Error naming history_length / margin and the allowed range.
   void validate() const;
+  bool operator==(const Fp8Settings&) const = default;
 };
 
 // The tensors of a linear layer that are cast to fp8.

@@ -3,6 +3,7 @@
 // {"name": {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {str: str}},
 // then the raw little-endian tensor bytes. dtypes: F32, F16, BF16, F8_E4M3, F8_E5M2;
 // cbfloat16 tensors are stored as F32 values (the format has no safetensors dtype).
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -24,5 +25,8 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
 // inside the file, no overlaps); a bad file throws mantissa::Error naming it and the problem.
 SafetensorsFile decode_safetensors(const std::string& bytes, const std::string& what);
 SafetensorsFile load_safetensors(const std::string& path);
+// zlib's crc32 of the bytes `t` occupies in a safetensors file (its values in the stored
+// dtype, little-endian): what a checkpoint records per tensor and verifies on load.
+std::uint32_t stored_crc32(const Tensor& t);
 
 }  // namespace mantissa::tensor

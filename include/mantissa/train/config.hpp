@@ -157,4 +157,12 @@ TrainerConfig parse_config(const std::string& yaml_text, const std::vector<std::
                            const std::string& source);
 TrainerConfig load_config(const std::string& path, const std::vector<std::string>& overrides);
 
+// trainer.init.<key> of a config's effective YAML, on one line in YAML's flow form ("unset"
+// when the key is absent): for messages that show two configs' settings side by side.
+std::string config_section(const std::string& yaml, const std::string& key);
+// `yaml` with trainer.init.<key> taken from `from` for each of `keys` (removed where `from`
+// lacks it).
+std::string with_sections(const std::string& yaml, const std::string& from,
+                          const std::vector<std::string>& keys);
+
 }  // namespace mantissa::train

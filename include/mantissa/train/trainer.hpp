@@ -33,6 +33,7 @@ inline constexpr NameTable<RunMode, 4> kRunModeNames = {
      {"eval_all", RunMode::eval_all}}};
 
 struct EvalResult {
+  bool text = false;      // perplexity (text) or accuracy (images)
   double loss = 0;        // mean of the per-step losses
   double perplexity = 0;  // text: exp(sum of token losses / tokens)
   double accuracy = 0;    // images
@@ -97,27 +98,49 @@ class TrainerEvents {
 };
 
 // What the program lends the trainer: where events go, the KJV corpus's text (needed only
-// when the kjv dataset is not cached yet in its data_dir), and the processes of a
-// data-parallel job (docs/distributed.md): the program's dist::Runtime's world under mpirun;
-// by default one process. With several, every process runs the same Trainer on its part of
-// each global batch; rank 0 alone reports events, writes metrics and checkpoints.
+// when the kjv dataset is not cached yet in its data_dir), the processes of a data-parallel
+// job (docs/distributed.md): the program's dist::Runtime's world under mpirun; by default one
+// process. With several, every process runs the same Trainer on its part of each global
+// batch; rank 0 alone reports events, writes metrics and checkpoints. And a stop flag its
+// signal handlers set (SIGINT, SIGTERM): when it turns true, run() checkpoints at the next
+// step boundary and returns with RunSummary::interrupted (every process after the same step).
 struct TrainerHooks {
   TrainerEvents* events = nullptr;  // not owned; null: the run reports nothing
   data::CorpusProvider kjv_corpus;
   dist::Communicator world = {};
+  const std::atomic<bool>* stop = nullptr;  // not owned
 };
+
+// When a checkpoint resumed for training was made with a precision or optimizer (settings,
+// learning rate, schedulers) other than the config's: an error naming the differences
+// (must_match), or the config's settings win (the checkpoint's optimizer state is taken only
+// for the same optimizer, its loss-scaler state only for the same precision), or the
+// checkpoint's win (they replace the config's for the rest of the run).
+enum class ResumeSettings { must_match, config, checkpoint };
+inline constexpr NameTable<ResumeSettings, 2> kResumeSettingsNames = {
+    {{"config", ResumeSettings::config}, {"checkpoint", ResumeSettings::checkpoint}}};
+
+// Throws mantissa::Error, naming `what`, when a model of `parameters` parameters cannot fit
+// this machine's memory: its float32 weights and gradients (8 bytes a parameter) must.
+void check_model_fits(std::int64_t parameters, const std::string& what);
 
 class Task;          // the model + data pairing (text or images)
 class DataParallel;  // the processes of a data-parallel job
+class MetricsFile;
+struct Checkpoint;
 
 class Trainer {
  public:
   explicit Trainer(TrainerConfig config, TrainerHooks hooks = {});
   ~Trainer();
 
-  // resume: "latest" (the newest checkpoint in the run directory, if any) or a checkpoint
-  // path; eval needs one; eval_all reads every checkpoint of the run directory instead.
-  RunSummary run(RunMode mode, const std::optional<std::string>& resume = std::nullopt);
+  // resume: "latest" (the newest checkpoint in the run directory, if any: never skipped, a
+  // corrupt one is an error) or a checkpoint path; eval needs one; eval_all reads every
+  // checkpoint of the run directory instead. Everything is checked before the first step:
+  // the run directory (locked, writable, holding no checkpoint this run may not replace),
+  // the metrics file, the validation data, the schedules' values, the checkpoint.
+  RunSummary run(RunMode mode, const std::optional<std::string>& resume = std::nullopt,
+                 ResumeSettings settings = ResumeSettings::must_match);
   EvalResult evaluate();
   // One training step: grad_accum_steps micro-batches (forward, scaled backward), then
   // unscale, clip, step or skip, update the scale. Advances the global step. run() is a loop
@@ -148,27 +171,41 @@ class Trainer {
   RunRecord run_record() const;
 
  private:
-  void restore(const std::string& path);
-  // Loads a checkpoint into this process; returns the number of processes that wrote it.
-  std::int64_t restore_state(const std::string& path);
+  // Loads a checkpoint: for training, every part of the state (settings as `settings` says);
+  // for evaluation, the model and the step.
+  void restore(const std::string& path, const Checkpoint& checkpoint, bool for_training,
+               ResumeSettings settings);
+  // The checkpoint's run settings against the config's, applied as `settings` says.
+  void reconcile_settings(const std::string& path, const TrainerConfig& theirs,
+                          ResumeSettings settings, bool& take_optimizer_state,
+                          bool& take_scaler_state);
+  void build_optimizer_and_scaler();
   // The newest checkpoint of the run directory, as rank 0 sees it.
   std::optional<std::string> latest_of_job() const;
   RunSummary evaluate_all();
+  RunSummary train_loop(RunMode mode);
+  void train_steps(RunSummary& summary, std::int64_t eval_every, std::int64_t& saved_at);
+  bool stop_requested() const;
   void log(const std::string& line) const;
-  void write_metrics(const std::string& json_line) const;
+  void write_metrics(const std::string& json_line);
 
   TrainerConfig config_;
   TrainerEvents* events_;
+  const std::atomic<bool>* external_stop_;
   TrainerEvents silent_;
   std::unique_ptr<DataParallel> dp_;
   std::unique_ptr<Task> task_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<amp::GradScaler> scaler_;
-  std::unique_ptr<Fp8Layers> fp8_;  // the fp8 linear layers' scaling states (may be empty)
+  std::unique_ptr<Fp8Layers> fp8_;
+  // Whether scaler_ scales the loss (float16, cbfloat16 with loss scaling), or only guards
+  // the steps (scale 1: float32, bfloat16, no loss scaling).
+  bool scales_loss_ = false;  // the fp8 linear layers' scaling states (may be empty)
   precision::Policy policy_;
   std::int64_t global_step_ = 0;
   std::string run_dir_;
   std::atomic<bool> stop_{false};
+  std::unique_ptr<MetricsFile> metrics_;
 };
 
 }  // namespace mantissa::train

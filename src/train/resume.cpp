@@ -1,0 +1,143 @@
+// Trainer::restore: a checkpoint's state into the run, after its settings were held against
+// the config's (a precision or optimizer that differs is an error unless the caller says
+// which one wins).
+#include "fp8_layers.hpp"
+#include "mantissa/error.hpp"
+#include "mantissa/train/checkpoint.hpp"
+#include "mantissa/train/trainer.hpp"
+#include "task.hpp"
+
+namespace mantissa::train {
+namespace {
+
+// The differences between two configs' precision and optimizer, one phrase each.
+struct Differences {
+  std::vector<std::string> precision, optimizer;
+  bool empty() const { return precision.empty() && optimizer.empty(); }
+  std::string text() const {
+    std::string out;
+    for (const auto* list : {&precision, &optimizer}) {
+      for (const std::string& d : *list) out += (out.empty() ? "" : "; ") + d;
+    }
+    return out;
+  }
+};
+
+std::string both(const std::string& key, const std::string& theirs, const std::string& ours) {
+  return key + " is " + theirs + " in the checkpoint, " + ours + " in the config";
+}
+
+Differences compare(const TrainerConfig& theirs, const TrainerConfig& ours) {
+  Differences d;
+  if (!(theirs.precision == ours.precision)) {
+    d.precision.push_back(both("trainer.init.precision", config_section(theirs.yaml, "precision"),
+                               config_section(ours.yaml, "precision")));
+  }
+  const optim::OptimizerSettings &a = theirs.optimizer.settings, &b = ours.optimizer.settings;
+  if (!optim::same_settings(a, b) ||
+      theirs.optimizer.learning_rate != ours.optimizer.learning_rate ||
+      theirs.optimizer.params.size() != ours.optimizer.params.size()) {
+    d.optimizer.push_back(both("trainer.init.optimizer", config_section(theirs.yaml, "optimizer"),
+                               config_section(ours.yaml, "optimizer")));
+  }
+  // (Without schedulers the schedule is the learning rate, compared above.)
+  const bool scheduled = !theirs.schedulers.empty() || !ours.schedulers.empty();
+  if (scheduled && (theirs.schedule_text != ours.schedule_text ||
+                    theirs.schedulers.size() != ours.schedulers.size())) {
+    d.optimizer.push_back(both("trainer.init.schedulers", config_section(theirs.yaml, "schedulers"),
+                               config_section(ours.yaml, "schedulers")));
+  }
+  return d;
+}
+
+}  // namespace
+
+void Trainer::reconcile_settings(const std::string& path, const TrainerConfig& theirs,
+                                 ResumeSettings settings, bool& take_optimizer_state,
+                                 bool& take_scaler_state) {
+  const Differences d = compare(theirs, config_);
+  take_optimizer_state = true;
+  take_scaler_state = true;
+  if (d.empty()) return;
+  switch (settings) {
+    case ResumeSettings::must_match:
+      throw Error(
+          path + ": the checkpoint was trained with other settings than the config's: " + d.text() +
+          ". Say which win: --resume-settings checkpoint (continue as it was trained) "
+          "or --resume-settings config (the config's; optimizer state is kept only for "
+          "the same optimizer, the loss scale only for the same precision)");
+    case ResumeSettings::checkpoint: {
+      config_.precision = theirs.precision;
+      config_.optimizer = theirs.optimizer;
+      config_.schedulers = theirs.schedulers;
+      config_.schedule_text = theirs.schedule_text;
+      config_.yaml =
+          with_sections(config_.yaml, theirs.yaml, {"precision", "optimizer", "schedulers"});
+      build_optimizer_and_scaler();
+      log("resuming with the checkpoint's settings, not the config's: " + d.text());
+      return;
+    }
+    case ResumeSettings::config:
+      take_optimizer_state = optim::optimizer_name(theirs.optimizer.settings) ==
+                             optim::optimizer_name(config_.optimizer.settings);
+      take_scaler_state = d.precision.empty();
+      log("resuming with the config's settings, not the checkpoint's: " + d.text());
+      if (!take_optimizer_state) {
+        log("the checkpoint's " + std::string(optim::optimizer_name(theirs.optimizer.settings)) +
+            " state is not loaded: " + optimizer_->name() + " starts with fresh state");
+      }
+      if (!take_scaler_state) log("the loss scaler starts afresh (the precision changed)");
+      return;
+  }
+}
+
+void Trainer::restore(const std::string& path, const Checkpoint& c, bool for_training,
+                      ResumeSettings settings) {
+  const CheckpointMeta meta = decode_checkpoint_meta(c.metadata, path);
+  if (!c.checksummed) {
+    log(path + " was written before per-tensor checksums (" + kUnchecksummedVersion +
+        "): its tensors are loaded unverified");
+  }
+  bool take_optimizer_state = true, take_scaler_state = true;
+  if (for_training) {
+    const TrainerConfig theirs = parse_config(meta.config, {}, path + " (its config)");
+    reconcile_settings(path, theirs, settings, take_optimizer_state, take_scaler_state);
+  }
+  try {
+    task_->module().load_state_dict(under_prefix(kModelPrefix, c.tensors));
+    global_step_ = meta.global_step;
+    if (!for_training) return;
+    if (take_optimizer_state) {
+      optimizer_->load_state_tensors(under_prefix(kOptimizerPrefix, c.tensors),
+                                     meta.optimizer_step);
+    } else {
+      optimizer_->set_step_index(meta.optimizer_step);
+    }
+    fp8_->load_state_tensors(under_prefix(kFp8Prefix, c.tensors));
+    task_->set_loader_state(meta.train_loader);
+    task_->set_rng_state(meta.rng);
+    if (take_scaler_state) {
+      if (meta.scaler) {
+        scaler_->load_state(*meta.scaler);
+      } else if (scaler_->options().dynamic) {
+        throw Error("no loss-scaler state, but this run scales the loss dynamically");
+      }
+      // The half format in use: the config's, or bfloat16 after a fall-back.
+      const bool fell_back =
+          scaler_->state().scaling_stopped && meta.fp16_type == numerics::Format::bfloat16;
+      const numerics::Format ours = policy_.enabled() ? policy_.half : numerics::Format::float32;
+      if (meta.fp16_type != ours && !fell_back) {
+        throw Error("checkpoint metadata 'fp16_type': '" +
+                    std::string(numerics::name(meta.fp16_type)) + "' disagrees with its config's " +
+                    std::string(numerics::name(ours)));
+      }
+      policy_.half = fell_back ? meta.fp16_type : policy_.half;
+    }
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    throw Error(what.rfind(path, 0) == 0 ? what : path + ": " + what);
+  }
+  log("resumed from " + path + " at step " + std::to_string(global_step_));
+}
+
+}  // namespace mantissa::train

@@ -1,0 +1,125 @@
+#include "run_dir.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "mantissa/error.hpp"
+#include "mantissa/train/checkpoint.hpp"
+
+namespace mantissa::train {
+namespace fs = std::filesystem;
+namespace {
+
+std::string reason() {
+  return std::strerror(errno);
+}
+
+// The pid the lock's holder wrote, as " (pid N)", or "" when there is none.
+std::string holder(int fd) {
+  char buf[32] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof(buf) - 1, 0);
+  if (n <= 0) return "";
+  const long pid = std::strtol(buf, nullptr, 10);
+  return pid > 0 ? " (pid " + std::to_string(pid) + ")" : "";
+}
+
+}  // namespace
+
+RunDirLock::RunDirLock(const std::string& dir, Use use) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(dir + ": cannot create the run directory (" + ec.message() + ")");
+  if (!fs::is_directory(dir, ec)) throw Error(dir + ": the run directory is not a directory");
+  const std::string path = (fs::path(dir) / ".lock").string();
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    throw Error(dir + ": the run directory is not writable (cannot create " + path + ": " +
+                reason() + ")");
+  }
+  const bool train = use == Use::train;
+  if (::flock(fd_, (train ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
+    const std::string who = holder(fd_);
+    ::close(fd_);
+    fd_ = -1;
+    throw Error(dir + ": another mantissa process" + who +
+                (train ? " is using this run directory" : " is training in this run directory") +
+                " (it holds " + path +
+                "); wait for it to finish, or set trainer.init.checkpoint.dir to another "
+                "directory");
+  }
+  if (train) {  // say who holds it, for the next process's refusal
+    const std::string pid = std::to_string(::getpid()) + "\n";
+    if (::ftruncate(fd_, 0) != 0 ||
+        ::pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+      const std::string why = reason();
+      ::close(fd_);
+      fd_ = -1;
+      throw Error(path + ": cannot write (" + why + ")");
+    }
+  }
+}
+
+RunDirLock::~RunDirLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the lock
+}
+
+MetricsFile::~MetricsFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void MetricsFile::open() {
+  if (fd_ >= 0) return;
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0)
+    throw Error(path_ + ": cannot open the metrics file for appending (" + reason() + ")");
+}
+
+void MetricsFile::append(const std::string& line) {
+  open();
+  const std::string record = line + "\n";
+  struct stat st {};
+  const off_t before = ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : -1;
+  const ssize_t n = ::write(fd_, record.data(), record.size());
+  if (n == static_cast<ssize_t>(record.size())) return;
+  const std::string why = n < 0 ? reason() : "a short write of " + std::to_string(n) + " bytes";
+  if (n > 0 && before >= 0 && ::ftruncate(fd_, before) != 0) {
+    throw MetricsWriteError(path_ + ": cannot append a metrics record (" + why +
+                            "), and the torn record could not be cut off");
+  }
+  throw MetricsWriteError(path_ + ": cannot append a metrics record (" + why + ")");
+}
+
+void check_checkpoints_are_ours(const std::string& dir, const std::optional<std::string>& resumed) {
+  std::error_code ec;
+  const bool here =
+      resumed && fs::equivalent(fs::absolute(*resumed, ec).parent_path(), dir, ec) && !ec;
+  std::vector<std::string> foreign;
+  for (const std::string& c : list_checkpoints(dir)) {
+    if (!(here && fs::path(c).filename() <= fs::path(*resumed).filename())) foreign.push_back(c);
+  }
+  if (foreign.empty()) return;
+  std::string names;
+  for (std::size_t i = 0; i < foreign.size() && i < 3; ++i) {
+    names += (i ? ", " : "") + fs::path(foreign[i]).filename().string();
+  }
+  if (foreign.size() > 3) names += " and " + std::to_string(foreign.size() - 3) + " more";
+  if (!here) {
+    throw Error(dir + ": already holds checkpoints of another run (" + names +
+                "); a fresh run never overwrites or deletes them: resume that run with "
+                "--resume latest, set trainer.init.checkpoint.dir to another directory, or move "
+                "them away");
+  }
+  throw Error(dir + ": holds checkpoints newer than " + *resumed + " (" + names +
+              "), which continuing from it would overwrite or delete: resume the newest with "
+              "--resume latest, move the newer ones away, or set trainer.init.checkpoint.dir to "
+              "another directory");
+}
+
+}  // namespace mantissa::train

@@ -1,0 +1,257 @@
+# The hostile and fault cases of issue 14 (docs/reliability.md lists each with what the
+# program does): every one runs the `mantissa` program on a file or situation built here and
+# asserts the exit status and the message. Files are made by mantissa_hostile (its own JSON
+# and zlib, never mantissa's writers) from scratch or from the tiny run's checkpoint.
+add_executable(mantissa_hostile hostile_files.cpp)
+find_package(ZLIB REQUIRED)
+find_package(nlohmann_json CONFIG REQUIRED)
+target_link_libraries(mantissa_hostile PRIVATE ZLIB::ZLIB nlohmann_json::nlohmann_json)
+target_include_directories(mantissa_hostile PRIVATE ${PROJECT_SOURCE_DIR}/tests/support)
+
+set(hostile $<TARGET_FILE:mantissa_hostile>)
+set(expect ${CMAKE_CURRENT_SOURCE_DIR}/expect.sh)
+set(hdir ${CMAKE_CURRENT_BINARY_DIR}/hostile)
+set(ck6 ${tiny_run}/ckpt-00000006.safetensors)
+set(ck3 ${tiny_run}/ckpt-00000003.safetensors)
+set(mlp ${PROJECT_SOURCE_DIR}/configs/fashion_mnist/mlp-float32.yaml)
+
+# hostile_case(NAME STATUS REGEX [TINY] [SETUP cmd] [THEN cmd] [NOT regex] COMMAND args...)
+# @D@ in SETUP, THEN and COMMAND is the case's own empty directory; TINY: needs the tiny run.
+function(hostile_case name status regex)
+  cmake_parse_arguments(C "TINY" "SETUP;THEN;NOT" "COMMAND" ${ARGN})
+  set(d ${hdir}/${name})
+  set(setup "rm -rf ${d} && mkdir -p ${d}")
+  if(C_SETUP)
+    string(APPEND setup " && ${C_SETUP}")
+  endif()
+  set(opts --setup "${setup}")
+  if(C_THEN)
+    list(APPEND opts --then "${C_THEN}")
+  endif()
+  if(C_NOT)
+    list(APPEND opts --not "${C_NOT}")
+  endif()
+  string(REPLACE "@D@" "${d}" opts "${opts}")
+  string(REPLACE "@D@" "${d}" args "${C_COMMAND}")
+  add_test(NAME cli.${name} COMMAND ${expect} ${opts} ${status} "${regex}" -- ${cli} ${args}
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  if(C_TINY)
+    set_tests_properties(cli.${name} PROPERTIES FIXTURES_REQUIRED tiny_run)
+  endif()
+endfunction()
+
+set(run_dir trainer.init.checkpoint.dir=@D@/run)
+set(train_tiny train --config ${tiny} --mode train --set ${run_dir})
+
+# --- Crashes: sizes from files overflow-checked ------------------------------------------------
+hostile_case(idx_overflowing_dimensions 2
+  "^mantissa: error: .*/train-images-idx3-ubyte.gz: IDX dimensions 60000 x 350476688 x 3289581145 need more than the 1073741824 bytes an IDX array may hold"
+  SETUP "${hostile} idx @D@/train-images-idx3-ubyte.gz --gz --payload 64 60000 350476688 3289581145 && ${hostile} idx @D@/train-labels-idx1-ubyte.gz --gz 60000"
+  COMMAND train --config ${mlp} --set trainer.fit.train_dataloader.path=@D@ --set ${run_dir})
+hostile_case(inspect_shape_overflowing_int64 2
+  "^mantissa: error: .*/c.safetensors: tensor 'model.lnf.bias': shape \\[4611686018427387936\\] of F32 has a byte size past int64"
+  TINY SETUP "${hostile} set-shape ${ck6} @D@/c.safetensors model.lnf.bias [4611686018427387936]"
+  COMMAND inspect @D@/c.safetensors)
+hostile_case(resume_shape_overflowing_int64 2
+  "^mantissa: error: .*/c.safetensors: tensor 'model.lnf.bias': shape \\[4611686018427387936\\] of F32 has a byte size past int64"
+  TINY SETUP "${hostile} set-shape ${ck6} @D@/c.safetensors model.lnf.bias [4611686018427387936]"
+  COMMAND ${train_tiny} --resume @D@/c.safetensors THEN "test ! -e @D@/run/ckpt-00000006.safetensors")
+
+# --- Data lost: run directories, signals, failed writes ------------------------------------------
+hostile_case(fresh_run_keeps_foreign_checkpoints 2
+  "^mantissa: error: .*/run: already holds checkpoints of another run \\(ckpt-00000100.safetensors\\); a fresh run never overwrites or deletes them"
+  TINY SETUP "mkdir @D@/run && cp ${ck6} @D@/run/ckpt-00000100.safetensors"
+  THEN "cmp ${ck6} @D@/run/ckpt-00000100.safetensors && test $(ls @D@/run | grep -c ckpt) -eq 1"
+  COMMAND ${train_tiny})
+hostile_case(resume_older_keeps_newer_checkpoints 2
+  "^mantissa: error: .*/run: holds checkpoints newer than .*ckpt-00000003.safetensors \\(ckpt-00000006.safetensors\\), which continuing from it would overwrite or delete"
+  TINY SETUP "mkdir @D@/run && cp ${ck3} ${ck6} @D@/run"
+  THEN "cmp ${ck6} @D@/run/ckpt-00000006.safetensors"
+  COMMAND ${train_tiny} --resume @D@/run/ckpt-00000003.safetensors)
+hostile_case(metrics_write_fails_after_a_checkpoint 2
+  "mantissa: error: .*/run/metrics.jsonl: cannot append a metrics record \\(No space left on device\\); checkpoint .*/run/ckpt-00000000.safetensors written: resume with --resume latest"
+  SETUP "mkdir @D@/run && ln -s /dev/full @D@/run/metrics.jsonl"
+  THEN "${cli} inspect @D@/run >/dev/null"
+  COMMAND ${train_tiny})
+hostile_case(unusable_checkpoint_dir_fails_before_training 2
+  "^mantissa: error: .*/file/run: cannot create the run directory \\(Not a directory\\)"
+  SETUP "touch @D@/file" NOT "step [0-9]+/"
+  COMMAND train --config ${tiny} --mode train --set trainer.init.checkpoint.dir=@D@/file/run)
+# Two trainers on one run directory; SIGTERM and SIGINT: checkpoint, then exit 128 + signal.
+add_test(NAME cli.two_trainers_one_run_dir COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/signals.sh two
+         ${cli} ${tiny} ${hdir}/two WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+add_test(NAME cli.sigterm_checkpoints_and_exits_143 COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/signals.sh TERM
+         ${cli} ${tiny} ${hdir}/term WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+add_test(NAME cli.sigint_checkpoints_and_exits_130 COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/signals.sh INT
+         ${cli} ${tiny} ${hdir}/int WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+
+# --- Silent acceptance: non-finite steps in every format ------------------------------------------
+set(exploding --set trainer.init.model.initializer_range=1.0e+38)
+hostile_case(float32_nonfinite_steps_are_skipped 0
+  "(skipped step [1-4]: non-finite loss at loss scale 2\\^0.*){4}step 4/4 .* skipped 4 "
+  COMMAND ${train_tiny} ${exploding} --set "trainer.init.precision={enabled: false}"
+          --set trainer.init.loop.max_steps=4 --set trainer.init.logging.log_steps=4)
+hostile_case(bfloat16_nonfinite_steps_are_skipped 0
+  "skipped step 1: non-finite loss at loss scale 2\\^0.*step 4/4 .* skipped 4 "
+  COMMAND ${train_tiny} ${exploding} --set "trainer.init.precision={fp16_type: bfloat16}"
+          --set trainer.init.loop.max_steps=4 --set trainer.init.logging.log_steps=4)
+hostile_case(static_scale_nonfinite_steps_are_skipped 0
+  "skipped step 1: non-finite loss at loss scale 2\\^7.*step 4/4 .* skipped 4 "
+  COMMAND ${train_tiny} ${exploding}
+          --set "trainer.init.precision={fp16_type: float16, loss_scaling_factor: 128}"
+          --set trainer.init.loop.max_steps=4 --set trainer.init.logging.log_steps=4)
+hostile_case(nonfinite_run_raises_after_max_consecutive_skips 2
+  "(skipped step [1-2]: non-finite loss at loss scale 2\\^0.*){2}mantissa: error: 3 steps in a row had a non-finite loss or gradients at loss scale 1: the run diverged; lower the learning rate"
+  COMMAND ${train_tiny} ${exploding}
+          --set "trainer.init.precision={enabled: false, max_consecutive_skipped_steps: 3}")
+hostile_case(on_nonfinite_raise 2
+  "mantissa: error: step 0: non-finite loss at loss scale 1 in wte.weight, .*, head.weight \\(precision.on_nonfinite is raise"
+  COMMAND ${train_tiny} ${exploding}
+          --set "trainer.init.precision={enabled: false, on_nonfinite: raise}")
+hostile_case(on_nonfinite_apply_writes_nan_weights 0
+  "step 2/2 .* skipped 0 "
+  NOT "skipped step"
+  THEN "${cli} inspect @D@/run 2>&1 | grep -q 'non-finite values'"
+  COMMAND ${train_tiny} ${exploding}
+          --set "trainer.init.precision={enabled: false, on_nonfinite: apply}"
+          --set trainer.init.loop.max_steps=2)
+hostile_case(on_nonfinite_with_dynamic_scaling_is_refused 2
+  "^mantissa: error: trainer.init.precision.on_nonfinite: raise does not apply with loss_scaling_factor: dynamic"
+  COMMAND ${train_tiny} --set trainer.init.precision.on_nonfinite=raise)
+hostile_case(static_float16_scale_that_overflows_raises 2
+  "mantissa: error: 20 steps in a row had non-finite gradients at the static loss scale 1e\\+08: the scale overflows the half format; lower loss_scaling_factor or set it to dynamic"
+  COMMAND ${train_tiny} --set "trainer.init.precision={fp16_type: float16, loss_scaling_factor: 1.0e+8}"
+          --set trainer.init.loop.max_steps=40)
+hostile_case(static_float16_scale_that_underflows_warns 0
+  "step 0: every gradient is zero at the static loss scale 1e-30: the scaled gradients underflow to zero in the half format"
+  COMMAND ${train_tiny} --set "trainer.init.precision={fp16_type: float16, loss_scaling_factor: 1.0e-30}"
+          --set trainer.init.loop.max_steps=2)
+
+# --- Silent acceptance: checkpoints ---------------------------------------------------------------
+hostile_case(eval_refuses_nan_weights 2
+  "^mantissa: error: .*/c.safetensors: tensor 'model.wte.weight' holds 1 non-finite values \\(inf or NaN; the first at index 0\\): the checkpoint is unusable"
+  TINY SETUP "${hostile} nan ${ck6} @D@/c.safetensors model.wte.weight"
+  COMMAND eval --config ${tiny} --set ${run_dir} --resume @D@/c.safetensors)
+hostile_case(generate_refuses_nan_weights 2
+  "^mantissa: error: .*/c.safetensors: tensor 'model.wte.weight' holds 1 non-finite values"
+  TINY SETUP "${hostile} nan ${ck6} @D@/c.safetensors model.wte.weight"
+  COMMAND generate --checkpoint @D@/c.safetensors)
+hostile_case(corrupt_tensor_fails_its_crc32 2
+  "^mantissa: error: .*/c.safetensors: tensor '[a-z.0-9_]+' fails its crc32 check \\(recorded [0-9a-f]{8}, computed [0-9a-f]{8}\\): the file is corrupt"
+  TINY SETUP "${hostile} flip ${ck6} @D@/c.safetensors"
+  COMMAND inspect @D@/c.safetensors)
+hostile_case(resume_latest_never_skips_a_corrupt_newest 2
+  "^mantissa: error: .*/run/ckpt-00000006.safetensors: tensor .* fails its crc32 check .* The newest checkpoint that loads is .*/run/ckpt-00000003.safetensors: move the newer ones away"
+  TINY SETUP "mkdir @D@/run && cp ${ck3} @D@/run && ${hostile} flip ${ck6} @D@/run/ckpt-00000006.safetensors"
+  COMMAND ${train_tiny} --resume latest)
+foreach(meta "global_step;-5;'global_step': '-5' \\(expected an integer >= 0\\)"
+             "global_step;5abc;'global_step': '5abc' \\(expected an integer >= 0\\)"
+             "fp16_type;float128;'fp16_type': 'float128' \\(expected float32, float16, bfloat16 or cbfloat16\\)"
+             "optimizer_step;7;'optimizer_step': '7' \\(expected at most global_step, 6\\)")
+  list(GET meta 0 key)
+  list(GET meta 1 value)
+  list(GET meta 2 message)
+  hostile_case(checkpoint_meta_${key}_${value} 2
+    "^mantissa: error: .*/c.safetensors: checkpoint metadata ${message}"
+    TINY SETUP "${hostile} set-meta ${ck6} @D@/c.safetensors ${key} ${value}"
+    COMMAND inspect @D@/c.safetensors)
+endforeach()
+hostile_case(checkpoint_meta_negative_loss_scale 2
+  "^mantissa: error: .*/c.safetensors: checkpoint metadata 'scaler': scaler state: 'loss_scale' is -1 \\(expected a finite float32 > 0\\)"
+  TINY SETUP "${hostile} set-meta ${ck6} @D@/c.safetensors scaler '{\"loss_scale\": -1, \"steps_since_rescale\": 0, \"overflows_since_rescale\": 0, \"num_skipped_steps\": 0, \"hysteresis_left\": 1, \"scaling_stopped\": false}'"
+  COMMAND ${train_tiny} --resume @D@/c.safetensors)
+hostile_case(checkpoint_fractional_shape 2
+  "^mantissa: error: .*/c.safetensors: tensor 'model.lnf.bias': shape \\[32.5\\] holds 32.5, not an integer >= 0"
+  TINY SETUP "${hostile} set-shape ${ck6} @D@/c.safetensors model.lnf.bias [32.5]"
+  COMMAND inspect @D@/c.safetensors)
+hostile_case(checkpoint_bytes_after_the_last_tensor 2
+  "^mantissa: error: .*/c.safetensors: 4 bytes after the last tensor belong to no tensor"
+  TINY SETUP "${hostile} append ${ck6} @D@/c.safetensors 4"
+  COMMAND inspect @D@/c.safetensors)
+hostile_case(checkpoint_shape_and_span_disagree 2
+  "^mantissa: error: .*/c.safetensors: tensor 'model.lnf.bias': shape \\[64\\] of F32 needs 256 bytes \\(64 x 4\\), but data_offsets \\[[0-9]+, [0-9]+\\] span 128"
+  TINY SETUP "${hostile} set-shape ${ck6} @D@/c.safetensors model.lnf.bias [64]"
+  COMMAND inspect @D@/c.safetensors)
+hostile_case(resume_wrong_shape_names_file_and_tensor 2
+  "^mantissa: error: .*/c.safetensors: load_state_dict: parameter 'lnf.bias' has shape \\[2, 16\\], expected \\[32\\]"
+  TINY SETUP "${hostile} set-shape ${ck6} @D@/c.safetensors model.lnf.bias [2,16]"
+  COMMAND ${train_tiny} --resume @D@/c.safetensors)
+hostile_case(generate_wrong_shape_names_file_and_tensor 2
+  "^mantissa: error: .*/c.safetensors: load_state_dict: parameter 'lnf.bias' has shape \\[2, 16\\], expected \\[32\\]"
+  TINY SETUP "${hostile} set-shape ${ck6} @D@/c.safetensors model.lnf.bias [2,16]"
+  COMMAND generate --checkpoint @D@/c.safetensors)
+hostile_case(resume_precision_differs 2
+  "^mantissa: error: .*ckpt-00000006.safetensors: the checkpoint was trained with other settings than the config's: trainer.init.precision is \\{fp16_type: cbfloat16, .*\\} in the checkpoint, \\{fp16_type: float16, .*\\} in the config\\. Say which win: --resume-settings checkpoint"
+  TINY COMMAND ${train_tiny} --resume ${ck6} --set trainer.init.precision.fp16_type=float16)
+hostile_case(resume_optimizer_differs 2
+  "^mantissa: error: .*ckpt-00000006.safetensors: the checkpoint was trained with other settings than the config's: trainer.init.optimizer is \\{AdamW: \\{learning_rate: 3.0e-3\\}\\} in the checkpoint, \\{SGD: \\{lr: 0.1\\}\\} in the config"
+  TINY COMMAND ${train_tiny} --resume ${ck6} --set "trainer.init.optimizer={SGD: {lr: 0.1}}")
+hostile_case(resume_settings_config_wins 0
+  "resuming with the config's settings, not the checkpoint's: trainer.init.optimizer .*the checkpoint's adamw state is not loaded: sgd starts with fresh state.*resumed from .*ckpt-00000006.safetensors at step 6.*step 8/8"
+  TINY COMMAND ${train_tiny} --resume ${ck6} --set "trainer.init.optimizer={SGD: {lr: 0.1}}"
+          --set trainer.init.loop.max_steps=8 --resume-settings config)
+hostile_case(resume_settings_checkpoint_wins 0
+  "resuming with the checkpoint's settings, not the config's: trainer.init.precision .*precision cbfloat16.*step 8/8"
+  TINY THEN "${cli} inspect @D@/run | grep -Eq 'fp16_type +cbfloat16'"
+  COMMAND ${train_tiny} --resume ${ck6} --set trainer.init.precision.fp16_type=float16
+          --set trainer.init.loop.max_steps=8 --resume-settings checkpoint)
+
+# --- Silent acceptance: settings out of range (PyTorch's own checks as the floor) ---------------
+foreach(bad "learning_rate_negative;trainer.init.optimizer.AdamW.learning_rate=-1e-3;trainer.init.optimizer.AdamW.learning_rate: -0.001 must be >= 0"
+            "learning_rate_nan;trainer.init.optimizer.AdamW.learning_rate=.nan;trainer.init.optimizer.AdamW.learning_rate: '.nan' is not a finite number"
+            "learning_rate_inf;trainer.init.optimizer.AdamW.learning_rate=.inf;trainer.init.optimizer.AdamW.learning_rate: '.inf' is not a finite number"
+            "weight_decay_negative;trainer.init.optimizer.AdamW.weight_decay=-1;trainer.init.optimizer.AdamW.weight_decay: -1 must be >= 0"
+            "weight_decay_inf;trainer.init.optimizer.AdamW.weight_decay=.inf;trainer.init.optimizer.AdamW.weight_decay: '.inf' is not a finite number"
+            "beta1_above_one;trainer.init.optimizer.AdamW.beta1=1.5;trainer.init.optimizer.AdamW.beta1: 1.5 must be in \\[0, 1\\)"
+            "eps_negative;trainer.init.optimizer.AdamW.eps=-1;trainer.init.optimizer.AdamW.eps: -1 must be >= 0"
+            "sgd_momentum_negative;trainer.init.optimizer={SGD: {lr: 0.1, momentum: -3}};trainer.init.optimizer.SGD.momentum: -3 must be >= 0"
+            "sgd_nesterov_without_momentum;trainer.init.optimizer={SGD: {lr: 0.1, nesterov: true}};trainer.init.optimizer.SGD.nesterov: needs momentum > 0 and dampening 0"
+            "initializer_range_negative;trainer.init.model.initializer_range=-0.02;trainer.init.model.initializer_range: -0.02 must be >= 0"
+            "scheduler_learning_rate_negative;trainer.init.schedulers=[{ConstantLR: {learning_rate: -1}}];trainer.init.schedulers\\[0\\].*learning_rate: -1 must be >= 0"
+            "scheduler_gamma_makes_it_negative;trainer.init.schedulers=[{StepLR: {initial_learning_rate: 0.1, step_size: 2, gamma: -1}}];optimizer adamw: the learning rate of parameter group 0 at step 2 is -0.1 .*it must be a finite number >= 0"
+            "set_without_value;trainer.init.loop.max_steps=;--set 'trainer.init.loop.max_steps=': no value after '=' \\(write trainer.init.loop.max_steps=null to restore the default\\)")
+  list(GET bad 0 name)
+  list(GET bad 1 assignment)
+  list(GET bad 2 message)
+  hostile_case(config_${name} 2 "^mantissa: error: ${message}" NOT "step [0-9]+/"
+    COMMAND ${train_tiny} --set "${assignment}")
+endforeach()
+hostile_case(generate_negative_seed 2
+  "^mantissa: error: --seed: '-1' is not an integer in \\[0, 18446744073709551615\\]$"
+  TINY COMMAND generate --checkpoint ${tiny_run} --seed -1)
+hostile_case(generate_bad_temperature_before_loading 2
+  "^mantissa: error: --temperature: -1.000000 \\(expected a finite number >= 0; 0: greedy\\)"
+  COMMAND generate --checkpoint /nonexistent --temperature -1)
+hostile_case(resume_settings_without_resume 2
+  "^mantissa: error: --resume-settings: give it with --resume"
+  COMMAND ${train_tiny} --resume-settings config)
+
+# --- Late failures: found before the first step ---------------------------------------------------
+hostile_case(validation_split_too_small_fails_before_training 2
+  "^mantissa: error: validation data: README.md \\[val\\]: [0-9]+ tokens make [0-9]+ windows of context 32, fewer than one batch of 2"
+  NOT "step [0-9]+/"
+  COMMAND train --config ${tiny} --set ${run_dir} --set trainer.fit.train_dataloader.val_fraction=0.001)
+
+# --- Unbounded: decompression and allocation -------------------------------------------------------
+hostile_case(idx_gzip_bomb_stops_at_the_declared_size 2
+  "^mantissa: error: .*/train-labels-idx1-ubyte.gz: gzip data inflates past the 14 bytes its IDX header declares \\(trailing data, or a decompression bomb\\)"
+  SETUP "${hostile} idx @D@/train-images-idx3-ubyte.gz --gz 6 4 4 && ${hostile} idx @D@/train-labels-idx1-ubyte.gz --gz --payload 50000000 6"
+  COMMAND train --config ${mlp} --set trainer.fit.train_dataloader.path=@D@ --set ${run_dir})
+hostile_case(huge_model_refused_before_allocating 2
+  "^mantissa: error: trainer.init.model \\(gpt\\): [0-9]+ parameters: their float32 weights and gradients need [0-9.e+]+ GiB, more than this machine's [0-9.]+ GiB of memory"
+  COMMAND train --config ${CMAKE_CURRENT_SOURCE_DIR}/huge-gpt.yaml --set ${run_dir})
+hostile_case(generate_checkpoint_config_describing_a_huge_model 2
+  "^mantissa: error: .*/c.safetensors: its config describes a GPT of [0-9]+ parameters, but it holds [0-9]+"
+  TINY SETUP "${hostile} set-meta-file ${ck6} @D@/c.safetensors config ${CMAKE_CURRENT_SOURCE_DIR}/huge-gpt.yaml"
+  COMMAND generate --checkpoint @D@/c.safetensors)
+
+# --- Messages ------------------------------------------------------------------------------------
+hostile_case(config_is_a_directory 2
+  "^mantissa: error: .*/hostile/config_is_a_directory: is a directory, not the config file$"
+  COMMAND train --config @D@)
+hostile_case(resume_from_a_directory 2
+  "^mantissa: error: .*/hostile/resume_from_a_directory: is a directory, not the safetensors file$"
+  COMMAND ${train_tiny} --resume @D@)
+hostile_case(text_dataset_is_a_directory 2
+  "^mantissa: error: .*/hostile/text_dataset_is_a_directory: is a directory, not the text file$"
+  COMMAND ${train_tiny} --set trainer.fit.train_dataloader.path=@D@)

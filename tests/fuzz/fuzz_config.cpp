@@ -1,0 +1,31 @@
+// libFuzzer harness: the YAML config with --set overrides. The input is YAML text, optionally
+// followed by a line "%%" and one override (key.path=value) per line. Every input must end in
+// a TrainerConfig or a mantissa::Error; anything else (a crash, a sanitizer report, another
+// exception) is a finding.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mantissa/error.hpp"
+#include "mantissa/train/config.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string input(reinterpret_cast<const char*>(data), size);
+  const std::size_t cut = input.find("\n%%\n");
+  const std::string yaml = input.substr(0, cut);
+  std::vector<std::string> overrides;
+  if (cut != std::string::npos) {
+    std::string rest = input.substr(cut + 4);
+    for (std::size_t at = 0; at <= rest.size();) {
+      const std::size_t end = std::min(rest.find('\n', at), rest.size());
+      overrides.push_back(rest.substr(at, end - at));
+      at = end + 1;
+    }
+  }
+  try {
+    mantissa::train::parse_config(yaml, overrides, "fuzz");
+  } catch (const mantissa::Error&) {
+  }
+  return 0;
+}
