@@ -73,7 +73,7 @@ TEST(NonFiniteGuard, ANonFiniteLossSkipsWhateverTheGradients) {
   t.scaler.update();
   EXPECT_EQ(t.scaler.num_skipped_steps(), 1);
   EXPECT_TRUE(t.scaler.last_nonfinite_params().empty());  // the gradients were finite
-  EXPECT_TRUE(t.step(false));  // update() cleared the mark
+  EXPECT_TRUE(t.step(false));                             // update() cleared the mark
 }
 
 TEST(NonFiniteGuard, AFixedScaleThatKeepsOverflowingRaisesWithAdvice) {

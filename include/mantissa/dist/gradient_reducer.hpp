@@ -63,9 +63,9 @@ class GradientReducer {
   // Starts every bucket not yet started (a parameter without a gradient sends zeros), waits
   // for all, and leaves every parameter's gradient holding the average (or sum) over the ranks
   // (allocated where it had none). Gradients are float32, or bfloat16 for bfloat16 weights
-  // (decoded exactly for the wire; the result rounded back to bfloat16, nearest-even). With one rank: nothing to do, the gradients are untouched.
-  // Throws mantissa::Error naming the ranks it waited for when none answered within the
-  // communicator's timeout.
+  // (decoded exactly for the wire; the result rounded back to bfloat16, nearest-even). With one
+  // rank: nothing to do, the gradients are untouched. Throws mantissa::Error naming the ranks it
+  // waited for when none answered within the communicator's timeout.
   void finish();
 
   const BucketPlan& plan() const;
