@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package mantissa needs, and only those that are missing.
 # Idempotent: a second run installs nothing and exits 0.
-#   scripts/install-deps.sh          build, test and data packages
+#   scripts/install-deps.sh          build, test (chromium for the report's browser test) and data packages
 #   scripts/install-deps.sh --peer   also python3-torch with OpenBLAS (the fallback PyTorch peer for
 #                                    benchmarks; bench/install-peer.sh installs the stronger one)
 set -euo pipefail
@@ -16,6 +16,7 @@ packages=(
   zlib1g-dev           # IDX .gz datasets
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin  # Open MPI: the dist layer, and mpirun for its tests
+  chromium             # tests: the browser test opens the precision report headless
   bible-kjv            # KJV corpus (the `bible` program)
   dataset-fashion-mnist  # /usr/share/datasets/fashion-mnist/*.gz
 )

@@ -121,8 +121,8 @@ int inspect(const std::string& checkpoint) {
   const std::string path = resolve(checkpoint);
   const train::Checkpoint ck = train::load_checkpoint(path);
   std::printf("%s\n", path.c_str());
-  for (const char* key :
-       {"global_step", "optimizer_step", "fp16_type", "scaler", "train_loader", "rng"}) {
+  for (const char* key : {"global_step", "optimizer_step", "fp16_type", "scaler", "train_loader",
+                          "rng", "dist_ranks"}) {
     auto it = ck.metadata.find(key);
     if (it != ck.metadata.end()) std::printf("  %-15s %s\n", key, it->second.c_str());
   }

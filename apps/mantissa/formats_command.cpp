@@ -48,6 +48,10 @@ Action register_formats_command(CLI::App& app) {
                                  numerics::Format::float16, numerics::Format::cbfloat16}) {
         fmt::print("  {}\n", kernels::describe_route(f, 1, precision::MatmulRoute::automatic));
       }
+      // fp8 linear layers (precision.fp8): e4m3 / e5m2 operands, bf16 values, one pass.
+      fmt::print("  fp8 linear layers: {}\n",
+                 kernels::describe_route(numerics::Format::float8_e4m3, 1,
+                                         precision::MatmulRoute::automatic));
     }
     return 0;
   };

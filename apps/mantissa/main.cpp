@@ -1,23 +1,42 @@
-// The `mantissa` command-line program: parses arguments and hands off to the library.
+// The `mantissa` command-line program: parses arguments and hands off to the library. Under
+// mpirun (or another MPI launcher) it is one process of a data-parallel job
+// (docs/distributed.md): the dist::Runtime starts MPI before anything else, and errors are
+// reported so that the job ends as a whole.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "commands.hpp"
+#include "mantissa/dist/runtime.hpp"
+#include "mantissa/dist/step_agreement.hpp"
 #include "mantissa/error.hpp"
 
-int main(int argc, char** argv) {
+namespace {
+
+// "rank 1 of 2: " in a job of several processes, unless the message names its rank already.
+std::string rank_prefix(const mantissa::dist::Communicator& world, const std::string& message) {
+  if (world.size() == 1 || message.starts_with("dist: rank")) return "";
+  return fmt::format("rank {} of {}: ", world.rank(), world.size());
+}
+
+int run(int argc, char** argv, mantissa::dist::Runtime& runtime) {
+  const mantissa::dist::Communicator& world = runtime.world();
+  // Output every process would print alike (help, usage errors) comes from rank 0 only.
+  const bool root = world.is_root();
   CLI::App app{"mantissa: mixed-precision neural-network training on CPUs"};
   app.require_subcommand(1);
   std::vector<mantissa::app::Action> actions;
-  actions.push_back(mantissa::app::register_train_command(app));
-  actions.push_back(mantissa::app::register_eval_command(app));
+  actions.push_back(mantissa::app::register_train_command(app, world));
+  actions.push_back(mantissa::app::register_eval_command(app, world));
   actions.push_back(mantissa::app::register_generate_command(app));
   actions.push_back(mantissa::app::register_inspect_command(app));
   actions.push_back(mantissa::app::register_formats_command(app));
-  actions.push_back(mantissa::app::register_bench_command(app));
+  actions.push_back(mantissa::app::register_bench_command(app, world));
+  actions.push_back(mantissa::app::register_compare_command(app));
+  actions.push_back(mantissa::app::register_report_command(app));
   // CLI11 reports an unknown command as a missing one; name it instead.
   std::string known;
   bool found = false;
@@ -26,20 +45,22 @@ int main(int argc, char** argv) {
     found = found || (argc > 1 && sub->get_name() == argv[1]);
   }
   if (argc > 1 && argv[1][0] != '-' && !found) {
-    fmt::print(stderr, "mantissa: error: unknown command '{}' (expected one of: {})\n", argv[1],
-               known);
+    if (root) {
+      fmt::print(stderr, "mantissa: error: unknown command '{}' (expected one of: {})\n", argv[1],
+                 known);
+    }
     return mantissa::app::kExitError;
   }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
-    fmt::print("{}", app.help("", CLI::AppFormatMode::All));
+    if (root) fmt::print("{}", app.help("", CLI::AppFormatMode::All));
     return 0;
   } catch (const CLI::CallForAllHelp&) {
-    fmt::print("{}", app.help("", CLI::AppFormatMode::All));
+    if (root) fmt::print("{}", app.help("", CLI::AppFormatMode::All));
     return 0;
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "mantissa: error: {}\n", e.what());
+    if (root) fmt::print(stderr, "mantissa: error: {}\n", e.what());
     return mantissa::app::kExitError;
   }
   try {
@@ -47,12 +68,34 @@ int main(int argc, char** argv) {
       const int rc = action();
       if (rc >= 0) return rc;
     }
+  } catch (const mantissa::dist::JobError& e) {
+    // Every process raised it together: none waits for another, each ends normally.
+    if (root) fmt::print(stderr, "mantissa: error: {}\n", e.what());
+    return 2;
   } catch (const mantissa::Error& e) {
-    fmt::print(stderr, "mantissa: error: {}\n", e.what());
+    fmt::print(stderr, "mantissa: error: {}{}\n", rank_prefix(world, e.what()), e.what());
+    std::fflush(stderr);
+    if (runtime.distributed())
+      runtime.abort(mantissa::app::kExitError);  // the others may be waiting for this one
     return mantissa::app::kExitError;
-  } catch (const std::exception& e) {  // out of memory, a library's own failure
-    fmt::print(stderr, "mantissa: failed: {}\n", e.what());
+  } catch (const std::exception& e) {  // out of memory, I/O, a library's own failure
+    fmt::print(stderr, "mantissa: failed: {}{}\n", rank_prefix(world, e.what()), e.what());
+    std::fflush(stderr);
+    if (runtime.distributed()) runtime.abort(mantissa::app::kExitFailure);
     return mantissa::app::kExitFailure;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::optional<mantissa::dist::Runtime> runtime;
+  try {
+    runtime.emplace(argc, argv);  // MPI only when an MPI launcher started this process
+  } catch (const mantissa::Error& e) {
+    fmt::print(stderr, "mantissa: error: {}\n", e.what());
+    return 1;
+  }
+  return run(argc, argv, *runtime);
 }

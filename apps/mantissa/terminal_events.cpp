@@ -25,10 +25,12 @@ void TerminalEvents::message(const std::string& line) {
 }
 
 void TerminalEvents::progress(const train::Progress& p) {
-  const std::string line = fmt::format(
-      "step {}/{}  loss {:.4g}  scale {:.4g}  lr {:.3g}  skipped {}  {:.0f} {}/s  eta {:.0f}s",
-      p.step, p.max_steps, p.loss, p.loss_scale, p.learning_rate, p.skipped_steps,
-      p.items_per_second, p.unit, p.eta_seconds);
+  // A run without a loss scaler shows no scale (not a 1 it never used).
+  const std::string scale = p.loss_scale ? fmt::format("  scale {:.4g}", *p.loss_scale) : "";
+  const std::string line =
+      fmt::format("step {}/{}  loss {:.4g}{}  lr {:.3g}  skipped {}  {:.0f} {}/s  eta {:.0f}s",
+                  p.step, p.max_steps, p.loss, scale, p.learning_rate, p.skipped_steps,
+                  p.items_per_second, p.unit, p.eta_seconds);
   if (tty_) {
     fmt::print(stderr, "\r{:<110}", line);
     std::fflush(stderr);

@@ -11,13 +11,16 @@
 #include "mantissa/names.hpp"
 #include "mantissa/train/trainer.hpp"
 #include "terminal_events.hpp"
+#include "together.hpp"
 
 namespace mantissa::app {
 namespace {
 
-// SIGINT and SIGTERM (Ctrl-C; kill, systemd, docker, Slurm) ask the run to checkpoint at the
-// next step boundary and stop; a second one ends the program at once (the handler is reset
-// after the first: a checkpoint being written then is lost, the previous one is not).
+// SIGINT and SIGTERM (Ctrl-C; kill, systemd, docker, Slurm; mpirun forwards either to every
+// process) ask the run to checkpoint at the next step boundary and stop (in a data-parallel
+// job every process stops after the same step); a second one ends the program at once (the
+// handler is reset after the first: a checkpoint being written then is lost, the previous
+// one is not).
 std::atomic<bool> g_stop{false};
 std::atomic<int> g_signal{0};
 extern "C" void on_stop_signal(int signo) {
@@ -57,15 +60,18 @@ void print_validation(const train::EvalResult& r, std::int64_t step) {
   }
 }
 
-int run(const TrainArgs& a, const std::string& default_mode) {
-  const train::RunMode mode =
-      parse_named(train::kRunModeNames, a.mode.empty() ? default_mode : a.mode, "--mode");
+int run(const TrainArgs& a, const std::string& default_mode, const dist::Communicator& world) {
+  train::RunMode mode{};
+  train::TrainerConfig c;
   train::ResumeSettings settings = train::ResumeSettings::must_match;
-  if (!a.resume_settings.empty()) {
-    if (a.resume.empty()) throw Error("--resume-settings: give it with --resume");
-    settings = parse_named(train::kResumeSettingsNames, a.resume_settings, "--resume-settings");
-  }
-  train::TrainerConfig c = train::load_config(a.config, a.overrides);
+  together(world, [&] {
+    mode = parse_named(train::kRunModeNames, a.mode.empty() ? default_mode : a.mode, "--mode");
+    if (!a.resume_settings.empty()) {
+      if (a.resume.empty()) throw Error("--resume-settings: give it with --resume");
+      settings = parse_named(train::kResumeSettingsNames, a.resume_settings, "--resume-settings");
+    }
+    c = train::load_config(a.config, a.overrides);
+  });
   if (c.checkpoint.dir.empty()) {
     c.checkpoint.dir = "runs/" + std::filesystem::path(a.config).stem().string();
   }
@@ -74,12 +80,13 @@ int run(const TrainArgs& a, const std::string& default_mode) {
   std::optional<StopSignals> signals;
   if (mode == train::RunMode::train || mode == train::RunMode::train_and_eval) signals.emplace();
   TerminalEvents events;
-  train::Trainer trainer(c, {&events, bible_kjv_text, &g_stop});
+  train::Trainer trainer(c, {&events, bible_kjv_text, world, &g_stop});
   const std::optional<std::string> resume =
       a.resume.empty()
           ? (mode == train::RunMode::eval ? std::optional<std::string>("latest") : std::nullopt)
           : std::optional<std::string>(a.resume);  // eval_all reads every checkpoint
   const train::RunSummary s = trainer.run(mode, resume, settings);
+  if (!world.is_root()) return s.interrupted ? kExitInterrupted + g_signal.load() : 0;
   for (const train::CheckpointEval& e : s.evals) print_validation(e.result, e.step);
   if (s.eval && s.evals.empty()) print_validation(*s.eval, s.global_step);
   if (!s.interrupted) return 0;
@@ -91,7 +98,8 @@ int run(const TrainArgs& a, const std::string& default_mode) {
   return kExitInterrupted + signo;
 }
 
-Action add(CLI::App& app, const char* name, const char* help, const std::string& default_mode) {
+Action add(CLI::App& app, const char* name, const char* help, const std::string& default_mode,
+           const dist::Communicator& world) {
   auto* cmd = app.add_subcommand(name, help);
   auto args = std::make_shared<TrainArgs>();
   cmd->add_option("--config", args->config, "The YAML config (docs/config.md)")->required();
@@ -105,23 +113,26 @@ Action add(CLI::App& app, const char* name, const char* help, const std::string&
                   "config's: " +
                       names_of(train::kResumeSettingsNames) +
                       " (which wins; without it the difference is an error)");
-  return [cmd, args, default_mode]() -> int {
+  return [cmd, args, default_mode, &world]() -> int {
     if (!cmd->parsed()) return -1;
-    return run(*args, default_mode);
+    return run(*args, default_mode, world);
   };
 }
 
 }  // namespace
 
-Action register_train_command(CLI::App& app) {
-  return add(app, "train", "Train a model from a YAML config", "train_and_eval");
+Action register_train_command(CLI::App& app, const dist::Communicator& world) {
+  return add(app, "train",
+             "Train a model from a YAML config (under mpirun: data-parallel, "
+             "docs/distributed.md)",
+             "train_and_eval", world);
 }
 
-Action register_eval_command(CLI::App& app) {
+Action register_eval_command(CLI::App& app, const dist::Communicator& world) {
   return add(app, "eval",
              "Evaluate a checkpoint (default: the run's latest; --mode eval_all: every one) on "
              "the validation data",
-             "eval");
+             "eval", world);
 }
 
 }  // namespace mantissa::app

@@ -101,6 +101,8 @@ GradScaler::PerOptimizer& GradScaler::entry(const optim::Optimizer& optimizer) {
     iteration_step_ = optimizer.step_index();
     finite_ = true;
     norm_ = 0;
+    sum_squares_ = 0;
+    agreed_sum_squares_.reset();
     nonfinite_.clear();
   }
   return iteration_[&optimizer];
@@ -131,9 +133,18 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
     for (std::size_t i = 0; i < groups[g].params.size(); ++i) {
       Variable p = groups[g].params[i];
       if (!p.grad().defined()) continue;
-      // One pass: unscale, square, check (the sum is finite exactly when every value is).
-      const double sum =
-          kernels::scale_and_sum_squares(p.mutable_grad().f32(), p.grad().numel(), inv);
+      // One pass: unscale, square, check (the sum is finite exactly when every value is). A
+      // gradient stored in another format (bfloat16 master weights) is unscaled in float32
+      // and stored back.
+      double sum = 0;
+      tensor::Tensor& grad = p.mutable_grad();
+      if (grad.format() == numerics::Format::float32) {
+        sum = kernels::scale_and_sum_squares(grad.f32(), grad.numel(), inv);
+      } else {
+        tensor::Tensor wide = grad.to(numerics::Format::float32);
+        sum = kernels::scale_and_sum_squares(wide.f32(), wide.numel(), inv);
+        if (inv != 1.0f) grad = wide.to(grad.format());
+      }
       e.sum_squares += sum;
       if (!std::isfinite(sum)) {
         e.finite = false;
@@ -145,6 +156,22 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
   e.finite = e.finite && std::isfinite(e.sum_squares) && !nonfinite_loss_;
   finite_ = finite_ && e.finite;
   norm_ = std::sqrt(norm_ * norm_ + e.sum_squares);
+  sum_squares_ += e.sum_squares;
+}
+
+void GradScaler::agree(const StepAgreement& agree) {
+  if (iteration_.empty()) throw Error("agree: unscale_ the optimizers first");
+  if (clipped_) throw Error("agree: called after the gradients were clipped (agree comes first)");
+  for (const auto& [opt, e] : iteration_) {
+    if (e.stage == OptimizerStage::stepped) throw Error("agree: called after a step (agree first)");
+  }
+  const GradientFacts job = agree({finite_, sum_squares_});
+  if (!job.finite) {
+    finite_ = false;
+    for (auto& [opt, e] : iteration_) e.finite = false;
+  }
+  agreed_sum_squares_ = job.sum_squares;
+  norm_ = std::sqrt(job.sum_squares);
 }
 
 double GradScaler::clip_grad_norm_(optim::Optimizer& optimizer, double max_norm) {
@@ -165,6 +192,7 @@ double GradScaler::clip_grad_norm_(double max_norm) {
   if (!(max_norm > 0)) throw Error("max_gradient_norm: " + num(max_norm) + " must be > 0");
   double sum = 0;
   for (const auto& [opt, e] : iteration_) sum += e.finite ? e.sum_squares : 0.0;
+  if (agreed_sum_squares_) sum = finite_ ? *agreed_sum_squares_ : 0.0;
   const double norm = std::sqrt(sum);
   const double coef = optim::clip_coefficient(norm, max_norm);
   if (coef >= 1.0) return norm;
@@ -199,15 +227,16 @@ bool GradScaler::step_if_finite(optim::Optimizer& optimizer) {
     optimizer.step();
     return true;
   }
-  std::string what = "step " + std::to_string(optimizer.step_index()) + ": non-finite " +
-                     (nonfinite_loss_ ? "loss" : "gradients") + " at loss scale " +
-                     num(state_.loss_scale);
-  for (std::size_t i = 0; i < nonfinite_.size(); ++i) what += (i ? ", " : " in ") + nonfinite_[i];
+  // The caller reports the skip: it knows the step's number (the optimizer's step index does
+  // not advance on skips); last_nonfinite_params() names the overflowing parameters.
   if (fixed && options_.on_nonfinite == NonFinitePolicy::raise) {
+    std::string what = "step " + std::to_string(optimizer.step_index()) + ": non-finite " +
+                       (nonfinite_loss_ ? "loss" : "gradients") + " at loss scale " +
+                       num(state_.loss_scale);
+    for (std::size_t i = 0; i < nonfinite_.size(); ++i) what += (i ? ", " : " in ") + nonfinite_[i];
     throw Error(what + " (precision.on_nonfinite is raise; skip leaves such steps out)");
   }
   ++state_.num_skipped_steps;
-  log("skipped " + what);
   return false;
 }
 

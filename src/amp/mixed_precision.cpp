@@ -55,6 +55,17 @@ void MixedPrecision::validate() const {
         "loss_scaling_factor: cbfloat16 requires dynamic loss scaling (set "
         "loss_scaling_factor: dynamic)");
   }
+  if (fp8.enabled) {
+    if (!enabled) throw Error("fp8.enabled: true needs enabled: true (fp8 is a half policy)");
+    fp8.validate();
+  }
+  if (master_weights != optim::MasterWeights::float32 &&
+      (!enabled || fp16_type != Format::bfloat16)) {
+    throw Error(
+        "master_weights: " + std::string(name_of(optim::kMasterWeightsNames, master_weights)) +
+        " needs enabled: true and fp16_type: bfloat16 (the weights are the bfloat16 "
+        "values the products read)");
+  }
   // A route this CPU cannot run is refused now, not at the first product.
   try {
     kernels::resolve_route(enabled ? fp16_type : Format::float32, matmul_route);
@@ -81,7 +92,9 @@ bool MixedPrecision::logs_loss_scale() const {
 }
 
 precision::Policy MixedPrecision::policy() const {
-  return {enabled ? fp16_type : numerics::Format::float32, precision_opt_level, matmul_route};
+  precision::Fp8Settings f = fp8;
+  f.enabled = enabled && fp8.enabled;
+  return {enabled ? fp16_type : numerics::Format::float32, precision_opt_level, matmul_route, f};
 }
 
 std::unique_ptr<GradScaler> MixedPrecision::make_scaler(

@@ -1,5 +1,7 @@
 #include "mantissa/amp/optimizer_step.hpp"
 
+#include <cmath>
+
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/profiler.hpp"
 #include "mantissa/optim/clip.hpp"
@@ -38,14 +40,14 @@ StepReport optimizer_step(const Variable& loss, const std::vector<optim::Optimiz
 
 StepReport finish_step(optim::Optimizer& optimizer, GradScaler* scaler,
                        std::optional<double> max_gradient_norm,
-                       std::optional<double> max_gradient_value) {
+                       std::optional<double> max_gradient_value, const StepAgreement& agree) {
   return finish_step(std::vector<optim::Optimizer*>{&optimizer}, scaler, max_gradient_norm,
-                     max_gradient_value);
+                     max_gradient_value, agree);
 }
 
 StepReport finish_step(const std::vector<optim::Optimizer*>& optimizers, GradScaler* scaler,
                        std::optional<double> max_gradient_norm,
-                       std::optional<double> max_gradient_value) {
+                       std::optional<double> max_gradient_value, const StepAgreement& agree) {
   if (max_gradient_norm && max_gradient_value) {
     throw Error("max_gradient_norm and max_gradient_value are mutually exclusive: set one");
   }
@@ -55,14 +57,24 @@ StepReport finish_step(const std::vector<optim::Optimizer*>& optimizers, GradSca
   StepReport r;
   if (scaler == nullptr) {
     std::vector<Variable> params = parameters_of(optimizers, nullptr);
-    r.grad_norm = max_gradient_norm ? optim::clip_grad_norm_(params, *max_gradient_norm)
-                                    : optim::grad_norm(params);
+    if (agree) {
+      const double local = optim::grad_norm(params);
+      r.grad_norm = std::sqrt(agree({std::isfinite(local), local * local}).sum_squares);
+      if (max_gradient_norm && std::isfinite(r.grad_norm)) {
+        const double coef = optim::clip_coefficient(r.grad_norm, *max_gradient_norm);
+        if (coef < 1.0) optim::scale_grads_(params, coef);
+      }
+    } else {
+      r.grad_norm = max_gradient_norm ? optim::clip_grad_norm_(params, *max_gradient_norm)
+                                      : optim::grad_norm(params);
+    }
     if (max_gradient_value) optim::clip_grad_value_(params, *max_gradient_value);
     for (optim::Optimizer* o : optimizers) o->step();
     r.stepped = true;
   } else {
     r.loss_scale = scaler->get_scale();
     for (optim::Optimizer* o : optimizers) scaler->unscale_(*o);
+    if (agree) scaler->agree(agree);
     if (max_gradient_norm) scaler->clip_grad_norm_(*max_gradient_norm);
     if (max_gradient_value) {
       std::vector<Variable> params = parameters_of(optimizers, scaler);

@@ -77,7 +77,11 @@ Variable dropout(const Variable& x, float p, bool training, tensor::Rng& rng) {
   if (!training || p == 0.0f) return x;
   const float keep_scale = 1.0f / (1.0f - p);
   std::vector<std::uint8_t> kept(static_cast<std::size_t>(x.value().numel()));
-  for (std::uint8_t& k : kept) k = rng.uniform() < p ? 0 : 1;  // one draw per element, in order
+  // One draw per element, in order; a block, so that data-parallel processes draw their parts
+  // of the mask one process would draw for the whole batch (Rng::begin_block).
+  rng.begin_block(x.value().numel());
+  for (std::uint8_t& k : kept) k = rng.uniform() < p ? 0 : 1;
+  rng.end_block(x.value().numel());
   const Decoded xd(x.value(), 0);
   Tensor y = produce(x.shape(), result_format(precision::current_policy()), 1,
                      [&](std::int64_t r0, std::int64_t r1, float* out) {

@@ -205,4 +205,9 @@ void backward(const Variable& root, float seed, const LeafReadyHook& on_leaf_rea
   }
 }
 
+std::int64_t Variable::cached_copy_bytes() const {
+  const Tensor& c = impl_->half_copy;
+  return c.defined() ? c.numel() * c.element_bytes() : 0;
+}
+
 }  // namespace mantissa::autograd

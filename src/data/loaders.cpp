@@ -2,11 +2,26 @@
 
 #include <cstring>
 #include <numeric>
+#include <string>
 
 #include "mantissa/error.hpp"
 #include "mantissa/tensor/random.hpp"
 
 namespace mantissa::data {
+namespace {
+
+void check_part(const BatchPart& part, std::int64_t batch) {
+  if (part.parts < 1 || part.index < 0 || part.index >= part.parts) {
+    throw Error("loader: part " + std::to_string(part.index) + " of " + std::to_string(part.parts) +
+                " does not exist");
+  }
+  if (batch % part.parts != 0) {
+    throw Error("batch_size: " + std::to_string(batch) + " does not split into " +
+                std::to_string(part.parts) + " equal parts");
+  }
+}
+
+}  // namespace
 
 std::vector<std::int64_t> epoch_order(std::int64_t n, std::uint64_t seed, std::int64_t epoch,
                                       bool shuffle) {
@@ -42,6 +57,14 @@ void ImageLoader::set_state(const LoaderState& s) {
   state_ = s;
 }
 
+void ImageLoader::set_part(const BatchPart& part) {
+  if (!drop_last_ && part.parts > 1) {
+    throw Error("loader: a part of every batch needs whole batches (drop_last)");
+  }
+  check_part(part, batch_);
+  part_ = part;
+}
+
 ImageBatch ImageLoader::next() {
   const std::int64_t n = data_.size();
   const std::int64_t need = drop_last_ ? batch_ : 1;
@@ -54,11 +77,12 @@ ImageBatch ImageLoader::next() {
     order_epoch_ = state_.epoch;
   }
   const std::int64_t count = std::min(batch_, n - state_.position);
+  const std::int64_t mine = count / part_.parts, first = part_.index * mine;
   const std::int64_t pixels = data_.images.dim(1);
-  ImageBatch b{tensor::Tensor::empty({count, pixels}), {}};
+  ImageBatch b{tensor::Tensor::empty({mine, pixels}), {}};
   const float* src = data_.images.f32();
-  for (std::int64_t i = 0; i < count; ++i) {
-    const std::int64_t e = order_[static_cast<std::size_t>(state_.position + i)];
+  for (std::int64_t i = 0; i < mine; ++i) {
+    const std::int64_t e = order_[static_cast<std::size_t>(state_.position + first + i)];
     std::memcpy(b.x.f32() + i * pixels, src + e * pixels,
                 static_cast<std::size_t>(pixels) * sizeof(float));
     b.y.push_back(data_.labels[static_cast<std::size_t>(e)]);
@@ -88,6 +112,11 @@ void TextLoader::set_state(const LoaderState& s) {
   state_ = s;
 }
 
+void TextLoader::set_part(const BatchPart& part) {
+  check_part(part, batch_);
+  part_ = part;
+}
+
 TextBatch TextLoader::next() {
   if (windows_ - state_.position < batch_) {
     ++state_.epoch;
@@ -98,10 +127,11 @@ TextBatch TextLoader::next() {
     order_epoch_ = state_.epoch;
   }
   TextBatch b;
-  b.batch = batch_;
+  b.batch = batch_ / part_.parts;
   b.context = context_;
-  for (std::int64_t i = 0; i < batch_; ++i) {
-    const std::int64_t start = order_[static_cast<std::size_t>(state_.position + i)] * context_;
+  const std::int64_t first = state_.position + part_.index * b.batch;
+  for (std::int64_t i = 0; i < b.batch; ++i) {
+    const std::int64_t start = order_[static_cast<std::size_t>(first + i)] * context_;
     for (std::int64_t t = 0; t < context_; ++t) {
       b.inputs.push_back(text_.tokens[static_cast<std::size_t>(start + t)]);
       b.targets.push_back(text_.tokens[static_cast<std::size_t>(start + t + 1)]);

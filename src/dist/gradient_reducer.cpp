@@ -24,7 +24,8 @@ enum Kind : int { kContribution = 0, kResult = 1, kSend = 2, kKinds = 3 };
 // The bytes every rank must agree on: the options and each parameter's size.
 std::vector<std::int64_t> layout_signature(const std::vector<std::int64_t>& numels,
                                            const ReducerOptions& options) {
-  std::vector<std::int64_t> s{options.bucket_cap_bytes, static_cast<std::int64_t>(options.wire)};
+  std::vector<std::int64_t> s{options.bucket_cap_bytes, static_cast<std::int64_t>(options.wire),
+                              options.average ? 1 : 0};
   s.insert(s.end(), numels.begin(), numels.end());
   return s;
 }
@@ -89,12 +90,8 @@ void GradientReducer::State::start(std::size_t b) {
       std::memset(dst, 0, static_cast<std::size_t>(n * bytes));
       continue;
     }
-    if (p.grad().format() != numerics::Format::float32) {
-      throw Error(fmt::format("{}: parameter {} has a {} gradient; the reducer takes float32",
-                              comm.where(), bucket.params[j],
-                              numerics::traits(p.grad().format()).name));
-    }
-    const Tensor g = p.grad().contiguous();
+    // float32 gradients as they are; bfloat16 ones (of bfloat16 weights) decoded exactly.
+    const Tensor g = p.grad().to(numerics::Format::float32);
     encode_wire(g.f32(), n, options.wire, dst);
   }
   s.started = true;
@@ -126,7 +123,11 @@ void GradientReducer::State::reduce(std::size_t b) {
     contributions[static_cast<std::size_t>(r)] =
         r == me ? at(s.send, s.mine.begin) : part_slot(s, r);
   }
-  average_in_rank_order(contributions, s.mine.size(), options.wire, at(s.result, s.mine.begin));
+  if (options.average) {
+    average_in_rank_order(contributions, s.mine.size(), options.wire, at(s.result, s.mine.begin));
+  } else {
+    sum_in_rank_order(contributions, s.mine.size(), options.wire, at(s.result, s.mine.begin));
+  }
   s.reduced = true;
   MPI_Comm c = comm.impl()->comm;
   for (int p = 0; p < n; ++p) {
@@ -159,11 +160,15 @@ void GradientReducer::State::unpack(std::size_t b) {
   for (std::size_t j = 0; j < bucket.params.size(); ++j) {
     Variable& p = params[bucket.params[j]];
     Tensor& g = p.mutable_grad();
-    if (!g.defined()) g = Tensor::zeros(p.shape());
+    if (!g.defined()) {  // the format autograd gives this leaf's gradients
+      const bool bf16 = p.value().format() == numerics::Format::bfloat16;
+      g = Tensor::zeros(p.shape()).to(bf16 ? numerics::Format::bfloat16
+                                           : numerics::Format::float32);
+    }
     const std::byte* src = at(s.result, bucket.offsets[j]);
-    if (g.is_contiguous()) {
+    if (g.is_contiguous() && g.format() == numerics::Format::float32) {
       decode_wire(src, g.numel(), options.wire, g.f32());
-    } else {
+    } else {  // a view, or bfloat16: decoded, then stored (rounded to nearest-even)
       Tensor t = Tensor::empty(p.shape());
       decode_wire(src, t.numel(), options.wire, t.f32());
       g.copy_from(t);

@@ -36,9 +36,12 @@ void decode_wire(const void* src, std::int64_t n, WireFormat wire, float* dst) {
   }
 }
 
-void average_in_rank_order(const std::vector<const void*>& contributions, std::int64_t n,
-                           WireFormat wire, void* out) {
-  if (contributions.empty()) throw Error("dist: an average of no contributions");
+namespace {
+
+// The sum in rank order, then (when `average`) one multiplication by fl(1/N).
+void reduce_in_rank_order(const std::vector<const void*>& contributions, std::int64_t n,
+                          WireFormat wire, bool average, void* out) {
+  if (contributions.empty()) throw Error("dist: a reduction of no contributions");
   const float inverse = 1.0f / static_cast<float>(contributions.size());
   const std::int64_t bytes = wire_bytes(wire);
   // Block by block, so the partial sums stay in cache; each block is read whole before it is
@@ -54,9 +57,23 @@ void average_in_rank_order(const std::vector<const void*>& contributions, std::i
       decode_wire(at(contributions[r]), m, wire, next);
       for (std::int64_t i = 0; i < m; ++i) sum[i] += next[i];
     }
-    for (std::int64_t i = 0; i < m; ++i) sum[i] *= inverse;
+    if (average) {
+      for (std::int64_t i = 0; i < m; ++i) sum[i] *= inverse;
+    }
     encode_wire(sum, m, wire, static_cast<std::byte*>(out) + start * bytes);
   }
+}
+
+}  // namespace
+
+void average_in_rank_order(const std::vector<const void*>& contributions, std::int64_t n,
+                           WireFormat wire, void* out) {
+  reduce_in_rank_order(contributions, n, wire, true, out);
+}
+
+void sum_in_rank_order(const std::vector<const void*>& contributions, std::int64_t n,
+                       WireFormat wire, void* out) {
+  reduce_in_rank_order(contributions, n, wire, false, out);
 }
 
 }  // namespace mantissa::dist

@@ -58,6 +58,33 @@ StepDecision agree_on_step(const Communicator& comm, bool finite, double sum_squ
   return d;
 }
 
+void agree_on_success(const Communicator& comm, const std::string& failure) {
+  const std::vector<std::vector<std::byte>> all =
+      comm.allgather_blobs(std::as_bytes(std::span(failure.data(), failure.size())));
+  std::vector<int> failed;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    if (!all[r].empty()) failed.push_back(static_cast<int>(r));
+  }
+  if (failed.empty()) return;
+  const auto text = [&](int r) {
+    const std::vector<std::byte>& b = all[static_cast<std::size_t>(r)];
+    return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+  };
+  const std::string first = text(failed[0]);
+  bool alike = failed.size() == all.size();
+  for (int r : failed) alike = alike && text(r) == first;
+  if (alike) throw JobError(first);
+  std::string others;
+  if (failed.size() > 1) {
+    others = fmt::format(" (and {} other rank{})", failed.size() - 1, failed.size() > 2 ? "s" : "");
+  }
+  const std::string where = fmt::format("dist: rank {} of {}", failed[0], comm.size());
+  if (first.starts_with(where + ": ")) {  // the message names its rank already
+    throw JobError(where + others + first.substr(where.size()));
+  }
+  throw JobError(where + others + ": " + first);
+}
+
 void require_identical(const Communicator& comm, std::span<const std::byte> blob,
                        std::string_view what) {
   const std::vector<std::vector<std::byte>> blobs = comm.allgather_blobs(blob);

@@ -2,7 +2,10 @@
 
 #include <cmath>
 #include <numbers>
+#include <string>
 #include <vector>
+
+#include "mantissa/error.hpp"
 
 namespace mantissa::tensor {
 namespace {
@@ -30,6 +33,22 @@ double Rng::normal() {
   const double u1 = 1.0 - uniform();
   const double u2 = uniform();
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+
+void Rng::set_block_part(const BatchPart& part) {
+  if (part.parts < 1 || part.index < 0 || part.index >= part.parts) {
+    throw Error("random stream: part " + std::to_string(part.index) + " of " +
+                std::to_string(part.parts) + " does not exist");
+  }
+  part_ = part;
+}
+
+void Rng::begin_block(std::int64_t n) {
+  state_.counter += static_cast<std::uint64_t>(part_.index * n);
+}
+
+void Rng::end_block(std::int64_t n) {
+  state_.counter += static_cast<std::uint64_t>((part_.parts - 1 - part_.index) * n);
 }
 
 void Rng::fill_uniform(Tensor& t, float low, float high) {

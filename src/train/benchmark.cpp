@@ -1,7 +1,5 @@
 #include "mantissa/train/benchmark.hpp"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -9,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "machine.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/gemm.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
@@ -16,6 +15,7 @@
 #include "mantissa/tensor/random.hpp"
 #include "mantissa/tensor/storage.hpp"
 #include "mantissa/train/trainer.hpp"
+#include "statistics.hpp"
 
 namespace mantissa::train {
 namespace {
@@ -24,19 +24,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double peak_rss_mib() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / 1024.0;  // Linux reports KiB
 }
 
 // Best of a few timed runs of a 2048^3 GEMM whose inputs hold values of the policy's format,
@@ -105,26 +92,37 @@ double training_flops_per_step(const TrainerConfig& c, std::int64_t parameters) 
 
 BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
                                 const std::function<void(const std::string&)>& progress,
-                                const data::CorpusProvider& kjv_corpus) {
+                                const data::CorpusProvider& kjv_corpus,
+                                const dist::Communicator& world) {
   if (o.steps < 1)
     throw Error("bench: --steps must be at least 1 (got " + std::to_string(o.steps) + ")");
   if (o.warmup < 0)
     throw Error("bench: --warmup must be 0 or more (got " + std::to_string(o.warmup) + ")");
   const auto say = [&](const std::string& line) {
-    if (progress) progress(line);
+    if (progress && world.is_root()) progress(line);
   };
   config.loop.max_steps = o.warmup + o.steps;
   ForwardMessages messages(progress);
-  Trainer trainer(config, {&messages, kjv_corpus});
+  Trainer trainer(config, {&messages, kjv_corpus, world});
   BenchResult r;
   r.model = std::string(name_of(kModelNames, config.model.kind));
   r.precision = trainer.policy().describe();
   r.route = kernels::describe_route(trainer.policy().half, trainer.policy().opt_level,
                                     trainer.policy().matmul_route);
+  if (trainer.policy().fp8.enabled) {
+    r.route += "; fp8 linear layers: " + kernels::describe_route(numerics::Format::float8_e4m3, 1,
+                                                                 trainer.policy().matmul_route);
+  }
   r.unit = trainer.item_unit();
   r.parameters = trainer.parameter_count();
+  r.training_state =
+      "master weights " +
+      std::string(name_of(optim::kMasterWeightsNames, config.precision.master_weights)) +
+      ", optimizer state " + std::string(numerics::name(config.optimizer.state_format));
   r.items_per_step = trainer.items_per_step();
   r.flops_per_step = training_flops_per_step(config, r.parameters);
+  r.ranks = trainer.ranks();
+  std::vector<double> waits;
   for (std::int64_t s = 0; s < o.warmup + o.steps; ++s) {
     const bool timed = s >= o.warmup;
     if (timed && s == o.warmup) tensor::pool_reset_peak();
@@ -134,6 +132,9 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
     const double secs = seconds_since(t);
     r.losses.push_back(step.loss);
     if (timed) r.step_seconds.push_back(secs);
+    if (timed && trainer.reducer_stats() != nullptr) {
+      waits.push_back(trainer.reducer_stats()->finish_seconds);
+    }
     say(std::string(timed ? "step " : "warm-up step ") + std::to_string(s + 1) + "/" +
         std::to_string(o.warmup + o.steps) + "  loss " + fixed(step.loss, 4) + "  " +
         fixed(static_cast<double>(r.items_per_step) / secs, 0) + " " + r.unit + "/s");
@@ -142,14 +143,24 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
     r.profile = kernels::profiler_stop();
     for (double s : r.step_seconds) r.profiled_seconds += s;
   }
-  r.median_seconds = median(r.step_seconds);
+  r.median_seconds = detail::median(r.step_seconds);
+  if (const dist::ReducerStats* st = trainer.reducer_stats()) {
+    r.allreduce = std::string(name_of(dist::kWireFormatNames, config.dist.allreduce_dtype)) +
+                  " wire, " +
+                  (config.dist.overlap ? "buckets started during the backward"
+                                       : "every bucket started after the backward");
+    r.buckets = st->buckets;
+    r.bytes_sent_per_step = st->bytes_sent_per_step;
+    r.median_allreduce_wait_seconds = detail::median(waits);
+  }
   r.items_per_second = static_cast<double>(r.items_per_step) / r.median_seconds;
   r.achieved_gflops = r.flops_per_step / r.median_seconds / 1e9;
-  r.peak_rss_mib = peak_rss_mib();  // training's, before the peak GEMM's buffers exist
+  r.state = trainer.training_state_bytes();
+  r.peak_rss_mib = detail::peak_rss_mib();  // training's, before the peak GEMM's buffers exist
   const tensor::PoolStats pool = tensor::pool_stats();
   r.peak_tensor_mib = static_cast<double>(pool.peak_live_bytes) / (1 << 20);
   r.pool_mib = static_cast<double>(pool.system_bytes) / (1 << 20);
-  if (o.measure_peak) {
+  if (o.measure_peak && r.ranks == 1) {
     say("measuring the GEMM peak (2048^3, " + r.precision + ")");
     r.gemm_peak_gflops = measure_gemm_peak(trainer.policy());
   }
@@ -161,6 +172,14 @@ std::string format_bench_report(const BenchResult& r) {
   s += r.model + " (" + std::to_string(r.parameters) + " parameters), precision " + r.precision +
        "\n";
   s += "  matmul route     " + r.route + "\n";
+  if (r.ranks > 1) {
+    s += "  data parallel    " + std::to_string(r.ranks) + " ranks (figures of rank 0; " + r.unit +
+         " of the global batch), " + r.allreduce + "\n";
+    s += "  all-reduce       " + std::to_string(r.buckets) + " buckets, " +
+         fixed(static_cast<double>(r.bytes_sent_per_step) / 1e6, 1) +
+         " MB sent per step by rank 0, median wait after the backward " +
+         fixed(r.median_allreduce_wait_seconds * 1e3, 1) + " ms\n";
+  }
   s += "  median step      " + fixed(r.median_seconds * 1e3, 1) + " ms over " +
        std::to_string(r.step_seconds.size()) + " timed steps\n";
   s += "  throughput       " + fixed(r.items_per_second, 0) + " " + r.unit + "/s\n";
@@ -171,6 +190,15 @@ std::string format_bench_report(const BenchResult& r) {
   if (r.gemm_peak_gflops > 0) {
     s += "  GEMM peak        " + fixed(r.gemm_peak_gflops, 1) + " GFLOP/s (2048^3, same format)\n";
     if (r.flops_per_step > 0) s += "  MFU              " + fixed(100.0 * r.mfu(), 1) + " %\n";
+  }
+  if (r.parameters > 0) {
+    const double n = static_cast<double>(r.parameters);
+    const TrainingStateBytes& b = r.state;
+    s += "  training state   " + fixed(static_cast<double>(b.total()) / n, 2) +
+         " bytes/parameter (weights " + fixed(static_cast<double>(b.weights) / n, 2) +
+         ", gradients " + fixed(static_cast<double>(b.gradients) / n, 2) + ", optimizer " +
+         fixed(static_cast<double>(b.optimizer) / n, 2) + ", copies " +
+         fixed(static_cast<double>(b.copies) / n, 2) + "; " + r.training_state + ")\n";
   }
   s += "  peak RSS         " + fixed(r.peak_rss_mib, 0) +
        " MiB (tensors: " + fixed(r.peak_tensor_mib, 0) + " MiB live at most, " +
@@ -227,9 +255,22 @@ std::string bench_result_json(const BenchResult& r) {
                    {"peak_rss_mib", r.peak_rss_mib},
                    {"peak_tensor_mib", r.peak_tensor_mib},
                    {"pool_mib", r.pool_mib},
+                   {"ranks", r.ranks},
+                   {"training_state", r.training_state},
+                   {"state_bytes",
+                    {{"weights", r.state.weights},
+                     {"gradients", r.state.gradients},
+                     {"optimizer", r.state.optimizer},
+                     {"copies", r.state.copies}}},
                    {"step_ms", nlohmann::json::array()},
                    {"losses", r.losses}};
   for (double s : r.step_seconds) j["step_ms"].push_back(s * 1e3);
+  if (r.ranks > 1) {
+    j["allreduce"] = r.allreduce;
+    j["buckets"] = r.buckets;
+    j["bytes_sent_per_step"] = r.bytes_sent_per_step;
+    j["median_allreduce_wait_ms"] = r.median_allreduce_wait_seconds * 1e3;
+  }
   if (r.profile) {
     nlohmann::json p;
     for (int c = 0; c < kernels::kOpClassCount; ++c) {

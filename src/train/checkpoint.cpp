@@ -217,4 +217,22 @@ void apply_retention(const std::string& dir, std::int64_t keep) {
   }
 }
 
+int remove_unfinished_checkpoints(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return 0;
+  std::vector<fs::path> unfinished;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& p = it->path();
+    if (p.extension() == ".tmp" && is_checkpoint(p.parent_path() / p.stem())) {
+      unfinished.push_back(p);
+    }
+  }
+  check(ec, dir, "list the checkpoints");
+  for (const fs::path& p : unfinished) {
+    fs::remove(p, ec);
+    check(ec, p.string(), "delete the unfinished checkpoint");
+  }
+  return static_cast<int>(unfinished.size());
+}
+
 }  // namespace mantissa::train

@@ -69,6 +69,7 @@ std::map<std::string, std::string> encode_checkpoint_meta(const CheckpointMeta& 
   m["train_loader"] =
       json{{"epoch", meta.train_loader.epoch}, {"position", meta.train_loader.position}}.dump();
   m["rng"] = json{{"seed", meta.rng.seed}, {"counter", meta.rng.counter}}.dump();
+  m["dist_ranks"] = std::to_string(meta.dist_ranks);
   if (meta.scaler) m["scaler"] = amp::encode_scaler_state(*meta.scaler);
   return m;
 }
@@ -99,6 +100,10 @@ CheckpointMeta decode_checkpoint_meta(const std::map<std::string, std::string>& 
   const json rng = f.object("rng", rng_form);
   if (!field(rng, "seed", meta.rng.seed) || !field(rng, "counter", meta.rng.counter)) {
     f.bad("rng", rng_form);
+  }
+  if (f.has("dist_ranks")) {
+    meta.dist_ranks = f.count("dist_ranks");
+    if (meta.dist_ranks < 1) f.bad("dist_ranks", "an integer >= 1");
   }
   if (f.has("scaler")) {
     try {

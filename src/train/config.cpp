@@ -227,6 +227,7 @@ TrainerConfig parse_tree(const std::string& yaml_text, const std::vector<std::st
         return m;
       }();
   c.loop = detail::parse_loop(init.child("loop"));
+  c.dist = detail::parse_dist(init.child("dist"));
   {
     Reader ck = init.child("checkpoint");
     c.checkpoint.steps = ck.get_at_least("steps", c.checkpoint.steps, 0);

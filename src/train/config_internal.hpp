@@ -43,4 +43,7 @@ optim::SchedulePtr parse_nested_schedule(const YAML::Node& node, const std::stri
 // config_loop.cpp: trainer.init.loop.
 LoopConfig parse_loop(Reader r);
 
+// config_dist.cpp: trainer.init.dist.
+DistConfig parse_dist(Reader r);
+
 }  // namespace mantissa::train::detail

@@ -126,7 +126,8 @@ OptimizerConfig parse_optimizer(const YAML::Node& node, const std::string& path)
     throw Error(path + ": unknown name '" + name + "' (expected one of: " + optimizer_names_text() +
                 ")");
   }
-  OptimizerConfig o{*defaults, optim::default_learning_rate(*defaults), false, {}};
+  OptimizerConfig o{
+      *defaults, optim::default_learning_rate(*defaults), false, {}, numerics::Format::float32};
   Reader r(node.begin()->second, path + "." + key);
   const bool long_name = r.has("learning_rate"), short_name = r.has("lr");
   if (long_name && short_name) {
@@ -137,6 +138,14 @@ OptimizerConfig parse_optimizer(const YAML::Node& node, const std::string& path)
   o.learning_rate =
       r.get_number(long_name ? "learning_rate" : "lr", o.learning_rate, optim::kNonNegative);
   std::visit([&](auto& s) { read_fields(r, s, nullptr); }, o.settings);
+  if (r.has("state_dtype")) {
+    const auto text = r.require<std::string>("state_dtype", "a string");
+    const std::optional<numerics::Format> f = numerics::parse_format(text);
+    if (f != numerics::Format::float32 && f != numerics::Format::bfloat16) {
+      throw Error(r.key_path("state_dtype") + ": '" + text + "' (expected float32 or bfloat16)");
+    }
+    o.state_format = *f;
+  }
   if (r.has("params")) {
     const YAML::Node list = r.raw("params");
     const std::string where = r.key_path("params");

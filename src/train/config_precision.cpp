@@ -34,6 +34,18 @@ void optional_key(Reader& r, const char* key, std::optional<T>& out, const char*
   if (r.has(key)) out = r.require<T>(key, type_name);
 }
 
+// precision.fp8: {enabled, recipe, history_length, amax_compute, margin}.
+precision::Fp8Settings parse_fp8(Reader r) {
+  precision::Fp8Settings f;
+  f.enabled = r.get<bool>("enabled", f.enabled, kBool);
+  f.recipe = r.get_named("recipe", f.recipe, precision::kFp8RecipeNames);
+  f.history_length = r.get<int>("history_length", f.history_length, kInt);
+  f.amax_compute = r.get_named("amax_compute", f.amax_compute, precision::kAmaxComputeNames);
+  f.margin = r.get<int>("margin", f.margin, kInt);
+  r.finish();
+  return f;
+}
+
 }  // namespace
 
 amp::MixedPrecision parse_precision(Reader r, std::vector<std::string>& notes) {
@@ -66,6 +78,8 @@ amp::MixedPrecision parse_precision(Reader r, std::vector<std::string>& notes) {
   m.on_stuck = r.get_named("on_stuck", m.on_stuck, amp::kStuckPolicyNames);
   m.hysteresis = r.get<int>("hysteresis", m.hysteresis, kInt);
   m.consecutive_hysteresis = r.get<bool>("consecutive_hysteresis", m.consecutive_hysteresis, kBool);
+  if (r.has("fp8")) m.fp8 = parse_fp8(r.child("fp8"));
+  m.master_weights = r.get_named("master_weights", m.master_weights, optim::kMasterWeightsNames);
   m.on_nonfinite = r.get_named("on_nonfinite", m.on_nonfinite, amp::kNonFinitePolicyNames);
   m.max_consecutive_skipped_steps =
       r.get<std::int64_t>("max_consecutive_skipped_steps", m.max_consecutive_skipped_steps, kInt);

@@ -1,6 +1,7 @@
 // Trainer::restore: a checkpoint's state into the run, after its settings were held against
 // the config's (a precision or optimizer that differs is an error unless the caller says
 // which one wins).
+#include "fp8_layers.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/train/checkpoint.hpp"
 #include "mantissa/train/trainer.hpp"
@@ -112,6 +113,7 @@ void Trainer::restore(const std::string& path, const Checkpoint& c, bool for_tra
     } else {
       optimizer_->set_step_index(meta.optimizer_step);
     }
+    fp8_->load_state_tensors(under_prefix(kFp8Prefix, c.tensors));
     task_->set_loader_state(meta.train_loader);
     task_->set_rng_state(meta.rng);
     if (take_scaler_state) {

@@ -99,6 +99,10 @@ class TextTask final : public Task {
   void set_loader_state(const data::LoaderState& s) override { train_->set_state(s); }
   tensor::RngState rng_state() const override { return gpt_.dropout_rng_state(); }
   void set_rng_state(const tensor::RngState& s) override { gpt_.dropout_rng().set_state(s); }
+  void set_batch_part(const tensor::BatchPart& part) override {
+    train_->set_part(part);
+    gpt_.dropout_rng().set_block_part(part);
+  }
 
  private:
   nn::Gpt gpt_;
@@ -183,6 +187,7 @@ class ImageTask final : public Task {
   void set_loader_state(const data::LoaderState& s) override { train_->set_state(s); }
   tensor::RngState rng_state() const override { return {}; }
   void set_rng_state(const tensor::RngState&) override {}
+  void set_batch_part(const tensor::BatchPart& part) override { train_->set_part(part); }
 
  private:
   TrainerConfig cfg_;

@@ -27,6 +27,9 @@ class Task {
   virtual void set_loader_state(const data::LoaderState& s) = 0;
   virtual tensor::RngState rng_state() const = 0;  // dropout
   virtual void set_rng_state(const tensor::RngState& s) = 0;
+  // Data parallel: this process trains on part `part` of every batch (its training loader
+  // reads that part; dropout draws that part of the batch's mask).
+  virtual void set_batch_part(const tensor::BatchPart& part) = 0;
 };
 
 // `kjv_corpus` supplies the KJV text when the kjv dataset is not cached yet.

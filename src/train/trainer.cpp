@@ -6,11 +6,17 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "data_parallel.hpp"
+#include "fp8_layers.hpp"
+#include "machine.hpp"
 #include "mantissa/amp/optimizer_step.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/train/checkpoint.hpp"
+#include "mantissa/train/metrics.hpp"
+#include "number_text.hpp"
 #include "param_groups.hpp"
 #include "run_dir.hpp"
+#include "run_settings.hpp"
 #include "task.hpp"
 
 namespace mantissa::train {
@@ -35,10 +41,22 @@ Trainer::Trainer(TrainerConfig config, TrainerHooks hooks)
     : config_(std::move(config)),
       events_(hooks.events != nullptr ? hooks.events : &silent_),
       external_stop_(hooks.stop) {
+  dp_ = std::make_unique<DataParallel>(hooks.world, config_.dist);
+  if (!dp_->is_root()) events_ = &silent_;  // rank 0 reports for the job
   run_dir_ = config_.checkpoint.dir.empty() ? "runs/default" : config_.checkpoint.dir;
   for (const std::string& note : config_.notes) log(note);
-  task_ = make_task(config_, hooks.kjv_corpus);
-  build_optimizer_and_scaler();
+  // Before any work: the global batch must split evenly (every process says so alike). Then
+  // rank 0 first: it may write the dataset cache the others read. A failure on any process
+  // stops every one here.
+  tensor::BatchPart part;
+  dp_->together([&] { part = dp_->batch_part(config_.train_data.batch_size); });
+  dp_->root_first([&] {
+    task_ = make_task(config_, hooks.kjv_corpus);
+    task_->set_batch_part(part);
+    fp8_ = std::make_unique<Fp8Layers>(task_->module(), config_.precision.policy().fp8);
+    build_optimizer_and_scaler();
+  });
+  dp_->attach(task_->module().parameters());
   metrics_ =
       std::make_unique<MetricsFile>((std::filesystem::path(run_dir_) / "metrics.jsonl").string());
 }
@@ -48,7 +66,10 @@ Trainer::~Trainer() = default;
 void Trainer::build_optimizer_and_scaler() {
   optimizer_ = optim::make_optimizer(
       config_.optimizer.settings, build_param_groups(config_, task_->module().named_parameters()));
+  optimizer_->set_training_state(
+      {config_.precision.master_weights, config_.optimizer.state_format, config_.seed});
   scaler_ = config_.precision.make_step_guard([this](const std::string& l) { log(l); });
+  scales_loss_ = config_.precision.make_scaler() != nullptr;
   policy_ = config_.precision.policy();
 }
 
@@ -56,8 +77,18 @@ void Trainer::log(const std::string& line) const {
   events_->message(line);
 }
 
+int Trainer::rank() const {
+  return dp_->rank();
+}
+int Trainer::ranks() const {
+  return dp_->size();
+}
+const dist::ReducerStats* Trainer::reducer_stats() const {
+  return dp_->stats();
+}
+
 void Trainer::write_metrics(const std::string& json_line) {
-  metrics_->append(json_line);
+  if (dp_->is_root()) metrics_->append(json_line);  // rank 0 writes for the job
 }
 
 bool Trainer::stop_requested() const {
@@ -67,6 +98,7 @@ bool Trainer::stop_requested() const {
 std::map<std::string, tensor::Tensor> Trainer::state_tensors() const {
   std::map<std::string, tensor::Tensor> t = with_prefix(kModelPrefix, task_->module().state_dict());
   t.merge(with_prefix(kOptimizerPrefix, optimizer_->state_tensors()));
+  t.merge(with_prefix(kFp8Prefix, fp8_->state_tensors()));
   return t;
 }
 
@@ -79,14 +111,25 @@ std::map<std::string, std::string> Trainer::state_metadata() const {
   m.train_loader = task_->loader_state();
   m.rng = task_->rng_state();
   m.scaler = scaler_->state();
+  m.dist_ranks = dp_->size();
   return encode_checkpoint_meta(m);
 }
 
 std::string Trainer::save_checkpoint_now() {
-  const std::string path =
-      save_checkpoint(run_dir_, global_step_, {state_tensors(), state_metadata()});
-  apply_retention(run_dir_, config_.checkpoint.keep);
-  return path;
+  std::string path;
+  dp_->on_root([&] {  // every process holds the same state: rank 0 writes it
+    path = save_checkpoint(run_dir_, global_step_, {state_tensors(), state_metadata()});
+    apply_retention(run_dir_, config_.checkpoint.keep);
+  });
+  return dp_->from_root(path);
+}
+
+std::optional<std::string> Trainer::latest_of_job() const {
+  std::string latest;  // rank 0's view of the run directory is the job's
+  dp_->on_root([&] { latest = latest_checkpoint(run_dir_).value_or(""); });
+  latest = dp_->from_root(latest);
+  if (latest.empty()) return std::nullopt;
+  return latest;
 }
 
 EvalResult Trainer::evaluate() {
@@ -95,17 +138,17 @@ EvalResult Trainer::evaluate() {
   task_->module().eval();
   const EvalResult r = task_->evaluate(config_.loop.eval_steps);
   task_->module().train();
-  json j{{"eval_step", global_step_}, {"loss", r.loss}, {"steps", r.steps}};
+  EvalRecord record{global_step_, r.loss, std::nullopt, std::nullopt, r.steps};
   std::string line =
       "eval at step " + std::to_string(global_step_) + ": loss " + fmt_double(r.loss);
   if (r.text) {
-    j["perplexity"] = r.perplexity;
+    record.perplexity = r.perplexity;
     line += ", perplexity " + fmt_double(r.perplexity);
   } else {
-    j["accuracy"] = r.accuracy;
+    record.accuracy = r.accuracy;
     line += ", accuracy " + fmt_double(r.accuracy);
   }
-  write_metrics(j.dump());
+  write_metrics(metrics_line(record));
   log(line);
   events_->evaluated(r, global_step_);
   return r;
@@ -117,21 +160,63 @@ StepResult Trainer::train_step() {
   task_->module().train();  // dropout on
   {
     precision::Autocast cast(policy_);
+    // Each micro-batch's loss weighted by its share of the step's: 1/accum, and 1/N with N
+    // processes (each holds 1/N of the global batch), so every backward carries the gradients
+    // one process would for these samples, with the same magnitudes (hence the same float16
+    // overflow and underflow); the processes' shares are then summed.
+    const std::int64_t shares = accum * dp_->size();
     for (std::int64_t a = 0; a < accum; ++a) {
       autograd::Variable loss = task_->next_train_loss();
       r.loss += loss.value().item() / static_cast<double>(accum);
-      if (accum > 1) loss = autograd::scale(loss, 1.0f / static_cast<float>(accum));
-      autograd::backward(scaler_->scale(loss));
+      if (shares > 1) loss = autograd::scale(loss, 1.0f / static_cast<float>(shares));
+      dp_->backward(scaler_->scale(loss), a + 1 == accum);
     }
+    // Data parallel: the gradients summed over the processes, the loss averaged; one decision on
+    // skipping and one clipping norm for all (with one process: nothing changes).
+    dp_->finish();
+    r.loss = dp_->mean(r.loss);
     if (!std::isfinite(r.loss)) scaler_->note_nonfinite_loss();
     r.report = amp::finish_step(*optimizer_, scaler_.get(), config_.precision.max_gradient_norm,
-                                config_.precision.max_gradient_value);
+                                config_.precision.max_gradient_value, dp_->step_agreement());
   }
+  fp8_->update(dp_->fp8_agreement());  // data parallel: the scales follow the global batch
   if (auto wider = scaler_->take_fallback()) {
     policy_.half = *wider;
     log("precision falls back to " + std::string(numerics::name(*wider)) + " from here on");
   }
   ++global_step_;
+  if (!r.report.stepped) {
+    std::string line = "skipped step " + std::to_string(global_step_) + ": non-finite " +
+                       (std::isfinite(r.loss) ? "gradients" : "loss") + " at loss scale " +
+                       detail::scale_text(r.report.loss_scale);
+    for (std::size_t i = 0; i < r.report.nonfinite_params.size(); ++i)
+      line += (i == 0 ? " in " : ", ") + r.report.nonfinite_params[i];
+    log(line);
+  }
+  return r;
+}
+
+RunRecord Trainer::run_record() const {
+  RunRecord r;
+  r.format = policy_.half;
+  r.fp8 = policy_.fp8.enabled;
+  r.loss_scaling = detail::loss_scaling_mode(scales_loss_ ? scaler_.get() : nullptr);
+  r.model = name_of(kModelNames, config_.model.kind);
+  r.parameters = parameter_count();
+  r.unit = item_unit();
+  r.items_per_step = items_per_step();
+  r.start_step = global_step_;
+  r.max_steps = config_.loop.max_steps;
+  r.seed = config_.seed;
+  r.cpu = detail::cpu_name();
+  r.settings = detail::precision_settings(config_.precision, policy_,
+                                          scales_loss_ ? scaler_.get() : nullptr);
+  r.settings.emplace_back("optimizer", optimizer_->name());
+  if (config_.optimizer.state_format != numerics::Format::float32) {
+    r.settings.emplace_back("optimizer state_dtype",
+                            std::string(numerics::name(config_.optimizer.state_format)));
+  }
+  r.settings.emplace_back("learning rate", config_.schedule_text);
   return r;
 }
 
@@ -145,12 +230,28 @@ std::int64_t Trainer::parameter_count() const {
   return task_->module().parameter_count();
 }
 
+TrainingStateBytes Trainer::training_state_bytes() const {
+  TrainingStateBytes b;
+  for (const autograd::Variable& p : optimizer_->parameters()) {
+    b.weights += p.value().numel() * p.value().element_bytes();
+    if (p.grad().defined()) b.gradients += p.grad().numel() * p.grad().element_bytes();
+    b.copies += p.cached_copy_bytes();
+  }
+  b.optimizer = optimizer_->state_bytes();
+  return b;
+}
+
 RunSummary Trainer::evaluate_all() {
   const std::vector<std::string> all = list_checkpoints(run_dir_);
   if (all.empty())
     throw Error("eval_all: no checkpoint in " + run_dir_ + " to evaluate (train first)");
-  const RunDirLock lock(run_dir_, RunDirLock::Use::evaluate);
-  metrics_->open();
+  std::optional<RunDirLock> lock;
+  dp_->together([&] {
+    dp_->on_root([&] {
+      lock.emplace(run_dir_, RunDirLock::Use::evaluate);
+      metrics_->open();
+    });
+  });
   task_->prepare_evaluation();
   RunSummary summary;
   for (const std::string& path : all) {
@@ -172,26 +273,49 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume,
   }
   // Before the first step: the run directory (locked, writable), the checkpoint, which
   // checkpoints the run may replace, the metrics file, the validation data, the schedules.
-  const RunDirLock lock(run_dir_, training ? RunDirLock::Use::train : RunDirLock::Use::evaluate);
-  std::optional<LoadedCheckpoint> loaded;
-  if (resume == "latest") {
-    loaded = load_latest_checkpoint(run_dir_);
-  } else if (resume) {
-    loaded = LoadedCheckpoint{*resume, load_checkpoint(*resume)};
-  }
-  if (!loaded && !training) {
-    throw Error("eval: no checkpoint in " + run_dir_ + " to evaluate (train first)");
-  }
-  if (training) {
-    check_checkpoints_are_ours(run_dir_,
-                               loaded ? std::optional<std::string>(loaded->path) : std::nullopt);
-  }
-  if (loaded) {
-    restore(loaded->path, loaded->checkpoint, training, settings);
+  // Data parallel: rank 0 holds the lock and judges the run directory; every process loads
+  // the checkpoint rank 0 chose, and they must restore the same state.
+  std::optional<RunDirLock> lock;
+  std::string chosen;
+  dp_->together([&] {
+    dp_->on_root([&] {
+      lock.emplace(run_dir_, training ? RunDirLock::Use::train : RunDirLock::Use::evaluate);
+      std::optional<LoadedCheckpoint> newest;
+      if (resume == "latest") newest = load_latest_checkpoint(run_dir_);
+      if (resume == "latest" && newest) chosen = newest->path;
+      if (resume && *resume != "latest") chosen = *resume;
+      if (chosen.empty() && !training) {
+        throw Error("eval: no checkpoint in " + run_dir_ + " to evaluate (train first)");
+      }
+      if (training) {
+        check_checkpoints_are_ours(
+            run_dir_, chosen.empty() ? std::nullopt : std::optional<std::string>(chosen));
+      }
+    });
+  });
+  chosen = dp_->from_root(chosen);
+  if (resume && *resume != "latest") chosen = *resume;  // each process the file it was given
+  if (!chosen.empty()) {
+    std::int64_t written_by = 1;
+    dp_->together([&] {
+      const Checkpoint c = load_checkpoint(chosen);
+      written_by = decode_checkpoint_meta(c.metadata, chosen).dist_ranks;
+      restore(chosen, c, training, settings);
+    });
+    // Every process read the same file: the same state, or an Error naming the one that
+    // differs (a run directory that is not shared, a stale copy).
+    dp_->require_identical_state(state_tensors(), state_metadata(),
+                                 "the state restored from " + chosen);
+    if (written_by != dp_->size()) {
+      log("the checkpoint was written by " + std::to_string(written_by) + " process" +
+          (written_by == 1 ? "" : "es") + ", this run has " + std::to_string(dp_->size()) +
+          ": the data carries on from the same sample (the global batch is unchanged); the "
+          "steps are not bit-identical to a run that keeps its number of processes");
+    }
   } else if (resume) {
     log("no checkpoint in " + run_dir_ + ": starting from step 0");
   }
-  metrics_->open();
+  dp_->together([&] { dp_->on_root([&] { metrics_->open(); }); });
   if (evaluates(mode)) task_->prepare_evaluation();
   if (!training) {
     RunSummary summary;
@@ -199,6 +323,12 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume,
     summary.global_step = global_step_;
     return summary;
   }
+  dp_->on_root([&] {
+    if (const int n = remove_unfinished_checkpoints(run_dir_)) {
+      log("deleted " + std::to_string(n) + " unfinished checkpoint file" + (n == 1 ? "" : "s") +
+          " (*.tmp) in " + run_dir_ + ", left by a run stopped while it saved");
+    }
+  });
   optimizer_->check_schedules(config_.loop.max_steps);
   return train_loop(mode);
 }
@@ -208,6 +338,15 @@ RunSummary Trainer::train_loop(RunMode mode) {
       std::to_string(task_->module().parameter_count()) + " parameters), precision " +
       policy_.describe() + ", " + optimizer_->name() + ", lr " + config_.schedule_text +
       ", run directory " + run_dir_);
+  if (const dist::ReducerStats* st = dp_->stats()) {
+    const std::int64_t global = config_.train_data.batch_size;
+    log("data parallel over " + std::to_string(dp_->size()) +
+        " processes: " + std::to_string(global / dp_->size()) + " of every global batch of " +
+        std::to_string(global) + " each; gradients summed in " + std::to_string(st->buckets) +
+        " bucket" + (st->buckets == 1 ? "" : "s") + " over a " +
+        std::string(name_of(dist::kWireFormatNames, config_.dist.allreduce_dtype)) + " wire" +
+        (config_.dist.overlap ? ", started during the backward" : ", after the backward"));
+  }
   const std::int64_t eval_every =
       mode == RunMode::train_and_eval ? config_.loop.eval_interval() : 0;
   if (mode == RunMode::train_and_eval && eval_every == 0) {
@@ -216,6 +355,7 @@ RunSummary Trainer::train_loop(RunMode mode) {
   RunSummary summary;
   std::int64_t saved_at = -1;  // the step the last periodic checkpoint holds
   try {
+    write_metrics(metrics_line(run_record()));
     train_steps(summary, eval_every, saved_at);
   } catch (const MetricsWriteError& e) {
     // A metrics record that cannot be written stops the run, after a checkpoint of the state
@@ -247,11 +387,14 @@ void Trainer::train_steps(RunSummary& summary, std::int64_t eval_every, std::int
   double loss_sum = 0;
   std::int64_t loss_count = 0;
   while (global_step_ < config_.loop.max_steps) {
-    if (stop_requested()) {
+    if (dp_->any(stop_requested())) {  // every process stops after the same step
       summary.interrupted = true;
       break;
     }
     const auto [step_loss, report] = train_step();
+    if (!report.stepped)
+      write_metrics(
+          metrics_line(SkipRecord{global_step_, report.loss_scale, report.nonfinite_params}));
     window_items += items_per_step();
     loss_sum += step_loss;
     ++loss_count;
@@ -266,24 +409,27 @@ void Trainer::train_steps(RunSummary& summary, std::int64_t eval_every, std::int
       p.step = global_step_;
       p.max_steps = config_.loop.max_steps;
       p.loss = loss_sum / static_cast<double>(loss_count);
-      p.loss_scale = report.loss_scale;
+      if (scales_loss_) p.loss_scale = report.loss_scale;
       p.learning_rate = optimizer_->current_learning_rate();
       p.grad_norm = report.grad_norm;
       p.skipped_steps = report.skipped_steps;
       p.items_per_second = static_cast<double>(window_items) / std::max(secs, 1e-9);
       p.unit = task_->unit();
       p.eta_seconds = elapsed / done * static_cast<double>(config_.loop.max_steps - global_step_);
-      json j{{"step", p.step},           {"loss", p.loss},
-             {"lr", p.learning_rate},    {"skipped_steps", p.skipped_steps},
-             {"grad_norm", p.grad_norm}, {std::string(p.unit) + "_per_s", p.items_per_second}};
-      if (config_.precision.logs_loss_scale()) j["loss_scale"] = p.loss_scale;
-      write_metrics(j.dump());
+      const std::optional<double> logged_scale =
+          config_.precision.logs_loss_scale() ? p.loss_scale : std::nullopt;
+      WindowRecord w{p.step,          p.loss,      p.learning_rate,    logged_scale,
+                     p.skipped_steps, p.grad_norm, p.items_per_second, detail::peak_rss_mib(),
+                     std::nullopt};
+      if (!fp8_->empty()) w.fp8 = fp8_->take_window();
+      write_metrics(metrics_line(w, p.unit));
       events_->progress(p);
       window_start = Clock::now();
       window_items = 0;
       loss_sum = 0;
       loss_count = 0;
     }
+    const auto pause_start = Clock::now();
     if (eval_every > 0 && global_step_ % eval_every == 0 && global_step_ < config_.loop.max_steps) {
       events_->evaluating(global_step_);
       summary.eval = evaluate();
@@ -292,6 +438,7 @@ void Trainer::train_steps(RunSummary& summary, std::int64_t eval_every, std::int
       summary.last_checkpoint = save_checkpoint_now();
       saved_at = global_step_;
     }
+    window_start += Clock::now() - pause_start;  // throughput counts training time only
   }
 }
 

@@ -184,9 +184,9 @@ TEST(ScalerTrajectory, SkippedStepsNameTheParameters) {
   ScriptedScaler t(defaults());
   t.step(true);
   EXPECT_EQ(t.scaler.last_nonfinite_params(), std::vector<std::string>{"w"});
-  ASSERT_EQ(t.logs.size(), 1u);
-  EXPECT_NE(t.logs[0].find("non-finite gradients at loss scale 32768 in w"), std::string::npos)
-      << t.logs[0];
+  // The caller reports the skip (it knows the step's number: the trainer's line and metrics
+  // record, tests/train/test_metrics_log.cpp); the scaler's log is for a stuck scale.
+  EXPECT_TRUE(t.logs.empty());
 }
 
 }  // namespace

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# mpi_run.sh NP [--expect REGEX]... [--within SECONDS] [MPIRUN_OPTION...] -- PROGRAM [ARGS...]
+# mpi_run.sh NP [--expect REGEX]... [--reject REGEX]... [--within SECONDS] [MPIRUN_OPTION...]
+#            -- PROGRAM [ARGS...]
 # Runs PROGRAM on NP ranks under mpirun (as root too; more ranks than cores allowed), one
 # OpenMP thread a rank. Without --expect: passes when mpirun exits 0. With --expect: passes
 # when the output (stdout and stderr of every rank and of mpirun, then a line "mpirun exited
-# STATUS ...") matches every REGEX (grep -E) and the run took at most SECONDS (a whole number,
-# default 30): for runs that end in a fault on purpose.
+# STATUS ...") matches every --expect REGEX (grep -E), no --reject REGEX, and the run took at
+# most SECONDS (a whole number, default 30): for runs whose output tells what happened.
 # Exits 77 (ctest's SKIP_RETURN_CODE) when mpirun is not installed.
 set -uo pipefail
 np=$1
 shift
-expects=() within=30 options=()
+expects=() rejects=() within=30 options=()
 while [[ $# -gt 0 && $1 != "--" ]]; do
   case $1 in
     --expect) expects+=("$2"); shift 2 ;;
+    --reject) rejects+=("$2"); shift 2 ;;
     --within) within=$2; shift 2 ;;
     *) options+=("$1"); shift ;;
   esac
@@ -39,6 +41,12 @@ fi
 for expect in "${expects[@]}"; do
   if ! grep -Eq -- "$expect" <<<"$output"; then
     echo "mpi_run: FAIL: the output does not match: $expect"
+    exit 1
+  fi
+done
+for reject in "${rejects[@]}"; do
+  if grep -Eq -- "$reject" <<<"$output"; then
+    echo "mpi_run: FAIL: the output matches what it must not: $reject"
     exit 1
   fi
 done

@@ -57,6 +57,22 @@ TEST(AverageInRankOrder, Float32IsTheSequentialSumTimesTheRoundedInverse) {
   }
 }
 
+TEST(SumInRankOrder, Float32IsTheSequentialSumWithoutAMultiplication) {
+  // Rank order: ((1e8 + 1) - 1e8) + 1 = 1 (1e8 + 1 rounds to 1e8); (1e8 - 1e8) + 1 + 1 = 2.
+  const std::vector<std::vector<float>> order = {{1e8f}, {1.0f}, {-1e8f}, {1.0f}};
+  float out = 0;
+  sum_in_rank_order(pointers(order), 1, WireFormat::float32, &out);
+  EXPECT_EQ(out, 1.0f);
+  const std::size_t n = 5000;
+  const auto c = random_contributions(3, n, 29u);
+  std::vector<float> sums(n);
+  sum_in_rank_order(pointers(c), static_cast<std::int64_t>(n), WireFormat::float32, sums.data());
+  for (std::size_t i = 0; i < n; ++i) {
+    const float want = (c[0][i] + c[1][i]) + c[2][i];
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(sums[i]), std::bit_cast<std::uint32_t>(want)) << i;
+  }
+}
+
 TEST(AverageInRankOrder, OutputMayBeAContribution) {
   std::vector<std::vector<float>> c = {{1.0f, 2.0f}, {3.0f, 6.0f}};
   average_in_rank_order(pointers(c), 2, WireFormat::float32, c[1].data());
@@ -73,33 +89,46 @@ TEST(AverageInRankOrder, InfinityAndNanReachTheResult) {
   EXPECT_EQ(out[2], 1.5f);
 }
 
-TEST(AverageInRankOrder, Bfloat16WireStaysWithinItsBoundAndGivesBfloat16Values) {
-  for (const int ranks : {2, 3, 8}) {
-    const std::size_t n = 3000;
-    const auto c = random_contributions(ranks, n, 11u + static_cast<unsigned>(ranks));
-    std::vector<std::vector<std::uint16_t>> wire(static_cast<std::size_t>(ranks),
-                                                 std::vector<std::uint16_t>(n));
-    std::vector<const void*> p;
-    for (int r = 0; r < ranks; ++r) {
-      encode_wire(c[static_cast<std::size_t>(r)].data(), static_cast<std::int64_t>(n),
-                  WireFormat::bfloat16, wire[static_cast<std::size_t>(r)].data());
-      p.push_back(wire[static_cast<std::size_t>(r)].data());
-    }
-    std::vector<std::uint16_t> out(n);
+// The contributions rounded onto a bfloat16 wire, reduced (averaged or summed), decoded.
+std::vector<float> reduce_over_bfloat16_wire(const std::vector<std::vector<float>>& c,
+                                             bool average) {
+  const std::size_t n = c[0].size();
+  std::vector<std::vector<std::uint16_t>> wire(c.size(), std::vector<std::uint16_t>(n));
+  std::vector<const void*> p;
+  for (std::size_t r = 0; r < c.size(); ++r) {
+    encode_wire(c[r].data(), static_cast<std::int64_t>(n), WireFormat::bfloat16, wire[r].data());
+    p.push_back(wire[r].data());
+  }
+  std::vector<std::uint16_t> out(n);
+  if (average) {
     average_in_rank_order(p, static_cast<std::int64_t>(n), WireFormat::bfloat16, out.data());
-    std::vector<float> result(n);
-    decode_wire(out.data(), static_cast<std::int64_t>(n), WireFormat::bfloat16, result.data());
-    for (std::size_t i = 0; i < n; ++i) {
-      double mean = 0, mean_abs = 0;
-      for (const auto& v : c) {
-        mean += v[i];
-        mean_abs += std::fabs(v[i]);
+  } else {
+    sum_in_rank_order(p, static_cast<std::int64_t>(n), WireFormat::bfloat16, out.data());
+  }
+  std::vector<float> result(n);
+  decode_wire(out.data(), static_cast<std::int64_t>(n), WireFormat::bfloat16, result.data());
+  return result;
+}
+
+TEST(AverageInRankOrder, Bfloat16WireStaysWithinItsBoundAndGivesBfloat16Values) {
+  for (const bool average : {true, false}) {
+    for (const int ranks : {2, 3, 8}) {
+      const std::size_t n = 3000;
+      const auto c = random_contributions(ranks, n, 11u + static_cast<unsigned>(ranks));
+      const std::vector<float> result = reduce_over_bfloat16_wire(c, average);
+      for (std::size_t i = 0; i < n; ++i) {
+        double sum = 0, sum_abs = 0;
+        for (const auto& v : c) {
+          sum += v[i];
+          sum_abs += std::fabs(v[i]);
+        }
+        const double want = average ? sum / ranks : sum;
+        const double bound = average ? testing::bfloat16_wire_bound(ranks, sum_abs / ranks)
+                                     : testing::bfloat16_wire_sum_bound(ranks, sum_abs);
+        ASSERT_LE(std::fabs(result[i] - want), bound)
+            << (average ? "average" : "sum") << ", ranks " << ranks << " element " << i;
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(result[i]) & 0xffffu, 0u);
       }
-      mean /= ranks;
-      mean_abs /= ranks;
-      ASSERT_LE(std::fabs(result[i] - mean), testing::bfloat16_wire_bound(ranks, mean_abs))
-          << "ranks " << ranks << " element " << i;
-      ASSERT_EQ(std::bit_cast<std::uint32_t>(result[i]) & 0xffffu, 0u);
     }
   }
 }

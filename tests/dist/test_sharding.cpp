@@ -27,8 +27,16 @@ TEST(ShardBatch, ABatchThatDoesNotSplitEvenlyIsAClearError) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
-                 "dist: batch_size 10 (the global batch) does not split evenly across 3 ranks; "
+                 "dist: batch_size: 10 (the global batch) does not split evenly across 3 ranks; "
                  "use a multiple of 3 (such as 9 or 12)");
+  }
+  try {
+    shard_batch(6, 1, 4, "trainer.fit.train_dataloader.batch_size");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "trainer.fit.train_dataloader.batch_size: 6 (the global batch) does not split "
+                 "evenly across 4 ranks; use a multiple of 4 (such as 4 or 8)");
   }
   EXPECT_THROW(shard_batch(1, 0, 2), Error);
   EXPECT_THROW(shard_batch(0, 0, 2), Error);

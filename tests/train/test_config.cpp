@@ -202,5 +202,52 @@ TEST(Config, NameTablesCoverTheirEnums) {
   EXPECT_EQ(find_named(kModelNames, "GPT"), std::nullopt);  // words are exact
 }
 
+// Issue 17's settings: fp8 linear layers, bfloat16 master weights, the optimizer's state format.
+TEST(Config, Fp8AndTrainingStateSettings) {
+  const TrainerConfig c = parse_config(
+      kBase,
+      {"trainer.init.precision.fp16_type=bfloat16",
+       "trainer.init.precision.fp8={enabled: true, recipe: e4m3, history_length: 16, "
+       "amax_compute: most_recent, margin: 1}",
+       "trainer.init.precision.master_weights=bfloat16_kahan",
+       "trainer.init.optimizer={AdamW: {learning_rate: 1.0e-3, state_dtype: bfloat16}}"},
+      "test.yaml");
+  EXPECT_TRUE(c.precision.fp8.enabled);
+  EXPECT_EQ(c.precision.fp8.recipe, precision::Fp8Recipe::e4m3);
+  EXPECT_EQ(c.precision.fp8.history_length, 16);
+  EXPECT_EQ(c.precision.fp8.amax_compute, precision::AmaxCompute::most_recent);
+  EXPECT_EQ(c.precision.fp8.margin, 1);
+  EXPECT_TRUE(c.precision.policy().fp8.enabled);
+  EXPECT_EQ(c.precision.master_weights, optim::MasterWeights::bfloat16_kahan);
+  EXPECT_EQ(c.optimizer.state_format, numerics::Format::bfloat16);
+  // Defaults: off, float32.
+  const TrainerConfig d = parse_config(kBase, {}, "test.yaml");
+  EXPECT_FALSE(d.precision.policy().fp8.enabled);
+  EXPECT_EQ(d.precision.master_weights, optim::MasterWeights::float32);
+  EXPECT_EQ(d.optimizer.state_format, numerics::Format::float32);
+}
+
+TEST(Config, Fp8AndTrainingStateErrorsNameTheKey) {
+  expect_error({"trainer.init.precision.fp8={enabled: true, recipe: e5m2}"},
+               "trainer.init.precision.fp8.recipe: 'e5m2' (expected one of: hybrid, e4m3)");
+  expect_error({"trainer.init.precision.fp8={enabled: true, history_length: 0}"},
+               "trainer.init.precision.fp8.history_length: 0 (expected 1 to 65536)");
+  expect_error({"trainer.init.precision.fp8={enabled: true, margin: -1}"},
+               "trainer.init.precision.fp8.margin: -1 (expected 0 to 64)");
+  expect_error({"trainer.init.precision.fp8={enabled: true, window: 3}"},
+               "trainer.init.precision.fp8.window");
+  expect_error({"trainer.init.precision.enabled=false", "trainer.init.precision.fp8.enabled=true"},
+               "trainer.init.precision.fp8.enabled: true needs enabled: true");
+  expect_error({"trainer.init.precision.master_weights=bfloat16_kahan"},
+               "trainer.init.precision.master_weights: bfloat16_kahan needs enabled: true and "
+               "fp16_type: bfloat16");
+  expect_error({"trainer.init.precision.master_weights=float64"},
+               "trainer.init.precision.master_weights: 'float64' (expected one of: float32, "
+               "bfloat16, bfloat16_stochastic, bfloat16_kahan)");
+  expect_error({"trainer.init.optimizer={AdamW: {state_dtype: float16}}"},
+               "trainer.init.optimizer.AdamW.state_dtype: 'float16' (expected float32 or "
+               "bfloat16)");
+}
+
 }  // namespace
 }  // namespace mantissa::train

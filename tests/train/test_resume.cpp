@@ -1,11 +1,15 @@
 // N steps straight vs N/2, checkpoint, a fresh trainer resuming, N/2 more: bitwise identical
 // parameters, optimizer state, scaler state and loader position (hence next batch), for a
-// float16 run with dynamic loss scaling that skips steps.
+// float16 run with dynamic loss scaling that skips steps; the same for fp8 linear layers and
+// for bfloat16 master weights (issue 17).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <vector>
 
 #include "mantissa/train/trainer.hpp"
 
@@ -44,9 +48,16 @@ std::vector<std::uint32_t> bits(const tensor::Tensor& t) {
   return b;
 }
 
-TEST(Resume, HalfPlusHalfEqualsStraightBitForBit) {
+// Runs 12 steps straight and 6 + 6 resumed with `overrides`; returns both trainers' states.
+struct ResumePair {
+  std::map<std::string, tensor::Tensor> straight, resumed;
+  std::map<std::string, std::string> straight_meta, resumed_meta;
+  std::int64_t skipped = 0;
+};
+
+ResumePair run_pair(const std::string& name, const std::vector<std::string>& overrides) {
   const fs::path dir =
-      fs::temp_directory_path() / ("mantissa_resume_" + std::to_string(::getpid()));
+      fs::temp_directory_path() / ("mantissa_resume_" + name + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string text = (dir / "text.txt").string();
@@ -55,24 +66,94 @@ TEST(Resume, HalfPlusHalfEqualsStraightBitForBit) {
     for (int i = 0; i < 400; ++i)
       out << "line " << i << ": the quick brown fox jumps over the lazy dog\n";
   }
-  Trainer straight(parse_config(config_yaml(text, (dir / "a").string(), 12), {}, "a"));
-  const RunSummary sa = straight.run(RunMode::train);
-  EXPECT_GT(sa.skipped_steps, 0) << "the run must skip steps (float16 overflow at scale 1e9)";
-
-  Trainer first(parse_config(config_yaml(text, (dir / "b").string(), 6), {}, "b"));
+  ResumePair r;
+  Trainer straight(parse_config(config_yaml(text, (dir / "a").string(), 12), overrides, "a"));
+  r.skipped = straight.run(RunMode::train).skipped_steps;
+  Trainer first(parse_config(config_yaml(text, (dir / "b").string(), 6), overrides, "b"));
   first.run(RunMode::train);
-  Trainer second(parse_config(config_yaml(text, (dir / "b").string(), 12), {}, "b"));
+  Trainer second(parse_config(config_yaml(text, (dir / "b").string(), 12), overrides, "b"));
   const RunSummary sb = second.run(RunMode::train, "latest");
   EXPECT_EQ(sb.global_step, 12);
-
-  const auto ta = straight.state_tensors(), tb = second.state_tensors();
-  ASSERT_EQ(ta.size(), tb.size());
-  for (const auto& [name, t] : ta) EXPECT_EQ(bits(t), bits(tb.at(name))) << name;
-  auto ma = straight.state_metadata(), mb = second.state_metadata();
-  for (const char* key : {"global_step", "optimizer_step", "scaler", "train_loader", "rng"}) {
-    EXPECT_EQ(ma.at(key), mb.at(key)) << key;
-  }
+  r.straight = straight.state_tensors();
+  r.resumed = second.state_tensors();
+  r.straight_meta = straight.state_metadata();
+  r.resumed_meta = second.state_metadata();
   fs::remove_all(dir);
+  return r;
+}
+
+void expect_identical(const ResumePair& r) {
+  ASSERT_EQ(r.straight.size(), r.resumed.size());
+  for (const auto& [name, t] : r.straight) {
+    ASSERT_EQ(r.resumed.count(name), 1u) << name;
+    EXPECT_EQ(t.format(), r.resumed.at(name).format()) << name;
+    EXPECT_EQ(bits(t), bits(r.resumed.at(name))) << name;
+  }
+  for (const char* key : {"global_step", "optimizer_step", "scaler", "train_loader", "rng"}) {
+    ASSERT_EQ(r.straight_meta.count(key), r.resumed_meta.count(key)) << key;
+    if (r.straight_meta.count(key) != 0) {
+      EXPECT_EQ(r.straight_meta.at(key), r.resumed_meta.at(key)) << key;
+    }
+  }
+}
+
+TEST(Resume, HalfPlusHalfEqualsStraightBitForBit) {
+  const ResumePair r = run_pair("f16", {});
+  EXPECT_GT(r.skipped, 0) << "the run must skip steps (float16 overflow at scale 1e9)";
+  expect_identical(r);
+}
+
+// fp8 linear layers: the amax histories and scales are checkpointed and restored, so the
+// resumed run casts with the same scales.
+TEST(Resume, Fp8ScalingStateResumesBitForBit) {
+  // bfloat16 around the fp8 products (float16 at this test's 1e9 loss scale would overflow
+  // every gradient, and an overflowing step records no amax).
+  const ResumePair r = run_pair("fp8", {"trainer.init.precision.fp16_type=bfloat16",
+                                        "trainer.init.precision.fp8.enabled=true",
+                                        "trainer.init.precision.fp8.history_length=4"});
+  expect_identical(r);
+  int layers = 0;
+  for (const auto& [name, t] : r.straight) {
+    if (name.rfind("fp8.", 0) != 0 || name.find(".amax_history") == std::string::npos) continue;
+    ++layers;
+    ASSERT_EQ(t.shape(), (tensor::Shape{3, 4})) << name;
+    // After 12 steps every slot has a nonzero amax in its window of 4: the inputs, weights
+    // and output gradients are never all zero.
+    const std::vector<float> h = t.to_vector();
+    for (int slot = 0; slot < 3; ++slot) {
+      float m = 0;
+      for (int i = 0; i < 4; ++i) m = std::max(m, h[static_cast<std::size_t>(slot * 4 + i)]);
+      EXPECT_GT(m, 0.0f) << name << " slot " << slot;
+    }
+  }
+  // 2 blocks x (qkv, attention out, fc1, fc2) + the head.
+  EXPECT_GE(layers, 8);
+}
+
+// bfloat16 parameters without a float32 copy: the stochastic-rounding stream and the Kahan
+// compensation resume where they were; the parameters are stored as bfloat16.
+TEST(Resume, Bfloat16MasterWeightsResumeBitForBit) {
+  for (const char* master : {"bfloat16_stochastic", "bfloat16_kahan"}) {
+    SCOPED_TRACE(master);
+    const ResumePair r =
+        run_pair(master, {"trainer.init.precision.fp16_type=bfloat16",
+                          std::string("trainer.init.precision.master_weights=") + master,
+                          "trainer.init.optimizer.AdamW.state_dtype=bfloat16"});
+    expect_identical(r);
+    int bf16_params = 0, bf16_moments = 0, kahan = 0;
+    for (const auto& [name, t] : r.straight) {
+      if (name.rfind("model.", 0) == 0) {
+        bf16_params += t.format() == numerics::Format::bfloat16;
+      } else if (name.find("kahan_compensation") != std::string::npos) {
+        ++kahan;
+      } else if (name.rfind("optimizer.", 0) == 0) {
+        bf16_moments += t.format() == numerics::Format::bfloat16;
+      }
+    }
+    EXPECT_GT(bf16_params, 0);
+    EXPECT_GT(bf16_moments, 0);
+    EXPECT_EQ(kahan > 0, std::string(master) == "bfloat16_kahan");
+  }
 }
 
 }  // namespace

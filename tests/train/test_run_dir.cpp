@@ -96,9 +96,9 @@ struct StopAtStep2 final : TrainerEvents {
 TEST(RunDir, AStopRequestCheckpointsAtTheNextStepBoundary) {
   TinyRun r("rundir_stop");
   StopAtStep2 events;
-  const RunSummary s =
-      Trainer(r.config("text", {"trainer.init.loop.max_steps=100"}), {&events, {}, &events.stop})
-          .run(RunMode::train_and_eval);
+  const RunSummary s = Trainer(r.config("text", {"trainer.init.loop.max_steps=100"}),
+                               {&events, {}, {}, &events.stop})
+                           .run(RunMode::train_and_eval);
   EXPECT_TRUE(s.interrupted);
   EXPECT_EQ(s.global_step, 2);
   EXPECT_EQ(s.last_checkpoint, (r.dir / "run" / "ckpt-00000002.safetensors").string());

@@ -29,6 +29,15 @@ namespace mantissa::amp {
 using autograd::Variable;
 using numerics::Format;
 
+// Data parallel: what unscale_ found in this process (its gradients finite, their squared L2
+// norm), and what the processes of a job agree on from everyone's. A StepAgreement receives
+// this process's facts and returns the job's (the trainer's comes from dist::agree_on_step).
+struct GradientFacts {
+  bool finite = true;
+  double sum_squares = 0;
+};
+using StepAgreement = std::function<GradientFacts(const GradientFacts&)>;
+
 // What update() does when a decrease would take S below min_loss_scale.
 enum class StuckPolicy {
   raise,       // throw mantissa::Error (the seeds' trainer behaviour; the default)
@@ -84,8 +93,10 @@ struct GradScalerOptions {
   // they would go on forever).
   NonFinitePolicy on_nonfinite = NonFinitePolicy::skip;
   std::int64_t max_consecutive_skips = 20;
-  // Receives skipped-step, stuck-scale and clamped-initial-scale lines; unset: they are
-  // dropped (the library prints nothing itself; StepReport carries the same facts).
+  // Receives stuck-scale and clamped-initial-scale lines; unset: they are dropped (the
+  // library prints nothing itself). Skipped steps are the caller's to report (the trainer
+  // names the step and the parameters in a log line and a metrics record); StepReport and
+  // last_nonfinite_params() carry them.
   std::function<void(const std::string&)> log;
 
   // The defaults for a half format: init and max 2^15, or 2^31 for cbfloat16.
@@ -144,6 +155,12 @@ class GradScaler {
   // clip_grad_norm_(max_gradient_norm) (once per iteration); returns whether every optimizer
   // unscaled since the last update() has finite gradients.
   bool clip_gradients_and_return_isfinite();
+  // Data parallel, after unscale_ of every optimizer of the iteration and before clipping and
+  // step_if_finite: this iteration's facts become those `agree` returns from them. Agreed
+  // non-finite makes every optimizer's step a skip (and update() counts an overflow); the
+  // agreed norm is the one clip_grad_norm_(max_norm) and last_grad_norm() use. So processes
+  // that agree skip the same steps, clip by the same coefficient and keep the same state.
+  void agree(const StepAgreement& agree);
   // optimizer.step() when this optimizer's gradients (and the loss) are finite; else counts a
   // skipped step and changes nothing (static scaling: as on_nonfinite says). Needs unscale_
   // first; throws after a step of the same optimizer in this iteration. Returns whether it
@@ -200,6 +217,8 @@ class GradScaler {
   bool clipped_ = false;  // clip_gradients_and_return_isfinite ran in this iteration
   bool finite_ = true;
   double norm_ = 0;
+  double sum_squares_ = 0;                    // this iteration's, in unscale_ order
+  std::optional<double> agreed_sum_squares_;  // after agree()
   std::vector<std::string> nonfinite_;
   std::optional<Format> pending_fallback_;
   bool nonfinite_loss_ = false;

@@ -11,6 +11,8 @@
 #include <variant>
 
 #include "mantissa/amp/grad_scaler.hpp"
+#include "mantissa/optim/training_state.hpp"
+#include "mantissa/precision/fp8.hpp"
 #include "mantissa/precision/policy.hpp"
 
 namespace mantissa::amp {
@@ -51,6 +53,12 @@ struct MixedPrecision {
   StuckPolicy on_stuck = StuckPolicy::raise;
   int hysteresis = 1;
   bool consecutive_hysteresis = false;
+  // fp8 linear layers (precision/fp8.hpp): `fp8: {enabled, recipe, history_length,
+  // amax_compute, margin}`; the rest of the model runs in fp16_type.
+  precision::Fp8Settings fp8;
+  // The parameters' own format (optim/training_state.hpp); bfloat16_* needs fp16_type
+  // bfloat16.
+  optim::MasterWeights master_weights = optim::MasterWeights::float32;
   // The non-finite guard of steps whose scale does not adapt (static scaling, no scaling).
   NonFinitePolicy on_nonfinite = NonFinitePolicy::skip;
   std::int64_t max_consecutive_skipped_steps = 20;

@@ -31,12 +31,16 @@ StepReport optimizer_step(const Variable& loss, const std::vector<optim::Optimiz
 // each element; at most one of the two, each > 0), step_if_finite each optimizer (each
 // decides on its own gradients, as PyTorch's), one update(), zero_grad. Without a scaler
 // (bfloat16, or mixed precision off) the same sequence runs at scale 1 and every step is
-// taken.
+// taken. Data parallel: `agree` (when set) turns this process's facts after unscale_ into the
+// job's before clipping and stepping (GradScaler::agree); without a scaler the job's norm is
+// the one clipping uses.
 StepReport finish_step(optim::Optimizer& optimizer, GradScaler* scaler,
                        std::optional<double> max_gradient_norm = std::nullopt,
-                       std::optional<double> max_gradient_value = std::nullopt);
+                       std::optional<double> max_gradient_value = std::nullopt,
+                       const StepAgreement& agree = {});
 StepReport finish_step(const std::vector<optim::Optimizer*>& optimizers, GradScaler* scaler,
                        std::optional<double> max_gradient_norm = std::nullopt,
-                       std::optional<double> max_gradient_value = std::nullopt);
+                       std::optional<double> max_gradient_value = std::nullopt,
+                       const StepAgreement& agree = {});
 
 }  // namespace mantissa::amp

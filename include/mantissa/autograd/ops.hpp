@@ -36,7 +36,8 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias,
 Variable relu(const Variable& x);
 Variable gelu(const Variable& x);  // tanh form
 // Zeroes each element with probability p and scales the rest by 1/(1-p); identity when
-// !training or p == 0. Draws from `rng`.
+// !training or p == 0. Draws one value per element from `rng`, as one block (Rng::begin_block):
+// x batch-major, so that data-parallel processes draw their parts of one process's mask.
 Variable dropout(const Variable& x, float p, bool training, tensor::Rng& rng);
 
 // Over the last dimension.

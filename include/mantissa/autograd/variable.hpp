@@ -70,6 +70,8 @@ class Variable {
   // (an op's result under a policy with H = f), else converted (nearest-even) once per version
   // and cached (a weight's H copy, made once per optimizer step).
   const Tensor& value_rounded_to(Format f) const;
+  // Bytes of storage the cached copy holds (0 when there is none).
+  std::int64_t cached_copy_bytes() const;
 
   bool same(const Variable& other) const { return impl_ == other.impl_; }
   // What identifies this variable (shared by its copies): for maps from variables to indices.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "mantissa/data/datasets.hpp"
+#include "mantissa/tensor/random.hpp"
 
 namespace mantissa::data {
 
@@ -13,6 +14,14 @@ struct LoaderState {
   std::int64_t epoch = 0;
   std::int64_t position = 0;  // index into the epoch's order of the next example
 };
+
+// Data parallel: a loader given a part (index p of P, tensor::BatchPart) still walks the
+// epoch's order a whole batch at a time (batch_size, the global batch) but returns only
+// examples [p*b, (p+1)*b) of each batch, b = batch_size / P. Its state counts the whole
+// batches' examples, so it is the same in every part and carries over to any number of parts:
+// the parts' batches, in part order, are the batch one loader without a part returns.
+// set_part throws mantissa::Error when batch_size does not split into P parts.
+using tensor::BatchPart;
 
 // The order of `n` examples in `epoch`: a Fisher-Yates shuffle seeded by (seed, epoch), or
 // 0..n-1 without shuffling.
@@ -33,6 +42,7 @@ class ImageLoader {
   std::int64_t batches_per_epoch() const;
   LoaderState state() const { return state_; }
   void set_state(const LoaderState& s);
+  void set_part(const BatchPart& part);  // training loaders only (drop_last)
 
  private:
   const ImageDataset& data_;
@@ -40,6 +50,7 @@ class ImageLoader {
   bool shuffle_, drop_last_;
   std::uint64_t seed_;
   LoaderState state_;
+  BatchPart part_;
   std::vector<std::int64_t> order_;
   std::int64_t order_epoch_ = -1;
 };
@@ -60,6 +71,7 @@ class TextLoader {
   std::int64_t batches_per_epoch() const { return windows_ / batch_; }
   LoaderState state() const { return state_; }
   void set_state(const LoaderState& s);
+  void set_part(const BatchPart& part);
 
  private:
   const ByteText& text_;
@@ -67,6 +79,7 @@ class TextLoader {
   bool shuffle_;
   std::uint64_t seed_;
   LoaderState state_;
+  BatchPart part_;
   std::vector<std::int64_t> order_;
   std::int64_t order_epoch_ = -1;
 };

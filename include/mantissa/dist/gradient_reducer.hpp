@@ -28,6 +28,10 @@ struct ReducerOptions {
   // Float32 gradient bytes per bucket (PyTorch DDP's default, 25 MiB).
   std::int64_t bucket_cap_bytes = 25 * 1024 * 1024;
   WireFormat wire = WireFormat::float32;
+  // true: the average over the ranks (sum in rank order, times fl(1/N)); false: the sum, for
+  // gradients each rank already weighted by 1/N (the trainer seeds its backward with 1/N, so
+  // that every rank's backward sees the magnitudes one process would: docs/distributed.md).
+  bool average = true;
 };
 
 struct ReducerStats {
@@ -57,10 +61,11 @@ class GradientReducer {
   // gradient that becomes final twice before finish() is a mantissa::Error).
   autograd::LeafReadyHook hook();
   // Starts every bucket not yet started (a parameter without a gradient sends zeros), waits
-  // for all, and leaves every parameter's gradient holding the average over the ranks
-  // (allocated where it had none). With one rank: nothing to do, the gradients are untouched.
-  // Throws mantissa::Error naming the ranks it waited for when none answered within the
-  // communicator's timeout.
+  // for all, and leaves every parameter's gradient holding the average (or sum) over the ranks
+  // (allocated where it had none). Gradients are float32, or bfloat16 for bfloat16 weights
+  // (decoded exactly for the wire; the result rounded back to bfloat16, nearest-even). With one
+  // rank: nothing to do, the gradients are untouched. Throws mantissa::Error naming the ranks it
+  // waited for when none answered within the communicator's timeout.
   void finish();
 
   const BucketPlan& plan() const;

@@ -27,5 +27,9 @@ void decode_wire(const void* src, std::int64_t n, WireFormat wire, float* dst);
 // float32. `out` may be one of the contributions.
 void average_in_rank_order(const std::vector<const void*>& contributions, std::int64_t n,
                            WireFormat wire, void* out);
+// The same without the multiplication: out[i] = wire(fl(...fl(c_0[i] + c_1[i]) + ...)), for
+// contributions already weighted (each rank's gradient of its share of the global loss).
+void sum_in_rank_order(const std::vector<const void*>& contributions, std::int64_t n,
+                       WireFormat wire, void* out);
 
 }  // namespace mantissa::dist

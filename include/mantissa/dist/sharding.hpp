@@ -3,6 +3,7 @@
 // ranks in rank order, so that the union of the ranks' slices, in rank order, is the batch a
 // single process would take.
 #include <cstdint>
+#include <string_view>
 
 namespace mantissa::dist {
 
@@ -13,8 +14,9 @@ struct Shard {
 
 // Rank `rank` of `size` takes samples [rank * b, (rank + 1) * b) of each global batch, with
 // b = global_batch / size. Throws mantissa::Error when global_batch is not a positive multiple
-// of size ("batch_size 10 does not split evenly across 3 ranks ..."), or rank is not in
-// [0, size).
-Shard shard_batch(std::int64_t global_batch, int rank, int size);
+// of size ("<what>: 10 (the global batch) does not split evenly across 3 ranks; use a
+// multiple of 3 (such as 9 or 12)", `what` naming the setting), or rank is not in [0, size).
+Shard shard_batch(std::int64_t global_batch, int rank, int size,
+                  std::string_view what = "dist: batch_size");
 
 }  // namespace mantissa::dist

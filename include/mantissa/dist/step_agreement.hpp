@@ -5,10 +5,12 @@
 // rank. Collectives: every rank calls them in the same order.
 #include <cstddef>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "mantissa/dist/communicator.hpp"
+#include "mantissa/error.hpp"
 
 namespace mantissa::dist {
 
@@ -31,6 +33,22 @@ struct StepDecision {
 // bit between ranks throws mantissa::Error naming the ranks (the replicas have diverged).
 StepDecision agree_on_step(const Communicator& comm, bool finite, double sum_squares,
                            GradLayout layout);
+
+// An error every rank of the job raises together, with the same message (agree_on_success):
+// no rank is left waiting in a collective, so every rank can end normally, and the program
+// needs to report it once (rank 0).
+class JobError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Collective: every rank passes what failed on it ("" when nothing did); when any rank
+// failed, every rank throws JobError with the same message: the failure itself when every
+// rank failed alike, else "dist: rank r of N: <rank r's failure>" for the first rank r that
+// failed (and how many others did). So a setup that fails on some ranks (a missing file, a
+// bad batch split) stops every rank at once, before any rank starts work the others cannot
+// join.
+void agree_on_success(const Communicator& comm, const std::string& failure);
 
 // Throws mantissa::Error "... a mismatch across ranks in <what>: rank 1 differs from rank 0 at
 // byte 12 ..." unless `blob` is the same bytes on every rank (the same verdict on every rank).

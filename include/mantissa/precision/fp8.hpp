@@ -51,6 +51,7 @@ struct Fp8Settings {
 
   // Throws mantissa::Error naming history_length / margin and the allowed range.
   void validate() const;
+  bool operator==(const Fp8Settings&) const = default;
 };
 
 // The tensors of a linear layer that are cast to fp8.
@@ -83,6 +84,18 @@ class Fp8Meta {
     std::int64_t overflows = 0, underflows = 0;
   };
   const std::array<Counts, kFp8Slots>& last_step_counts() const { return last_; }
+
+  // This step's figures so far (before update()), and a replacement for them: data-parallel
+  // processes combine theirs (max of amax, sum of counts) so that every one updates alike.
+  struct StepFigures {
+    std::array<float, kFp8Slots> amax{};
+    std::array<Counts, kFp8Slots> counts{};
+  };
+  StepFigures step_figures() const { return {amax_, counts_}; }
+  void set_step_figures(const StepFigures& f) {
+    amax_ = f.amax;
+    counts_ = f.counts;
+  }
 
   // The state a checkpoint holds: the histories [slot][i], i = 0 the most recent step, and
   // the scales. set_state checks the sizes (mantissa::Error naming what does not fit).

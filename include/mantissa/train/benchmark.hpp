@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "mantissa/data/datasets.hpp"
+#include "mantissa/dist/communicator.hpp"
 #include "mantissa/kernels/profiler.hpp"
 #include "mantissa/train/config.hpp"
+#include "mantissa/train/trainer.hpp"
 
 namespace mantissa::train {
 
@@ -19,7 +21,8 @@ struct BenchOptions {
   std::int64_t steps = 10;   // timed steps
   std::int64_t warmup = 2;   // untimed steps first (primitive creation, pool warm-up)
   bool profile = false;      // per-op-class breakdown over the timed steps
-  bool measure_peak = true;  // time a large GEMM of the run's format after the steps (MFU)
+  bool measure_peak = true;  // time a large GEMM of the run's format after the steps (MFU);
+                             // not in a data-parallel job (the ranks would share the cores)
 };
 
 struct BenchResult {
@@ -37,8 +40,19 @@ struct BenchResult {
   double peak_rss_mib = 0;      // of this process, after the steps (before the peak GEMM)
   double peak_tensor_mib = 0;   // most tensor storage alive at once during the timed steps
   double pool_mib = 0;          // storage obtained from the system by the tensor pool
+  TrainingStateBytes state;     // after the last step
+  std::string training_state;   // master weights and optimizer state formats, in words
   std::optional<kernels::ProfileTable> profile;
   double profiled_seconds = 0;  // wall time of the profiled steps
+  // Data parallel (docs/distributed.md): the processes (1 without mpirun; the figures above are
+  // rank 0's, whose steps keep pace with the others' through the all-reduce, and the items are
+  // the global batch's); the gradient buckets, the bytes this rank sends per step, and the
+  // median time the timed steps waited in the all-reduce after the backward.
+  int ranks = 1;
+  std::string allreduce;  // "float32 wire, overlapped" ...
+  std::int64_t buckets = 0;
+  std::int64_t bytes_sent_per_step = 0;
+  double median_allreduce_wait_seconds = 0;
   double mfu() const { return gemm_peak_gflops > 0 ? achieved_gflops / gemm_peak_gflops : 0; }
 };
 
@@ -48,10 +62,12 @@ struct BenchResult {
 double training_flops_per_step(const TrainerConfig& config, std::int64_t parameters);
 
 // Runs warm-up + timed steps of `config` (no checkpoints or metrics are written). `progress`
-// receives one line per step; `kjv_corpus` as for the Trainer (TrainerHooks).
+// receives one line per step (on rank 0); `kjv_corpus` and `world` as for the Trainer
+// (TrainerHooks): under mpirun every rank runs it, data-parallel.
 BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& options,
                                 const std::function<void(const std::string&)>& progress = {},
-                                const data::CorpusProvider& kjv_corpus = {});
+                                const data::CorpusProvider& kjv_corpus = {},
+                                const dist::Communicator& world = {});
 
 // The human-readable report (the profile table included when recorded).
 std::string format_bench_report(const BenchResult& r);

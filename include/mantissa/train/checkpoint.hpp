@@ -36,6 +36,7 @@ struct CheckpointMeta {
   data::LoaderState train_loader;
   tensor::RngState rng;
   std::optional<amp::ScalerState> scaler;
+  std::int64_t dist_ranks = 1;  // the processes of the job that wrote it (absent: 1)
 };
 // The metadata strings for `meta` (a key per field), and back: every field checked (integers
 // >= 0, fp16_type a half format or float32, the scaler state in range); mantissa::Error
@@ -62,6 +63,9 @@ struct LoadedCheckpoint {
 std::optional<LoadedCheckpoint> load_latest_checkpoint(const std::string& dir);
 // Deletes all but the newest `keep`.
 void apply_retention(const std::string& dir, std::int64_t keep);
+// Deletes what a save cut short left in `dir` (ckpt-*.safetensors.tmp, never read as a
+// checkpoint: a process killed while writing); returns how many files it deleted.
+int remove_unfinished_checkpoints(const std::string& dir);
 
 inline constexpr const char* kCheckpointVersion = "mantissa-checkpoint-2";
 inline constexpr const char* kUnchecksummedVersion = "mantissa-checkpoint-1";

@@ -1,6 +1,7 @@
 #pragma once
 // The trainer's YAML configuration, in the seeds' layout:
-//   trainer.init.{seed, model, optimizer, schedulers, precision, loop, checkpoint, logging}
+//   trainer.init.{seed, model, optimizer, schedulers, precision, loop, checkpoint, logging,
+//                 dist}
 //   trainer.fit.{train_dataloader, val_dataloader}
 // Every key is checked: unknown keys, wrong types and bad values throw mantissa::Error naming
 // the key path, the value and what is allowed, before any work. docs/config.md lists them.
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "mantissa/amp/mixed_precision.hpp"
+#include "mantissa/dist/reduction.hpp"
 #include "mantissa/names.hpp"
 #include "mantissa/nn/models.hpp"
 #include "mantissa/optim/optimizer_settings.hpp"
@@ -48,6 +50,8 @@ struct OptimizerConfig {
   double learning_rate = 1e-3;        // `learning_rate` or `lr`; default: the optimizer's
   bool learning_rate_given = false;
   std::vector<ParamGroupConfig> params;
+  // `state_dtype`: the format of the moment buffers (optim/training_state.hpp).
+  numerics::Format state_format = numerics::Format::float32;
 };
 
 // What a scheduler drives (the vendor's param_group_key): *LR classes the learning rate,
@@ -96,6 +100,16 @@ struct LoggingConfig {
   std::int64_t log_steps = 10;
 };
 
+// trainer.init.dist: data-parallel training under mpirun (docs/distributed.md); unused in a
+// run of one process.
+struct DistConfig {
+  dist::WireFormat allreduce_dtype = dist::WireFormat::float32;  // the gradients on the wire
+  double bucket_cap_mb = 25;    // MiB of float32 gradient per bucket, in (0, 65536]
+  double timeout_seconds = 30;  // the longest wait for a silent peer, in (0, 86400]
+  bool overlap = true;          // buckets start during the backward (false: all after it)
+  std::int64_t bucket_cap_bytes() const;
+};
+
 enum class DatasetKind { kjv, text, fashion_mnist };
 inline constexpr NameTable<DatasetKind, 3> kDatasetNames = {
     {{"kjv", DatasetKind::kjv},
@@ -128,6 +142,7 @@ struct TrainerConfig {
   LoopConfig loop;
   CheckpointConfig checkpoint;
   LoggingConfig logging;
+  DistConfig dist;
   DataloaderConfig train_data;
   std::optional<DataloaderConfig> val_data;
   std::string yaml;  // the effective YAML (after overrides), stored in checkpoints

@@ -15,10 +15,14 @@
 
 #include "mantissa/amp/optimizer_step.hpp"
 #include "mantissa/data/datasets.hpp"
+#include "mantissa/dist/gradient_reducer.hpp"
 #include "mantissa/names.hpp"
 #include "mantissa/train/config.hpp"
+#include "mantissa/train/metrics.hpp"
 
 namespace mantissa::train {
+
+class Fp8Layers;
 
 // eval: one checkpoint; eval_all: every checkpoint of the run directory, oldest first.
 enum class RunMode { train, eval, train_and_eval, eval_all };
@@ -53,6 +57,15 @@ struct RunSummary {
   bool interrupted = false;
 };
 
+// What training keeps between steps, in bytes (bench train prints it per parameter).
+struct TrainingStateBytes {
+  std::int64_t weights = 0;    // the parameters in their own format (float32 or bfloat16)
+  std::int64_t gradients = 0;  // their gradients
+  std::int64_t optimizer = 0;  // moments and compensation buffers
+  std::int64_t copies = 0;     // the weights' cached half-precision copies
+  std::int64_t total() const { return weights + gradients + optimizer + copies; }
+};
+
 // One optimizer step of train_step().
 struct StepResult {
   double loss = 0;  // mean over the micro-batches
@@ -62,8 +75,9 @@ struct StepResult {
 // The figures of one logged training window (every logging.log_steps steps and the last).
 struct Progress {
   std::int64_t step = 0, max_steps = 0;
-  double loss = 0;  // mean over the window's steps
-  double loss_scale = 1, learning_rate = 0, grad_norm = 0;
+  double loss = 0;                   // mean over the window's steps
+  std::optional<double> loss_scale;  // the scale the last step used; none without a scaler
+  double learning_rate = 0, grad_norm = 0;
   std::int64_t skipped_steps = 0;
   double items_per_second = 0;
   const char* unit = "";  // "tokens" or "samples"
@@ -84,12 +98,16 @@ class TrainerEvents {
 };
 
 // What the program lends the trainer: where events go, the KJV corpus's text (needed only
-// when the kjv dataset is not cached yet in its data_dir), and a stop flag its signal
-// handlers set (SIGINT, SIGTERM): when it turns true, run() checkpoints at the next step
-// boundary and returns with RunSummary::interrupted.
+// when the kjv dataset is not cached yet in its data_dir), the processes of a data-parallel
+// job (docs/distributed.md): the program's dist::Runtime's world under mpirun; by default one
+// process. With several, every process runs the same Trainer on its part of each global
+// batch; rank 0 alone reports events, writes metrics and checkpoints. And a stop flag its
+// signal handlers set (SIGINT, SIGTERM): when it turns true, run() checkpoints at the next
+// step boundary and returns with RunSummary::interrupted (every process after the same step).
 struct TrainerHooks {
   TrainerEvents* events = nullptr;  // not owned; null: the run reports nothing
   data::CorpusProvider kjv_corpus;
+  dist::Communicator world = {};
   const std::atomic<bool>* stop = nullptr;  // not owned
 };
 
@@ -106,7 +124,8 @@ inline constexpr NameTable<ResumeSettings, 2> kResumeSettingsNames = {
 // this machine's memory: its float32 weights and gradients (8 bytes a parameter) must.
 void check_model_fits(std::int64_t parameters, const std::string& what);
 
-class Task;  // the model + data pairing (text or images)
+class Task;          // the model + data pairing (text or images)
+class DataParallel;  // the processes of a data-parallel job
 class MetricsFile;
 struct Checkpoint;
 
@@ -131,15 +150,25 @@ class Trainer {
   std::int64_t items_per_step() const;  // tokens or samples per step
   const char* item_unit() const;        // "tokens" or "samples"
   std::int64_t parameter_count() const;
+  // What the parameters, their gradients, the optimizer and the cached copies hold now.
+  TrainingStateBytes training_state_bytes() const;
   const precision::Policy& policy() const { return policy_; }
-  // Asks a running run() to checkpoint and return at the next step boundary.
+  // Asks a running run() to checkpoint and return at the next step boundary (Ctrl-C). In a
+  // data-parallel job a request on any process stops every process after the same step.
   void request_stop() { stop_.store(true); }
+  // Data parallel: this process's rank and the number of processes (0 and 1 without mpirun),
+  // and the gradient reducer's figures (null with one process).
+  int rank() const;
+  int ranks() const;
+  const dist::ReducerStats* reducer_stats() const;
 
   // Checkpoint contents now (the tests compare them bit for bit).
   std::map<std::string, tensor::Tensor> state_tensors() const;
   std::map<std::string, std::string> state_metadata() const;
   std::string run_dir() const { return run_dir_; }
   std::string save_checkpoint_now();
+  // The settings this run trains under, as its metrics.jsonl records them first.
+  RunRecord run_record() const;
 
  private:
   // Loads a checkpoint: for training, every part of the state (settings as `settings` says);
@@ -151,6 +180,8 @@ class Trainer {
                           ResumeSettings settings, bool& take_optimizer_state,
                           bool& take_scaler_state);
   void build_optimizer_and_scaler();
+  // The newest checkpoint of the run directory, as rank 0 sees it.
+  std::optional<std::string> latest_of_job() const;
   RunSummary evaluate_all();
   RunSummary train_loop(RunMode mode);
   void train_steps(RunSummary& summary, std::int64_t eval_every, std::int64_t& saved_at);
@@ -162,9 +193,14 @@ class Trainer {
   TrainerEvents* events_;
   const std::atomic<bool>* external_stop_;
   TrainerEvents silent_;
+  std::unique_ptr<DataParallel> dp_;
   std::unique_ptr<Task> task_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<amp::GradScaler> scaler_;
+  std::unique_ptr<Fp8Layers> fp8_;
+  // Whether scaler_ scales the loss (float16, cbfloat16 with loss scaling), or only guards
+  // the steps (scale 1: float32, bfloat16, no loss scaling).
+  bool scales_loss_ = false;  // the fp8 linear layers' scaling states (may be empty)
   precision::Policy policy_;
   std::int64_t global_step_ = 0;
   std::string run_dir_;

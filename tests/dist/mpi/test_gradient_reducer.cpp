@@ -36,17 +36,22 @@ void require_same_on_every_rank(const std::vector<std::vector<float>>& g) {
   dist::require_identical(world(), std::as_bytes(std::span(flat)), "the reduced gradients");
 }
 
-// The average of every rank's gradients for `step`: sum in rank order, times 1/N, in float32.
-std::vector<std::vector<float>> rank_order_average(TinyNet& net, int step) {
-  const int n = world().size();
+// The sum of every rank's gradients for `step`, in rank order, in float32.
+std::vector<std::vector<float>> rank_order_sum(TinyNet& net, int step) {
   std::vector<std::vector<float>> sum = net.local_grads(0, step);
-  for (int r = 1; r < n; ++r) {
+  for (int r = 1; r < world().size(); ++r) {
     const auto g = net.local_grads(r, step);
     for (std::size_t p = 0; p < sum.size(); ++p) {
       for (std::size_t i = 0; i < sum[p].size(); ++i) sum[p][i] += g[p][i];
     }
   }
-  const float inverse = 1.0f / static_cast<float>(n);
+  return sum;
+}
+
+// The average of every rank's gradients for `step`: sum in rank order, times 1/N, in float32.
+std::vector<std::vector<float>> rank_order_average(TinyNet& net, int step) {
+  std::vector<std::vector<float>> sum = rank_order_sum(net, step);
+  const float inverse = 1.0f / static_cast<float>(world().size());
   for (auto& v : sum) {
     for (float& x : v) x *= inverse;
   }
@@ -74,6 +79,20 @@ TEST(GradientReducer, OverlappedBucketsGiveTheRankOrderAverageBitForBit) {
     autograd::backward(net.loss(world().rank(), step), 1.0f, reducer.hook());
     reducer.finish();
     EXPECT_EQ(reducer.stats().started_during_backward, 3) << "every bucket starts in backward";
+    expect_bits_equal(grads_of(net), want, step);
+    require_same_on_every_rank(grads_of(net));
+  }
+}
+
+// The trainer's mode: every rank's gradient is already its share, and the shares are summed.
+TEST(GradientReducer, WithoutAveragingItGivesTheRankOrderSumBitForBit) {
+  TinyNet net;
+  GradientReducer reducer(world(), net.params(), {.bucket_cap_bytes = kCap, .average = false});
+  for (int step = 0; step < 2; ++step) {
+    const auto want = rank_order_sum(net, step);
+    net.clear_grads();
+    autograd::backward(net.loss(world().rank(), step), 1.0f, reducer.hook());
+    reducer.finish();
     expect_bits_equal(grads_of(net), want, step);
     require_same_on_every_rank(grads_of(net));
   }

@@ -59,6 +59,28 @@ TEST(RequireIdentical, NamesTheFirstRankThatDiffers) {
                   "byte 11")));
 }
 
+TEST(AgreeOnSuccess, AFailureOnOneRankStopsEveryRankNamingIt) {
+  const int me = world().rank();
+  const int n = world().size();
+  EXPECT_NO_THROW(dist::agree_on_success(world(), ""));
+  const std::string expected = "dist: rank 1 of " + std::to_string(n) + ": data.txt: missing";
+  EXPECT_THAT([&] { dist::agree_on_success(world(), me == 1 ? "data.txt: missing" : ""); },
+              ThrowsMessage<dist::JobError>(expected));
+  // A message that names its rank already is not named twice.
+  const std::string named = "dist: rank 1 of " + std::to_string(n) + ": no message for 2 s";
+  EXPECT_THAT([&] { dist::agree_on_success(world(), me == 1 ? named : ""); },
+              ThrowsMessage<dist::JobError>(named));
+}
+
+TEST(AgreeOnSuccess, AFailureEveryRankSharesIsReportedAsItIs) {
+  EXPECT_THAT([&] { dist::agree_on_success(world(), "batch_size: 3 does not split"); },
+              ThrowsMessage<dist::JobError>(std::string("batch_size: 3 does not split")));
+  if (world().size() < 3) return;
+  const int me = world().rank();
+  EXPECT_THAT([&] { dist::agree_on_success(world(), me == 0 ? "" : "rank " + std::to_string(me)); },
+              ThrowsMessage<dist::JobError>(HasSubstr("dist: rank 1 of")));
+}
+
 TEST(ShardBatch, TheRanksSlicesGatheredInRankOrderAreTheGlobalBatch) {
   const std::int64_t global = 4 * world().size();
   std::vector<std::int32_t> batch(static_cast<std::size_t>(global));

@@ -1,0 +1,43 @@
+#include "precision_overrides.hpp"
+
+#include <array>
+
+#include "mantissa/error.hpp"
+
+namespace mantissa::app {
+TrainingPrecision parse_training_precision(std::string_view word, std::string_view option) {
+  std::string names;
+  for (const auto& [name, value] : kTrainingPrecisionNames) {
+    if (name == word) return value;
+    names += (names.empty() ? "" : ", ") + std::string(name);
+  }
+  throw Error(std::string(option) + ": '" + std::string(word) + "' (expected one of: " + names +
+              ")");
+}
+
+std::vector<std::string> precision_overrides(std::optional<TrainingPrecision> precision,
+                                             const std::string& loss_scaling, int opt_level,
+                                             const std::string& route) {
+  const std::string key = "trainer.init.precision.";
+  std::vector<std::string> o;
+  if (precision == TrainingPrecision::float32) {
+    o.push_back(key + "enabled=false");
+  } else if (precision) {
+    const bool fp8 = *precision == TrainingPrecision::fp8;
+    o.push_back(key + "enabled=true");
+    o.push_back(key + "fp16_type=" +
+                std::string(fp8 ? "bfloat16" : name_of(kTrainingPrecisionNames, *precision)));
+    if (fp8) o.push_back(key + "fp8.enabled=true");
+    // float16 and cbfloat16 need loss scaling (DESIGN.md section 4): dynamic unless told.
+    if ((*precision == TrainingPrecision::float16 || *precision == TrainingPrecision::cbfloat16) &&
+        loss_scaling.empty()) {
+      o.push_back(key + "loss_scaling_factor=dynamic");
+    }
+  }
+  if (!loss_scaling.empty()) o.push_back(key + "loss_scaling_factor=" + loss_scaling);
+  if (opt_level >= 0) o.push_back(key + "precision_opt_level=" + std::to_string(opt_level));
+  if (!route.empty()) o.push_back(key + "matmul_route=" + route);
+  return o;
+}
+
+}  // namespace mantissa::app
