@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds mantissa with AddressSanitizer and UndefinedBehaviorSanitizer (g++, -O1, frame
 # pointers kept, every report fatal) into build-sanitize/ and runs the default test suite
-# under them (ctest -LE long). Any report fails the run. `.ci/run` runs it after the normal
-# suite; docs/reliability.md records a run and its cost.
+# under them (ctest -LE long). Any report fails the run. Run by hand (CI runs the README's
+# second command only); docs/reliability.md records a run and its cost.
 #   scripts/sanitize.sh [ctest args...]
 # The install test is left out: it builds a consumer of the installed library with the
 # consumer's own flags, which do not link the sanitizer runtimes the library then needs.
