@@ -14,42 +14,100 @@ namespace {
 struct BenchArgs {
   std::string config, precision, loss_scaling, route, json, master_weights, state_dtype;
   int opt_level = -1;
+  bool interleave = false;
   std::vector<std::string> overrides;
   train::BenchOptions options;
 };
 
+// The config a run trains with: the file, the user's --set, then the precision word's
+// overrides (empty word: the config's precision) and the other precision options.
+train::TrainerConfig make_config(const BenchArgs& a, const std::string& precision_word) {
+  const std::optional<TrainingPrecision> precision =
+      precision_word.empty()
+          ? std::nullopt
+          : std::optional(parse_training_precision(precision_word, "--precision"));
+  std::vector<std::string> overrides = a.overrides;
+  for (const std::string& s : precision_overrides(precision, a.loss_scaling, a.opt_level, a.route))
+    overrides.push_back(s);
+  if (!a.master_weights.empty()) {
+    overrides.push_back("trainer.init.precision.master_weights=" + a.master_weights);
+  }
+  train::TrainerConfig c = train::load_config(a.config, overrides);
+  if (!a.state_dtype.empty()) {
+    const std::optional<numerics::Format> f = numerics::parse_format(a.state_dtype);
+    if (f != numerics::Format::float32 && f != numerics::Format::bfloat16) {
+      throw Error("--state-dtype: '" + a.state_dtype + "' (expected float32 or bfloat16)");
+    }
+    c.optimizer.state_format = *f;
+  }
+  return c;
+}
+
+// The words of a comma-separated --precision list.
+std::vector<std::string> precision_words(const std::string& list) {
+  std::vector<std::string> words;
+  std::size_t at = 0;
+  while (true) {
+    const std::size_t comma = list.find(',', at);
+    words.push_back(list.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (words.back().empty()) {
+      throw Error("--precision: '" + list +
+                  "' has an empty entry (expected e.g. float32,bfloat16)");
+    }
+    if (comma == std::string::npos) return words;
+    at = comma + 1;
+  }
+}
+
+void append_json(const std::string& path, const train::BenchResult& r) {
+  if (path.empty()) return;
+  std::ofstream f(path, std::ios::app);
+  if (!f) throw Error("--json: cannot open '" + path + "' for appending");
+  f << train::bench_result_json(r) << "\n";
+}
+
+// --interleave: every precision of the list in this process, step by step in turn.
+int run_interleaved(const BenchArgs& a, const dist::Communicator& world) {
+  if (world.size() > 1) throw Error("bench train --interleave runs in one process (not mpirun)");
+  if (a.precision.empty()) {
+    throw Error(
+        "--interleave needs --precision with the runs to interleave (e.g. "
+        "float32,bfloat16)");
+  }
+  std::vector<train::TrainerConfig> configs;
+  for (const std::string& w : precision_words(a.precision)) configs.push_back(make_config(a, w));
+  const std::vector<train::BenchResult> rs = train::run_interleaved_benchmark(
+      configs, a.options, [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); },
+      bible_kjv_text);
+  for (const train::BenchResult& r : rs) {
+    std::printf("%s\n", train::format_bench_report(r).c_str());
+    append_json(a.json, r);
+  }
+  std::printf("interleaved in one process: %s per second against %s's (median step)\n",
+              rs.front().unit.c_str(), rs.front().precision.c_str());
+  for (const train::BenchResult& r : rs) {
+    std::printf("  %-28s %10.0f  %.3fx\n", r.precision.c_str(), r.items_per_second,
+                r.items_per_second / rs.front().items_per_second);
+  }
+  return 0;
+}
+
 int run(BenchArgs a, const dist::Communicator& world) {
+  if (a.interleave) return run_interleaved(a, world);
   train::TrainerConfig c;
   together(world, [&] {
-    const std::optional<TrainingPrecision> precision =
-        a.precision.empty() ? std::nullopt
-                            : std::optional(parse_training_precision(a.precision, "--precision"));
-    // --precision and friends become config overrides, applied after the user's --set.
-    for (const std::string& s :
-         precision_overrides(precision, a.loss_scaling, a.opt_level, a.route))
-      a.overrides.push_back(s);
-    if (!a.master_weights.empty()) {
-      a.overrides.push_back("trainer.init.precision.master_weights=" + a.master_weights);
+    if (a.precision.find(',') != std::string::npos) {
+      throw Error("--precision: '" + a.precision +
+                  "' lists several; one run takes one (or add --interleave)");
     }
-    c = train::load_config(a.config, a.overrides);
-    if (!a.state_dtype.empty()) {
-      const std::optional<numerics::Format> f = numerics::parse_format(a.state_dtype);
-      if (f != numerics::Format::float32 && f != numerics::Format::bfloat16) {
-        throw Error("--state-dtype: '" + a.state_dtype + "' (expected float32 or bfloat16)");
-      }
-      c.optimizer.state_format = *f;
-    }
+    c = make_config(a, a.precision);
   });
   const train::BenchResult r = train::run_train_benchmark(
       c, a.options, [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); },
       bible_kjv_text, world);
   if (!world.is_root()) return 0;  // rank 0 reports for the job
   std::printf("%s", train::format_bench_report(r).c_str());
-  if (!a.json.empty()) {
-    std::ofstream f(a.json, std::ios::app);
-    if (!f) throw Error("--json: cannot open '" + a.json + "' for appending");
-    f << train::bench_result_json(r) << "\n";
-  }
+  append_json(a.json, r);
   return 0;
 }
 
@@ -65,7 +123,8 @@ Action register_bench_command(CLI::App& app, const dist::Communicator& world) {
   cmd->add_option("--precision", a->precision,
                   "float32 | bfloat16 | float16 | cbfloat16 | fp8 (default: the config's; float16 "
                   "and cbfloat16 get dynamic loss scaling unless --loss-scaling says otherwise; "
-                  "fp8: fp8 linear layers, the rest in bfloat16)");
+                  "fp8: fp8 linear layers, the rest in bfloat16). With --interleave, a "
+                  "comma-separated list");
   cmd->add_option("--opt-level", a->opt_level, "precision_opt_level 0 | 1 | 2 (default: config's)");
   cmd->add_option("--loss-scaling", a->loss_scaling, "dynamic or a number (the loss scale)");
   cmd->add_option("--route", a->route,
@@ -80,6 +139,9 @@ Action register_bench_command(CLI::App& app, const dist::Communicator& world) {
   cmd->add_option("--steps", a->options.steps, "Timed steps (default 10)");
   cmd->add_option("--warmup", a->options.warmup, "Untimed steps first (default 2)");
   cmd->add_flag("--profile", a->options.profile, "Print time per step by op class");
+  cmd->add_flag("--interleave", a->interleave,
+                "Run every --precision of the list in this process, step by step in turn, and "
+                "print their throughput ratios (comparable on a noisy machine; no peak RSS)");
   cmd->add_option("--json", a->json, "Append the results as one JSON line to this file");
   cmd->add_option("--set", a->overrides, "Override a config key: a.b.c=value (repeatable)");
   return [cmd, a, &world]() -> int {

@@ -45,6 +45,19 @@ void add_into(Tensor& into, const Tensor& g) {
   });
 }
 
+Tensor sum_as_float32(const Tensor& a, const Tensor& b) {
+  if (a.numel() != b.numel()) {
+    throw Error("backward: gradients of " + std::to_string(a.numel()) + " and " +
+                std::to_string(b.numel()) + " elements cannot be summed");
+  }
+  const Decoded ad(a, 0), bd(b, 1);
+  return produce(a.shape(), Format::float32, 1, [&](std::int64_t r0, std::int64_t r1, float* out) {
+    const float* x = ad.range(r0, r1 - r0);
+    const float* y = bd.range(r0, r1 - r0);
+    for (std::int64_t i = 0; i < r1 - r0; ++i) out[i] = x[i] + y[i];
+  });
+}
+
 Decoded::Decoded(const Tensor& t, int slot) : t_(t.contiguous()), slot_(slot) {
   if (slot < 0 || slot >= kSlots) throw Error("Decoded: slot out of range");
   if (t_.format() == Format::float32) f32_ = t_.f32();

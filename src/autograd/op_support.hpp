@@ -37,6 +37,10 @@ Tensor to_format(const Tensor& t, Format f, bool fresh);
 // with the same number of elements. On all threads.
 void add_into(Tensor& into, const Tensor& g);
 
+// a + b elementwise as a new contiguous float32 tensor of a's shape (any formats, the same
+// number of elements), in one pass on all threads.
+Tensor sum_as_float32(const Tensor& a, const Tensor& b);
+
 // Reads a tensor's elements (row-major order of its shape) as float32, a range at a time:
 // straight from the tensor when it is float32, else decoded into the calling thread's buffer
 // for `slot` (one slot per tensor an op reads at the same time). A pointer stays valid until

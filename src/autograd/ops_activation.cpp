@@ -20,7 +20,7 @@ struct PointwiseNode : Node {
   std::vector<Tensor> apply(const Tensor& g) override {
     const Decoded xd(x, 0), gd(g, 1);
     return {
-        produce(x.shape(), Format::float32, 1, [&](std::int64_t r0, std::int64_t r1, float* out) {
+        produce(x.shape(), grad_format(0), 1, [&](std::int64_t r0, std::int64_t r1, float* out) {
           backward_fn(xd.range(r0, r1 - r0), gd.range(r0, r1 - r0), out, r1 - r0);
         })};
   }
@@ -50,7 +50,7 @@ struct DropoutNode : Node {
   std::vector<Tensor> apply(const Tensor& g) override {
     const Decoded gd(g, 0);
     return {
-        produce(g.shape(), Format::float32, 1, [&](std::int64_t r0, std::int64_t r1, float* out) {
+        produce(g.shape(), grad_format(0), 1, [&](std::int64_t r0, std::int64_t r1, float* out) {
           const float* gp = gd.range(r0, r1 - r0);
           for (std::int64_t i = 0; i < r1 - r0; ++i) {
             out[i] = gp[i] * (kept[static_cast<std::size_t>(r0 + i)] ? keep_scale : 0.0f);

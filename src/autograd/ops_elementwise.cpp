@@ -67,7 +67,7 @@ struct BinaryNode : Node {
     }
     if (kind == Kind::sub) {
       const Decoded gd(g, 0);
-      Tensor gb = full ? produce(g.shape(), Format::float32, 1,
+      Tensor gb = full ? produce(g.shape(), grad_format(1), 1,
                                  [&](std::int64_t r0, std::int64_t r1, float* out) {
                                    const float* gp = gd.range(r0, r1 - r0);
                                    for (std::int64_t i = 0; i < r1 - r0; ++i) out[i] = -gp[i];
@@ -82,14 +82,14 @@ struct BinaryNode : Node {
     // mul: ga = g * b (b repeating), gb = g * a (summed over the repeats when broadcast).
     const Decoded gd(g, 0), bd(b, 1), ad(a, 2);
     Tensor ga =
-        produce(g.shape(), Format::float32, 1, [&](std::int64_t r0, std::int64_t r1, float* out) {
+        produce(g.shape(), grad_format(0), 1, [&](std::int64_t r0, std::int64_t r1, float* out) {
           const float* gp = gd.range(r0, r1 - r0);
           by_repeat(r0, r1, inner, [&](std::int64_t i, std::int64_t len, std::int64_t col) {
             const float* bp = bd.range(col, len);
             for (std::int64_t j = 0; j < len; ++j) out[i - r0 + j] = gp[i - r0 + j] * bp[j];
           });
         });
-    Tensor gb = full ? produce(g.shape(), Format::float32, 1,
+    Tensor gb = full ? produce(g.shape(), grad_format(1), 1,
                                [&](std::int64_t r0, std::int64_t r1, float* out) {
                                  const float* gp = gd.range(r0, r1 - r0);
                                  const float* ap = ad.range(r0, r1 - r0);
@@ -144,7 +144,7 @@ struct ScaleNode : Node {
   std::vector<Tensor> apply(const Tensor& g) override {
     const Decoded gd(g, 0);
     return {
-        produce(g.shape(), Format::float32, 1, [&](std::int64_t r0, std::int64_t r1, float* out) {
+        produce(g.shape(), grad_format(0), 1, [&](std::int64_t r0, std::int64_t r1, float* out) {
           const float* gp = gd.range(r0, r1 - r0);
           for (std::int64_t i = 0; i < r1 - r0; ++i) out[i] = gp[i] * s;
         })};

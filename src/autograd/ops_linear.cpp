@@ -34,15 +34,22 @@ struct MatmulNode : Node {
   std::vector<Tensor> apply(const Tensor& g) override {
     const kernels::GemmPrecision gp = gemm_precision(policy);
     const Tensor gc = g.contiguous();
-    Tensor da = Tensor::empty(a.shape()), db = Tensor::zeros(b.shape());
+    // dB sums over the batch when B is shared: float32 then.
+    Tensor da = Tensor::empty(a.shape(), grad_format(0));
+    Tensor db = batched_b ? Tensor::empty(b.shape(), grad_format(1)) : Tensor::zeros(b.shape());
     for (std::int64_t i = 0; i < batch; ++i) {
       const kernels::Operand gi = operand(gc, i * m * n);
       const kernels::Operand bi = operand(b, batched_b ? i * k * n : 0);
+      const kernels::Operand ai = operand(a, i * m * k);
       // dA = G B^T ; dB (+)= A^T G
-      kernels::gemm(GemmShape::dense(m, k, n, false, true), gi, bi, da.f32() + i * m * k, false,
-                    gp);
-      kernels::gemm(GemmShape::dense(k, n, m, true, false), operand(a, i * m * k), gi,
-                    db.f32() + (batched_b ? i * k * n : 0), true, gp);
+      kernels::gemm(GemmShape::dense(m, k, n, false, true), gi, bi,
+                    write_rows(da, i * m * k, k, nullptr), gp);
+      if (batched_b) {
+        kernels::gemm(GemmShape::dense(k, n, m, true, false), ai, gi,
+                      write_rows(db, i * k * n, n, nullptr), gp);
+      } else {
+        kernels::gemm(GemmShape::dense(k, n, m, true, false), ai, gi, db.f32(), true, gp);
+      }
     }
     return {da, db};
   }
@@ -57,12 +64,14 @@ struct LinearNode : Node {
   std::vector<Tensor> apply(const Tensor& g) override {
     const kernels::GemmPrecision gp = gemm_precision(policy);
     const Tensor gc = g.contiguous();
-    Tensor dx = Tensor::empty(x.shape());
-    Tensor dw = Tensor::empty(Shape{out, in});
-    // dx = G W ; dW = G^T X ; db = column sums of G (fp32)
-    kernels::gemm(GemmShape::dense(rows, in, out), operand(gc), operand(w), dx.f32(), false, gp);
-    kernels::gemm(GemmShape::dense(out, in, rows, true, false), operand(gc), operand(x), dw.f32(),
-                  false, gp);
+    Tensor dx = Tensor::empty(x.shape(), grad_format(0));
+    Tensor dw = Tensor::empty(Shape{out, in}, grad_format(1));
+    // dx = G W ; dW = G^T X ; db = column sums of G (fp32). Each written from the GEMM's
+    // finished blocks, in the format its receiver wants.
+    kernels::gemm(GemmShape::dense(rows, in, out), operand(gc), operand(w),
+                  write_rows(dx, 0, in, nullptr), gp);
+    kernels::gemm(GemmShape::dense(out, in, rows, true, false), operand(gc), operand(x),
+                  write_rows(dw, 0, in, nullptr), gp);
     const Tensor db = has_bias ? bias_gradient(gc, rows, out) : Tensor();
     return {dx, dw, db};
   }

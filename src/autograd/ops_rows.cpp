@@ -26,17 +26,29 @@ struct LayerNormNode : Node {
   kernels::OpClass op_class() const override { return kernels::OpClass::norm; }
   std::vector<Tensor> apply(const Tensor& g) override {
     const Decoded xd(x, 0), gd(g, 1), gammad(gamma, 2);
-    Tensor dgamma = Tensor::zeros(Shape{cols}), dbeta = Tensor::zeros(Shape{cols});
     const float* gm = gammad.range(0, cols);
-    // Serial: dgamma and dbeta sum over the rows in order.
-    Tensor dx = produce(
-        x.shape(), Format::float32, cols,
-        [&](std::int64_t r0, std::int64_t r1, float* out) {
+    Tensor dx =
+        produce(x.shape(), grad_format(0), cols, [&](std::int64_t r0, std::int64_t r1, float* out) {
           kernels::layer_norm_backward(xd.range(r0 * cols, (r1 - r0) * cols), gm, mean.f32() + r0,
                                        rstd.f32() + r0, gd.range(r0 * cols, (r1 - r0) * cols), out,
-                                       dgamma.f32(), dbeta.f32(), r1 - r0, cols);
+                                       r1 - r0, cols);
+        });
+    // dgamma and dbeta sum over the rows in order: the columns are split over the threads.
+    Tensor dgamma = Tensor::zeros(Shape{cols}), dbeta = Tensor::zeros(Shape{cols});
+    const std::int64_t rows = rows_of(x, cols);
+    float* dgp = dgamma.f32();
+    float* dbp = dbeta.f32();
+    kernels::parallel_chunks(
+        cols,
+        [&](std::int64_t c0, std::int64_t c1) {
+          for (std::int64_t r = 0; r < rows; ++r) {
+            const float* xr = xd.range(r * cols + c0, c1 - c0);
+            const float* gr = gd.range(r * cols + c0, c1 - c0);
+            kernels::layer_norm_param_gradients(xr, gr, mean.f32()[r], rstd.f32()[r], dgp + c0,
+                                                dbp + c0, c1 - c0);
+          }
         },
-        /*parallel=*/false);
+        rows * cols >= kernels::kParallelMinElements ? 32 : cols + 1);
     return {dx, dgamma, dbeta};
   }
 };
@@ -49,21 +61,21 @@ struct SoftmaxNode : Node {
   kernels::OpClass op_class() const override { return kernels::OpClass::softmax_loss; }
   std::vector<Tensor> apply(const Tensor& g) override {
     const Decoded xd(x, 0), gd(g, 1);
-    return {produce(x.shape(), Format::float32, cols,
-                    [&](std::int64_t r0, std::int64_t r1, float* out) {
-                      const std::int64_t n = r1 - r0;
-                      // The float32 output, recomputed exactly as the forward made it.
-                      float* y = recompute_buffer(n * cols);
-                      const float* xp = xd.range(r0 * cols, n * cols);
-                      const float* gp = gd.range(r0 * cols, n * cols);
-                      if (log) {
-                        kernels::log_softmax_forward(xp, y, n, cols);
-                        kernels::log_softmax_backward(y, gp, out, n, cols);
-                      } else {
-                        kernels::softmax_forward(xp, y, n, cols);
-                        kernels::softmax_backward(y, gp, out, n, cols);
-                      }
-                    })};
+    return {
+        produce(x.shape(), grad_format(0), cols, [&](std::int64_t r0, std::int64_t r1, float* out) {
+          const std::int64_t n = r1 - r0;
+          // The float32 output, recomputed exactly as the forward made it.
+          float* y = recompute_buffer(n * cols);
+          const float* xp = xd.range(r0 * cols, n * cols);
+          const float* gp = gd.range(r0 * cols, n * cols);
+          if (log) {
+            kernels::log_softmax_forward(xp, y, n, cols);
+            kernels::log_softmax_backward(y, gp, out, n, cols);
+          } else {
+            kernels::softmax_forward(xp, y, n, cols);
+            kernels::softmax_backward(y, gp, out, n, cols);
+          }
+        })};
   }
 };
 
@@ -78,7 +90,7 @@ struct CrossEntropyNode : Node {
     const Decoded ld(logits, 0);
     const float s = counted > 0 ? g.item() / static_cast<float>(counted) : 0.0f;
     return {produce(
-        logits.shape(), Format::float32, cols, [&](std::int64_t r0, std::int64_t r1, float* out) {
+        logits.shape(), grad_format(0), cols, [&](std::int64_t r0, std::int64_t r1, float* out) {
           kernels::cross_entropy_backward(ld.range(r0 * cols, (r1 - r0) * cols), lse.f32() + r0,
                                           targets.data() + r0, r1 - r0, cols, ignore_index, s, out);
         })};

@@ -19,7 +19,8 @@ void accumulate_pending(Tensor& into, Tensor g) {
     return;
   }
   if (into.format() != Format::float32 || !into.owns_storage_alone() || !into.is_contiguous()) {
-    into = detail::to_format(into, Format::float32, /*fresh=*/true);
+    into = detail::sum_as_float32(into, g);  // one pass: decode both, add, store
+    return;
   }
   detail::add_into(into, g);
 }
@@ -146,6 +147,17 @@ void backward(const Variable& root, float seed, const LeafReadyHook& on_leaf_rea
       if (fresh) stack.push_back(e.fn.get());
     }
   }
+  // A gradient its receiver rounds to H on arrival can be made in H by its only sender.
+  const std::unordered_map<Node*, int> senders = consumers;
+  const auto set_grad_formats = [&senders](Node& n) {
+    n.grad_formats.assign(n.next.size(), Format::float32);
+    for (std::size_t i = 0; i < n.next.size(); ++i) {
+      const Node* to = n.next[i].fn.get();
+      if (to != nullptr && to->policy.enabled() && senders.at(n.next[i].fn.get()) == 1) {
+        n.grad_formats[i] = to->policy.half;
+      }
+    }
+  };
   // Run nodes whose consumers have all delivered their gradients (Kahn's algorithm). A node
   // that has run lets go of its edges: the nodes after it are then held only by this loop (or
   // by consumers still to run), and each is destroyed, with the tensors it saved, as soon as
@@ -170,6 +182,7 @@ void backward(const Variable& root, float seed, const LeafReadyHook& on_leaf_rea
         kernels::ProfileScope convert(kernels::OpClass::convert);
         g = detail::to_format(g, n->policy.half, /*fresh=*/false);
       }
+      set_grad_formats(*n);
       grads = n->apply(g);
       g = Tensor();  // so an input gradient that is g itself can be taken over, not copied
     }

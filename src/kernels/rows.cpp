@@ -39,8 +39,7 @@ void layer_norm_forward(const float* x, const float* gamma, const float* beta, f
 }
 
 void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
-                         const float* dy, float* dx, float* dgamma, float* dbeta, std::int64_t rows,
-                         std::int64_t cols) {
+                         const float* dy, float* dx, std::int64_t rows, std::int64_t cols) {
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * cols;
     const float* dyr = dy + r * cols;
@@ -51,8 +50,6 @@ void layer_norm_backward(const float* x, const float* gamma, const float* mean, 
       const float g = dyr[c] * gamma[c];
       sum_g += g;
       sum_gx += g * xhat;
-      if (dgamma) dgamma[c] += dyr[c] * xhat;
-      if (dbeta) dbeta[c] += dyr[c];
     }
     const float mg = sum_g / static_cast<float>(cols), mgx = sum_gx / static_cast<float>(cols);
     float* dxr = dx + r * cols;
@@ -60,6 +57,15 @@ void layer_norm_backward(const float* x, const float* gamma, const float* mean, 
       const float xhat = (xr[c] - mu) * rs;
       dxr[c] = rs * (dyr[c] * gamma[c] - mg - xhat * mgx);
     }
+  }
+}
+
+void layer_norm_param_gradients(const float* x, const float* dy, float mean, float rstd,
+                                float* dgamma, float* dbeta, std::int64_t width) {
+  for (std::int64_t c = 0; c < width; ++c) {
+    const float xhat = (x[c] - mean) * rstd;
+    dgamma[c] += dy[c] * xhat;
+    dbeta[c] += dy[c];
   }
 }
 

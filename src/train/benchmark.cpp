@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -73,6 +74,60 @@ std::string fixed(double v, int decimals) {
   return fmt::format("{:.{}f}", v, decimals);
 }
 
+// What a benchmark row says about the run before any step: model, precision, route, sizes.
+BenchResult describe_run(const Trainer& trainer, const TrainerConfig& config) {
+  BenchResult r;
+  r.model = std::string(name_of(kModelNames, config.model.kind));
+  r.precision = trainer.policy().describe();
+  r.route = kernels::describe_route(trainer.policy().half, trainer.policy().opt_level,
+                                    trainer.policy().matmul_route);
+  if (trainer.policy().fp8.enabled) {
+    r.route += "; fp8 linear layers: " + kernels::describe_route(numerics::Format::float8_e4m3, 1,
+                                                                 trainer.policy().matmul_route);
+  }
+  r.unit = trainer.item_unit();
+  r.parameters = trainer.parameter_count();
+  r.training_state =
+      "master weights " +
+      std::string(name_of(optim::kMasterWeightsNames, config.precision.master_weights)) +
+      ", optimizer state " + std::string(numerics::name(config.optimizer.state_format));
+  r.items_per_step = trainer.items_per_step();
+  r.flops_per_step = training_flops_per_step(config, r.parameters);
+  r.ranks = trainer.ranks();
+  return r;
+}
+
+// One step of `trainer`, timed: its loss is recorded, and its time when `timed`.
+double timed_step(Trainer& trainer, BenchResult& r, bool timed) {
+  const auto t = Clock::now();
+  const StepResult step = trainer.train_step();
+  const double secs = seconds_since(t);
+  r.losses.push_back(step.loss);
+  if (timed) r.step_seconds.push_back(secs);
+  return secs;
+}
+
+std::string step_line(const BenchResult& r, bool timed, std::int64_t s, std::int64_t total,
+                      double secs) {
+  return std::string(timed ? "step " : "warm-up step ") + std::to_string(s + 1) + "/" +
+         std::to_string(total) + "  " + r.precision + "  loss " + fixed(r.losses.back(), 4) + "  " +
+         fixed(static_cast<double>(r.items_per_step) / secs, 0) + " " + r.unit + "/s";
+}
+
+// The medians and rates from the timed steps.
+void summarize_steps(BenchResult& r) {
+  r.median_seconds = detail::median(r.step_seconds);
+  r.items_per_second = static_cast<double>(r.items_per_step) / r.median_seconds;
+  r.achieved_gflops = r.flops_per_step / r.median_seconds / 1e9;
+}
+
+void check_counts(const BenchOptions& o) {
+  if (o.steps < 1)
+    throw Error("bench: --steps must be at least 1 (got " + std::to_string(o.steps) + ")");
+  if (o.warmup < 0)
+    throw Error("bench: --warmup must be 0 or more (got " + std::to_string(o.warmup) + ")");
+}
+
 }  // namespace
 
 double training_flops_per_step(const TrainerConfig& c, std::int64_t parameters) {
@@ -94,56 +149,30 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
                                 const std::function<void(const std::string&)>& progress,
                                 const data::CorpusProvider& kjv_corpus,
                                 const dist::Communicator& world) {
-  if (o.steps < 1)
-    throw Error("bench: --steps must be at least 1 (got " + std::to_string(o.steps) + ")");
-  if (o.warmup < 0)
-    throw Error("bench: --warmup must be 0 or more (got " + std::to_string(o.warmup) + ")");
+  check_counts(o);
   const auto say = [&](const std::string& line) {
     if (progress && world.is_root()) progress(line);
   };
   config.loop.max_steps = o.warmup + o.steps;
   ForwardMessages messages(progress);
   Trainer trainer(config, {&messages, kjv_corpus, world});
-  BenchResult r;
-  r.model = std::string(name_of(kModelNames, config.model.kind));
-  r.precision = trainer.policy().describe();
-  r.route = kernels::describe_route(trainer.policy().half, trainer.policy().opt_level,
-                                    trainer.policy().matmul_route);
-  if (trainer.policy().fp8.enabled) {
-    r.route += "; fp8 linear layers: " + kernels::describe_route(numerics::Format::float8_e4m3, 1,
-                                                                 trainer.policy().matmul_route);
-  }
-  r.unit = trainer.item_unit();
-  r.parameters = trainer.parameter_count();
-  r.training_state =
-      "master weights " +
-      std::string(name_of(optim::kMasterWeightsNames, config.precision.master_weights)) +
-      ", optimizer state " + std::string(numerics::name(config.optimizer.state_format));
-  r.items_per_step = trainer.items_per_step();
-  r.flops_per_step = training_flops_per_step(config, r.parameters);
-  r.ranks = trainer.ranks();
+  BenchResult r = describe_run(trainer, config);
   std::vector<double> waits;
   for (std::int64_t s = 0; s < o.warmup + o.steps; ++s) {
     const bool timed = s >= o.warmup;
     if (timed && s == o.warmup) tensor::pool_reset_peak();
     if (timed && o.profile && s == o.warmup) kernels::profiler_start();
-    const auto t = Clock::now();
-    const StepResult step = trainer.train_step();
-    const double secs = seconds_since(t);
-    r.losses.push_back(step.loss);
-    if (timed) r.step_seconds.push_back(secs);
+    const double secs = timed_step(trainer, r, timed);
     if (timed && trainer.reducer_stats() != nullptr) {
       waits.push_back(trainer.reducer_stats()->finish_seconds);
     }
-    say(std::string(timed ? "step " : "warm-up step ") + std::to_string(s + 1) + "/" +
-        std::to_string(o.warmup + o.steps) + "  loss " + fixed(step.loss, 4) + "  " +
-        fixed(static_cast<double>(r.items_per_step) / secs, 0) + " " + r.unit + "/s");
+    say(step_line(r, timed, s, o.warmup + o.steps, secs));
   }
   if (o.profile) {
     r.profile = kernels::profiler_stop();
     for (double s : r.step_seconds) r.profiled_seconds += s;
   }
-  r.median_seconds = detail::median(r.step_seconds);
+  summarize_steps(r);
   if (const dist::ReducerStats* st = trainer.reducer_stats()) {
     r.allreduce = std::string(name_of(dist::kWireFormatNames, config.dist.allreduce_dtype)) +
                   " wire, " +
@@ -153,8 +182,6 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
     r.bytes_sent_per_step = st->bytes_sent_per_step;
     r.median_allreduce_wait_seconds = detail::median(waits);
   }
-  r.items_per_second = static_cast<double>(r.items_per_step) / r.median_seconds;
-  r.achieved_gflops = r.flops_per_step / r.median_seconds / 1e9;
   r.state = trainer.training_state_bytes();
   r.peak_rss_mib = detail::peak_rss_mib();  // training's, before the peak GEMM's buffers exist
   const tensor::PoolStats pool = tensor::pool_stats();
@@ -165,6 +192,52 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
     r.gemm_peak_gflops = measure_gemm_peak(trainer.policy());
   }
   return r;
+}
+
+std::vector<BenchResult> run_interleaved_benchmark(
+    const std::vector<TrainerConfig>& configs, const BenchOptions& o,
+    const std::function<void(const std::string&)>& progress,
+    const data::CorpusProvider& kjv_corpus) {
+  check_counts(o);
+  if (configs.empty()) throw Error("bench: nothing to interleave (no configs)");
+  if (o.profile) throw Error("bench: --profile times one run; it cannot be interleaved");
+  const auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  std::vector<std::unique_ptr<ForwardMessages>> messages;
+  std::vector<std::unique_ptr<Trainer>> trainers;
+  std::vector<BenchResult> results;
+  for (TrainerConfig c : configs) {
+    c.loop.max_steps = o.warmup + o.steps;
+    messages.push_back(std::make_unique<ForwardMessages>(progress));
+    trainers.push_back(
+        std::make_unique<Trainer>(c, TrainerHooks{messages.back().get(), kjv_corpus}));
+    results.push_back(describe_run(*trainers.back(), c));
+    if (results.back().ranks != 1) throw Error("bench: --interleave runs in one process only");
+    results.back().interleaved = true;
+  }
+  const std::size_t n = trainers.size();
+  for (std::int64_t s = 0; s < o.warmup + o.steps; ++s) {
+    const bool timed = s >= o.warmup;
+    // Step s of every run, one after another, starting from a different run each time so that
+    // no run always follows the same one.
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::size_t i = (static_cast<std::size_t>(s) + j) % n;
+      const double secs = timed_step(*trainers[i], results[i], timed);
+      say(step_line(results[i], timed, s, o.warmup + o.steps, secs));
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    summarize_steps(results[i]);
+    results[i].state = trainers[i]->training_state_bytes();
+  }
+  if (o.measure_peak) {
+    for (std::size_t i = 0; i < n; ++i) {
+      say("measuring the GEMM peak (2048^3, " + results[i].precision + ")");
+      results[i].gemm_peak_gflops = measure_gemm_peak(trainers[i]->policy());
+    }
+  }
+  return results;
 }
 
 std::string format_bench_report(const BenchResult& r) {
@@ -200,9 +273,13 @@ std::string format_bench_report(const BenchResult& r) {
          fixed(static_cast<double>(b.optimizer) / n, 2) + ", copies " +
          fixed(static_cast<double>(b.copies) / n, 2) + "; " + r.training_state + ")\n";
   }
-  s += "  peak RSS         " + fixed(r.peak_rss_mib, 0) +
-       " MiB (tensors: " + fixed(r.peak_tensor_mib, 0) + " MiB live at most, " +
-       fixed(r.pool_mib, 0) + " MiB pooled)\n";
+  if (r.interleaved) {
+    s += "  peak RSS         not measured (interleaved runs share one process; run each alone)\n";
+  } else {
+    s += "  peak RSS         " + fixed(r.peak_rss_mib, 0) +
+         " MiB (tensors: " + fixed(r.peak_tensor_mib, 0) + " MiB live at most, " +
+         fixed(r.pool_mib, 0) + " MiB pooled)\n";
+  }
   if (!r.losses.empty()) {
     s += "  loss             " + fixed(r.losses.front(), 4) + " (step 1) -> " +
          fixed(r.losses.back(), 4) + " (step " + std::to_string(r.losses.size()) + ")\n";
@@ -256,6 +333,7 @@ std::string bench_result_json(const BenchResult& r) {
                    {"peak_tensor_mib", r.peak_tensor_mib},
                    {"pool_mib", r.pool_mib},
                    {"ranks", r.ranks},
+                   {"interleaved", r.interleaved},
                    {"training_state", r.training_state},
                    {"state_bytes",
                     {{"weights", r.state.weights},

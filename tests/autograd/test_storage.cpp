@@ -7,6 +7,8 @@
 
 #include "gradcheck.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/kernels/gemm.hpp"
+#include "mantissa/numerics/convert.hpp"
 #include "mantissa/precision/policy.hpp"
 #include "mantissa/tensor/storage.hpp"
 
@@ -58,6 +60,75 @@ TEST(Storage, GradientsBetweenOpsArriveInH) {
   ag::backward(ag::sum(ag::relu(p)));
   EXPECT_EQ(probe->seen, Format::bfloat16);
   EXPECT_EQ(x.grad().format(), Format::float32);  // leaves accumulate in float32
+}
+
+// A probe receiving a gradient from linear layers: records its format and values.
+struct GradientProbe : autograd::Node {
+  Format seen = Format::float32;
+  std::vector<float> values;
+  const char* name() const override { return "probe"; }
+  std::vector<Tensor> apply(const Tensor& g) override {
+    seen = g.format();
+    values = g.to_vector();
+    return {g};
+  }
+};
+
+// v rounded to h to nearest-even by the scalar codec.
+std::vector<float> rounded(std::vector<float> v, Format h) {
+  std::vector<std::uint8_t> bits(v.size() * 4);
+  numerics::encode_array_ref(v.data(), v.size(), h, bits.data());
+  numerics::decode_array_ref(bits.data(), v.size(), h, v.data());
+  return v;
+}
+
+// dx = G W for linear's backward, by the scalar GEMM twin: G [rows, out], W [out, in].
+std::vector<float> input_gradient(const std::vector<float>& g, const std::vector<float>& w,
+                                  std::int64_t rows, std::int64_t in, std::int64_t out) {
+  std::vector<float> dx(static_cast<std::size_t>(rows * in));
+  kernels::gemm_ref(kernels::GemmShape::dense(rows, in, out), g.data(), w.data(), dx.data(), false);
+  return dx;
+}
+
+TEST(Storage, ASingleSendersGradientIsMadeInHWithTheBitsTheReceiverWouldRound) {
+  // The receiver of one gradient gets it in H, made by its sender (linear's GEMM epilogue):
+  // exactly round_H(G W_H) with G = round_H(R), the float32 product rounded once. Two
+  // senders: their float32 products are summed, and the sum is rounded once.
+  constexpr std::int64_t rows = 24, in = 40, out = 56;
+  const Tensor x0 = random_tensor({rows, in}, 11);
+  const Tensor w1 = random_tensor({out, in}, 12), w2 = random_tensor({out, in}, 13);
+  const Tensor r1 = random_tensor({rows, out}, 14), r2 = random_tensor({rows, out}, 15);
+  for (Format h : {Format::bfloat16, Format::float16, Format::cbfloat16}) {
+    const std::vector<float> g1 = rounded(r1.to_vector(), h), g2 = rounded(r2.to_vector(), h);
+    const std::vector<float> p1 = input_gradient(g1, rounded(w1.to_vector(), h), rows, in, out);
+    const std::vector<float> p2 = input_gradient(g2, rounded(w2.to_vector(), h), rows, in, out);
+    for (int senders : {1, 2}) {
+      precision::Autocast cast({h, 1});
+      const Variable x(x0.clone(), true);
+      auto probe = std::make_shared<GradientProbe>();
+      probe->next.push_back(x.edge());
+      probe->policy = precision::current_policy();
+      Variable p(x0.clone());
+      p.set_grad_fn(probe);
+      const Variable a(w1.clone(), true), b(w2.clone(), true);
+      Variable loss = ag::sum(ag::mul(ag::linear(p, a, Variable()), Variable(r1)));
+      if (senders == 2) {
+        loss = ag::add(loss, ag::sum(ag::mul(ag::linear(p, b, Variable()), Variable(r2))));
+      }
+      ag::backward(loss);
+      std::vector<float> want = p1;
+      if (senders == 2) {
+        for (std::size_t i = 0; i < want.size(); ++i) want[i] += p2[i];
+      }
+      want = rounded(want, h);
+      EXPECT_EQ(probe->seen, h) << numerics::name(h) << ", " << senders << " sender(s)";
+      ASSERT_EQ(probe->values.size(), want.size());
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(probe->values[i], want[i])
+            << numerics::name(h) << ", " << senders << " sender(s), element " << i;
+      }
+    }
+  }
 }
 
 TEST(Storage, NodesKeepOnlyWhatTheirBackwardReads) {

@@ -44,6 +44,43 @@ TEST(KernelTwins, Gelu) {
   expect_close(dx, dxr, 1e-6, 1e-5, "gelu backward");
 }
 
+TEST(KernelTwins, LayerNormParameterGradientsAnyColumnSplit) {
+  // dgamma = sum_r dy * xhat, dbeta = sum_r dy, in double as the twin; made row by row over
+  // all columns, and over two column segments (as two threads make them): the same bits.
+  const std::int64_t rows = 53, cols = 96;
+  const auto x = random_values(rows * cols, 21, 2.0f), dy = random_values(rows * cols, 22);
+  const auto gamma = random_values(cols, 23), beta = random_values(cols, 24);
+  std::vector<float> y(x.size()), mean(rows), rstd(rows);
+  layer_norm_forward(x.data(), gamma.data(), beta.data(), y.data(), mean.data(), rstd.data(), rows,
+                     cols, 1e-5f);
+  std::vector<float> dg(cols, 0.0f), db(cols, 0.0f), dg2(cols, 0.0f), db2(cols, 0.0f);
+  const std::int64_t split = 40;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* xr = x.data() + r * cols;
+    const float* gr = dy.data() + r * cols;
+    layer_norm_param_gradients(xr, gr, mean[r], rstd[r], dg.data(), db.data(), cols);
+    layer_norm_param_gradients(xr, gr, mean[r], rstd[r], dg2.data(), db2.data(), split);
+    layer_norm_param_gradients(xr + split, gr + split, mean[r], rstd[r], dg2.data() + split,
+                               db2.data() + split, cols - split);
+  }
+  EXPECT_EQ(dg, dg2);
+  EXPECT_EQ(db, db2);
+  std::vector<float> dgr(cols), dbr(cols);
+  for (std::int64_t c = 0; c < cols; ++c) {
+    double sg = 0, sb = 0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const double xhat = (static_cast<double>(x[r * cols + c]) - mean[r]) * rstd[r];
+      sg += dy[r * cols + c] * xhat;
+      sb += dy[r * cols + c];
+    }
+    dgr[c] = static_cast<float>(sg);
+    dbr[c] = static_cast<float>(sb);
+  }
+  // fp32 sums of `rows` terms of size ~1-3: absolute error about rows * 3 * 2^-24 each.
+  expect_close(dg, dgr, rows * 8 * std::ldexp(1.0, -24), 0, "layer_norm dgamma");
+  expect_close(db, dbr, rows * 4 * std::ldexp(1.0, -24), 0, "layer_norm dbeta");
+}
+
 TEST(KernelTwins, LayerNormAndSoftmax) {
   const std::int64_t rows = 37, cols = 384;
   const auto x = random_values(rows * cols, 3, 2.0f);

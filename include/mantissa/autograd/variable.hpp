@@ -93,9 +93,19 @@ class Node {
   // What its backward is charged to in a profile.
   virtual kernels::OpClass op_class() const { return kernels::OpClass::pointwise; }
 
-  std::vector<Edge> next;    // one per input, in the op's input order
-  precision::Policy policy;  // in force when the op ran
-  bool released = false;     // its backward has run (a graph is back-propagated once)
+  // The format to make input i's gradient in. backward() sets it before apply(): the H the
+  // node receiving that gradient rounds it to on arrival, when that node receives no other
+  // gradient (so the one rounding happens while the gradient is made, with the same bits and
+  // without a float32 copy); float32 otherwise, and for leaves. Ops may ignore it and return
+  // float32: the receiver then rounds.
+  Format grad_format(std::size_t input) const {
+    return input < grad_formats.size() ? grad_formats[input] : Format::float32;
+  }
+
+  std::vector<Edge> next;            // one per input, in the op's input order
+  precision::Policy policy;          // in force when the op ran
+  bool released = false;             // its backward has run (a graph is back-propagated once)
+  std::vector<Format> grad_formats;  // per input (grad_format); set by backward()
 };
 
 // Gradients off for its lifetime on this thread (evaluation, optimizer updates).

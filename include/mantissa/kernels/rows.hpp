@@ -8,10 +8,15 @@ namespace mantissa::kernels {
 // y = (x - mean) * rstd * gamma + beta per row; saves mean and rstd (one per row).
 void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y,
                         float* mean, float* rstd, std::int64_t rows, std::int64_t cols, float eps);
-// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma; dgamma, dbeta accumulate.
+// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma, xhat = (x - mean) * rstd.
 void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
-                         const float* dy, float* dx, float* dgamma, float* dbeta, std::int64_t rows,
-                         std::int64_t cols);
+                         const float* dy, float* dx, std::int64_t rows, std::int64_t cols);
+// The parameters' gradients from one row (or a segment of `width` columns of it):
+// dgamma[c] += dy[c] * xhat[c], dbeta[c] += dy[c]. Called row after row, in order, these
+// are the sums over the rows; split by columns, each thread owns its columns' sums and the
+// result does not depend on the split.
+void layer_norm_param_gradients(const float* x, const float* dy, float mean, float rstd,
+                                float* dgamma, float* dbeta, std::int64_t width);
 void layer_norm_forward_ref(const float* x, const float* gamma, const float* beta, float* y,
                             std::int64_t rows, std::int64_t cols, float eps);
 

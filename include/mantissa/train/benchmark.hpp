@@ -53,6 +53,9 @@ struct BenchResult {
   std::int64_t buckets = 0;
   std::int64_t bytes_sent_per_step = 0;
   double median_allreduce_wait_seconds = 0;
+  // Timed step by step in turn with other runs in the same process (run_interleaved_benchmark):
+  // the memory figures are the process's, not this run's, and are not reported.
+  bool interleaved = false;
   double mfu() const { return gemm_peak_gflops > 0 ? achieved_gflops / gemm_peak_gflops : 0; }
 };
 
@@ -68,6 +71,16 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& option
                                 const std::function<void(const std::string&)>& progress = {},
                                 const data::CorpusProvider& kjv_corpus = {},
                                 const dist::Communicator& world = {});
+
+// Runs several configs in one process, step by step in turn (warm-up steps, then each timed
+// step of every run, the starting run rotating), so that every run sees the same machine: on
+// a shared or noisy machine their ratios are then comparable where separate processes' are
+// not. One result per config, in order (peak RSS not measured: the process is shared). Not
+// under mpirun; no profile.
+std::vector<BenchResult> run_interleaved_benchmark(
+    const std::vector<TrainerConfig>& configs, const BenchOptions& options,
+    const std::function<void(const std::string&)>& progress = {},
+    const data::CorpusProvider& kjv_corpus = {});
 
 // The human-readable report (the profile table included when recorded).
 std::string format_bench_report(const BenchResult& r);
