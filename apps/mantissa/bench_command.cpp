@@ -141,7 +141,8 @@ Action register_bench_command(CLI::App& app, const dist::Communicator& world) {
   cmd->add_flag("--profile", a->options.profile, "Print time per step by op class");
   cmd->add_flag("--interleave", a->interleave,
                 "Run every --precision of the list in this process, step by step in turn, and "
-                "print their throughput ratios (comparable on a noisy machine; no peak RSS)");
+                "print their throughput ratios (comparable on a noisy machine; no peak RSS; "
+                "with --profile, one profile per run)");
   cmd->add_option("--json", a->json, "Append the results as one JSON line to this file");
   cmd->add_option("--set", a->overrides, "Override a config key: a.b.c=value (repeatable)");
   return [cmd, a, &world]() -> int {

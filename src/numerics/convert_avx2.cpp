@@ -233,6 +233,44 @@ void encode_bfloat16(const float* src, std::size_t n, std::uint16_t* dst, Roundi
   }
 }
 
+// cbfloat16 (1/6/9, bias 31), nearest-even or toward zero: 16 values at a time whose
+// magnitudes are zero or in the normal range [2^-30, max finite] round with integer arithmetic
+// on the float32 pattern (a round-up's carry moves into the exponent, and max finite rounds
+// to itself); a group with anything else goes through the generic encoder.
+void encode_cbfloat16(const float* src, std::size_t n, std::uint16_t* dst, const EncodeArgs& a) {
+  const bool nearest = a.rounding == Rounding::nearest_even;
+  const V lo = set1(0x30800000u);  // 2^-30, the smallest normal
+  const V hi = set1(0x4f7fc000u);  // (2 - 2^-9) * 2^31, the largest finite
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    V r[2];
+    V bad = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      const V u = _mm256_loadu_si256(reinterpret_cast<const V*>(src + i + 8 * h));
+      const V mag = _mm256_and_si256(u, set1(0x7fffffffu));
+      const V zero = _mm256_cmpeq_epi32(mag, _mm256_setzero_si256());
+      bad = _mm256_or_si256(
+          bad, _mm256_andnot_si256(zero, _mm256_or_si256(_mm256_cmpgt_epi32(lo, mag),
+                                                         _mm256_cmpgt_epi32(mag, hi))));
+      V rounded = mag;
+      if (nearest) {
+        const V lsb = _mm256_and_si256(_mm256_srli_epi32(mag, 14), set1(1u));
+        rounded = _mm256_add_epi32(mag, _mm256_add_epi32(lsb, set1(0x1fffu)));
+      }
+      const V field = _mm256_andnot_si256(
+          zero, _mm256_sub_epi32(_mm256_srli_epi32(rounded, 14), set1(96u << 9)));
+      r[h] = _mm256_or_si256(field, _mm256_slli_epi32(_mm256_srli_epi32(u, 31), 15));
+    }
+    if (!_mm256_testz_si256(bad, bad)) {
+      encode_generic(src + i, 16, dst + i, a);
+      continue;
+    }
+    const V packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r[0], r[1]), 0xd8);
+    _mm256_storeu_si256(reinterpret_cast<V*>(dst + i), packed);
+  }
+  if (i < n) encode_generic(src + i, n - i, dst + i, a);
+}
+
 // float16 through F16C: nearest-even or toward zero, overflow to infinity.
 void encode_float16(const float* src, std::size_t n, std::uint16_t* dst, Rounding rounding) {
   std::size_t i = 0;
@@ -314,6 +352,11 @@ void encode_avx2(const float* src, std::size_t n, void* dst, const EncodeArgs& a
       return;
     }
   }
+  if (fast_rounding && a.layout.exponent_bits == 6 && a.layout.mantissa_bits == 9 &&
+      a.layout.bias == 31) {
+    encode_cbfloat16(src, n, static_cast<std::uint16_t*>(dst), a);
+    return;
+  }
   encode_generic(src, n, dst, a);
 }
 
@@ -380,6 +423,25 @@ void decode_avx2(const void* src, std::size_t n, const Layout& layout_ref, int s
       _mm256_storeu_si256(reinterpret_cast<V*>(dst + i), out);
     }
   }
+  if (l.exponent_bits == 6 && l.mantissa_bits == 9 && l.bias == 31) {  // cbfloat16
+    for (; i + 8 <= n; i += 8) {
+      const V b = load_packed(in + i * 2, 2);
+      const V mag = _mm256_and_si256(b, set1(0x7fffu));
+      const V zero = _mm256_cmpeq_epi32(mag, _mm256_setzero_si256());
+      const V special =
+          _mm256_andnot_si256(zero, _mm256_or_si256(_mm256_cmpgt_epi32(set1(1u << 9), mag),
+                                                    _mm256_cmpgt_epi32(mag, set1((63u << 9) - 1))));
+      V out;
+      if (_mm256_testz_si256(special, special)) {
+        const V field = _mm256_andnot_si256(
+            zero, _mm256_add_epi32(_mm256_slli_epi32(mag, 14), set1(96u << 23)));
+        out = _mm256_or_si256(_mm256_slli_epi32(_mm256_srli_epi32(b, 15), 31), field);
+      } else {
+        out = decode8(b, c);
+      }
+      _mm256_storeu_si256(reinterpret_cast<V*>(dst + i), out);
+    }
+  }
   // Groups whose exponent fields are all in [1, top - 1] are normal numbers (in either
   // specials policy): move the fields into float32's and rebias.
   const V field_one = set1(1u << l.mantissa_bits);
@@ -395,14 +457,16 @@ void decode_avx2(const void* src, std::size_t n, const Layout& layout_ref, int s
     }
     const V b = load_packed(p, storage_bytes);
     const V mag = _mm256_and_si256(b, magnitude);
-    // Special when the field is 0 (zero, subnormal) or the top one (inf, NaN, fn's top).
-    const V special =
-        _mm256_or_si256(_mm256_cmpgt_epi32(field_one, mag),
-                        _mm256_cmpgt_epi32(mag, _mm256_sub_epi32(top_field, set1(1))));
+    // Special when the field is 0 (subnormal) or the top one (inf, NaN, fn's top); zeros stay
+    // signed zeros on the fast path.
+    const V zero = _mm256_cmpeq_epi32(mag, _mm256_setzero_si256());
+    const V special = _mm256_andnot_si256(
+        zero, _mm256_or_si256(_mm256_cmpgt_epi32(field_one, mag),
+                              _mm256_cmpgt_epi32(mag, _mm256_sub_epi32(top_field, set1(1)))));
     if (_mm256_testz_si256(special, special)) {
-      const V out =
-          _mm256_or_si256(_mm256_slli_epi32(_mm256_srli_epi32(b, sign_shift), 31),
-                          _mm256_add_epi32(_mm256_slli_epi32(mag, 23 - l.mantissa_bits), rebias));
+      const V field = _mm256_andnot_si256(
+          zero, _mm256_add_epi32(_mm256_slli_epi32(mag, 23 - l.mantissa_bits), rebias));
+      const V out = _mm256_or_si256(_mm256_slli_epi32(_mm256_srli_epi32(b, sign_shift), 31), field);
       _mm256_storeu_si256(reinterpret_cast<V*>(dst + i), out);
     } else {
       _mm256_storeu_si256(reinterpret_cast<V*>(dst + i), decode8(b, c));

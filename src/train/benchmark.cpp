@@ -200,7 +200,6 @@ std::vector<BenchResult> run_interleaved_benchmark(
     const data::CorpusProvider& kjv_corpus) {
   check_counts(o);
   if (configs.empty()) throw Error("bench: nothing to interleave (no configs)");
-  if (o.profile) throw Error("bench: --profile times one run; it cannot be interleaved");
   const auto say = [&](const std::string& line) {
     if (progress) progress(line);
   };
@@ -223,8 +222,19 @@ std::vector<BenchResult> run_interleaved_benchmark(
     // no run always follows the same one.
     for (std::size_t j = 0; j < n; ++j) {
       const std::size_t i = (static_cast<std::size_t>(s) + j) % n;
-      const double secs = timed_step(*trainers[i], results[i], timed);
-      say(step_line(results[i], timed, s, o.warmup + o.steps, secs));
+      BenchResult& r = results[i];
+      // A profile of each run's own steps: recording starts and stops around each.
+      if (timed && o.profile) kernels::profiler_start();
+      const double secs = timed_step(*trainers[i], r, timed);
+      if (timed && o.profile) {
+        const kernels::ProfileTable t = kernels::profiler_stop();
+        if (!r.profile) r.profile = kernels::ProfileTable{};
+        for (int p = 0; p < kernels::kPhaseCount; ++p) {
+          for (int c = 0; c < kernels::kOpClassCount; ++c) (*r.profile)[p][c] += t[p][c];
+        }
+        r.profiled_seconds += secs;
+      }
+      say(step_line(r, timed, s, o.warmup + o.steps, secs));
     }
   }
   for (std::size_t i = 0; i < n; ++i) {

@@ -134,6 +134,32 @@ TEST_P(BulkConvert, DecodeOfEncodedArraysMatchesScalarOnEveryPath) {
   }
 }
 
+TEST_P(BulkConvert, DecodeKeepsSignedZerosAmongNormalNumbers) {
+  // Groups of normal numbers with +0 and -0 among them (the vector decoders' fast path), against
+  // the scalar codec.
+  const FormatCase& c = GetParam();
+  PathGuard guard;
+  std::vector<float> in(4'099);
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const float magnitude = 1.0f + static_cast<float>(i % 13) / 8.0f;
+    in[i] = i % 5 == 0 ? 0.0f : i % 7 == 0 ? -0.0f : (i % 2 ? magnitude : -magnitude);
+  }
+  std::vector<std::uint8_t> packed(in.size() * c.storage_bytes);
+  numerics::encode_array_ref(in.data(), in.size(), c.format, packed.data());
+  std::vector<float> want(in.size()), got(in.size());
+  numerics::decode_array_ref(packed.data(), in.size(), c.format, want.data());
+  ASSERT_TRUE(std::signbit(want[7]) && want[7] == 0.0f);  // -0 survives the round trip
+  for (SimdPath p : {SimdPath::scalar, SimdPath::avx2}) {
+    if (!numerics::cpu_supports(p)) continue;
+    numerics::set_simd_path(p);
+    numerics::decode_array(packed.data(), in.size(), c.format, got.data());
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i]))
+          << numerics::simd_path_name(p) << " element " << i;
+    }
+  }
+}
+
 TEST_P(BulkConvert, RoundToFormatEqualsDecodeOfEncode) {
   const FormatCase& c = GetParam();
   std::vector<float> x = mixed_inputs(9'000, 13);

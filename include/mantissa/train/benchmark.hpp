@@ -75,8 +75,8 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& option
 // Runs several configs in one process, step by step in turn (warm-up steps, then each timed
 // step of every run, the starting run rotating), so that every run sees the same machine: on
 // a shared or noisy machine their ratios are then comparable where separate processes' are
-// not. One result per config, in order (peak RSS not measured: the process is shared). Not
-// under mpirun; no profile.
+// not. One result per config, in order (peak RSS not measured: the process is shared; a
+// profile, when asked for, records each run's own steps). Not under mpirun.
 std::vector<BenchResult> run_interleaved_benchmark(
     const std::vector<TrainerConfig>& configs, const BenchOptions& options,
     const std::function<void(const std::string&)>& progress = {},
