@@ -4,6 +4,7 @@
 #include "bible_corpus.hpp"
 #include "commands.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/train/benchmark.hpp"
 #include "precision_overrides.hpp"
 #include "together.hpp"
@@ -12,7 +13,7 @@ namespace mantissa::app {
 namespace {
 
 struct BenchArgs {
-  std::string config, precision, loss_scaling, route, json, master_weights, state_dtype;
+  std::string config, precision, loss_scaling, route, json, master_weights, state_dtype, gemm_isa;
   int opt_level = -1;
   bool interleave = false;
   std::vector<std::string> overrides;
@@ -92,7 +93,27 @@ int run_interleaved(const BenchArgs& a, const dist::Communicator& world) {
   return 0;
 }
 
+// --gemm-isa: the fp32 route's micro-kernels (e.g. avx2 on an AVX-512 CPU, to time the code an
+// AVX2-only CPU runs); mantissa::Error naming the option when unknown or not on this CPU.
+void choose_gemm_isa(const std::string& word) {
+  if (word.empty()) return;
+  std::string names;
+  for (kernels::GemmIsa isa :
+       {kernels::GemmIsa::scalar, kernels::GemmIsa::avx2, kernels::GemmIsa::avx512}) {
+    if (kernels::gemm_isa_name(isa) == word) {
+      if (!kernels::cpu_supports(isa)) {
+        throw Error("--gemm-isa: this CPU cannot run the '" + word + "' micro-kernels");
+      }
+      kernels::set_gemm_isa(isa);
+      return;
+    }
+    names += (names.empty() ? "" : ", ") + std::string(kernels::gemm_isa_name(isa));
+  }
+  throw Error("--gemm-isa: '" + word + "' (expected one of: " + names + ")");
+}
+
 int run(BenchArgs a, const dist::Communicator& world) {
+  choose_gemm_isa(a.gemm_isa);
   if (a.interleave) return run_interleaved(a, world);
   train::TrainerConfig c;
   together(world, [&] {
@@ -136,13 +157,18 @@ Action register_bench_command(CLI::App& app, const dist::Communicator& world) {
   cmd->add_option("--state-dtype", a->state_dtype,
                   "The optimizer's moments: float32 | bfloat16 (default: the config's "
                   "optimizer state_dtype)");
+  cmd->add_option("--gemm-isa", a->gemm_isa,
+                  "The fp32 route's GEMM micro-kernels: scalar | avx2 | avx512 (default: the best "
+                  "this CPU has; avx2 on an AVX-512 CPU times the code an AVX2-only CPU runs)");
   cmd->add_option("--steps", a->options.steps, "Timed steps (default 10)");
   cmd->add_option("--warmup", a->options.warmup, "Untimed steps first (default 2)");
   cmd->add_flag("--profile", a->options.profile, "Print time per step by op class");
   cmd->add_flag("--interleave", a->interleave,
                 "Run every --precision of the list in this process, step by step in turn, and "
                 "print their throughput ratios (comparable on a noisy machine; no peak RSS; "
-                "with --profile, one profile per run)");
+                "with --profile, one profile per run). For configs of a few GiB, run them alone: "
+                "each run's memory idles between its steps, which some machines make slow to "
+                "touch again");
   cmd->add_option("--json", a->json, "Append the results as one JSON line to this file");
   cmd->add_option("--set", a->overrides, "Override a config key: a.b.c=value (repeatable)");
   return [cmd, a, &world]() -> int {
