@@ -26,18 +26,31 @@ std::size_t size_class(std::size_t bytes) {
   return c;
 }
 
+// Blocks of at least this size may be served from a cached block of a larger class (up to
+// twice the size) rather than from the system: a step's large tensors change size classes
+// between its phases (a forward's activations, a backward's gradients in another width), and
+// without this the pool would hold both sets.
+constexpr std::size_t kLendLargerFrom = std::size_t{1} << 16;
+
 class Pool {
  public:
-  void* acquire(std::size_t block) {
+  // A block of at least `block` bytes; *got receives its size (what give_back takes).
+  void* acquire(std::size_t block, std::size_t* got) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = free_.find(block);
+    if ((it == free_.end() || it->second.empty()) && block >= kLendLargerFrom) {
+      it = free_.upper_bound(block);
+      while (it != free_.end() && it->first <= 2 * block && it->second.empty()) ++it;
+      if (it != free_.end() && it->first > 2 * block) it = free_.end();
+    }
     if (it != free_.end() && !it->second.empty()) {
       void* p = it->second.back();
       it->second.pop_back();
       ++stats_.reuses;
       --stats_.cached_blocks;
-      stats_.cached_bytes -= block;
-      note_live(block);
+      stats_.cached_bytes -= it->first;
+      note_live(it->first);
+      *got = it->first;
       return p;
     }
     void* p = std::aligned_alloc(kAlign, block);
@@ -45,6 +58,7 @@ class Pool {
     ++stats_.system_allocations;
     stats_.system_bytes += block;
     note_live(block);
+    *got = block;
     return p;
   }
   void give_back(void* p, std::size_t block) {
@@ -104,8 +118,8 @@ void pool_trim() {
 }
 
 Storage* Storage::create(std::size_t bytes) {
-  const std::size_t block = size_class(bytes) + kHeader;
-  void* raw = pool().acquire(block);
+  std::size_t block = 0;
+  void* raw = pool().acquire(size_class(bytes) + kHeader, &block);
   auto* s = new (raw) Storage();
   s->data_ = static_cast<char*>(raw) + kHeader;
   s->bytes_ = bytes;

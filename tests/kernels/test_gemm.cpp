@@ -141,11 +141,13 @@ class GemmIsaTest : public ::testing::TestWithParam<GemmIsa> {
   GemmIsa previous_ = GemmIsa::scalar;
 };
 
-// v with signed zeros among its values (every 5th +0, every 11th -0): the packing's decode
-// keeps them on its fast path.
+// v with signed zeros and tiny values among its values (every 5th +0, every 11th -0, every
+// 7th about +-2^-35: cbfloat16 subnormals, float16 zeros, bfloat16 normals): the packing's
+// decode keeps them on its fast path.
 std::vector<float> with_zeros(std::vector<float> v) {
   for (std::size_t i = 0; i < v.size(); i += 5) v[i] = 0.0f;
   for (std::size_t i = 3; i < v.size(); i += 11) v[i] = -0.0f;
+  for (std::size_t i = 1; i < v.size(); i += 7) v[i] = std::ldexp(v[i] < 0 ? -1.5f : 1.25f, -35);
   return v;
 }
 
