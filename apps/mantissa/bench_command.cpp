@@ -20,13 +20,9 @@ struct BenchArgs {
   train::BenchOptions options;
 };
 
-// The config a run trains with: the file, the user's --set, then the precision word's
-// overrides (empty word: the config's precision) and the other precision options.
-train::TrainerConfig make_config(const BenchArgs& a, const std::string& precision_word) {
-  const std::optional<TrainingPrecision> precision =
-      precision_word.empty()
-          ? std::nullopt
-          : std::optional(parse_training_precision(precision_word, "--precision"));
+// The config a run trains with: the file, the user's --set, then the precision's overrides
+// (none: the config's precision) and the other precision options.
+train::TrainerConfig make_config(const BenchArgs& a, std::optional<TrainingPrecision> precision) {
   std::vector<std::string> overrides = a.overrides;
   for (const std::string& s : precision_overrides(precision, a.loss_scaling, a.opt_level, a.route))
     overrides.push_back(s);
@@ -42,22 +38,6 @@ train::TrainerConfig make_config(const BenchArgs& a, const std::string& precisio
     c.optimizer.state_format = *f;
   }
   return c;
-}
-
-// The words of a comma-separated --precision list.
-std::vector<std::string> precision_words(const std::string& list) {
-  std::vector<std::string> words;
-  std::size_t at = 0;
-  while (true) {
-    const std::size_t comma = list.find(',', at);
-    words.push_back(list.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-    if (words.back().empty()) {
-      throw Error("--precision: '" + list +
-                  "' has an empty entry (expected e.g. float32,bfloat16)");
-    }
-    if (comma == std::string::npos) return words;
-    at = comma + 1;
-  }
 }
 
 void append_json(const std::string& path, const train::BenchResult& r) {
@@ -76,7 +56,9 @@ int run_interleaved(const BenchArgs& a, const dist::Communicator& world) {
         "float32,bfloat16)");
   }
   std::vector<train::TrainerConfig> configs;
-  for (const std::string& w : precision_words(a.precision)) configs.push_back(make_config(a, w));
+  for (const TrainingPrecision p : parse_training_precisions(a.precision, "--precision")) {
+    configs.push_back(make_config(a, p));
+  }
   const std::vector<train::BenchResult> rs = train::run_interleaved_benchmark(
       configs, a.options, [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); },
       bible_kjv_text);
@@ -121,7 +103,9 @@ int run(BenchArgs a, const dist::Communicator& world) {
       throw Error("--precision: '" + a.precision +
                   "' lists several; one run takes one (or add --interleave)");
     }
-    c = make_config(a, a.precision);
+    c = make_config(a, a.precision.empty()
+                           ? std::nullopt
+                           : std::optional(parse_training_precision(a.precision, "--precision")));
   });
   const train::BenchResult r = train::run_train_benchmark(
       c, a.options, [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); },

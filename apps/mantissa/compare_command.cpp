@@ -21,24 +21,6 @@ struct CompareArgs {
   std::vector<std::string> overrides;
 };
 
-std::vector<TrainingPrecision> parse_formats(const std::string& list) {
-  std::vector<TrainingPrecision> formats;
-  std::size_t start = 0;
-  while (start <= list.size()) {
-    const std::size_t comma = std::min(list.find(',', start), list.size());
-    const TrainingPrecision f =
-        parse_training_precision(list.substr(start, comma - start), "--formats");
-    for (const TrainingPrecision seen : formats) {
-      if (seen == f)
-        throw Error("--formats: '" + std::string(name_of(kTrainingPrecisionNames, f)) +
-                    "' is listed twice");
-    }
-    formats.push_back(f);
-    start = comma + 1;
-  }
-  return formats;
-}
-
 // The config overrides of one format's run: the user's, then the run directory, the step
 // count and the format.
 std::vector<std::string> run_overrides(const CompareArgs& a, TrainingPrecision format,
@@ -53,7 +35,7 @@ std::vector<std::string> run_overrides(const CompareArgs& a, TrainingPrecision f
 int run(const CompareArgs& a) {
   if (a.steps && *a.steps < 1)
     throw Error("--steps: " + std::to_string(*a.steps) + " must be at least 1");
-  const std::vector<TrainingPrecision> formats = parse_formats(a.formats);
+  const std::vector<TrainingPrecision> formats = parse_training_precisions(a.formats, "--formats");
   const std::string out =
       a.out.empty() ? "runs/compare-" + std::filesystem::path(a.config).stem().string() : a.out;
   std::vector<std::string> dirs;

@@ -1,5 +1,6 @@
 #include "precision_overrides.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include "mantissa/error.hpp"
@@ -13,6 +14,25 @@ TrainingPrecision parse_training_precision(std::string_view word, std::string_vi
   }
   throw Error(std::string(option) + ": '" + std::string(word) + "' (expected one of: " + names +
               ")");
+}
+
+std::vector<TrainingPrecision> parse_training_precisions(std::string_view list,
+                                                         std::string_view option) {
+  std::vector<TrainingPrecision> out;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', start), list.size());
+    const TrainingPrecision p = parse_training_precision(list.substr(start, comma - start), option);
+    for (const TrainingPrecision seen : out) {
+      if (seen == p) {
+        throw Error(std::string(option) + ": '" + std::string(name_of(kTrainingPrecisionNames, p)) +
+                    "' is listed twice");
+      }
+    }
+    out.push_back(p);
+    start = comma + 1;
+  }
+  return out;
 }
 
 std::vector<std::string> precision_overrides(std::optional<TrainingPrecision> precision,

@@ -23,6 +23,10 @@ inline constexpr NameTable<TrainingPrecision, 5> kTrainingPrecisionNames = {{
 
 // `word` as a TrainingPrecision; mantissa::Error naming `option` and the words otherwise.
 TrainingPrecision parse_training_precision(std::string_view word, std::string_view option);
+// A comma-separated list of them ("float32,bfloat16"), each once; mantissa::Error naming
+// `option` for an unknown, empty or repeated entry.
+std::vector<TrainingPrecision> parse_training_precisions(std::string_view list,
+                                                         std::string_view option);
 
 // Overrides applied after the user's --set: `precision` (float32 turns mixed precision off;
 // float16 and cbfloat16 get dynamic loss scaling unless `loss_scaling` is given; fp8 turns on
