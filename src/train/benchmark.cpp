@@ -219,7 +219,7 @@ std::vector<BenchResult> run_interleaved_benchmark(
   for (std::int64_t s = 0; s < o.warmup + o.steps; ++s) {
     const bool timed = s >= o.warmup;
     // Step s of every run, one after another, starting from a different run each time so that
-    // no run always follows the same one.
+    // no run always comes first (or last) in a round.
     for (std::size_t j = 0; j < n; ++j) {
       const std::size_t i = (static_cast<std::size_t>(s) + j) % n;
       BenchResult& r = results[i];
