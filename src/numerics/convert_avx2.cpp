@@ -262,7 +262,11 @@ void encode_cbfloat16(const float* src, std::size_t n, std::uint16_t* dst, const
       r[h] = _mm256_or_si256(field, _mm256_slli_epi32(_mm256_srli_epi32(u, 31), 15));
     }
     if (!_mm256_testz_si256(bad, bad)) {
-      encode_generic(src + i, 16, dst + i, a);
+      // Out-of-range values go to the generic encoder a block at a time, so that its per-call
+      // setup is paid once per 256 values rather than per 16 (e.g. arrays of tiny values).
+      const std::size_t m = std::min<std::size_t>(256, n - i);
+      encode_generic(src + i, m, dst + i, a);
+      i += m - 16;  // the loop adds the other 16
       continue;
     }
     const V packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r[0], r[1]), 0xd8);
