@@ -109,7 +109,8 @@ void register_all() {
     std::int64_t m, n, k;
     const char* form;
   };
-  const bool native = k::native_bf16().available;
+  const bool dot = k::route_unavailable(GemmRoute::bf16, Format::bfloat16).empty();
+  const bool native = k::route_unavailable(GemmRoute::onednn_bf16, Format::bfloat16).empty();
   // 2048^3, then qkv projection, MLP up, MLP down (forward), their dX and dW (rows = batch 8
   // x context 256).
   for (const S& s : {S{2048, 2048, 2048, "NN"}, S{2048, 1152, 384, "NT"}, S{2048, 1536, 384, "NT"},
@@ -124,10 +125,20 @@ void register_all() {
       add("fp32_route/" + std::string(mantissa::numerics::name(f)) + "/" + shape, BM_ours, g, f, 1,
           GemmRoute::fp32);
     }
+    add("onednn_fp32_route/bfloat16/" + shape, BM_ours, g, Format::bfloat16, 1,
+        GemmRoute::onednn_fp32);
+    if (dot) {
+      for (Format f : {Format::bfloat16, Format::float8_e4m3}) {
+        add("bf16_route/" + std::string(mantissa::numerics::name(f)) + "/" + shape, BM_ours, g, f,
+            1, GemmRoute::bf16);
+      }
+      add("bf16_route/float16_pol2/" + shape, BM_ours, g, Format::float16, 2, GemmRoute::bf16);
+      add("bf16_route/float16_pol1/" + shape, BM_ours, g, Format::float16, 1, GemmRoute::bf16);
+    }
     if (native) {
-      add("native_bf16/bfloat16/" + shape, BM_ours, g, Format::bfloat16, 1, GemmRoute::native_bf16);
-      add("native_bf16/float16_pol1/" + shape, BM_ours, g, Format::float16, 1,
-          GemmRoute::native_bf16);
+      add("onednn_bf16/bfloat16/" + shape, BM_ours, g, Format::bfloat16, 1, GemmRoute::onednn_bf16);
+      add("onednn_bf16/float16_pol1/" + shape, BM_ours, g, Format::float16, 1,
+          GemmRoute::onednn_bf16);
     }
   }
   add("attention/forward/b8h6t256d64", BM_attention, false);
@@ -143,8 +154,9 @@ int main(int argc, char** argv) {
                               mantissa::numerics::describe(mantissa::numerics::cpu_features()));
   benchmark::AddCustomContext("fp32_route_isa",
                               std::string(k::gemm_isa_name(k::active_gemm_isa())));
+  benchmark::AddCustomContext("cpu", k::cpu_identity());
   benchmark::AddCustomContext(
-      "native_bf16", k::native_bf16().available ? k::native_bf16().isa : std::string("none"));
+      "onednn_bf16", k::native_bf16().available ? k::native_bf16().isa : std::string("none"));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -32,20 +32,19 @@ Operand at(const Operand& x, std::int64_t elements) {
           x.format};
 }
 
-// How a head's products run. On the fp32 route, oneDNN's sgemm multiplies the head's float32
-// operands in the calling thread (small products, no packing); at POL 2 float16 / cbfloat16
-// operands are rounded to bfloat16 first, as the GEMM's one pass does. On the native route,
-// the GEMM's bf16 units.
+// How a head's products run: each product shape takes its route (chosen like every GEMM's,
+// gemm_route.hpp); the fp32 routes multiply the head's float32 rows in the calling thread
+// (oneDNN's sgemm, or mantissa's GEMM), the bf16 routes through the bf16 units. At POL 2,
+// float16 / cbfloat16 operands are rounded to bfloat16 first (the one pass of every route).
 struct Products {
   GemmPrecision gemm;
-  bool native = false;
-  bool to_bf16 = false;  // fp32 route, POL 2, a split format
+  bool to_bf16 = false;  // POL 2, a split format
 
   explicit Products(const AttentionPrecision& pr) : gemm(pr.gemm) {
-    native = resolve_route(gemm.format, gemm.route) == GemmRoute::native_bf16;
     const bool split =
         gemm.format == numerics::Format::float16 || gemm.format == numerics::Format::cbfloat16;
-    to_bf16 = !native && split && gemm.passes == 1;
+    to_bf16 = split && gemm.passes == 1;
+    if (to_bf16) gemm.format = numerics::Format::bfloat16;  // the operands are bf16 values now
   }
   // An operand computed here (probabilities, score gradients): what the product reads.
   void prepare(float* x, std::int64_t n) const {
@@ -53,10 +52,22 @@ struct Products {
   }
   void operator()(const GemmShape& s, const float* a, const float* b, float* c,
                   bool accumulate) const {
-    if (native) {
-      gemm_in_thread(s, a, b, c, accumulate, gemm);
-    } else {
+    const GemmKey key{s.m, s.n, s.k, s.trans_a, s.trans_b, gemm.format, gemm.passes, false};
+    const MatmulRoute route = choose_route(key, gemm.route, [&](MatmulRoute r) {
+      run(r, s, a, b, sized(11, s.m * s.ldc), false);  // timed into scratch, not into c
+    });
+    run(route, s, a, b, c, accumulate);
+  }
+
+ private:
+  void run(MatmulRoute route, const GemmShape& s, const float* a, const float* b, float* c,
+           bool accumulate) const {
+    if (route == MatmulRoute::onednn_fp32) {
       gemm_detail::onednn_sgemm_in_thread(s, a, b, c, accumulate);
+    } else {
+      GemmPrecision on = gemm;
+      on.route = route;
+      gemm_in_thread(s, a, b, c, accumulate, on);
     }
   }
 };

@@ -1,5 +1,7 @@
 #include "mantissa/kernels/gemm.hpp"
 
+#include <omp.h>
+
 #include <cmath>
 #include <string>
 
@@ -20,16 +22,40 @@ void check(const GemmShape& s) {
   }
 }
 
+bool bf16_route(MatmulRoute r) {
+  return r == MatmulRoute::bf16 || r == MatmulRoute::onednn_bf16;
+}
+
+void run_on(MatmulRoute route, const GemmShape& s, const Operand& a, const Operand& b,
+            const GemmEpilogue& epilogue, const GemmPrecision& p, bool all_threads) {
+  const gemm_detail::PassList passes = gemm_detail::passes_for(p, bf16_route(route));
+  switch (route) {
+    case MatmulRoute::onednn_bf16:
+      gemm_detail::onednn_bf16_gemm(s, a, b, passes, epilogue, all_threads);
+      return;
+    case MatmulRoute::onednn_fp32:
+      gemm_detail::onednn_f32_gemm(s, a, b, passes, epilogue, all_threads);
+      return;
+    case MatmulRoute::bf16:
+      gemm_detail::blocked_gemm(s, a, b, passes, epilogue, all_threads,
+                                gemm_detail::DotUnit::bf16_pairs);
+      return;
+    case MatmulRoute::fp32:
+    case MatmulRoute::automatic:
+      break;
+  }
+  gemm_detail::blocked_gemm(s, a, b, passes, epilogue, all_threads);
+}
+
 void run(const GemmShape& s, const Operand& a, const Operand& b, const GemmEpilogue& epilogue,
          const GemmPrecision& p, bool all_threads) {
   check(s);
-  const bool native = resolve_route(p.format, p.route) == GemmRoute::native_bf16;
-  const gemm_detail::PassList passes = gemm_detail::passes_for(p, native);
-  if (native) {
-    gemm_detail::onednn_bf16_gemm(s, a, b, passes, epilogue, all_threads);
-  } else {
-    gemm_detail::blocked_gemm(s, a, b, passes, epilogue, all_threads);
-  }
+  const bool threads = all_threads && !omp_in_parallel();
+  const GemmKey key{s.m, s.n, s.k, s.trans_a, s.trans_b, p.format, p.passes, threads};
+  const GemmEpilogue discard = [](const GemmTile&) {};
+  const MatmulRoute route = choose_route(
+      key, p.route, [&](MatmulRoute r) { run_on(r, s, a, b, discard, p, all_threads); });
+  run_on(route, s, a, b, epilogue, p, all_threads);
 }
 
 // Writes (or adds) finished blocks into a float32 matrix.
@@ -53,6 +79,15 @@ float element(const Operand& x, bool trans, std::int64_t ld, std::int64_t r, std
   float v = 0;
   numerics::decode_array_ref(static_cast<const char*>(x.data) + index * bytes, 1, x.format, &v);
   return v;
+}
+
+// The AVX512-BF16 dot instruction's arithmetic: subnormal inputs read as zero, the product
+// exact (bf16 values), the sum rounded to float32 and flushed to zero when subnormal.
+float daz(float x) {
+  return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x;
+}
+float dot_step(float acc, float x, float y) {
+  return daz(std::fma(daz(x), daz(y), daz(acc)));
 }
 
 }  // namespace
@@ -80,6 +115,39 @@ void gemm_in_thread(const GemmShape& s, Operand a, Operand b, float* c, bool acc
 void gemm_in_thread(const GemmShape& s, Operand a, Operand b, const GemmEpilogue& epilogue,
                     const GemmPrecision& p) {
   run(s, a, b, epilogue, p, false);
+}
+
+void gemm_bf16_ref(const GemmShape& s, Operand a, Operand b, float* c, bool accumulate,
+                   const GemmPrecision& p) {
+  check(s);
+  if (p.format == Format::float32) {
+    throw Error(
+        "gemm_bf16_ref: float32 values are not bf16 values (the bf16 route needs a half "
+        "or fp8 format)");
+  }
+  const gemm_detail::PassList passes = gemm_detail::passes_for(p, true);
+  for (std::int64_t i = 0; i < s.m; ++i) {
+    for (std::int64_t j = 0; j < s.n; ++j) {
+      float acc = 0.0f;
+      for (int q = 0; q < passes.count; ++q) {
+        const gemm_detail::Pass& pass = passes.pass[q];
+        const auto x = [&](std::int64_t k) {
+          return k < s.k ? gemm_detail::part_value(element(a, s.trans_a, s.lda, i, k), pass.a)
+                         : 0.0f;
+        };
+        const auto y = [&](std::int64_t k) {
+          return k < s.k ? gemm_detail::part_value(element(b, s.trans_b, s.ldb, k, j), pass.b)
+                         : 0.0f;
+        };
+        for (std::int64_t k = 0; k < s.k; k += 2) {
+          acc = dot_step(acc, x(k + 1), y(k + 1));
+          acc = dot_step(acc, x(k), y(k));
+        }
+      }
+      float& out = c[i * s.ldc + j];
+      out = accumulate ? out + acc : acc;
+    }
+  }
 }
 
 void gemm_ref(const GemmShape& s, Operand a, Operand b, float* c, bool accumulate,

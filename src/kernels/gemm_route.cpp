@@ -1,6 +1,9 @@
 #include "mantissa/kernels/gemm_route.hpp"
 
+#include <cpuid.h>
+
 #include <atomic>
+#include <cstring>
 #include <string>
 
 #include "gemm/onednn_routes.hpp"
@@ -12,6 +15,37 @@ namespace mantissa::kernels {
 namespace {
 
 std::atomic<int> g_isa_override{-1};
+
+bool bf16_values(Format f) {
+  return f != Format::float32;  // every H and fp8 format is bf16 values in its passes
+}
+
+std::string cpuid_identity() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  std::string brand;
+  if (__get_cpuid(0x80000000u, &a, &b, &c, &d) && a >= 0x80000004u) {
+    for (unsigned leaf = 0x80000002u; leaf <= 0x80000004u; ++leaf) {
+      __get_cpuid(leaf, &a, &b, &c, &d);
+      char part[17] = {};
+      std::memcpy(part, &a, 4);
+      std::memcpy(part + 4, &b, 4);
+      std::memcpy(part + 8, &c, 4);
+      std::memcpy(part + 12, &d, 4);
+      brand += part;
+    }
+  }
+  while (!brand.empty() && brand.back() == ' ') brand.pop_back();
+  while (!brand.empty() && brand.front() == ' ') brand.erase(brand.begin());
+  if (brand.empty()) brand = "unknown CPU";
+  unsigned family = 0, model = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d)) {
+    family = (a >> 8) & 0xfu;
+    model = (a >> 4) & 0xfu;
+    if (family == 0xfu) family += (a >> 20) & 0xffu;
+    if (family == 0x6u || family >= 0xfu) model += ((a >> 16) & 0xfu) << 4;
+  }
+  return brand + " (family " + std::to_string(family) + " model " + std::to_string(model) + ")";
+}
 
 }  // namespace
 
@@ -64,47 +98,116 @@ const NativeBf16& native_bf16() {
   return info;
 }
 
-GemmRoute resolve_route(Format half, GemmRoute preference) {
-  if (half == Format::float32 || preference == GemmRoute::fp32) return GemmRoute::fp32;
-  const NativeBf16& native = native_bf16();
-  if (preference == GemmRoute::native_bf16) {
-    if (!native.available) {
-      throw Error("gemm route native_bf16: oneDNN offers no bf16 matmul on this CPU (it has: " +
-                  numerics::describe(numerics::cpu_features()) +
-                  "; bf16 products need AVX512-BF16 or AMX-BF16); use route fp32 or automatic");
-    }
-    return GemmRoute::native_bf16;
-  }
-  return native.matrix_units ? GemmRoute::native_bf16 : GemmRoute::fp32;
+const std::string& cpu_identity() {
+  static const std::string id = cpuid_identity();
+  return id;
 }
 
-std::string describe_route(Format half, int opt_level, GemmRoute preference) {
-  const GemmRoute route = resolve_route(half, preference);
-  const int passes = precision::matmul_passes(half, opt_level);
-  const NativeBf16& native = native_bf16();
+std::string route_unavailable(MatmulRoute route, Format format) {
+  switch (route) {
+    case MatmulRoute::automatic:
+      return "automatic is not a route of its own";
+    case MatmulRoute::fp32:
+    case MatmulRoute::onednn_fp32:
+      return "";
+    case MatmulRoute::bf16:
+    case MatmulRoute::onednn_bf16:
+      break;
+  }
+  if (!bf16_values(format)) {
+    return "float32 values are not bfloat16 values (bf16 routes need a half or fp8 format)";
+  }
+  if (route == MatmulRoute::bf16 && !numerics::cpu_features().avx512_bf16) {
+    return "this CPU has no AVX512-BF16 (it has: " + numerics::describe(numerics::cpu_features()) +
+           ")";
+  }
+  if (route == MatmulRoute::onednn_bf16 && !native_bf16().available) {
+    return "oneDNN offers no bf16 matmul on this CPU (it has: " +
+           numerics::describe(numerics::cpu_features()) + ")";
+  }
+  return "";
+}
+
+std::vector<MatmulRoute> routes_for(Format format) {
+  std::vector<MatmulRoute> out;
+  for (const auto& named : precision::kMatmulRouteNames) {
+    if (named.value == MatmulRoute::automatic) continue;
+    if (route_unavailable(named.value, format).empty()) out.push_back(named.value);
+  }
+  return out;
+}
+
+MatmulRoute effective_preference(Format format, MatmulRoute preference) {
+  const bool bf16 = preference == MatmulRoute::bf16 || preference == MatmulRoute::onednn_bf16;
+  return bf16 && !bf16_values(format) ? MatmulRoute::automatic : preference;
+}
+
+void check_route(Format format, MatmulRoute preference) {
+  preference = effective_preference(format, preference);
+  if (preference == MatmulRoute::automatic) return;
+  const std::string why = route_unavailable(preference, format);
+  if (!why.empty()) {
+    throw Error("precision.matmul_route: " + std::string(route_name(preference)) +
+                " cannot multiply " + std::string(numerics::name(format)) + " values here: " + why +
+                "; use automatic or one of the routes this CPU has");
+  }
+}
+
+std::string describe(const GemmKey& key) {
+  std::string s = std::to_string(key.m);
+  s += 'x';
+  s += std::to_string(key.n);
+  s += 'x';
+  s += std::to_string(key.k);
+  s += ' ';
+  s += key.trans_a ? 'T' : 'N';
+  s += key.trans_b ? 'T' : 'N';
+  s += ' ';
+  s += numerics::name(key.format);
+  s += ' ';
+  s += std::to_string(key.passes);
+  s += key.passes == 1 ? " pass" : " passes";
+  s += key.all_threads ? ", all threads" : ", in thread";
+  return s;
+}
+
+std::string describe_concrete_route(MatmulRoute route) {
+  switch (route) {
+    case MatmulRoute::fp32:
+      return "fp32 (mantissa GEMM, fp32 FMA, " + std::string(gemm_isa_name(active_gemm_isa())) +
+             ")";
+    case MatmulRoute::onednn_fp32:
+      return "onednn_fp32 (oneDNN fp32 matmul)";
+    case MatmulRoute::bf16:
+      return "bf16 (mantissa GEMM, AVX512-BF16 dot products)";
+    case MatmulRoute::onednn_bf16:
+      return "onednn_bf16 (oneDNN bf16 matmul, " +
+             (native_bf16().available ? native_bf16().isa : std::string("none here")) + ")";
+    case MatmulRoute::automatic:
+      break;
+  }
+  return "automatic";
+}
+
+std::string describe_route(Format half, int opt_level, MatmulRoute preference) {
   std::string s(numerics::name(half));
   s += ": ";
   const bool split = half == Format::float16 || half == Format::cbfloat16;
-  if (route == GemmRoute::native_bf16) {
-    s += "oneDNN bf16 matmul (" + native.isa + "), ";
-    s += split ? std::to_string(passes) + (passes == 1 ? " pass (inputs rounded to bfloat16)"
-                                                       : " bf16 passes (exact hi/lo split)")
-               : std::string("1 pass");
-    return s;
-  }
-  s += "fp32 FMA (mantissa GEMM, " + std::string(gemm_isa_name(active_gemm_isa())) + ")";
-  if (split) {
-    s += passes == 1 ? ", inputs rounded to bfloat16 (POL 2)" : ", exact products in 1 pass";
-  }
-  if (half == Format::float32) return s;
-  if (!native.available) {
-    s += "; bf16 units: none";
-  } else if (preference == GemmRoute::fp32) {
-    s += "; bf16 units (" + native.isa + ") not used: route fp32 asked for";
+  const int passes = precision::matmul_passes(half, opt_level);
+  preference = effective_preference(half, preference);
+  if (preference == MatmulRoute::automatic) {
+    std::string names;
+    for (MatmulRoute r : routes_for(half))
+      names += (names.empty() ? "" : ", ") + std::string(route_name(r));
+    s += "automatic (the fastest of " + names + ", measured per product shape on first use)";
   } else {
-    s += "; bf16 units (" + native.isa +
-         ") not used: no AMX, bf16 dot products are slower than fp32 FMA here (route "
-         "native_bf16 forces them)";
+    check_route(half, preference);
+    s += describe_concrete_route(preference);
+  }
+  if (split) {
+    s += passes == 1 ? "; inputs rounded to bfloat16 (POL 2)"
+                     : "; exact products: 1 pass on fp32 routes, " + std::to_string(passes) +
+                           " bf16 passes (exact hi/lo split) on bf16 routes";
   }
   return s;
 }

@@ -168,7 +168,7 @@ TEST_P(GemmIsaTest, MatchesTheScalarTwinBitForBitOnEveryShapeFormatAndThreadCoun
       for (bool accumulate : {false, true}) {
         std::vector<float> ref(static_cast<std::size_t>(c.m * c.n), 0.25f);
         std::vector<float> all = ref, one = ref;
-        const GemmPrecision p{f, 1};
+        const GemmPrecision p{f, 1, GemmAlgorithm::automatic, GemmRoute::fp32};
         gemm_ref(s, a.operand(), b.operand(), ref.data(), accumulate, p);
         gemm(s, a.operand(), b.operand(), all.data(), accumulate, p);
         gemm_in_thread(s, a.operand(), b.operand(), one.data(), accumulate, p);
@@ -208,7 +208,8 @@ TEST_P(GemmIsaTest, KOrderChainHoldsInTheMicroKernels) {
     a[i * k] = 1.0f;
     a[i * k + 1] = a[i * k + 2] = std::ldexp(1.0f, -24);
   }
-  gemm(GemmShape::dense(m, n, k), a.data(), b.data(), c.data(), false, {});
+  gemm(GemmShape::dense(m, n, k), a.data(), b.data(), c.data(), false,
+       {Format::float32, 1, GemmAlgorithm::automatic, GemmRoute::fp32});
   for (float v : c) ASSERT_EQ(v, 1.0f);
 }
 
@@ -219,8 +220,9 @@ TEST_P(GemmIsaTest, StridedOperandsWriteOnlyTheirBlock) {
   const Stored a = store(random_values(50 * 27, rng), Format::bfloat16);
   const Stored b = store(random_values(30 * 61, rng), Format::bfloat16);
   std::vector<float> c(20 * 40, 42.0f), r(20 * 40, 42.0f);
-  gemm(s, a.operand(), b.operand(), c.data(), false, {Format::bfloat16});
-  gemm_ref(s, a.operand(), b.operand(), r.data(), false, {Format::bfloat16});
+  const GemmPrecision fp32{Format::bfloat16, 1, GemmAlgorithm::automatic, GemmRoute::fp32};
+  gemm(s, a.operand(), b.operand(), c.data(), false, fp32);
+  gemm_ref(s, a.operand(), b.operand(), r.data(), false, fp32);
   for (int i = 0; i < 20; ++i) {
     for (int j = 0; j < 40; ++j) {
       if (j >= 30) {
@@ -341,7 +343,7 @@ TEST_P(MixedGemm, Pol1AndPol2StayWithinTheirStatedBounds) {
           pol == 1 ? std::ldexp(1.0, -18) : 2 * std::ldexp(1.0, -9) + std::ldexp(1.0, -18);
       std::vector<float> out(30 * 40);
       gemm(s, a.data(), b.data(), out.data(), false,
-           {f, precision::matmul_passes(f, pol), GemmAlgorithm::decomposed});
+           {f, precision::matmul_passes(f, pol), GemmAlgorithm::decomposed, GemmRoute::fp32});
       for (std::size_t i = 0; i < out.size(); ++i) {
         const double bound = fp32_bound(4 * 200, e.abs_sum[i]) + extra * e.abs_sum[i];
         ASSERT_LE(std::fabs(out[i] - e.value[i]), bound) << "POL " << pol << " element " << i;
@@ -358,8 +360,8 @@ TEST_P(MixedGemm, DecomposedPol1DropsOnlyTheLoLoTerm) {
   const float x = 1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -9);
   const GemmShape s = GemmShape::dense(1, 1, 1);
   float pol0 = 0, pol1 = 0;
-  gemm(s, &x, &x, &pol0, false, {f, 4, GemmAlgorithm::decomposed});
-  gemm(s, &x, &x, &pol1, false, {f, 3, GemmAlgorithm::decomposed});
+  gemm(s, &x, &x, &pol0, false, {f, 4, GemmAlgorithm::decomposed, GemmRoute::fp32});
+  gemm(s, &x, &x, &pol1, false, {f, 3, GemmAlgorithm::decomposed, GemmRoute::fp32});
   EXPECT_EQ(static_cast<double>(pol0), static_cast<double>(x) * x);
   EXPECT_EQ(static_cast<double>(pol0) - pol1, std::ldexp(1.0, -18));
 }
@@ -374,7 +376,8 @@ TEST(Gemm, BFloat16AndFp8InputsAreExactInOnePass) {
     const auto a = format_values(12 * 64, f, rng, false);
     const auto b = format_values(64 * 10, f, rng, false);
     std::vector<float> out(120);
-    gemm(s, a.data(), b.data(), out.data(), false, {f, 1, GemmAlgorithm::decomposed});
+    gemm(s, a.data(), b.data(), out.data(), false,
+         {f, 1, GemmAlgorithm::decomposed, GemmRoute::fp32});
     const Exact e = exact_product(s, a, b);
     for (std::size_t i = 0; i < out.size(); ++i) {
       ASSERT_LE(std::fabs(out[i] - e.value[i]), fp32_bound(64, e.abs_sum[i]));
@@ -382,16 +385,18 @@ TEST(Gemm, BFloat16AndFp8InputsAreExactInOnePass) {
   }
 }
 
-// --- The native bf16 route --------------------------------------------------------------
+// --- The bf16 routes: mantissa's AVX512-BF16 GEMM and oneDNN's bf16 matmul ---------------
 
-class NativeGemm : public ::testing::Test {
+class Bf16RouteTest : public ::testing::TestWithParam<GemmRoute> {
  protected:
   void SetUp() override {
-    if (!native_bf16().available) {
-      GTEST_SKIP() << "skip: native bf16 route not run: oneDNN has no bf16 matmul on this CPU "
-                      "(needs AVX512-BF16 or AMX-BF16; it has: "
-                   << numerics::describe(numerics::cpu_features()) << ")";
+    const std::string why = route_unavailable(GetParam(), Format::bfloat16);
+    if (!why.empty()) {
+      GTEST_SKIP() << "skip: route " << route_name(GetParam()) << " not run: " << why;
     }
+  }
+  GemmPrecision on(Format f, int passes) const {
+    return {f, passes, GemmAlgorithm::automatic, GetParam()};
   }
 };
 
@@ -412,7 +417,7 @@ double hi_of(double x) {
   return v;
 }
 
-TEST_F(NativeGemm, ExactSumsAreBitIdenticalToTheExactResultOnBothRoutes) {
+TEST_P(Bf16RouteTest, ExactSumsAreBitIdenticalToTheExactResult) {
   std::mt19937 rng(6);
   const GemmShape s = GemmShape::dense(20, 24, 32, false, true);
   for (Format f : {Format::bfloat16, Format::float16, Format::cbfloat16}) {
@@ -444,25 +449,22 @@ TEST_F(NativeGemm, ExactSumsAreBitIdenticalToTheExactResultOnBothRoutes) {
           want[static_cast<std::size_t>(i * 24 + j)] = acc;
         }
       }
-      for (GemmRoute route : {GemmRoute::native_bf16, GemmRoute::fp32}) {
-        const GemmAlgorithm algo =
-            route == GemmRoute::fp32 ? GemmAlgorithm::decomposed : GemmAlgorithm::automatic;
-        std::vector<float> out(20 * 24);
-        gemm(s, a.operand(), b.operand(), out.data(), false, {f, passes, algo, route});
-        for (std::size_t i = 0; i < out.size(); ++i) {
-          ASSERT_EQ(static_cast<double>(out[i]), want[i])
-              << numerics::name(f) << " POL " << pol << " route " << route_name(route);
-        }
+      std::vector<float> out(20 * 24), twin(20 * 24);
+      gemm(s, a.operand(), b.operand(), out.data(), false, on(f, passes));
+      gemm_bf16_ref(s, a.operand(), b.operand(), twin.data(), false, on(f, passes));
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        ASSERT_EQ(static_cast<double>(out[i]), want[i]) << numerics::name(f) << " POL " << pol;
+        ASSERT_EQ(static_cast<double>(twin[i]), want[i]) << "twin, " << numerics::name(f);
       }
     }
   }
 }
 
-TEST_F(NativeGemm, RandomProductsStayWithinTheDerivedBound) {
+TEST_P(Bf16RouteTest, RandomProductsStayWithinTheDerivedBound) {
   std::mt19937 rng(7);
   for (Format f : {Format::bfloat16, Format::float16, Format::cbfloat16, Format::float8_e4m3}) {
     for (const Case& c : {Case{64, 48, 200, false, false}, Case{33, 70, 96, true, true},
-                          Case{50, 20, 130, false, true}}) {
+                          Case{50, 20, 131, false, true}}) {
       const GemmShape s = GemmShape::dense(c.m, c.n, c.k, c.ta, c.tb);
       const Stored a = store(random_values(static_cast<std::size_t>(c.m * c.k), rng), f);
       const Stored b = store(random_values(static_cast<std::size_t>(c.k * c.n), rng), f);
@@ -474,8 +476,7 @@ TEST_F(NativeGemm, RandomProductsStayWithinTheDerivedBound) {
                              : pol == 1         ? std::ldexp(1.0, -18)
                                                 : 2 * std::ldexp(1.0, -9) + std::ldexp(1.0, -18);
         std::vector<float> out(static_cast<std::size_t>(c.m * c.n), 7.0f);
-        gemm(s, a.operand(), b.operand(), out.data(), false,
-             {f, passes, GemmAlgorithm::automatic, GemmRoute::native_bf16});
+        gemm(s, a.operand(), b.operand(), out.data(), false, on(f, passes));
         for (std::size_t i = 0; i < out.size(); ++i) {
           const double bound = fp32_bound(passes * c.k, e.abs_sum[i]) + extra * e.abs_sum[i];
           ASSERT_LE(std::fabs(out[i] - e.value[i]), bound)
@@ -486,9 +487,9 @@ TEST_F(NativeGemm, RandomProductsStayWithinTheDerivedBound) {
   }
 }
 
-TEST_F(NativeGemm, ManyRowBlocksFromTransposedStridedOperandsAreExact) {
-  // More rows than one block of the route (512), A transposed and B strided: bfloat16 goes in
-  // place, float16 through the encoded passes; exact sums, so exact results.
+TEST_P(Bf16RouteTest, ManyRowBlocksFromTransposedStridedOperandsAreExact) {
+  // More rows than one block of either route, A transposed and B strided: bfloat16 goes in
+  // as stored, float16 through the split passes; exact sums, so exact results.
   std::mt19937 rng(9);
   for (Format f : {Format::bfloat16, Format::float16}) {
     const std::int64_t m = 1100, n = 20, k = 32;
@@ -501,8 +502,7 @@ TEST_F(NativeGemm, ManyRowBlocksFromTransposedStridedOperandsAreExact) {
     }
     const Stored a = store(av, f), b = store(bv, f);
     std::vector<float> out(static_cast<std::size_t>(m * n));
-    gemm(s, a.operand(), b.operand(), out.data(), false,
-         {f, 4, GemmAlgorithm::automatic, GemmRoute::native_bf16});
+    gemm(s, a.operand(), b.operand(), out.data(), false, on(f, 4));
     const Exact e = exact_product(s, a.values, b.values);
     for (std::size_t i = 0; i < out.size(); ++i) {
       ASSERT_EQ(static_cast<double>(out[i]), e.value[i]) << numerics::name(f) << " element " << i;
@@ -510,7 +510,7 @@ TEST_F(NativeGemm, ManyRowBlocksFromTransposedStridedOperandsAreExact) {
   }
 }
 
-TEST_F(NativeGemm, InThreadCallsFromAParallelRegionAreCorrect) {
+TEST_P(Bf16RouteTest, InThreadCallsFromAParallelRegionAreCorrect) {
   std::mt19937 rng(8);
   const int tasks = 8;
   const GemmShape s = GemmShape::dense(16, 24, 40);
@@ -523,7 +523,7 @@ TEST_F(NativeGemm, InThreadCallsFromAParallelRegionAreCorrect) {
 #pragma omp parallel for
   for (int t = 0; t < tasks; ++t) {
     gemm_in_thread(s, as[t].operand(), bs[t].operand(), out[t].data(), false,
-                   {Format::float16, 4, GemmAlgorithm::automatic, GemmRoute::native_bf16});
+                   on(Format::float16, 4));
   }
   for (int t = 0; t < tasks; ++t) {
     const Exact e = exact_product(s, as[t].values, bs[t].values);
@@ -531,23 +531,127 @@ TEST_F(NativeGemm, InThreadCallsFromAParallelRegionAreCorrect) {
   }
 }
 
-TEST(GemmRoutes, ResolveAndDescribeWhatThisCpuHas) {
-  EXPECT_EQ(resolve_route(Format::float32, GemmRoute::native_bf16), GemmRoute::fp32);
-  EXPECT_EQ(resolve_route(Format::bfloat16, GemmRoute::fp32), GemmRoute::fp32);
-  const NativeBf16& n = native_bf16();
-  EXPECT_EQ(resolve_route(Format::bfloat16, GemmRoute::automatic),
-            n.matrix_units ? GemmRoute::native_bf16 : GemmRoute::fp32);
-  const std::string d = describe_route(Format::float16, 1, GemmRoute::automatic);
-  EXPECT_EQ(d.rfind("float16: ", 0), 0u) << d;
-  if (n.available) {
-    EXPECT_EQ(resolve_route(Format::float16, GemmRoute::native_bf16), GemmRoute::native_bf16);
-    EXPECT_NE(d.find(n.isa), std::string::npos) << d;
-  } else {
-    EXPECT_THROW(resolve_route(Format::bfloat16, GemmRoute::native_bf16), Error);
-    EXPECT_NE(d.find("bf16 units: none"), std::string::npos) << d;
+INSTANTIATE_TEST_SUITE_P(Routes, Bf16RouteTest,
+                         ::testing::Values(GemmRoute::bf16, GemmRoute::onednn_bf16),
+                         [](const auto& info) { return std::string(route_name(info.param)); });
+
+// --- mantissa's bf16 route against its scalar twin, and the twin against hand-derived sums --
+
+TEST(GemmBf16Ref, SumsEachPairOddDepthFirstWithOneRoundingPerProduct) {
+  // Depths 0..3 with products 2^-24, 1, -1, 2^-24: the dot instruction takes them in the
+  // order 1, 0, 3, 2, the fp32 route's chain in the order 0, 1, 2, 3.
+  const float a[4] = {std::ldexp(1.0f, -24), 1.0f, -1.0f, std::ldexp(1.0f, -24)};
+  const float b[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+  const GemmShape s = GemmShape::dense(1, 1, 4);
+  const GemmPrecision bf{Format::bfloat16, 1};
+  float pairs = -1.0f, chain = -1.0f;
+  gemm_bf16_ref(s, a, b, &pairs, false, bf);
+  gemm_ref(s, a, b, &chain, false, bf);
+  // Pairs: 1, + 2^-24 -> 1 (tie to even), + 2^-24 (depth 3) -> 1, + (-1) (depth 2) -> 0.
+  EXPECT_EQ(pairs, 0.0f);
+  // k order: 2^-24 + 1 -> 1, - 1 -> 0, + 2^-24 -> 2^-24.
+  EXPECT_EQ(chain, std::ldexp(1.0f, -24));
+  // An odd depth count pairs the last element with a zero.
+  float odd = -1.0f;
+  gemm_bf16_ref(GemmShape::dense(1, 1, 3), a, b, &odd, false, bf);
+  EXPECT_EQ(odd, 0.0f);  // 1, + 2^-24 -> 1, + 0, - 1 -> 0
+}
+
+TEST(GemmBf16Ref, FlushesSubnormalInputsAndSums) {
+  // 2^-100 * 2^-30 = 2^-130 is a float32 subnormal: flushed to 0 (the fp32 chain keeps it).
+  const float a[2] = {std::ldexp(1.0f, -100), 0.0f};
+  const float b[2] = {std::ldexp(1.0f, -30), 0.0f};
+  float pairs = -1.0f, chain = -1.0f;
+  const GemmPrecision bf{Format::bfloat16, 1};
+  gemm_bf16_ref(GemmShape::dense(1, 1, 2), a, b, &pairs, false, bf);
+  gemm_ref(GemmShape::dense(1, 1, 2), a, b, &chain, false, bf);
+  EXPECT_EQ(pairs, 0.0f);
+  EXPECT_EQ(chain, std::ldexp(1.0f, -130));
+  // A subnormal bfloat16 input reads as zero: 2^-130 * 2^100 would be 2^-30.
+  const float c[2] = {std::ldexp(1.0f, -130), 0.0f};
+  const float d[2] = {std::ldexp(1.0f, 100), 0.0f};
+  gemm_bf16_ref(GemmShape::dense(1, 1, 2), c, d, &pairs, false, bf);
+  EXPECT_EQ(pairs, 0.0f);
+  EXPECT_THROW(gemm_bf16_ref(GemmShape::dense(1, 1, 2), a, b, &pairs, false, {}), Error);
+}
+
+class Bf16KernelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string why = route_unavailable(GemmRoute::bf16, Format::bfloat16);
+    if (!why.empty()) GTEST_SKIP() << "skip: the AVX512-BF16 micro-kernel not run: " << why;
   }
-  EXPECT_EQ(parse_named(precision::kMatmulRouteNames, "native_bf16", "route"),
-            GemmRoute::native_bf16);
+};
+
+TEST_F(Bf16KernelTest, MatchesTheScalarTwinBitForBitOnEveryShapeFormatPassAndThreadCount) {
+  std::mt19937 rng(12);
+  const Case cases[] = {{1, 1, 1, false, false},      {13, 33, 7, false, false},
+                        {25, 17, 301, true, false},   {37, 70, 9, false, true},
+                        {50, 41, 517, true, true},    {800, 40, 20, false, true},
+                        {30, 2100, 12, false, false}, {3, 5, 0, false, false}};
+  for (Format f : numerics::kAllFormats) {
+    if (f == Format::float32) continue;
+    const bool split = f == Format::float16 || f == Format::cbfloat16;
+    for (int passes : split ? std::vector<int>{1, 3, 4} : std::vector<int>{1}) {
+      for (const Case& c : cases) {
+        const GemmShape s = GemmShape::dense(c.m, c.n, c.k, c.ta, c.tb);
+        const Stored a = store(random_values(static_cast<std::size_t>(c.m * c.k), rng), f);
+        const Stored b =
+            store(with_zeros(random_values(static_cast<std::size_t>(c.k * c.n), rng)), f);
+        for (bool accumulate : {false, true}) {
+          std::vector<float> ref(static_cast<std::size_t>(c.m * c.n), 0.25f);
+          std::vector<float> all = ref, one = ref;
+          const GemmPrecision p{f, passes, GemmAlgorithm::automatic, GemmRoute::bf16};
+          gemm_bf16_ref(s, a.operand(), b.operand(), ref.data(), accumulate, p);
+          gemm(s, a.operand(), b.operand(), all.data(), accumulate, p);
+          gemm_in_thread(s, a.operand(), b.operand(), one.data(), accumulate, p);
+          for (std::size_t i = 0; i < ref.size(); ++i) {
+            ASSERT_EQ(bits(all[i]), bits(ref[i]))
+                << numerics::name(f) << " passes " << passes << " " << c.m << "x" << c.n << "x"
+                << c.k << " element " << i;
+            ASSERT_EQ(bits(one[i]), bits(ref[i])) << "in-thread, element " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(Bf16KernelTest, PairOrderHoldsInEveryLane) {
+  // The hand-derived sum of GemmBf16Ref.SumsEachPairOddDepthFirst... in every lane.
+  const std::int64_t m = 13, n = 37, k = 4;
+  std::vector<float> a(m * k), b(k * n, 1.0f), c(m * n);
+  for (std::int64_t i = 0; i < m; ++i) {
+    a[i * k] = std::ldexp(1.0f, -24);
+    a[i * k + 1] = 1.0f;
+    a[i * k + 2] = -1.0f;
+    a[i * k + 3] = std::ldexp(1.0f, -24);
+  }
+  const Stored as = store(a, Format::bfloat16), bs = store(b, Format::bfloat16);
+  gemm(GemmShape::dense(m, n, k), as.operand(), bs.operand(), c.data(), false,
+       {Format::bfloat16, 1, GemmAlgorithm::automatic, GemmRoute::bf16});
+  for (float v : c) ASSERT_EQ(v, 0.0f);
+}
+
+TEST(GemmRoutes, AvailabilityAndDescriptionsSayWhatThisCpuHas) {
+  // float32 values run on the fp32 routes only; a bf16 route asked for them is not an error:
+  // it applies to products of bf16 values.
+  EXPECT_EQ(routes_for(Format::float32),
+            (std::vector<GemmRoute>{GemmRoute::fp32, GemmRoute::onednn_fp32}));
+  EXPECT_EQ(effective_preference(Format::float32, GemmRoute::bf16), GemmRoute::automatic);
+  EXPECT_NO_THROW(check_route(Format::float32, GemmRoute::onednn_bf16));
+  const bool dot = numerics::cpu_features().avx512_bf16;
+  EXPECT_EQ(route_unavailable(GemmRoute::bf16, Format::bfloat16).empty(), dot);
+  EXPECT_EQ(route_unavailable(GemmRoute::onednn_bf16, Format::float16).empty(),
+            native_bf16().available);
+  if (!dot) {
+    EXPECT_THROW(check_route(Format::bfloat16, GemmRoute::bf16), Error);
+  }
+  const std::string d = describe_route(Format::float16, 1, GemmRoute::automatic);
+  EXPECT_EQ(d.rfind("float16: automatic", 0), 0u) << d;
+  EXPECT_NE(d.find("fp32"), std::string::npos) << d;
+  EXPECT_EQ(parse_named(precision::kMatmulRouteNames, "onednn_bf16", "route"),
+            GemmRoute::onednn_bf16);
   EXPECT_THROW(parse_named(precision::kMatmulRouteNames, "amx", "precision.matmul_route"), Error);
 }
 

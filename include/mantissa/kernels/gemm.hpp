@@ -54,7 +54,9 @@ enum class GemmAlgorithm {
   decomposed,
 };
 
-// Which hardware runs the products (precision/policy.hpp; resolved in gemm_route.hpp).
+// Which code and hardware run the products (precision/policy.hpp; chosen in gemm_route.hpp).
+using precision::kMatmulRouteCount;
+using precision::MatmulRoute;
 using GemmRoute = precision::MatmulRoute;
 
 struct GemmPrecision {
@@ -95,6 +97,17 @@ void gemm_in_thread(const GemmShape& s, Operand a, Operand b, const GemmEpilogue
 // fp32 route gives exactly these bits.
 void gemm_ref(const GemmShape& s, Operand a, Operand b, float* c, bool accumulate,
               const GemmPrecision& precision = {});
+
+// The scalar twin of the bf16 route (mantissa's GEMM on the AVX512-BF16 dot instruction):
+// the passes of the exact bf16 split as on bf16 units (precision.format's values split into
+// bf16 hi / lo parts; bfloat16 and fp8 values are one pass), each pass's inner dimension
+// taken in pairs (a missing last odd element reads as zero), and per pair, in this order,
+//   acc = ftz(acc + a[2p+1] b[2p+1]);  acc = ftz(acc + a[2p] b[2p])
+// with each product exact, each sum rounded to float32, subnormal inputs read as zero and
+// subnormal sums flushed to zero (the instruction's definition). The bf16 route gives
+// exactly these bits. precision.format must not be float32 (not bf16 values).
+void gemm_bf16_ref(const GemmShape& s, Operand a, Operand b, float* c, bool accumulate,
+                   const GemmPrecision& precision = {});
 
 // Plain oneDNN fp32 matmul on float32 buffers (primitives cached per shape): the peer the
 // benchmarks compare the fp32 FMA route with.

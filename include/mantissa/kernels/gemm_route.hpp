@@ -1,10 +1,17 @@
 #pragma once
-// Which hardware runs mantissa's matrix products on this CPU, and why (DESIGN.md section 3,
-// docs/engine.md "GEMM routes"). Printed by `mantissa formats`, `mantissa bench train` and
-// its profile, so that nothing falls back silently.
+// Which code and hardware run mantissa's matrix products on this CPU, chosen by measurement
+// (DESIGN.md section 3, docs/engine.md "Matrix products: routes"). Under `automatic`, the
+// first product of each shape class times every route this CPU can run for a few
+// milliseconds and keeps the fastest; the choices and their measured rates are kept in a
+// table the program prints (`mantissa formats`, `mantissa bench train`), writes into a run's
+// metrics and checkpoints, and caches per machine so the same machine chooses the same way
+// next time. Nothing here prints: callers render route_records().
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "mantissa/kernels/gemm.hpp"
 
@@ -34,16 +41,98 @@ const NativeBf16& native_bf16();
 
 using precision::route_name;
 
-// The route a product of H values takes under `preference`: fp32 or native_bf16 (never
-// automatic). automatic picks native_bf16 only where oneDNN runs it on matrix units (AMX):
-// on CPUs whose bf16 support is the AVX512-BF16 dot instruction alone, oneDNN's bf16 matmul
-// was measured at about half the fp32 FMA rate (docs/PERFORMANCE.md), so fp32 FMA stays.
-// float32 always takes fp32. Throws mantissa::Error when native_bf16 is asked for where
-// oneDNN has no bf16 matmul.
-GemmRoute resolve_route(Format half, GemmRoute preference);
+// Whether `route` (not automatic) can multiply values of `format` on this CPU: the bf16
+// routes need bf16 values in every pass (every H and fp8 format, not float32) and the CPU's
+// bf16 instructions (AVX512-BF16 for mantissa's bf16 route, oneDNN's bf16 matmul for
+// onednn_bf16). Returns "" when it can, else the reason.
+std::string route_unavailable(MatmulRoute route, Format format);
+// The routes products of `format` can take on this CPU, in table order.
+std::vector<MatmulRoute> routes_for(Format format);
 
-// One line: "bfloat16: oneDNN bf16 matmul (brg:avx512_core_amx), 1 pass" or
-// "float16: fp32 FMA (avx512), exact products in 1 pass; bf16 units: none".
-std::string describe_route(Format half, int opt_level, GemmRoute preference);
+// The preference that holds for products of `format`: a bf16 route asked for applies to
+// products of bf16 values (half and fp8 formats); float32 products (mixed precision off)
+// choose among the fp32 routes as under automatic.
+MatmulRoute effective_preference(Format format, MatmulRoute preference);
+
+// Throws mantissa::Error (naming precision.matmul_route, the route, the format and what this
+// CPU has) when `preference` is a route that cannot run products of `format` here.
+void check_route(Format format, MatmulRoute preference);
+
+// One class of products that get one route: the shape, the transposes, the values' format,
+// the pass count and whether the product runs on all threads or inside a thread.
+struct GemmKey {
+  std::int64_t m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  Format format = Format::float32;
+  int passes = 1;
+  bool all_threads = true;
+  auto operator<=>(const GemmKey&) const = default;
+};
+std::string describe(const GemmKey& key);  // "2048x1536x384 NT bfloat16 1 pass, all threads"
+
+// How a route was chosen for a key.
+enum class RouteSource : std::uint8_t {
+  measured,  // timed here, in this process
+  cached,    // read from this machine's route cache (measured by an earlier process)
+  pinned,    // set by pin_routes (a resumed run takes its checkpoint's routes)
+  asked,     // precision.matmul_route named it
+};
+inline constexpr NameTable<RouteSource, 4> kRouteSourceNames = {{
+    {"measured", RouteSource::measured},
+    {"cached", RouteSource::cached},
+    {"pinned", RouteSource::pinned},
+    {"asked", RouteSource::asked},
+}};
+
+struct RouteRecord {
+  GemmKey key;
+  MatmulRoute route = MatmulRoute::fp32;
+  // GFLOP/s measured per route (index: the MatmulRoute value; 0 = not measured or cannot run).
+  std::array<double, kMatmulRouteCount> gflops{};
+  RouteSource source = RouteSource::measured;
+};
+
+// The route a product of this key takes under `preference`. A named route is checked
+// (check_route) and returned. Under automatic: the table's entry for the key, else the
+// machine cache's, else a measurement: `probe(route)` runs the product once on that route
+// (with results discarded); every route this CPU can run for the format is timed (one
+// warm-up call, then calls until about 2 ms have passed, at most 20; the fastest call
+// counts) and the fastest is kept. Thread-safe; measurement happens once per key.
+MatmulRoute choose_route(const GemmKey& key, MatmulRoute preference,
+                         const std::function<void(MatmulRoute)>& probe);
+
+// Every choice made under automatic in this process, in key order.
+std::vector<RouteRecord> route_records();
+// Takes these choices for their keys from now on (source pinned), e.g. a checkpoint's.
+// Returns the records it could not take (a route this CPU cannot run); those keys are
+// measured again when used.
+std::vector<RouteRecord> pin_routes(const std::vector<RouteRecord>& records);
+// Forgets every choice of this process (tests, benchmarks).
+void clear_routes();
+
+// The clock measurements read (seconds, monotonic). Tests inject a fake one; an empty
+// function restores the steady clock.
+void set_route_clock(std::function<double()> clock);
+
+// The machine's route cache: a text file of earlier measurements keyed by the CPU and this
+// library's version. Path: $MANTISSA_ROUTE_CACHE when set ("off" disables it), else
+// $XDG_CACHE_HOME/mantissa/routes.txt, else $HOME/.cache/mantissa/routes.txt.
+struct RouteCacheStatus {
+  std::string path;  // "" when off
+  std::string note;  // why it is off, or what went wrong reading or writing it ("" if fine)
+  int entries = 0;   // entries for this CPU and version read from it
+};
+RouteCacheStatus route_cache_status();
+// Uses `path` from now on ("" = off), dropping this process's cached choices. For tests.
+void set_route_cache_path(const std::string& path);
+// "AMD EPYC 9R14 (family 25 model 17)": what the cache is keyed by, and what runs print.
+const std::string& cpu_identity();
+
+// One line for a format under `preference` (no product run): "bfloat16: automatic (measured
+// per product shape among fp32, onednn_fp32, bf16, onednn_bf16)" or
+// "bfloat16: bf16 (mantissa GEMM, AVX512-BF16 dot products), 1 pass".
+std::string describe_route(Format half, int opt_level, MatmulRoute preference);
+// One line for a concrete route: "bf16 (mantissa GEMM, AVX512-BF16 dot products)".
+std::string describe_concrete_route(MatmulRoute route);
 
 }  // namespace mantissa::kernels

@@ -2,6 +2,7 @@
 // The precision Policy: the half format H and precision_opt_level (POL), read by every op,
 // set for a scope by the Autocast guard (DESIGN.md section 3).
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -14,17 +15,25 @@ namespace mantissa::precision {
 
 using numerics::Format;
 
-// Which hardware runs matrix products (kernels/gemm_route.hpp resolves it on this CPU).
+// Which code and hardware run matrix products (kernels/gemm_route.hpp resolves it on this
+// CPU). Every route computes exact products of the H values with float32 sums; they differ in
+// the order of the sums (and the bf16 routes in splitting float16 / cbfloat16 into passes).
 enum class MatmulRoute : std::uint8_t {
-  automatic,    // bf16 matrix units (AMX) where this CPU has them, else fp32 FMA
-  fp32,         // mantissa's fp32 FMA GEMM
-  native_bf16,  // oneDNN's bf16 matmul (AMX or AVX512-BF16); an error where there is none
+  automatic,    // the fastest route for each product shape, measured on first use
+  fp32,         // mantissa's blocked GEMM on fp32 FMA units
+  onednn_fp32,  // oneDNN's fp32 matmul
+  bf16,         // mantissa's blocked GEMM on the AVX512-BF16 dot instruction
+  onednn_bf16,  // oneDNN's bf16 matmul (AMX or AVX512-BF16)
 };
-inline constexpr NameTable<MatmulRoute, 3> kMatmulRouteNames = {{
+inline constexpr std::size_t kMatmulRouteCount = 5;
+inline constexpr NameTable<MatmulRoute, kMatmulRouteCount> kMatmulRouteNames = {{
     {"automatic", MatmulRoute::automatic},
     {"fp32", MatmulRoute::fp32},
-    {"native_bf16", MatmulRoute::native_bf16},
+    {"onednn_fp32", MatmulRoute::onednn_fp32},
+    {"bf16", MatmulRoute::bf16},
+    {"onednn_bf16", MatmulRoute::onednn_bf16},
 }};
+static_assert(static_cast<std::size_t>(MatmulRoute::onednn_bf16) + 1 == kMatmulRouteCount);
 inline constexpr std::string_view route_name(MatmulRoute route) {
   return name_of(kMatmulRouteNames, route);
 }

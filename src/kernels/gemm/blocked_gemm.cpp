@@ -36,7 +36,7 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
 }
 
 struct ThreadScratch {
-  ScratchBuffer a, c;
+  ScratchBuffer a, c, panel;
 };
 ThreadScratch& thread_scratch() {
   thread_local ThreadScratch s;
@@ -87,10 +87,13 @@ void run_thread(const Job& job, int t, int threads) {
   ThreadScratch& ws = thread_scratch();
   // Everything this thread needs, allocated before the first barrier: a failure here is
   // agreed on by all threads (nobody waits at a barrier for a thread that has left).
-  float *abuf = nullptr, *cbuf = nullptr;
+  const bool pairs = job.kern.pair_fn != nullptr;
+  float *abuf = nullptr, *cbuf = nullptr, *panel = nullptr;
   try {
     abuf = ws.a.as<float>(static_cast<std::size_t>(bl.mc * bl.kc));
     cbuf = ws.c.as<float>(static_cast<std::size_t>(c_block_floats(s, job.kern, bl, threads)));
+    // bf16 pairs: each panel is packed as float32 here first, then paired.
+    if (pairs) panel = ws.panel.as<float>(static_cast<std::size_t>(bl.kc * std::max(mr, nr)));
   } catch (const std::bad_alloc&) {
     job.failed->store(true);
   }
@@ -130,20 +133,44 @@ void run_thread(const Job& job, int t, int threads) {
           // last read two blocks ago, before every thread passed the previous barrier.
           float* b_panels = job.b_panels[turn];
           turn ^= 1;
-          if (pack0 < pack1) {
+          const std::int64_t kp = (kc + 1) / 2;  // depth pairs (bf16 pair kernels)
+          if (pairs) {
+            auto* words = reinterpret_cast<std::uint32_t*>(b_panels);
+            for (std::int64_t q = pack0; q < pack1; ++q) {
+              pack_b(job.b, k0, kc, j0 + q * nr, std::min(nr * (q + 1), cols) - q * nr, pass.b, nr,
+                     panel);
+              pair_panel(panel, kc, nr, words + q * kp * nr);
+            }
+          } else if (pack0 < pack1) {
             pack_b(job.b, k0, kc, j0 + pack0 * nr, std::min(pack1 * nr, cols) - pack0 * nr, pass.b,
                    nr, b_panels + pack0 * kc * nr);
           }
           barrier(threads);
           for (std::int64_t ib = r0; busy && ib < r1; ib += bl.mc) {
             const std::int64_t mc = std::min(bl.mc, r1 - ib);
-            pack_a(job.a, i0 + ib, mc, k0, kc, pass.a, mr, abuf);
             float* cblock = cbuf + (ib - r0) * ldc;
-            for (std::int64_t q = q0; q < q1; ++q) {
-              const float* bpanel = b_panels + q * kc * nr;
+            if (pairs) {
+              auto* awords = reinterpret_cast<std::uint32_t*>(abuf);
               for (std::int64_t ir = 0; ir * mr < mc; ++ir) {
-                job.kern.fn(kc, abuf + ir * kc * mr, bpanel, cblock + ir * mr * ldc + (q - q0) * nr,
-                            ldc, !first);
+                pack_a(job.a, i0 + ib + ir * mr, std::min<std::int64_t>(mr, mc - ir * mr), k0, kc,
+                       pass.a, mr, panel);
+                pair_panel(panel, kc, mr, awords + ir * kp * mr);
+              }
+              const auto* bwords = reinterpret_cast<const std::uint32_t*>(b_panels);
+              for (std::int64_t q = q0; q < q1; ++q) {
+                for (std::int64_t ir = 0; ir * mr < mc; ++ir) {
+                  job.kern.pair_fn(kp, awords + ir * kp * mr, bwords + q * kp * nr,
+                                   cblock + ir * mr * ldc + (q - q0) * nr, ldc, !first);
+                }
+              }
+            } else {
+              pack_a(job.a, i0 + ib, mc, k0, kc, pass.a, mr, abuf);
+              for (std::int64_t q = q0; q < q1; ++q) {
+                const float* bpanel = b_panels + q * kc * nr;
+                for (std::int64_t ir = 0; ir * mr < mc; ++ir) {
+                  job.kern.fn(kc, abuf + ir * kc * mr, bpanel,
+                              cblock + ir * mr * ldc + (q - q0) * nr, ldc, !first);
+                }
               }
             }
             if (last) {
@@ -186,13 +213,14 @@ MicroKernelInfo active_micro_kernel() {
 }
 
 void blocked_gemm(const GemmShape& s, const Operand& a, const Operand& b, const PassList& passes,
-                  const GemmEpilogue& epilogue, bool all_threads) {
+                  const GemmEpilogue& epilogue, bool all_threads, DotUnit unit) {
   if (s.m <= 0 || s.n <= 0) return;
   if (s.k <= 0) {
     zero_product(s, epilogue);
     return;
   }
-  const MicroKernelInfo kern = active_micro_kernel();
+  const MicroKernelInfo kern =
+      unit == DotUnit::bf16_pairs ? micro_kernel_avx512_bf16() : active_micro_kernel();
   const Blocking bl = blocking_for(kern.isa);
   std::atomic<bool> failed{false};
   float* b_panels = shared_b_panels().as<float>(static_cast<std::size_t>(2 * bl.kc * bl.nc));

@@ -9,10 +9,16 @@
 
 namespace mantissa::kernels::gemm_detail {
 
+// Which multiply-add the micro-kernels use.
+enum class DotUnit : std::uint8_t {
+  fp32_fma,    // the active ISA's fp32 FMA kernel (active_gemm_isa())
+  bf16_pairs,  // the AVX512-BF16 dot kernel: every pass's parts must be bf16 values
+};
+
 // The product over the passes' concatenated inner dimension; all OpenMP threads when
 // `all_threads` (and not already inside a parallel region), else the calling thread.
 void blocked_gemm(const GemmShape& s, const Operand& a, const Operand& b, const PassList& passes,
-                  const GemmEpilogue& epilogue, bool all_threads);
+                  const GemmEpilogue& epilogue, bool all_threads, DotUnit unit = DotUnit::fp32_fma);
 
 // The micro-kernel of the active ISA (active_gemm_isa()).
 MicroKernelInfo active_micro_kernel();

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 
 #include "../parallel.hpp"
 #include "../scratch.hpp"
@@ -106,9 +107,18 @@ ScratchBuffer& thread_run() {
 // op(X) (rows x cols) of every pass, side by side along the inner dimension, as bf16 into
 // out with leading dimension ld. a_side: the inner dimension runs along X's columns (A: pass p
 // at columns [p cols, (p + 1) cols)); else along its rows (B: pass p at rows [p rows, ...)).
+// Elements go in as bf16 bits (std::uint16_t) or as float32 (float).
+inline std::uint16_t stored_as(float v, std::uint16_t) {
+  return bf16_bits(v);
+}
+inline float stored_as(float v, float) {
+  return v;
+}
+
+template <class T>
 void encode_passes(const gemm_detail::MatrixRef& x, std::int64_t rows, std::int64_t cols,
-                   const gemm_detail::PassList& passes, bool a_side, std::int64_t ld,
-                   std::uint16_t* out, ScratchBuffer& run) {
+                   const gemm_detail::PassList& passes, bool a_side, std::int64_t ld, T* out,
+                   ScratchBuffer& run) {
   float* tmp = run.as<float>(static_cast<std::size_t>(std::max(rows, cols)));
   for (int p = 0; p < passes.count; ++p) {
     const gemm_detail::Part part = a_side ? passes.pass[p].a : passes.pass[p].b;
@@ -119,29 +129,32 @@ void encode_passes(const gemm_detail::MatrixRef& x, std::int64_t rows, std::int6
     if (!x.trans) {
       for (std::int64_t r = 0; r < rows; ++r) {
         const float* v = gemm_detail::load_run(x.x, r * x.ld, cols, part, tmp);
-        for (std::int64_t c = 0; c < cols; ++c) out[at(r, c)] = bf16_bits(v[c]);
+        for (std::int64_t c = 0; c < cols; ++c) out[at(r, c)] = stored_as(v[c], T{});
       }
     } else {
       for (std::int64_t c = 0; c < cols; ++c) {
         const float* v = gemm_detail::load_run(x.x, c * x.ld, rows, part, tmp);
-        for (std::int64_t r = 0; r < rows; ++r) out[at(r, c)] = bf16_bits(v[r]);
+        for (std::int64_t r = 0; r < rows; ++r) out[at(r, c)] = stored_as(v[r], T{});
       }
     }
   }
 }
 
-bool direct(const Operand& x, const gemm_detail::PassList& passes, bool a_side) {
-  if (x.format != Format::bfloat16 || passes.count != 1) return false;
+// Whether oneDNN can read x as stored: bf16 storage for a bf16 product (whole or hi: a bf16
+// value is its own hi), float32 storage read whole for a float32 one.
+bool direct(const Operand& x, const gemm_detail::PassList& passes, bool a_side, bool bf16) {
+  if (passes.count != 1) return false;
   const gemm_detail::Part part = a_side ? passes.pass[0].a : passes.pass[0].b;
-  return part != gemm_detail::Part::lo;  // whole or hi: a bf16 value is its own hi
+  if (bf16) return x.format == Format::bfloat16 && part != gemm_detail::Part::lo;
+  return x.format == Format::float32 && part == gemm_detail::Part::whole;
 }
 
-}  // namespace
-
-namespace gemm_detail {
-
-void onednn_bf16_gemm(const GemmShape& s, const Operand& a, const Operand& b,
-                      const PassList& passes, const GemmEpilogue& epilogue, bool all_threads) {
+template <class T>
+void onednn_gemm(const GemmShape& s, const Operand& a, const Operand& b,
+                 const gemm_detail::PassList& passes, const GemmEpilogue& epilogue,
+                 bool all_threads) {
+  constexpr bool kBf16 = std::is_same_v<T, std::uint16_t>;
+  constexpr dt kType = kBf16 ? dt::bf16 : dt::f32;
   if (s.m <= 0 || s.n <= 0) return;
   Scratch& sc = scratch();
   const bool in_thread = !all_threads || omp_in_parallel();
@@ -157,8 +170,8 @@ void onednn_bf16_gemm(const GemmShape& s, const Operand& a, const Operand& b,
   // B: in place when it is bf16 already, else encoded once into bf16 passes [k2, n].
   const void* bp = b.data;
   GemmShape g = s;
-  if (!direct(b, passes, false)) {
-    auto* out = sc.b.as<std::uint16_t>(static_cast<std::size_t>(k2 * s.n));
+  if (!direct(b, passes, false, kBf16)) {
+    auto* out = sc.b.as<T>(static_cast<std::size_t>(k2 * s.n));
     // Each thread encodes a range of B's columns (whole depth rows would share cache lines).
     over_rows(s.n, [&](std::int64_t c0, std::int64_t c1) {
       const gemm_detail::MatrixRef part{
@@ -178,7 +191,7 @@ void onednn_bf16_gemm(const GemmShape& s, const Operand& a, const Operand& b,
   // A and C a block of rows at a time: scratch stays the size of a block, not of the operand.
   constexpr std::int64_t kBlockRows = 512;
   const int a_bytes = numerics::traits(a.format).storage_bytes;
-  const bool a_direct = direct(a, passes, true);
+  const bool a_direct = direct(a, passes, true, kBf16);
   for (std::int64_t i0 = 0; i0 < s.m; i0 += kBlockRows) {
     const std::int64_t rows = std::min(kBlockRows, s.m - i0);
     GemmShape gb = g;
@@ -187,7 +200,7 @@ void onednn_bf16_gemm(const GemmShape& s, const Operand& a, const Operand& b,
         static_cast<const char*>(a.data) + (s.trans_a ? i0 : i0 * s.lda) * a_bytes;
     const void* ap = first_row;
     if (!a_direct) {
-      auto* out = sc.a.as<std::uint16_t>(static_cast<std::size_t>(rows * k2));
+      auto* out = sc.a.as<T>(static_cast<std::size_t>(rows * k2));
       over_rows(rows, [&](std::int64_t r0, std::int64_t r1) {
         const gemm_detail::MatrixRef part{
             {static_cast<const char*>(first_row) + (s.trans_a ? r0 : r0 * s.lda) * a_bytes,
@@ -204,7 +217,7 @@ void onednn_bf16_gemm(const GemmShape& s, const Operand& a, const Operand& b,
     if (k2 == 0) {
       std::fill(c, c + rows * s.n, 0.0f);
     } else {
-      execute(cached_matmul(gb, false, dt::bf16, in_thread), ap, bp, c);
+      execute(cached_matmul(gb, false, kType, in_thread), ap, bp, c);
     }
     constexpr std::int64_t kTileRows = 32;
     over_rows((rows + kTileRows - 1) / kTileRows, [&](std::int64_t t0, std::int64_t t1) {
@@ -213,6 +226,20 @@ void onednn_bf16_gemm(const GemmShape& s, const Operand& a, const Operand& b,
       }
     });
   }
+}
+
+}  // namespace
+
+namespace gemm_detail {
+
+void onednn_bf16_gemm(const GemmShape& s, const Operand& a, const Operand& b,
+                      const PassList& passes, const GemmEpilogue& epilogue, bool all_threads) {
+  onednn_gemm<std::uint16_t>(s, a, b, passes, epilogue, all_threads);
+}
+
+void onednn_f32_gemm(const GemmShape& s, const Operand& a, const Operand& b, const PassList& passes,
+                     const GemmEpilogue& epilogue, bool all_threads) {
+  onednn_gemm<float>(s, a, b, passes, epilogue, all_threads);
 }
 
 void onednn_sgemm_in_thread(const GemmShape& s, const float* a, const float* b, float* c,

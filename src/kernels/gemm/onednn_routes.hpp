@@ -13,6 +13,11 @@ namespace mantissa::kernels::gemm_detail {
 void onednn_bf16_gemm(const GemmShape& s, const Operand& a, const Operand& b,
                       const PassList& passes, const GemmEpilogue& epilogue, bool all_threads);
 
+// The product on oneDNN's fp32 matmul: operands not stored as float32 (or that a pass rounds)
+// are decoded into float32 first; one pass at most (the fp32 route's passes).
+void onednn_f32_gemm(const GemmShape& s, const Operand& a, const Operand& b, const PassList& passes,
+                     const GemmEpilogue& epilogue, bool all_threads);
+
 // oneDNN's sgemm on the calling thread (for small products inside a parallel region): float32
 // operands, C (+)= A B in oneDNN's order of summation.
 void onednn_sgemm_in_thread(const GemmShape& s, const float* a, const float* b, float* c,

@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "mantissa/numerics/convert.hpp"
@@ -243,6 +244,26 @@ void pack_b(const MatrixRef& b, std::int64_t k0, std::int64_t kc, std::int64_t c
     pack_straight(b.x, k0 * b.ld + c0, b.ld, cols, kc, nr, dst);
   }
   apply_part(dst, ((cols + nr - 1) / nr) * nr * kc, part);
+}
+
+}  // namespace mantissa::kernels::gemm_detail
+
+namespace mantissa::kernels::gemm_detail {
+
+void pair_panel(const float* src, std::int64_t kc, int width, std::uint32_t* dst) {
+  const auto bits = [](float x) { return std::bit_cast<std::uint32_t>(x); };
+  const std::int64_t full = kc / 2;
+  for (std::int64_t p = 0; p < full; ++p) {
+    const float* even = src + 2 * p * width;
+    const float* odd = even + width;
+    std::uint32_t* out = dst + p * width;
+    for (int x = 0; x < width; ++x) out[x] = (bits(odd[x]) & 0xffff0000u) | (bits(even[x]) >> 16);
+  }
+  if (kc % 2 != 0) {
+    const float* even = src + (kc - 1) * width;
+    std::uint32_t* out = dst + full * width;
+    for (int x = 0; x < width; ++x) out[x] = bits(even[x]) >> 16;
+  }
 }
 
 }  // namespace mantissa::kernels::gemm_detail

@@ -1,0 +1,226 @@
+#include "route_cache.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "mantissa/numerics/format.hpp"
+
+#ifndef MANTISSA_VERSION_STRING
+#define MANTISSA_VERSION_STRING "unknown"
+#endif
+
+namespace mantissa::kernels {
+namespace {
+
+// Bumped whenever a route's kernels change enough that old measurements no longer hold.
+constexpr int kGeneration = 1;
+constexpr std::int64_t kMaxFileBytes = 4 << 20;
+constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
+
+std::string identity() {
+  return cpu_identity() + ", mantissa " + MANTISSA_VERSION_STRING + ", routes " +
+         std::to_string(kGeneration);
+}
+
+std::string hex_hash(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a 64
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string errno_text() {
+  return std::strerror(errno);
+}
+
+// Closes a descriptor when it goes out of scope.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+RouteCacheLocation default_route_cache_path() {
+  std::string dir;
+  if (const char* env = std::getenv("MANTISSA_ROUTE_CACHE")) {
+    if (std::string(env) == "off") return {"", "off (MANTISSA_ROUTE_CACHE=off)"};
+    dir = env;
+  } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != 0) {
+    dir = std::string(xdg) + "/mantissa";
+  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != 0) {
+    dir = std::string(home) + "/.cache/mantissa";
+  }
+  if (dir.empty()) return {"", "off (no MANTISSA_ROUTE_CACHE, XDG_CACHE_HOME or HOME)"};
+  return {dir + "/routes-" + hex_hash(identity()) + ".txt", ""};
+}
+
+RouteCache::RouteCache(RouteCacheLocation where)
+    : path_(std::move(where.path)), note_(std::move(where.note)) {}
+
+RouteCache::RouteCache(const std::string& dir)
+    : RouteCache(dir.empty()
+                     ? RouteCacheLocation{"", "off"}
+                     : RouteCacheLocation{dir + "/routes-" + hex_hash(identity()) + ".txt", ""}) {}
+
+std::string route_cache_line(const RouteRecord& rec) {
+  std::ostringstream out;
+  const GemmKey& k = rec.key;
+  out << k.m << ' ' << k.n << ' ' << k.k << ' ' << (k.trans_a ? 'T' : 'N')
+      << (k.trans_b ? 'T' : 'N') << ' ' << numerics::name(k.format) << ' ' << k.passes << ' '
+      << (k.all_threads ? "all" : "thread") << ' ' << route_name(rec.route);
+  for (double g : rec.gflops) out << ' ' << g;
+  return out.str();
+}
+
+std::optional<RouteRecord> parse_route_cache_line(const std::string& line) {
+  std::istringstream in(line);
+  RouteRecord rec;
+  GemmKey& k = rec.key;
+  std::string trans, format, threads, route;
+  if (!(in >> k.m >> k.n >> k.k >> trans >> format >> k.passes >> threads >> route)) {
+    return std::nullopt;
+  }
+  if (k.m < 0 || k.n < 0 || k.k < 0 || k.m > kMaxDim || k.n > kMaxDim || k.k > kMaxDim) {
+    return std::nullopt;
+  }
+  if (trans.size() != 2 || (trans[0] != 'N' && trans[0] != 'T') ||
+      (trans[1] != 'N' && trans[1] != 'T')) {
+    return std::nullopt;
+  }
+  k.trans_a = trans[0] == 'T';
+  k.trans_b = trans[1] == 'T';
+  const std::optional<Format> f = numerics::parse_format(format);
+  if (!f) return std::nullopt;
+  k.format = *f;
+  if (k.passes != 1 && k.passes != 3 && k.passes != 4) return std::nullopt;
+  if (threads != "all" && threads != "thread") return std::nullopt;
+  k.all_threads = threads == "all";
+  const std::optional<MatmulRoute> r = find_named(precision::kMatmulRouteNames, route);
+  if (!r || *r == MatmulRoute::automatic) return std::nullopt;
+  rec.route = *r;
+  for (double& g : rec.gflops) {
+    if (!(in >> g) || !std::isfinite(g) || g < 0) return std::nullopt;
+  }
+  std::string extra;
+  if (in >> extra) return std::nullopt;
+  rec.source = RouteSource::cached;
+  return rec;
+}
+
+void RouteCache::turn_off(const std::string& why) {
+  note_ = "off: " + why;
+  path_.clear();
+  loaded_ = true;
+}
+
+void RouteCache::load() {
+  loaded_ = true;
+  if (path_.empty()) return;
+  Fd f{::open(path_.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)};
+  if (f.fd < 0) {
+    if (errno != ENOENT) turn_off("cannot read " + path_ + ": " + errno_text());
+    return;
+  }
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    turn_off(path_ + " is not a regular file");
+    return;
+  }
+  if (st.st_size > kMaxFileBytes) {
+    turn_off(path_ + " is larger than " + std::to_string(kMaxFileBytes) + " bytes");
+    return;
+  }
+  std::string text(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(f.fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  text.resize(got);
+  std::istringstream lines(text);
+  std::string line;
+  int bad = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (std::optional<RouteRecord> rec = parse_route_cache_line(line)) {
+      entries_.emplace(rec->key, *rec);  // the first record of a key counts
+    } else {
+      ++bad;
+    }
+  }
+  if (bad > 0) note_ = std::to_string(bad) + " malformed line(s) in " + path_ + " ignored";
+}
+
+std::optional<RouteRecord> RouteCache::find(const GemmKey& key) {
+  if (!loaded_) load();
+  const auto it = entries_.find(key);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second;
+}
+
+RouteRecord RouteCache::add(const RouteRecord& rec) {
+  if (!loaded_) load();
+  if (path_.empty()) return rec;
+  std::error_code ec;
+  const std::filesystem::path file(path_);
+  std::filesystem::create_directories(file.parent_path(), ec);
+  if (ec) {
+    turn_off("cannot create " + file.parent_path().string() + ": " + ec.message());
+    return rec;
+  }
+  Fd lock{::open((path_ + ".lock").c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644)};
+  if (lock.fd < 0 || ::flock(lock.fd, LOCK_EX) != 0) {
+    turn_off("cannot lock " + path_ + ".lock: " + errno_text());
+    return rec;
+  }
+  // Under the lock: what other processes added since this one read the file.
+  entries_.clear();
+  load();
+  if (path_.empty()) return rec;
+  if (const auto it = entries_.find(rec.key); it != entries_.end()) return it->second;
+  Fd out{::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644)};
+  struct stat st {};
+  if (out.fd < 0 || ::fstat(out.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    turn_off("cannot write " + path_ + ": " + errno_text());
+    return rec;
+  }
+  std::string text;
+  if (st.st_size == 0) text = "# mantissa route cache: " + identity() + "\n";
+  text += route_cache_line(rec) + "\n";
+  std::size_t put = 0;
+  while (put < text.size()) {
+    const ssize_t n = ::write(out.fd, text.data() + put, text.size() - put);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      turn_off("cannot write " + path_ + ": " + errno_text());
+      return rec;
+    }
+    put += static_cast<std::size_t>(n);
+  }
+  entries_.emplace(rec.key, rec);
+  return rec;
+}
+
+RouteCacheStatus RouteCache::status() const {
+  return {path_, note_, static_cast<int>(entries_.size())};
+}
+
+}  // namespace mantissa::kernels

@@ -1,0 +1,146 @@
+// Routes chosen by measurement (gemm_route.hpp): the process's table of choices, the
+// measurement itself, and the hand-off to the machine's cache (route_cache.hpp).
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "mantissa/error.hpp"
+#include "mantissa/kernels/gemm_route.hpp"
+#include "route_cache.hpp"
+
+namespace mantissa::kernels {
+namespace {
+
+constexpr double kBudgetSeconds = 0.002;  // time each route this long ...
+constexpr int kMaxCalls = 20;             // ... in at most this many calls (after a warm-up)
+
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Selector {
+  std::mutex mu;
+  std::map<GemmKey, RouteRecord> table;
+  std::function<double()> clock = steady_seconds;
+  RouteCache cache{default_route_cache_path()};
+};
+
+Selector& selector() {
+  static Selector s;
+  return s;
+}
+
+// The fastest call of `route` on the key, in GFLOP/s.
+double time_route(const GemmKey& key, MatmulRoute route,
+                  const std::function<void(MatmulRoute)>& probe,
+                  const std::function<double()>& clock) {
+  probe(route);  // warm-up: primitive creation, first touch of scratch
+  double best = 0, spent = 0;
+  for (int call = 0; call < kMaxCalls && (call < 2 || spent < kBudgetSeconds); ++call) {
+    const double t0 = clock();
+    probe(route);
+    const double dt = clock() - t0;
+    spent += dt;
+    if (call == 0 || dt < best) best = dt;
+  }
+  const double flops = 2.0 * static_cast<double>(key.m) * static_cast<double>(key.n) *
+                       static_cast<double>(std::max<std::int64_t>(key.k, 1));
+  return best > 0 ? flops / best * 1e-9 : 1e30;  // a call too fast for the clock: "infinite"
+}
+
+RouteRecord measure(const GemmKey& key, const std::function<void(MatmulRoute)>& probe,
+                    const std::function<double()>& clock) {
+  RouteRecord rec;
+  rec.key = key;
+  rec.source = RouteSource::measured;
+  double best = -1;
+  for (MatmulRoute r : routes_for(key.format)) {
+    const double rate = time_route(key, r, probe, clock);
+    rec.gflops[static_cast<std::size_t>(r)] = rate;
+    if (rate > best) {  // ties keep the earlier route in table order
+      best = rate;
+      rec.route = r;
+    }
+  }
+  return rec;
+}
+
+}  // namespace
+
+MatmulRoute choose_route(const GemmKey& key, MatmulRoute preference,
+                         const std::function<void(MatmulRoute)>& probe) {
+  preference = effective_preference(key.format, preference);
+  if (preference != MatmulRoute::automatic) {
+    check_route(key.format, preference);
+    return preference;
+  }
+  Selector& s = selector();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (auto it = s.table.find(key); it != s.table.end()) return it->second.route;
+  if (std::optional<RouteRecord> hit = s.cache.find(key)) {
+    if (route_unavailable(hit->route, key.format).empty()) {
+      s.table[key] = *hit;
+      return hit->route;
+    }
+  }
+  RouteRecord rec = measure(key, probe, s.clock);
+  // Another process may have measured the same key meanwhile: the first record stays, so
+  // that every process on this machine takes the same route.
+  rec = s.cache.add(rec);
+  s.table[key] = rec;
+  return rec.route;
+}
+
+std::vector<RouteRecord> route_records() {
+  Selector& s = selector();
+  std::lock_guard<std::mutex> lock(s.mu);
+  std::vector<RouteRecord> out;
+  out.reserve(s.table.size());
+  for (const auto& [key, rec] : s.table) out.push_back(rec);
+  return out;
+}
+
+std::vector<RouteRecord> pin_routes(const std::vector<RouteRecord>& records) {
+  Selector& s = selector();
+  std::lock_guard<std::mutex> lock(s.mu);
+  std::vector<RouteRecord> refused;
+  for (RouteRecord rec : records) {
+    if (rec.route == MatmulRoute::automatic ||
+        !route_unavailable(rec.route, rec.key.format).empty()) {
+      refused.push_back(rec);
+      continue;
+    }
+    rec.source = RouteSource::pinned;
+    s.table[rec.key] = rec;
+  }
+  return refused;
+}
+
+void clear_routes() {
+  Selector& s = selector();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.table.clear();
+}
+
+void set_route_clock(std::function<double()> clock) {
+  Selector& s = selector();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.clock = clock ? std::move(clock) : std::function<double()>(steady_seconds);
+}
+
+RouteCacheStatus route_cache_status() {
+  Selector& s = selector();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.cache.status();
+}
+
+void set_route_cache_path(const std::string& path) {
+  Selector& s = selector();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.table.clear();
+  s.cache = RouteCache(path);
+}
+
+}  // namespace mantissa::kernels
