@@ -66,6 +66,7 @@ int run_interleaved(const BenchArgs& a, const dist::Communicator& world) {
     std::printf("%s\n", train::format_bench_report(r).c_str());
     append_json(a.json, r);
   }
+  std::printf("%s\n", kernels::route_table_text(rs.back().routes).c_str());
   std::printf("interleaved in one process: %s per second against %s's (median step)\n",
               rs.front().unit.c_str(), rs.front().precision.c_str());
   for (const train::BenchResult& r : rs) {
@@ -111,7 +112,8 @@ int run(BenchArgs a, const dist::Communicator& world) {
       c, a.options, [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); },
       bible_kjv_text, world);
   if (!world.is_root()) return 0;  // rank 0 reports for the job
-  std::printf("%s", train::format_bench_report(r).c_str());
+  std::printf("%s\n%s", train::format_bench_report(r).c_str(),
+              kernels::route_table_text(r.routes).c_str());
   append_json(a.json, r);
   return 0;
 }
@@ -133,8 +135,9 @@ Action register_bench_command(CLI::App& app, const dist::Communicator& world) {
   cmd->add_option("--opt-level", a->opt_level, "precision_opt_level 0 | 1 | 2 (default: config's)");
   cmd->add_option("--loss-scaling", a->loss_scaling, "dynamic or a number (the loss scale)");
   cmd->add_option("--route", a->route,
-                  "Matrix products: automatic | fp32 | native_bf16 (default: the config's "
-                  "precision.matmul_route, automatic)");
+                  "Matrix products: " + names_of(precision::kMatmulRouteNames) +
+                      " (default: the config's "
+                      "precision.matmul_route, automatic)");
   cmd->add_option("--master-weights", a->master_weights,
                   "float32 | bfloat16 | bfloat16_stochastic | bfloat16_kahan (default: the "
                   "config's precision.master_weights)");

@@ -1,6 +1,8 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "commands.hpp"
 #include "mantissa/error.hpp"
@@ -52,6 +54,17 @@ Action register_formats_command(CLI::App& app) {
       fmt::print("  fp8 linear layers: {}\n",
                  kernels::describe_route(numerics::Format::float8_e4m3, 1,
                                          precision::MatmulRoute::automatic));
+      // A sample product per format and POL, timed on every route this CPU has (or read from
+      // this machine's route cache): what automatic takes for a product of this size.
+      std::vector<kernels::RouteRecord> sample;
+      for (const auto& [f, pol] :
+           {std::pair{numerics::Format::float32, 1}, std::pair{numerics::Format::bfloat16, 1},
+            std::pair{numerics::Format::float16, 1}, std::pair{numerics::Format::float16, 2},
+            std::pair{numerics::Format::cbfloat16, 1},
+            std::pair{numerics::Format::float8_e4m3, 1}}) {
+        sample.push_back(kernels::sample_route(f, precision::matmul_passes(f, pol), 1024));
+      }
+      fmt::print("\n{}", kernels::route_table_text(sample));
     }
     return 0;
   };

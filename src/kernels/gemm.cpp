@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "gemm/blocked_gemm.hpp"
 #include "gemm/onednn_routes.hpp"
@@ -115,6 +116,25 @@ void gemm_in_thread(const GemmShape& s, Operand a, Operand b, float* c, bool acc
 void gemm_in_thread(const GemmShape& s, Operand a, Operand b, const GemmEpilogue& epilogue,
                     const GemmPrecision& p) {
   run(s, a, b, epilogue, p, false);
+}
+
+RouteRecord sample_route(Format format, int passes, std::int64_t n) {
+  const int bytes = numerics::traits(format).storage_bytes;
+  std::vector<float> values(static_cast<std::size_t>(n * n));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    values[i] = 1.0f / static_cast<float>(1 + i % 7) - 0.25f;
+  }
+  std::vector<unsigned char> stored(values.size() * static_cast<std::size_t>(bytes));
+  numerics::encode_array(values.data(), values.size(), format, stored.data());
+  std::vector<float> c(values.size());
+  const GemmPrecision p{format, passes, GemmAlgorithm::automatic, MatmulRoute::automatic};
+  const Operand x(stored.data(), format);
+  gemm(GemmShape::dense(n, n, n), x, x, c.data(), false, p);
+  const GemmKey key{n, n, n, false, false, format, passes, !omp_in_parallel()};
+  for (const RouteRecord& r : route_records()) {
+    if (r.key == key) return r;
+  }
+  throw Error("sample_route: no route recorded for " + describe(key));
 }
 
 void gemm_bf16_ref(const GemmShape& s, Operand a, Operand b, float* c, bool accumulate,

@@ -3,6 +3,7 @@
 #include <cpuid.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -187,6 +188,40 @@ std::string describe_concrete_route(MatmulRoute route) {
       break;
   }
   return "automatic";
+}
+
+std::string route_table_text(const std::vector<RouteRecord>& records) {
+  const RouteCacheStatus cache = route_cache_status();
+  std::string out = "matrix-product routes on " + cpu_identity() +
+                    " (route cache: " + (cache.path.empty() ? "none" : cache.path) +
+                    (cache.note.empty() ? "" : "; " + cache.note) + ")\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-50s %-12s %-9s", "product", "route", "chosen");
+  out += line;
+  for (const auto& named : precision::kMatmulRouteNames) {
+    if (named.value == MatmulRoute::automatic) continue;
+    std::snprintf(line, sizeof line, " %12s", std::string(named.name).c_str());
+    out += line;
+  }
+  out += "  (GFLOP/s)\n";
+  for (const RouteRecord& r : records) {
+    std::snprintf(line, sizeof line, "  %-50s %-12s %-9s", describe(r.key).c_str(),
+                  std::string(route_name(r.route)).c_str(),
+                  std::string(name_of(kRouteSourceNames, r.source)).c_str());
+    out += line;
+    for (const auto& named : precision::kMatmulRouteNames) {
+      if (named.value == MatmulRoute::automatic) continue;
+      const double g = r.gflops[static_cast<std::size_t>(named.value)];
+      if (g > 0) {
+        std::snprintf(line, sizeof line, " %12.1f", g);
+      } else {
+        std::snprintf(line, sizeof line, " %12s", "-");
+      }
+      out += line;
+    }
+    out += "\n";
+  }
+  return out;
 }
 
 std::string describe_route(Format half, int opt_level, MatmulRoute preference) {

@@ -78,7 +78,7 @@ RouteCache::RouteCache(const std::string& dir)
                      ? RouteCacheLocation{"", "off"}
                      : RouteCacheLocation{dir + "/routes-" + hex_hash(identity()) + ".txt", ""}) {}
 
-std::string route_cache_line(const RouteRecord& rec) {
+std::string route_record_line(const RouteRecord& rec) {
   std::ostringstream out;
   const GemmKey& k = rec.key;
   out << k.m << ' ' << k.n << ' ' << k.k << ' ' << (k.trans_a ? 'T' : 'N')
@@ -88,7 +88,7 @@ std::string route_cache_line(const RouteRecord& rec) {
   return out.str();
 }
 
-std::optional<RouteRecord> parse_route_cache_line(const std::string& line) {
+std::optional<RouteRecord> parse_route_record_line(const std::string& line) {
   std::istringstream in(line);
   RouteRecord rec;
   GemmKey& k = rec.key;
@@ -160,7 +160,7 @@ void RouteCache::load() {
   int bad = 0;
   while (std::getline(lines, line)) {
     if (line.empty() || line[0] == '#') continue;
-    if (std::optional<RouteRecord> rec = parse_route_cache_line(line)) {
+    if (std::optional<RouteRecord> rec = parse_route_record_line(line)) {
       entries_.emplace(rec->key, *rec);  // the first record of a key counts
     } else {
       ++bad;
@@ -204,7 +204,7 @@ RouteRecord RouteCache::add(const RouteRecord& rec) {
   }
   std::string text;
   if (st.st_size == 0) text = "# mantissa route cache: " + identity() + "\n";
-  text += route_cache_line(rec) + "\n";
+  text += route_record_line(rec) + "\n";
   std::size_t put = 0;
   while (put < text.size()) {
     const ssize_t n = ::write(out.fd, text.data() + put, text.size() - put);

@@ -42,8 +42,4 @@ class RouteCache {
   std::map<GemmKey, RouteRecord> entries_;
 };
 
-// One record as a cache line and back (nullopt for a line that does not parse).
-std::string route_cache_line(const RouteRecord& rec);
-std::optional<RouteRecord> parse_route_cache_line(const std::string& line);
-
 }  // namespace mantissa::kernels

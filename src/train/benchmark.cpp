@@ -116,6 +116,7 @@ std::string step_line(const BenchResult& r, bool timed, std::int64_t s, std::int
 
 // The medians and rates from the timed steps.
 void summarize_steps(BenchResult& r) {
+  r.routes = kernels::route_records();
   r.median_seconds = detail::median(r.step_seconds);
   r.items_per_second = static_cast<double>(r.items_per_step) / r.median_seconds;
   r.achieved_gflops = r.flops_per_step / r.median_seconds / 1e9;

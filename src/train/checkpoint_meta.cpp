@@ -2,6 +2,7 @@
 // field read from a file is checked for type and range before anything uses it.
 #include <charconv>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "mantissa/error.hpp"
 #include "mantissa/precision/policy.hpp"
@@ -71,6 +72,11 @@ std::map<std::string, std::string> encode_checkpoint_meta(const CheckpointMeta& 
   m["rng"] = json{{"seed", meta.rng.seed}, {"counter", meta.rng.counter}}.dump();
   m["dist_ranks"] = std::to_string(meta.dist_ranks);
   if (meta.scaler) m["scaler"] = amp::encode_scaler_state(*meta.scaler);
+  if (!meta.routes.empty()) {
+    std::string lines;
+    for (const kernels::RouteRecord& r : meta.routes) lines += kernels::route_record_line(r) + "\n";
+    m["routes"] = lines;
+  }
   return m;
 }
 
@@ -110,6 +116,23 @@ CheckpointMeta decode_checkpoint_meta(const std::map<std::string, std::string>& 
       meta.scaler = amp::decode_scaler_state(f.text("scaler"));
     } catch (const Error& e) {
       throw Error(path + ": checkpoint metadata 'scaler': " + e.what());
+    }
+  }
+  if (f.has("routes")) {
+    constexpr std::size_t kMaxRoutes = 100000;
+    std::istringstream lines(f.text("routes"));
+    std::string line;
+    std::size_t number = 0;
+    while (std::getline(lines, line)) {
+      ++number;
+      std::optional<kernels::RouteRecord> r = kernels::parse_route_record_line(line);
+      if (!r || meta.routes.size() >= kMaxRoutes) {
+        f.bad("routes", "at most " + std::to_string(kMaxRoutes) +
+                            " lines '<m> <n> <k> <NN|NT|TN|TT> <format> <passes> <all|thread> "
+                            "<route> <GFLOP/s per route>' (line " +
+                            std::to_string(number) + " is not)");
+      }
+      meta.routes.push_back(*r);
     }
   }
   return meta;

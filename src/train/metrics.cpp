@@ -20,6 +20,7 @@ constexpr const char* kRun = "run";
 constexpr const char* kStep = "step";
 constexpr const char* kEvalStep = "eval_step";
 constexpr const char* kSkippedStep = "skipped_step";
+constexpr const char* kRoutes = "routes";
 
 std::string per_second_key(std::string_view unit) {
   return std::string(unit) + "_per_s";
@@ -205,6 +206,50 @@ RunRecord read_run(const Fields& f) {
   return r;
 }
 
+// One product of a routes record: its key and rates as the route line that
+// kernels::parse_route_record_line checks, and its source.
+kernels::RouteRecord read_route(const Fields& f, const json& p, std::size_t index) {
+  const std::string what = "products[" + std::to_string(index) + "]";
+  const auto need = [&](const char* key, bool ok) {
+    if (!p.contains(key) || !ok) f.fail("'" + what + "." + key + "' is missing or mistyped");
+  };
+  need("m", p.is_object() && p.contains("m") && p["m"].is_number_integer());
+  need("n", p.contains("n") && p["n"].is_number_integer());
+  need("k", p.contains("k") && p["k"].is_number_integer());
+  for (const char* key : {"trans", "format", "threads", "route", "source"}) {
+    need(key, p.contains(key) && p[key].is_string());
+  }
+  need("passes", p.contains("passes") && p["passes"].is_number_integer());
+  need("gflops", p.contains("gflops") && p["gflops"].is_object());
+  std::ostringstream line;
+  line << p["m"].get<std::int64_t>() << ' ' << p["n"].get<std::int64_t>() << ' '
+       << p["k"].get<std::int64_t>() << ' ' << p["trans"].get<std::string>() << ' '
+       << p["format"].get<std::string>() << ' ' << p["passes"].get<std::int64_t>() << ' '
+       << p["threads"].get<std::string>() << ' ' << p["route"].get<std::string>();
+  // Rates in the table's order (the RouteRecord's index); automatic is never measured.
+  for (const auto& named : precision::kMatmulRouteNames) {
+    const auto it = p["gflops"].find(std::string(named.name));
+    line << ' ' << (it != p["gflops"].end() && it->is_number() ? it->get<double>() : 0.0);
+  }
+  std::optional<kernels::RouteRecord> r = kernels::parse_route_record_line(line.str());
+  const std::optional<kernels::RouteSource> source =
+      find_named(kernels::kRouteSourceNames, p["source"].get<std::string>());
+  if (!r || !source) f.fail("'" + what + "' is not a product with a route and its rates");
+  r->source = *source;
+  return *r;
+}
+
+RoutesRecord read_routes(const Fields& f) {
+  RoutesRecord r;
+  r.step = f.integer(kRoutes);
+  const json& products = f.required("products");
+  if (!products.is_array()) f.fail("'products' is not a list");
+  for (std::size_t i = 0; i < products.size(); ++i) {
+    r.products.push_back(read_route(f, products[i], i));
+  }
+  return r;
+}
+
 template <class Record>
 void drop_after(std::vector<Record>& v, std::int64_t step) {
   v.erase(std::remove_if(v.begin(), v.end(), [&](const Record& r) { return r.step > step; }),
@@ -244,6 +289,29 @@ std::string metrics_line(const EvalRecord& r) {
 
 std::string metrics_line(const SkipRecord& r) {
   return write_fields(r, kSkipFields).dump();
+}
+
+std::string metrics_line(const RoutesRecord& r) {
+  json products = json::array();
+  for (const kernels::RouteRecord& rec : r.products) {
+    const kernels::GemmKey& k = rec.key;
+    json rates = json::object();
+    for (const auto& named : precision::kMatmulRouteNames) {
+      const double g = rec.gflops[static_cast<std::size_t>(named.value)];
+      if (g > 0) rates[std::string(named.name)] = g;
+    }
+    products.push_back({{"m", k.m},
+                        {"n", k.n},
+                        {"k", k.k},
+                        {"trans", std::string(k.trans_a ? "T" : "N") + (k.trans_b ? "T" : "N")},
+                        {"format", numerics::name(k.format)},
+                        {"passes", k.passes},
+                        {"threads", k.all_threads ? "all" : "thread"},
+                        {"route", precision::route_name(rec.route)},
+                        {"source", name_of(kernels::kRouteSourceNames, rec.source)},
+                        {"gflops", rates}});
+  }
+  return json{{kRoutes, r.step}, {"products", products}}.dump();
 }
 
 namespace {
@@ -294,6 +362,7 @@ RunLog parse_metrics(std::string_view text, const std::string& source) {
       drop_after(log.windows, log.run.start_step);
       drop_after(log.evals, log.run.start_step);
       drop_after(log.skips, log.run.start_step);
+      drop_after(log.routes, log.run.start_step);
       continue;
     }
     if (!have_run) {
@@ -309,8 +378,10 @@ RunLog parse_metrics(std::string_view text, const std::string& source) {
       log.evals.push_back(read_fields<EvalRecord>(Fields(j, where, kEvalStep), kEvalFields));
     } else if (j.contains(kSkippedStep)) {
       log.skips.push_back(read_fields<SkipRecord>(Fields(j, where, kSkippedStep), kSkipFields));
+    } else if (j.contains(kRoutes)) {
+      log.routes.push_back(read_routes(Fields(j, where, kRoutes)));
     } else {
-      throw Error(where + ": not a run, step, eval_step or skipped_step record");
+      throw Error(where + ": not a run, step, eval_step, skipped_step or routes record");
     }
   }
   if (!have_run) throw Error(source + ": no run record (is this a mantissa metrics.jsonl?)");

@@ -91,6 +91,17 @@ void Trainer::reconcile_settings(const std::string& path, const TrainerConfig& t
   }
 }
 
+void Trainer::take_routes(const std::vector<kernels::RouteRecord>& routes) {
+  const std::vector<kernels::RouteRecord> refused = kernels::pin_routes(routes);
+  if (!refused.empty()) {
+    log(std::to_string(refused.size()) + " of the checkpoint's " + std::to_string(routes.size()) +
+        " matrix-product routes cannot run on this CPU (first: " +
+        kernels::describe(refused.front().key) + " on " +
+        std::string(precision::route_name(refused.front().route)) +
+        "): those shapes are measured again, and the run does not continue bit for bit");
+  }
+}
+
 void Trainer::restore(const std::string& path, const Checkpoint& c, bool for_training,
                       ResumeSettings settings) {
   const CheckpointMeta meta = decode_checkpoint_meta(c.metadata, path);
@@ -116,6 +127,7 @@ void Trainer::restore(const std::string& path, const Checkpoint& c, bool for_tra
     fp8_->load_state_tensors(under_prefix(kFp8Prefix, c.tensors));
     task_->set_loader_state(meta.train_loader);
     task_->set_rng_state(meta.rng);
+    take_routes(meta.routes);
     if (take_scaler_state) {
       if (meta.scaler) {
         scaler_->load_state(*meta.scaler);

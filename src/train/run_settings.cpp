@@ -12,12 +12,13 @@ std::string yes_no(bool b) {
   return b ? "true" : "false";
 }
 
-// The configured route word and the route products of `half` take here, with its reason.
+// The route products of `half` take under the configured matmul_route ("automatic (the
+// fastest of ...)" or the named route), and what POL does to float16 / cbfloat16 operands.
 std::string route_text(const precision::Policy& policy) {
   std::string route = kernels::describe_route(policy.half, policy.opt_level, policy.matmul_route);
   const std::string prefix = std::string(numerics::name(policy.half)) + ": ";
   if (route.rfind(prefix, 0) == 0) route.erase(0, prefix.size());
-  return std::string(precision::route_name(policy.matmul_route)) + ": " + route;
+  return route;
 }
 
 // loss_scaling_factor as configured: "dynamic" or the static scale.

@@ -87,6 +87,28 @@ const dist::ReducerStats* Trainer::reducer_stats() const {
   return dp_->stats();
 }
 
+void Trainer::record_new_routes() {
+  const std::vector<kernels::RouteRecord> routes = kernels::route_records();
+  if (routes.size() == routes_recorded_) return;
+  if (routes_recorded_ == 0) {
+    std::map<std::string, int> by_route, by_source;
+    for (const kernels::RouteRecord& r : routes) {
+      ++by_route[std::string(precision::route_name(r.route))];
+      ++by_source[std::string(name_of(kernels::kRouteSourceNames, r.source))];
+    }
+    std::string line = "matrix products: " + std::to_string(routes.size()) + " shapes on routes";
+    for (const auto& [route, n] : by_route) line += " " + route + " x" + std::to_string(n);
+    line += " (";
+    for (const auto& [source, n] : by_source) {
+      line += (line.back() == '(' ? "" : ", ") + std::to_string(n) + " " + source;
+    }
+    line += "; each shape's rates in metrics.jsonl)";
+    log(line);
+  }
+  routes_recorded_ = routes.size();
+  write_metrics(metrics_line(RoutesRecord{global_step_, routes}));
+}
+
 void Trainer::write_metrics(const std::string& json_line) {
   if (dp_->is_root()) metrics_->append(json_line);  // rank 0 writes for the job
 }
@@ -112,6 +134,7 @@ std::map<std::string, std::string> Trainer::state_metadata() const {
   m.rng = task_->rng_state();
   m.scaler = scaler_->state();
   m.dist_ranks = dp_->size();
+  m.routes = kernels::route_records();
   return encode_checkpoint_meta(m);
 }
 
@@ -392,6 +415,7 @@ void Trainer::train_steps(RunSummary& summary, std::int64_t eval_every, std::int
       break;
     }
     const auto [step_loss, report] = train_step();
+    record_new_routes();
     if (!report.stepped)
       write_metrics(
           metrics_line(SkipRecord{global_step_, report.loss_scale, report.nonfinite_params}));

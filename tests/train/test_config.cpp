@@ -198,7 +198,7 @@ TEST(Config, NameTablesCoverTheirEnums) {
   expect_one_word_each(amp::kStuckPolicyNames, 3);
   expect_one_word_each(optim::kCyclicModeNames, 3);
   expect_one_word_each(optim::kAnnealNames, 2);
-  expect_one_word_each(precision::kMatmulRouteNames, 3);
+  expect_one_word_each(precision::kMatmulRouteNames, precision::kMatmulRouteCount);
   EXPECT_EQ(find_named(kModelNames, "GPT"), std::nullopt);  // words are exact
 }
 

@@ -224,7 +224,7 @@ TEST(MetricsReader, BrokenFilesAreNamedByFileAndLine) {
   EXPECT_EQ(expect_error(head + R"({"skipped_step":3,"loss_scale":1.0,"overflowed":"w"})"),
             "runs/x/metrics.jsonl:2: 'overflowed' is a string, expected a list of strings");
   EXPECT_EQ(expect_error(head + R"({"what":1})"),
-            "runs/x/metrics.jsonl:2: not a run, step, eval_step or skipped_step record");
+            "runs/x/metrics.jsonl:2: not a run, step, eval_step, skipped_step or routes record");
   EXPECT_EQ(expect_error(good),
             "runs/x/metrics.jsonl:1: a record before the run record (every run writes one first; "
             "this file was not written by mantissa train, or by an older version)");

@@ -64,9 +64,9 @@ TEST(RunSettings, ADynamicScalerRecordsEveryOption) {
       {"max_gradient_value", "0.5"},
   };
   EXPECT_EQ(rows, expected);
-  // The route asked for, then the one taken: fp32 FMA, POL 2 rounding float16 to bfloat16.
-  EXPECT_EQ(route.rfind("fp32: fp32 FMA (mantissa GEMM, ", 0), 0u) << route;
-  EXPECT_NE(route.find("), inputs rounded to bfloat16 (POL 2)"), std::string::npos) << route;
+  // The route asked for: mantissa's fp32 FMA GEMM, POL 2 rounding float16 to bfloat16.
+  EXPECT_EQ(route.rfind("fp32 (mantissa GEMM, fp32 FMA, ", 0), 0u) << route;
+  EXPECT_NE(route.find("); inputs rounded to bfloat16 (POL 2)"), std::string::npos) << route;
 }
 
 TEST(RunSettings, DefaultsAreFilledInPerFormat) {
@@ -94,7 +94,7 @@ TEST(RunSettings, DefaultsAreFilledInPerFormat) {
       {"max_gradient_value", "unset"},
   };
   EXPECT_EQ(rows, expected);
-  EXPECT_EQ(route.rfind("automatic: ", 0), 0u) << route;
+  EXPECT_EQ(route.rfind("automatic (the fastest of ", 0), 0u) << route;
 }
 
 TEST(RunSettings, WithoutADynamicScalerOnlyTheFactorIsRecorded) {
@@ -113,8 +113,9 @@ TEST(RunSettings, WithoutADynamicScalerOnlyTheFactorIsRecorded) {
                   {"loss_scaling_factor", "dynamic, ignored: mixed precision is off (no scaler)"},
                   {"max_gradient_norm", "unset"},
                   {"max_gradient_value", "unset"}}));
-  EXPECT_EQ(route.rfind("automatic: fp32 FMA (mantissa GEMM, ", 0), 0u) << route;
-  EXPECT_EQ(route.find(';'), std::string::npos) << "float32 has no bf16 units to weigh: " << route;
+  // float32 values choose among the fp32 routes only.
+  EXPECT_EQ(route.rfind("automatic (the fastest of fp32, onednn_fp32, measured", 0), 0u) << route;
+  EXPECT_EQ(route.find("bf16"), std::string::npos) << "float32 has no bf16 routes: " << route;
   // Static scaling: the scale, and log_loss_scale's default for it (off).
   EXPECT_EQ(rows_of({"fp16_type=float16", "loss_scaling_factor=1024"}, route),
             (Rows{{"enabled", "true"},

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -101,8 +102,19 @@ struct RouteRecord {
 MatmulRoute choose_route(const GemmKey& key, MatmulRoute preference,
                          const std::function<void(MatmulRoute)>& probe);
 
+// The route of an n x n x n product of `format` values at `passes` on all threads, chosen
+// under automatic (measured here, or from the cache) with operands made here: the sample
+// `mantissa formats` shows. Returns its record.
+RouteRecord sample_route(Format format, int passes, std::int64_t n);
+
 // Every choice made under automatic in this process, in key order.
 std::vector<RouteRecord> route_records();
+// One record as one line of text ("2048 1536 384 NT bfloat16 1 all bf16 95.1 100.2 170.5
+// 196.7 0": key, route, GFLOP/s per route in table order) and back: nullopt for a line that
+// does not parse or holds a value out of range. The machine cache and checkpoints use it.
+std::string route_record_line(const RouteRecord& rec);
+std::optional<RouteRecord> parse_route_record_line(const std::string& line);
+
 // Takes these choices for their keys from now on (source pinned), e.g. a checkpoint's.
 // Returns the records it could not take (a route this CPU cannot run); those keys are
 // measured again when used.
@@ -132,6 +144,11 @@ const std::string& cpu_identity();
 // per product shape among fp32, onednn_fp32, bf16, onednn_bf16)" or
 // "bfloat16: bf16 (mantissa GEMM, AVX512-BF16 dot products), 1 pass".
 std::string describe_route(Format half, int opt_level, MatmulRoute preference);
+// The records as a table, one product shape a row: the route taken, how it was chosen, and
+// the GFLOP/s measured on each route ("-" where not measured or not runnable here); a first
+// line names the CPU and the route cache.
+std::string route_table_text(const std::vector<RouteRecord>& records);
+
 // One line for a concrete route: "bf16 (mantissa GEMM, AVX512-BF16 dot products)".
 std::string describe_concrete_route(MatmulRoute route);
 

@@ -11,6 +11,7 @@
 
 #include "mantissa/data/datasets.hpp"
 #include "mantissa/dist/communicator.hpp"
+#include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/kernels/profiler.hpp"
 #include "mantissa/train/config.hpp"
 #include "mantissa/train/trainer.hpp"
@@ -26,8 +27,9 @@ struct BenchOptions {
 };
 
 struct BenchResult {
-  std::string model, precision, unit;  // unit: tokens or samples
-  std::string route;                   // how the matrix products run (describe_route)
+  std::string model, precision, unit;        // unit: tokens or samples
+  std::string route;                         // how the matrix products run (describe_route)
+  std::vector<kernels::RouteRecord> routes;  // the routes chosen in this process so far
   std::int64_t parameters = 0;
   std::int64_t items_per_step = 0;
   std::vector<double> step_seconds;  // timed steps, in order

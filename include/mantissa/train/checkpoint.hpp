@@ -14,6 +14,7 @@
 
 #include "mantissa/amp/grad_scaler.hpp"
 #include "mantissa/data/loaders.hpp"
+#include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/tensor/random.hpp"
 #include "mantissa/tensor/tensor.hpp"
 
@@ -37,6 +38,9 @@ struct CheckpointMeta {
   tensor::RngState rng;
   std::optional<amp::ScalerState> scaler;
   std::int64_t dist_ranks = 1;  // the processes of the job that wrote it (absent: 1)
+  // The matrix-product routes the run had chosen (absent in older checkpoints): a resume
+  // takes the same ones, so that it continues bit for bit.
+  std::vector<kernels::RouteRecord> routes;
 };
 // The metadata strings for `meta` (a key per field), and back: every field checked (integers
 // >= 0, fp16_type a half format or float32, the scaler state in range); mantissa::Error

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/names.hpp"
 #include "mantissa/numerics/format.hpp"
 
@@ -83,11 +84,20 @@ struct SkipRecord {
   std::vector<std::string> overflowed;  // parameters whose gradients held inf or NaN
 };
 
+// The matrix-product routes the run has chosen so far (kernels::route_records()), written
+// after the first step that chose a new one: {"routes": <step>, "products": [{"m", "n",
+// "k", "trans", "format", "passes", "threads", "route", "source", "gflops": {route: rate}}]}.
+struct RoutesRecord {
+  std::int64_t step = 0;
+  std::vector<kernels::RouteRecord> products;
+};
+
 // One line each (no newline). Non-finite numbers are written as null.
 std::string metrics_line(const RunRecord& r);
 std::string metrics_line(const WindowRecord& r, std::string_view unit);
 std::string metrics_line(const EvalRecord& r);
 std::string metrics_line(const SkipRecord& r);
+std::string metrics_line(const RoutesRecord& r);
 
 // A run as its metrics.jsonl tells it. A run record starts a run over: records of steps
 // after its start_step (from an earlier run in the same directory, or past the checkpoint a
@@ -98,6 +108,7 @@ struct RunLog {
   std::vector<WindowRecord> windows;
   std::vector<EvalRecord> evals;
   std::vector<SkipRecord> skips;
+  std::vector<RoutesRecord> routes;
 };
 
 // Parses metrics.jsonl text. Throws mantissa::Error "<source>:<line>: ..." for a line that is

@@ -188,6 +188,10 @@ class Trainer {
   bool stop_requested() const;
   void log(const std::string& line) const;
   void write_metrics(const std::string& json_line);
+  // A checkpoint's matrix-product routes, taken for this run (said when some cannot be).
+  void take_routes(const std::vector<kernels::RouteRecord>& routes);
+  // After a step that chose new routes: a routes record, and at the first, a line saying so.
+  void record_new_routes();
 
   TrainerConfig config_;
   TrainerEvents* events_;
@@ -206,6 +210,7 @@ class Trainer {
   std::string run_dir_;
   std::atomic<bool> stop_{false};
   std::unique_ptr<MetricsFile> metrics_;
+  std::size_t routes_recorded_ = 0;  // route_records() already in a routes record
 };
 
 }  // namespace mantissa::train

@@ -1,0 +1,183 @@
+// Routes chosen by measurement (kernels/gemm_route.hpp), with an injected clock: the fastest
+// route by the fake clock is chosen and recorded with its rates, once per key; named routes
+// are never measured; the machine cache gives later processes the same choice; pinned routes
+// (a checkpoint's) win over cache and measurement; bad cache lines are skipped.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "mantissa/kernels/gemm_route.hpp"
+
+namespace mantissa::kernels {
+namespace {
+
+// A fresh selector (no choices, cache in a temporary directory) and a fake clock whose
+// probe of route r takes seconds_[r].
+class RouteSelectorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("mantissa-routes-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    set_route_cache_path(dir_.string());
+    set_route_clock([this] { return now_; });
+  }
+  void TearDown() override {
+    set_route_clock({});
+    set_route_cache_path("");
+    std::filesystem::remove_all(dir_);
+  }
+  std::function<void(MatmulRoute)> probe() {
+    return [this](MatmulRoute r) {
+      ++calls_[r];
+      now_ += seconds_.at(r);
+    };
+  }
+  // Every route this CPU can run for bfloat16, each slower than the one given as fastest.
+  void make_fastest(MatmulRoute fastest) {
+    double t = 0.010;
+    for (MatmulRoute r : routes_for(Format::bfloat16)) seconds_[r] = (t += 0.001);
+    seconds_[fastest] = 0.001;
+  }
+
+  std::filesystem::path dir_;
+  double now_ = 100.0;
+  std::map<MatmulRoute, double> seconds_;
+  std::map<MatmulRoute, int> calls_;
+  const GemmKey key_{256, 512, 128, false, true, Format::bfloat16, 1, true};
+};
+
+TEST_F(RouteSelectorTest, TheFastestRouteByTheClockIsChosenAndRecordedOnce) {
+  const std::vector<MatmulRoute> routes = routes_for(Format::bfloat16);
+  ASSERT_GE(routes.size(), 2u);  // fp32 and onednn_fp32 everywhere
+  for (MatmulRoute fastest : routes) {
+    clear_routes();
+    set_route_cache_path("");
+    calls_.clear();
+    make_fastest(fastest);
+    EXPECT_EQ(choose_route(key_, MatmulRoute::automatic, probe()), fastest);
+    // Each route: one warm-up, then calls until 2 ms have passed (2 at least): every route
+    // here takes at least 1 ms a call.
+    for (MatmulRoute r : routes) EXPECT_EQ(calls_[r], 1 + 2) << route_name(r);
+    const std::vector<RouteRecord> recs = route_records();
+    ASSERT_EQ(recs.size(), 1u);
+    EXPECT_EQ(recs[0].key, key_);
+    EXPECT_EQ(recs[0].route, fastest);
+    EXPECT_EQ(recs[0].source, RouteSource::measured);
+    const double flops = 2.0 * 256 * 512 * 128;
+    for (MatmulRoute r : routes) {
+      const double want = flops / seconds_[r] * 1e-9;
+      EXPECT_NEAR(recs[0].gflops[static_cast<std::size_t>(r)], want, want * 1e-9);
+    }
+    EXPECT_EQ(recs[0].gflops[static_cast<std::size_t>(MatmulRoute::automatic)], 0.0);
+    // Known now: no second measurement.
+    calls_.clear();
+    EXPECT_EQ(choose_route(key_, MatmulRoute::automatic, probe()), fastest);
+    EXPECT_TRUE(calls_.empty());
+  }
+}
+
+TEST_F(RouteSelectorTest, QuickRoutesAreTimedForTwoMillisecondsAtMostTwentyCalls) {
+  make_fastest(MatmulRoute::onednn_fp32);
+  seconds_[MatmulRoute::onednn_fp32] = 0.0008;  // 3 calls make 2.4 ms
+  seconds_[MatmulRoute::fp32] = 0.00001;        // 20 calls make 0.2 ms: stops at 20
+  choose_route(key_, MatmulRoute::automatic, probe());
+  EXPECT_EQ(calls_[MatmulRoute::onednn_fp32], 1 + 3);
+  EXPECT_EQ(calls_[MatmulRoute::fp32], 1 + 20);
+  EXPECT_EQ(route_records().at(0).route, MatmulRoute::fp32);
+}
+
+TEST_F(RouteSelectorTest, NamedRoutesAreTakenWithoutMeasuring) {
+  make_fastest(MatmulRoute::onednn_fp32);
+  EXPECT_EQ(choose_route(key_, MatmulRoute::fp32, probe()), MatmulRoute::fp32);
+  EXPECT_TRUE(calls_.empty());
+  EXPECT_TRUE(route_records().empty());
+  // A bf16 route asked for float32 products: they choose among the fp32 routes.
+  GemmKey f32 = key_;
+  f32.format = Format::float32;
+  EXPECT_EQ(choose_route(f32, MatmulRoute::bf16, probe()), MatmulRoute::onednn_fp32);
+  EXPECT_EQ(calls_.count(MatmulRoute::bf16), 0u);
+}
+
+TEST_F(RouteSelectorTest, TheMachineCacheGivesALaterProcessTheSameChoice) {
+  make_fastest(MatmulRoute::onednn_fp32);
+  EXPECT_EQ(choose_route(key_, MatmulRoute::automatic, probe()), MatmulRoute::onednn_fp32);
+  EXPECT_EQ(route_cache_status().path.rfind(dir_.string(), 0), 0u);
+  // A new process: nothing in memory, the same cache directory, another clock.
+  set_route_cache_path(dir_.string());
+  make_fastest(MatmulRoute::fp32);
+  calls_.clear();
+  EXPECT_EQ(choose_route(key_, MatmulRoute::automatic, probe()), MatmulRoute::onednn_fp32);
+  EXPECT_TRUE(calls_.empty());
+  EXPECT_EQ(route_records().at(0).source, RouteSource::cached);
+  // Another key is measured, and added to the same file.
+  GemmKey other = key_;
+  other.k = 64;
+  EXPECT_EQ(choose_route(other, MatmulRoute::automatic, probe()), MatmulRoute::fp32);
+  set_route_cache_path(dir_.string());
+  calls_.clear();
+  EXPECT_EQ(choose_route(other, MatmulRoute::automatic, probe()), MatmulRoute::fp32);
+  EXPECT_TRUE(calls_.empty());
+}
+
+TEST_F(RouteSelectorTest, PinnedRoutesWinAndRoutesThisCpuLacksAreRefused) {
+  make_fastest(MatmulRoute::onednn_fp32);
+  RouteRecord pinned;
+  pinned.key = key_;
+  pinned.route = MatmulRoute::fp32;
+  RouteRecord impossible = pinned;
+  impossible.key.format = Format::float32;
+  impossible.route = MatmulRoute::bf16;  // float32 values are not bf16 values: never runs
+  const std::vector<RouteRecord> refused = pin_routes({pinned, impossible});
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].key, impossible.key);
+  EXPECT_EQ(choose_route(key_, MatmulRoute::automatic, probe()), MatmulRoute::fp32);
+  EXPECT_TRUE(calls_.empty());
+  EXPECT_EQ(route_records().at(0).source, RouteSource::pinned);
+}
+
+TEST_F(RouteSelectorTest, RecordLinesRoundTripAndBadLinesAreRejected) {
+  RouteRecord r;
+  r.key = {2048, 1536, 384, true, false, Format::cbfloat16, 3, false};
+  r.route = MatmulRoute::onednn_fp32;
+  r.gflops[1] = 95.5;
+  r.gflops[2] = 101.25;
+  const std::optional<RouteRecord> back = parse_route_record_line(route_record_line(r));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->key, r.key);
+  EXPECT_EQ(back->route, r.route);
+  EXPECT_EQ(back->gflops, r.gflops);
+  for (const char* bad :
+       {"", "1 2 3 NT bfloat16 1 all", "1 2 3 XX bfloat16 1 all fp32 0 0 0 0 0",
+        "1 2 3 NT fp99 1 all fp32 0 0 0 0 0", "1 2 3 NT bfloat16 2 all fp32 0 0 0 0 0",
+        "1 2 3 NT bfloat16 1 some fp32 0 0 0 0 0", "1 2 3 NT bfloat16 1 all automatic 0 0 0 0 0",
+        "-1 2 3 NT bfloat16 1 all fp32 0 0 0 0 0", "1 2 3 NT bfloat16 1 all fp32 0 0 0 0 -1",
+        "1 2 3 NT bfloat16 1 all fp32 0 0 0 0 nan", "1 2 3 NT bfloat16 1 all fp32 0 0 0 0 0 9",
+        "99999999999999999999 2 3 NT bfloat16 1 all fp32 0 0 0 0 0"}) {
+    EXPECT_FALSE(parse_route_record_line(bad)) << bad;
+  }
+}
+
+TEST_F(RouteSelectorTest, MalformedCacheLinesAreSkippedAndCounted) {
+  make_fastest(MatmulRoute::onednn_fp32);
+  choose_route(key_, MatmulRoute::automatic, probe());
+  const std::string path = route_cache_status().path;
+  {
+    std::ofstream out(path, std::ios::app);
+    out << "this is not a route line\n";
+  }
+  set_route_cache_path(dir_.string());
+  calls_.clear();
+  EXPECT_EQ(choose_route(key_, MatmulRoute::automatic, probe()), MatmulRoute::onednn_fp32);
+  EXPECT_TRUE(calls_.empty());
+  EXPECT_NE(route_cache_status().note.find("1 malformed line"), std::string::npos)
+      << route_cache_status().note;
+}
+
+}  // namespace
+}  // namespace mantissa::kernels
