@@ -26,15 +26,32 @@ if ! compgen -G "$package_dir/mantissa/_core*.so" >/dev/null; then
   exit 1
 fi
 
+# Debian's own interpreter is "externally managed" (PEP 668): pip installs into
+# /usr/local/lib/python3.*/dist-packages, beside Debian's packages, never over them.
+pip_install() {
+  echo "install-python: installing $* for $py"
+  PIP_BREAK_SYSTEM_PACKAGES=1 "$py" -m pip install -q --disable-pip-version-check "$@"
+}
 missing=()
 for m in "${modules[@]}"; do
   "$py" -c "import $m" 2>/dev/null || missing+=("$m")
 done
-if [[ ${#missing[@]} -gt 0 ]]; then
-  echo "install-python: installing ${missing[*]} for $py"
-  # Debian's own interpreter is "externally managed" (PEP 668): pip installs into
-  # /usr/local/lib/python3.*/dist-packages, beside Debian's packages, never over them.
-  PIP_BREAK_SYSTEM_PACKAGES=1 "$py" -m pip install -q --disable-pip-version-check "${missing[@]}"
+if [[ " ${missing[*]} " == *" numpy "* ]]; then
+  pip_install numpy
+fi
+specs=()
+for m in "${missing[@]}"; do
+  case "$m" in
+    numpy) ;;
+    # ml_dtypes 0.6 needs numpy 2: with numpy 1 (Debian's python3-numpy, which python3-torch
+    # needs) the last release for numpy 1, so that pip leaves numpy alone.
+    ml_dtypes) "$py" -c 'import numpy, sys; sys.exit(int(numpy.__version__.split(".")[0]) < 2)' &&
+      specs+=(ml_dtypes) || specs+=("ml_dtypes<0.6") ;;
+    *) specs+=("$m") ;;
+  esac
+done
+if [[ ${#specs[@]} -gt 0 ]]; then
+  pip_install "${specs[@]}"
 fi
 
 site=$("$py" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
