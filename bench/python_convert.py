@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Converting 64 MiB of float32 to bfloat16, float16 and float8_e4m3 and back: mantissa
-(the Python package) against numpy / ml_dtypes `astype`, in GB/s of float32 data (64 MiB
-over the best time of --repeats calls; both sides allocate their result, as `astype` does).
+(the Python package) against numpy / ml_dtypes `astype`, in GB/s: bytes read plus bytes
+written (64 + 32 MiB for bfloat16, as docs/PERFORMANCE.md counts conversions) over the best
+time of --repeats calls; both sides allocate their result, as `astype` does.
 
     python3 bench/python_convert.py [--mib 64] [--repeats 5]
 
@@ -42,7 +43,6 @@ def main():
     args = parser.parse_args()
     n = args.mib * (1 << 20) // 4
     x = (np.random.default_rng(0).standard_normal(n) * 8).astype(np.float32)
-    gb = x.nbytes / 1e9
     print(f"{args.mib} MiB of float32 ({n} values), best of {args.repeats}; numpy "
           f"{np.__version__}, ml_dtypes {ml_dtypes.__version__}, Python {platform.python_version()}")
     print(f"{'format':<12} {'direction':<10} {'mantissa GB/s':>14} {'peer GB/s':>10} "
@@ -61,6 +61,7 @@ def main():
             ("encode", lambda: mantissa.encode(x, fmt, saturate=sat), lambda: x.astype(dtype)),
             ("decode", lambda: mantissa.decode(bits, fmt), lambda: narrow.astype(np.float32)),
         ]
+        gb = (x.nbytes + narrow.nbytes) / 1e9  # read plus written, either direction
         for direction, ours, theirs in cases:
             t_ours = best_seconds(ours, args.repeats)
             t_theirs = best_seconds(theirs, args.repeats)
