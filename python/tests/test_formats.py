@@ -157,3 +157,15 @@ def test_errors_carry_mantissa_messages():
         mantissa.round(np.int32([1]), "bfloat16")
     with pytest.raises(TypeError, match="uint16"):
         mantissa.decode(np.uint8([1]), "bfloat16")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("saturate", [False, True])
+def test_stochastic_encode_against_the_specified_rule(fmt, saturate):
+    x = samples(fmt)
+    # A counter whose low half wraps inside the array: the key changes with the high half.
+    for seed, counter in [(1234, 0), (2**40 + 5, 2**32 - 1000)]:
+        got = mantissa.encode(x, fmt, rounding="stochastic", seed=seed, counter=counter,
+                              saturate=saturate)
+        want = reference.encode_stochastic(x, fmt, seed, counter, saturate)
+        assert_patterns(got.astype(np.int64), want, fmt)
