@@ -1,5 +1,8 @@
 """A training run of the tiny test config from Python, its metrics read back, the report."""
 
+import os
+import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -84,3 +87,23 @@ def test_callback_exception_ends_the_run(tmp_path):
 
     with pytest.raises(RuntimeError, match="stop here"):
         mantissa.train(TINY, overrides=tiny_overrides(tmp_path / "run"), progress=fail)
+
+
+def test_ctrl_c_checkpoints_then_raises(tmp_path):
+    # No callbacks: a SIGINT can only be seen by the trainer's events (never inside Python
+    # code of ours), so the run must take the stop path: checkpoint, then KeyboardInterrupt.
+    run_dir = tmp_path / "run"
+    overrides = dict(tiny_overrides(run_dir))
+    overrides.update({"trainer.init.loop.max_steps": 1_000_000,
+                      "trainer.init.logging.log_steps": 1,
+                      "trainer.init.checkpoint.steps": 0})
+    sender = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    sender.start()
+    try:
+        with pytest.raises(KeyboardInterrupt, match="checkpoint .* written"):
+            mantissa.train(TINY, overrides=overrides)
+    finally:
+        sender.join()
+    log = mantissa.read_run(run_dir, frames=False)
+    assert 0 < len(log.windows) and log.windows[-1]["step"] < 1_000_000
+    assert any(p.suffix == ".safetensors" for p in run_dir.iterdir())
