@@ -72,11 +72,15 @@ ConvertOptions convert_options(const std::string& rounding, std::uint64_t seed,
   return o;
 }
 
-// A C-contiguous buffer of n elements of `itemsize` bytes (writable when asked), or a
-// TypeError naming the argument.
+// A C-contiguous buffer of `itemsize`-byte elements (float32 ones when itemsize is 4 and
+// `floats`; writable when asked), or a TypeError naming the argument.
 py::buffer_info contiguous(const py::buffer& b, py::ssize_t itemsize, bool writable,
-                           const char* what) {
+                           const char* what, bool floats = false) {
   py::buffer_info info = b.request(writable);
+  if (floats && info.format != py::format_descriptor<float>::format()) {
+    throw py::type_error(std::string(what) + ": buffer format '" + info.format +
+                         "', expected float32 ('f')");
+  }
   if (info.itemsize != itemsize) {
     throw py::type_error(std::string(what) + ": elements of " + std::to_string(info.itemsize) +
                          " bytes, expected " + std::to_string(itemsize));
@@ -103,7 +107,7 @@ void encode_into(const py::buffer& x, const py::buffer& out, const std::string& 
                  std::optional<bool> saturate) {
   const Format f = numerics::parse_format_or_throw(format, "format");
   const ConvertOptions o = convert_options(rounding, seed, counter, saturate);
-  const py::buffer_info src = contiguous(x, sizeof(float), false, "x");
+  const py::buffer_info src = contiguous(x, sizeof(float), false, "x", true);
   const py::buffer_info dst = contiguous(out, numerics::traits(f).storage_bytes, true, "out");
   check_sizes(src, dst);
   py::gil_scoped_release unlocked;
@@ -114,7 +118,7 @@ void encode_into(const py::buffer& x, const py::buffer& out, const std::string& 
 void decode_into(const py::buffer& bits, const py::buffer& out, const std::string& format) {
   const Format f = numerics::parse_format_or_throw(format, "format");
   const py::buffer_info src = contiguous(bits, numerics::traits(f).storage_bytes, false, "bits");
-  const py::buffer_info dst = contiguous(out, sizeof(float), true, "out");
+  const py::buffer_info dst = contiguous(out, sizeof(float), true, "out", true);
   check_sizes(src, dst);
   py::gil_scoped_release unlocked;
   numerics::decode_array(src.ptr, static_cast<std::size_t>(src.size), f,
@@ -125,7 +129,7 @@ void round_inplace(const py::buffer& x, const std::string& format, const std::st
                    std::uint64_t seed, std::uint64_t counter, std::optional<bool> saturate) {
   const Format f = numerics::parse_format_or_throw(format, "format");
   const ConvertOptions o = convert_options(rounding, seed, counter, saturate);
-  const py::buffer_info data = contiguous(x, sizeof(float), true, "x");
+  const py::buffer_info data = contiguous(x, sizeof(float), true, "x", true);
   py::gil_scoped_release unlocked;
   numerics::round_to_format(static_cast<float*>(data.ptr), static_cast<std::size_t>(data.size), f,
                             o);
