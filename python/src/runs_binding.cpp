@@ -1,8 +1,9 @@
 // Runs from Python: the trainer in-process (progress and messages through Python callables),
 // a run directory's metrics.jsonl as Python objects (train/metrics.hpp's reader), and the
 // precision report written to a file. The trainer runs with the GIL released; callbacks take
-// it back. A pending Ctrl-C (seen when a callback runs) asks the run to checkpoint and stop at
-// the next step boundary, as SIGINT does to `mantissa train`.
+// it back. A Ctrl-C pending at a trainer event (seen there whether or not a callback is given)
+// asks the run to checkpoint and stop at the next step boundary, as SIGINT does to
+// `mantissa train`.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
