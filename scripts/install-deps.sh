@@ -16,6 +16,8 @@ packages=(
   zlib1g-dev           # IDX .gz datasets
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin  # Open MPI: the dist layer, and mpirun for its tests
+  python3-dev pybind11-dev    # the Python package (python/, docs/python.md)
+  python3-pip python-is-python3  # its Python dependencies (scripts/install-python.sh); `python`
   chromium             # tests: the browser test opens the precision report headless
   bible-kjv            # KJV corpus (the `bible` program)
   dataset-fashion-mnist  # /usr/share/datasets/fashion-mnist/*.gz

@@ -5,7 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-MANTISSA_TARGET=mantissa_cli scripts/build.sh  # the program only: the tests build in the second command
+# The program and the Python package only: the tests build in the second command.
+MANTISSA_TARGET="mantissa_cli mantissa_python" scripts/build.sh -DMANTISSA_BUILD_PYTHON=ON
+scripts/install-python.sh  # numpy; `import mantissa` in python3 (docs/python.md)
 # A fresh run each time (the run directory holds its checkpoints and metrics.jsonl).
 rm -rf runs/gpt-kjv
 build/mantissa train --config configs/gpt-kjv.yaml

@@ -9,7 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
-  -DMANTISSA_SANITIZE=address,undefined -DMANTISSA_BUILD_BENCH=OFF -DMANTISSA_WERROR=ON >/dev/null
+  -DMANTISSA_SANITIZE=address,undefined -DMANTISSA_BUILD_BENCH=OFF -DMANTISSA_WERROR=ON \
+  -DMANTISSA_BUILD_PYTHON=OFF >/dev/null  # a sanitized module would need its runtime preloaded into python
 cmake --build build-sanitize -j"$(nproc)"
 # halt_on_error: the first report fails its test. detect_leaks: a leak is a report too, except
 # Open MPI's own (scripts/sanitize-lsan.supp; the dist.mpi tests run under mpirun), which the

@@ -3,13 +3,13 @@
 
 #include <atomic>
 #include <csignal>
-#include <filesystem>
 
 #include "bible_corpus.hpp"
 #include "commands.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/names.hpp"
 #include "mantissa/train/trainer.hpp"
+#include "run_config.hpp"
 #include "terminal_events.hpp"
 #include "together.hpp"
 
@@ -70,11 +70,8 @@ int run(const TrainArgs& a, const std::string& default_mode, const dist::Communi
       if (a.resume.empty()) throw Error("--resume-settings: give it with --resume");
       settings = parse_named(train::kResumeSettingsNames, a.resume_settings, "--resume-settings");
     }
-    c = train::load_config(a.config, a.overrides);
+    c = load_run_config(a.config, a.overrides);
   });
-  if (c.checkpoint.dir.empty()) {
-    c.checkpoint.dir = "runs/" + std::filesystem::path(a.config).stem().string();
-  }
   // Training: from here on a stop signal is a request, honoured at the next step. Evaluation
   // writes no checkpoint: a signal ends it as usual.
   std::optional<StopSignals> signals;

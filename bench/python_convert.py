@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Converting 64 MiB of float32 to bfloat16, float16 and float8_e4m3 and back: mantissa
+(the Python package) against numpy / ml_dtypes `astype`, in GB/s: bytes read plus bytes
+written (64 + 32 MiB for bfloat16, as docs/PERFORMANCE.md counts conversions) over the best
+time of --repeats calls.
+
+    python3 bench/python_convert.py [--mib 64] [--repeats 5]
+
+Two tables. "new result": each call allocates its result, as `astype` does (the kernel then
+zeroes every page the conversion first touches). "into out": the result goes into an array
+allocated once (mantissa's out=; np.copyto for the peer, the same cast as astype). Both
+sides convert on one thread. Each conversion is checked bit for bit against the peer's
+before it is timed. Needs the package (scripts/install-python.sh or pip install .) and
+ml_dtypes.
+"""
+
+import argparse
+import platform
+import time
+
+import ml_dtypes
+import numpy as np
+
+import mantissa
+
+PEERS = {  # mantissa's format: (the peer's dtype, who provides it)
+    "bfloat16": (ml_dtypes.bfloat16, "ml_dtypes"),
+    "float16": (np.float16, "numpy"),
+    "float8_e4m3": (ml_dtypes.float8_e4m3fn, "ml_dtypes"),
+}
+
+
+def best_seconds(fn, repeats):
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def cases(x, fmt, dtype):
+    """(direction, result kind, mantissa's call, the peer's call) for one format."""
+    uint = np.uint8 if np.dtype(dtype).itemsize == 1 else np.uint16
+    # ml_dtypes' float8_e4m3fn turns overflow into NaN: mantissa's saturate=False.
+    sat = False if fmt == "float8_e4m3" else None
+    bits = mantissa.encode(x, fmt, saturate=sat)
+    narrow = x.astype(dtype)
+    if not np.array_equal(bits, narrow.view(uint)):
+        raise SystemExit(f"{fmt}: mantissa and the peer disagree on encode")
+    if not np.array_equal(mantissa.decode(bits, fmt), narrow.astype(np.float32)):
+        raise SystemExit(f"{fmt}: mantissa and the peer disagree on decode")
+    bits_out, narrow_out = np.empty_like(bits), np.empty_like(narrow)
+    wide_out, wide_out2 = np.empty_like(x), np.empty_like(x)
+    return [
+        ("encode", "new result", lambda: mantissa.encode(x, fmt, saturate=sat),
+         lambda: x.astype(dtype)),
+        ("decode", "new result", lambda: mantissa.decode(bits, fmt),
+         lambda: narrow.astype(np.float32)),
+        ("encode", "into out", lambda: mantissa.encode(x, fmt, saturate=sat, out=bits_out),
+         lambda: np.copyto(narrow_out, x, casting="unsafe")),
+        ("decode", "into out", lambda: mantissa.decode(bits, fmt, out=wide_out),
+         lambda: np.copyto(wide_out2, narrow)),
+    ]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mib", type=int, default=64, help="float32 data per conversion (MiB)")
+    parser.add_argument("--repeats", type=int, default=5, help="timed calls; the best counts")
+    args = parser.parse_args()
+    n = args.mib * (1 << 20) // 4
+    x = (np.random.default_rng(0).standard_normal(n) * 8).astype(np.float32)
+    print(f"{args.mib} MiB of float32 ({n} values), best of {args.repeats}; numpy "
+          f"{np.__version__}, ml_dtypes {ml_dtypes.__version__}, Python "
+          f"{platform.python_version()}")
+    rows = []
+    for fmt, (dtype, who) in PEERS.items():
+        gb = (x.nbytes + x.nbytes * np.dtype(dtype).itemsize // 4) / 1e9  # read + written
+        for direction, kind, ours, theirs in cases(x, fmt, dtype):
+            t_ours = best_seconds(ours, args.repeats)
+            t_peer = best_seconds(theirs, args.repeats)
+            rows.append((kind, fmt, direction, gb / t_ours, gb / t_peer, who))
+    for kind in ("new result", "into out"):
+        print(f"\n{kind}: GB/s")
+        print(f"{'format':<12} {'direction':<9} {'mantissa':>9} {'peer':>8} {'ratio':>6}  peer")
+        for k, fmt, direction, r_ours, r_peer, who in rows:
+            if k == kind:
+                print(f"{fmt:<12} {direction:<9} {r_ours:>9.2f} {r_peer:>8.2f} "
+                      f"{r_ours / r_peer:>5.1f}x  {who}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,13 @@
+"""mantissa from Python: exact number formats on numpy arrays, and training runs.
+
+The codecs and the trainer are mantissa's C++ library (the extension module mantissa._core);
+this package checks arguments and moves arrays. docs/python.md describes every function.
+"""
+
+from mantissa._core import Error
+from mantissa._arrays import decode, encode, formats, round
+from mantissa._runs import read_run, report, train
+
+Error.__module__ = "mantissa"  # shown as mantissa.Error, not mantissa._core.Error
+
+__all__ = ["Error", "formats", "encode", "decode", "round", "train", "read_run", "report"]

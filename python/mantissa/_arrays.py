@@ -1,0 +1,94 @@
+"""encode, decode and round on arrays: numpy arrays, anything with the buffer protocol, and
+DLPack producers such as PyTorch CPU tensors (taken without a copy)."""
+
+import numpy as np
+
+from mantissa import _core
+
+_FLOAT_INPUTS = (np.float32, np.float64)
+_BITS_DTYPES = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+
+
+def formats():
+    """The format table `mantissa formats` prints, as a list of dicts (one per format)."""
+    return _core.formats()
+
+
+def _as_array(x):
+    """x as a numpy array without copying: ndarray, DLPack producer (torch), buffer, list."""
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "__dlpack__"):
+        return np.from_dlpack(x)
+    return np.asarray(x)
+
+
+def _float32_input(x):
+    """x as a C-contiguous float32 array; a copy only when x is float64 or not contiguous."""
+    a = _as_array(x)
+    if a.dtype.type not in _FLOAT_INPUTS:
+        raise TypeError(f"x: dtype {a.dtype}, expected float32 or float64")
+    return np.asarray(a, dtype=np.float32, order="C")
+
+
+def _check_out(out, shape, dtype):
+    """`out` as a writable C-contiguous numpy view of the given shape and dtype."""
+    o = _as_array(out)
+    if o.dtype != dtype or o.shape != shape:
+        raise ValueError(f"out: {o.dtype} of shape {o.shape}, expected {np.dtype(dtype)} of "
+                         f"shape {shape}")
+    if not (o.flags.c_contiguous and o.flags.writeable):
+        raise ValueError("out: must be writable and C-contiguous")
+    return o
+
+
+def _saturate_arg(saturate):
+    if saturate is not None and not isinstance(saturate, (bool, np.bool_)):
+        raise TypeError("saturate: expected None, True or False")
+    return None if saturate is None else bool(saturate)
+
+
+def encode(x, fmt, rounding="nearest_even", seed=0, counter=0, saturate=None, out=None):
+    """x (float32 or float64; float64 is rounded to float32 first) in format `fmt`: bit
+    patterns, uint8 for the fp8 formats, uint16 for the 16-bit ones, uint32 for float32.
+    rounding: nearest_even, toward_zero or stochastic (element i uses the random bits of
+    (seed, counter + i)). saturate: None for the format's default (float8_e4m3 saturates,
+    the others overflow to infinity), True to clamp to +-max, False for inf (NaN in e4m3)."""
+    a = _float32_input(x)
+    dtype = _BITS_DTYPES[_core.storage_bytes(fmt)]
+    o = np.empty(a.shape, dtype) if out is None else _check_out(out, a.shape, dtype)
+    _core.encode_into(a, o, fmt, rounding, seed, counter, _saturate_arg(saturate))
+    return o if out is None else out
+
+
+def decode(bits, fmt, out=None):
+    """Bit patterns of format `fmt` (unsigned or signed integers of its width) as float32,
+    exactly."""
+    b = _as_array(bits)
+    width = _core.storage_bytes(fmt)
+    if b.dtype.kind not in "ui" or b.dtype.itemsize != width:
+        raise TypeError(f"bits: dtype {b.dtype}, expected {np.dtype(_BITS_DTYPES[width])} "
+                        f"for {fmt}")
+    shape = b.shape
+    b = np.ascontiguousarray(b).view(_BITS_DTYPES[width])
+    o = np.empty(shape, np.float32) if out is None else _check_out(out, shape, np.float32)
+    _core.decode_into(b, o, fmt)
+    return o if out is None else out
+
+
+def round(x, fmt, rounding="nearest_even", seed=0, counter=0, saturate=None, out=None):
+    """decode(encode(x, fmt, ...), fmt): the float32 values x takes in `fmt`. With out=x (a
+    float32 C-contiguous array or tensor) x is rounded in place."""
+    a = _as_array(x)
+    if a.dtype.type not in _FLOAT_INPUTS:
+        raise TypeError(f"x: dtype {a.dtype}, expected float32 or float64")
+    if out is None:
+        o = np.array(a, dtype=np.float32, order="C", copy=True)
+    else:
+        o = _check_out(out, a.shape, np.float32)
+        same = (a.dtype == np.float32 and a.strides == o.strides
+                and a.__array_interface__["data"] == o.__array_interface__["data"])
+        if not same:
+            np.copyto(o, a, casting="same_kind")
+    _core.round_inplace(o, fmt, rounding, seed, counter, _saturate_arg(saturate))
+    return o if out is None else out

@@ -1,0 +1,12 @@
+#pragma once
+// The parts of the extension module mantissa._core (python/src/module.cpp puts them together).
+#include <pybind11/pybind11.h>
+
+namespace mantissa::python {
+
+// formats(), encode_into, decode_into, round_inplace: the codecs on numpy arrays.
+void bind_formats(pybind11::module_& m);
+// train, read_run_log, write_report: runs.
+void bind_runs(pybind11::module_& m);
+
+}  // namespace mantissa::python

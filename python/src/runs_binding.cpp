@@ -1,0 +1,224 @@
+// Runs from Python: the trainer in-process (progress and messages through Python callables),
+// a run directory's metrics.jsonl as Python objects (train/metrics.hpp's reader), and the
+// precision report written to a file. The trainer runs with the GIL released; callbacks take
+// it back. A Ctrl-C pending at a trainer event (seen there whether or not a callback is given)
+// asks the run to checkpoint and stop at the next step boundary, as SIGINT does to
+// `mantissa train`.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bible_corpus.hpp"
+#include "bindings.hpp"
+#include "mantissa/names.hpp"
+#include "mantissa/train/metrics.hpp"
+#include "mantissa/train/trainer.hpp"
+#include "report_output.hpp"
+#include "run_config.hpp"
+
+namespace py = pybind11;
+
+namespace mantissa::python {
+namespace {
+
+py::object optional_number(const std::optional<double>& v) {
+  return v ? py::object(py::float_(*v)) : py::object(py::none());
+}
+
+py::dict progress_dict(const train::Progress& p) {
+  py::dict d;
+  d["step"] = p.step;
+  d["max_steps"] = p.max_steps;
+  d["loss"] = p.loss;
+  d["loss_scale"] = optional_number(p.loss_scale);
+  d["learning_rate"] = p.learning_rate;
+  d["grad_norm"] = p.grad_norm;
+  d["skipped_steps"] = p.skipped_steps;
+  d["items_per_second"] = p.items_per_second;
+  d["unit"] = std::string(p.unit);
+  d["eta_seconds"] = p.eta_seconds;
+  return d;
+}
+
+py::dict eval_dict(const train::EvalResult& r) {
+  py::dict d;
+  d["loss"] = r.loss;
+  if (r.text) {
+    d["perplexity"] = r.perplexity;
+  } else {
+    d["accuracy"] = r.accuracy;
+  }
+  d["batches"] = r.steps;
+  return d;
+}
+
+// Trainer events to Python callables (either may be None).
+class PythonEvents : public train::TrainerEvents {
+ public:
+  PythonEvents(py::object progress, py::object message, std::atomic<bool>& stop)
+      : progress_(std::move(progress)), message_(std::move(message)), stop_(stop) {}
+
+  void message(const std::string& line) override {
+    py::gil_scoped_acquire gil;
+    check_signals();
+    if (!message_.is_none()) message_(line);
+  }
+  void progress(const train::Progress& p) override {
+    py::gil_scoped_acquire gil;
+    check_signals();
+    if (!progress_.is_none()) progress_(progress_dict(p));
+  }
+  bool interrupted() const { return interrupted_; }
+
+ private:
+  // A KeyboardInterrupt pending in Python becomes a stop request (handled at the next step
+  // boundary: checkpoint, return); train() raises it afterwards.
+  void check_signals() {
+    if (PyErr_CheckSignals() != 0) {
+      PyErr_Clear();
+      interrupted_ = true;
+      stop_.store(true);
+    }
+  }
+
+  py::object progress_, message_;
+  std::atomic<bool>& stop_;
+  bool interrupted_ = false;
+};
+
+py::dict train_run(const std::string& config_path, const std::vector<std::string>& overrides,
+                   const std::string& mode_word, const std::optional<std::string>& resume,
+                   py::object progress, py::object message) {
+  const train::RunMode mode = parse_named(train::kRunModeNames, mode_word, "mode");
+  const train::TrainerConfig config = app::load_run_config(config_path, overrides);
+  std::atomic<bool> stop{false};
+  PythonEvents events(std::move(progress), std::move(message), stop);
+  train::RunSummary s;
+  std::string run_dir;
+  {
+    py::gil_scoped_release unlocked;
+    train::Trainer trainer(config, {&events, app::bible_kjv_text, {}, &stop});
+    const std::optional<std::string> from =
+        resume
+            ? resume
+            : (mode == train::RunMode::eval ? std::optional<std::string>("latest") : std::nullopt);
+    s = trainer.run(mode, from);
+    run_dir = trainer.run_dir();
+  }
+  py::dict d;
+  d["run_dir"] = run_dir;
+  d["global_step"] = s.global_step;
+  d["skipped_steps"] = s.skipped_steps;
+  d["last_loss"] = s.last_loss;
+  d["eval"] = s.eval ? py::object(eval_dict(*s.eval)) : py::object(py::none());
+  d["last_checkpoint"] = s.last_checkpoint;
+  d["interrupted"] = s.interrupted;
+  d["keyboard_interrupt"] = events.interrupted();
+  return d;
+}
+
+py::dict run_record_dict(const train::RunRecord& r) {
+  py::dict d;
+  d["format"] = std::string(numerics::name(r.format));
+  d["fp8"] = r.fp8;
+  d["loss_scaling"] = std::string(name_of(train::kLossScalingModeNames, r.loss_scaling));
+  d["model"] = r.model;
+  d["parameters"] = r.parameters;
+  d["unit"] = r.unit;
+  d["items_per_step"] = r.items_per_step;
+  d["start_step"] = r.start_step;
+  d["max_steps"] = r.max_steps;
+  d["seed"] = r.seed;
+  d["cpu"] = r.cpu;
+  py::dict settings;
+  for (const auto& [name, value] : r.settings) settings[py::str(name)] = value;
+  d["settings"] = settings;
+  return d;
+}
+
+py::dict window_dict(const train::WindowRecord& w) {
+  py::dict d;
+  d["step"] = w.step;
+  d["loss"] = w.loss;
+  d["learning_rate"] = w.learning_rate;
+  d["loss_scale"] = optional_number(w.loss_scale);
+  d["skipped_steps"] = w.skipped_steps;
+  d["grad_norm"] = w.grad_norm;
+  d["items_per_second"] = w.items_per_second;
+  d["peak_rss_mib"] = optional_number(w.peak_rss_mib);
+  if (w.fp8) {
+    d["fp8_overflows"] = w.fp8->overflows;
+    d["fp8_underflows"] = w.fp8->underflows;
+    py::dict tensors;
+    for (const train::Fp8TensorCounts& t : w.fp8->tensors) {
+      py::dict c;
+      c["overflows"] = t.overflows;
+      c["underflows"] = t.underflows;
+      tensors[py::str(t.tensor)] = c;
+    }
+    d["fp8_tensors"] = tensors;
+  }
+  return d;
+}
+
+py::dict eval_record_dict(const train::EvalRecord& e) {
+  py::dict d;
+  d["step"] = e.step;
+  d["loss"] = e.loss;
+  d["perplexity"] = optional_number(e.perplexity);
+  d["accuracy"] = optional_number(e.accuracy);
+  d["batches"] = e.batches;
+  return d;
+}
+
+py::dict skip_record_dict(const train::SkipRecord& s) {
+  py::dict d;
+  d["step"] = s.step;
+  d["loss_scale"] = s.loss_scale;
+  d["overflowed"] = s.overflowed;
+  return d;
+}
+
+py::dict read_run_log(const std::string& run_dir) {
+  train::RunLog log;
+  {
+    py::gil_scoped_release unlocked;
+    log = train::read_run_log(run_dir);
+  }
+  py::dict d;
+  d["source"] = log.source;
+  d["run"] = run_record_dict(log.run);
+  py::list windows, evals, skips;
+  for (const auto& w : log.windows) windows.append(window_dict(w));
+  for (const auto& e : log.evals) evals.append(eval_record_dict(e));
+  for (const auto& s : log.skips) skips.append(skip_record_dict(s));
+  d["windows"] = windows;
+  d["evals"] = evals;
+  d["skips"] = skips;
+  return d;
+}
+
+void write_report(const std::vector<std::string>& run_dirs, const std::string& out,
+                  const std::optional<std::string>& title, const std::string& subtitle) {
+  train::ReportOptions options;
+  if (title) options.title = *title;
+  options.subtitle = subtitle;
+  py::gil_scoped_release unlocked;
+  app::write_report(run_dirs, out, options);
+}
+
+}  // namespace
+
+void bind_runs(py::module_& m) {
+  m.def("train", &train_run, py::arg("config_path"), py::arg("overrides"), py::arg("mode"),
+        py::arg("resume"), py::arg("progress"), py::arg("message"));
+  m.def("read_run_log", &read_run_log, py::arg("run_dir"));
+  m.def("write_report", &write_report, py::arg("run_dirs"), py::arg("out"), py::arg("title"),
+        py::arg("subtitle"));
+}
+
+}  // namespace mantissa::python

@@ -1,0 +1,109 @@
+"""A training run of the tiny test config from Python, its metrics read back, the report."""
+
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+
+import mantissa
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ROOT / "tests" / "apps" / "tiny-gpt.yaml"
+
+
+def tiny_overrides(run_dir):
+    return {"trainer.init.checkpoint.dir": str(run_dir),
+            "trainer.fit.train_dataloader.path": str(ROOT / "README.md")}
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("runs") / "tiny"
+    windows, lines = [], []
+    summary = mantissa.train(TINY, overrides=tiny_overrides(run_dir), progress=windows.append,
+                             messages=lines.append)
+    return run_dir, summary, windows, lines
+
+
+def test_train_reports_progress(tiny_run):
+    run_dir, summary, windows, lines = tiny_run
+    assert summary["global_step"] == 6 and not summary["interrupted"]
+    assert summary["run_dir"] == str(run_dir)
+    assert [w["step"] for w in windows] == [2, 4, 6]
+    assert all(w["max_steps"] == 6 and w["unit"] == "tokens" for w in windows)
+    assert all(0 < w["loss"] < 10 for w in windows)
+    assert windows[0]["loss_scale"] is not None  # cbfloat16 with dynamic loss scaling
+    assert summary["eval"]["perplexity"] > 1
+    assert any("checkpoint" in line for line in lines)
+
+
+def test_read_run_gives_the_metrics(tiny_run):
+    run_dir, summary, windows, _ = tiny_run
+    log = mantissa.read_run(run_dir, frames=False)
+    assert log.run["model"] == "gpt" and log.run["format"] == "cbfloat16"
+    assert log.run["loss_scaling"] == "dynamic" and log.run["max_steps"] == 6
+    assert log.run["seed"] == 2
+    assert [w["step"] for w in log.windows] == [2, 4, 6]
+    for record, seen in zip(log.windows, windows):
+        assert record["loss"] == pytest.approx(seen["loss"], rel=1e-9)
+        assert record["learning_rate"] == pytest.approx(seen["learning_rate"], rel=1e-9)
+    assert log.evals[-1]["step"] == 6
+    assert log.evals[-1]["perplexity"] == pytest.approx(summary["eval"]["perplexity"], rel=1e-9)
+    assert log.skips == []
+
+
+def test_read_run_frames(tiny_run):
+    run_dir = tiny_run[0]
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="pandas"):
+            mantissa.read_run(run_dir, frames=True)
+        assert isinstance(mantissa.read_run(run_dir).windows, list)
+        pytest.skip("pandas is not installed: DataFrames not checked")
+    log = mantissa.read_run(run_dir)
+    assert list(log.windows["step"]) == [2, 4, 6]
+
+
+def test_report(tiny_run, tmp_path):
+    out = tmp_path / "report" / "tiny.html"
+    assert mantissa.report(tiny_run[0], out, title="tiny") == out
+    page = out.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "tiny" in page
+
+
+def test_errors(tmp_path):
+    with pytest.raises(mantissa.Error, match="metrics.jsonl"):
+        mantissa.read_run(tmp_path / "nothing")
+    with pytest.raises(mantissa.Error, match="no_such_key"):
+        mantissa.train(TINY, overrides={"trainer.init.loop.no_such_key": 1})
+
+
+def test_callback_exception_ends_the_run(tmp_path):
+    def fail(_):
+        raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        mantissa.train(TINY, overrides=tiny_overrides(tmp_path / "run"), progress=fail)
+
+
+def test_ctrl_c_checkpoints_then_raises(tmp_path):
+    # No callbacks: a SIGINT can only be seen by the trainer's events (never inside Python
+    # code of ours), so the run must take the stop path: checkpoint, then KeyboardInterrupt.
+    run_dir = tmp_path / "run"
+    overrides = dict(tiny_overrides(run_dir))
+    overrides.update({"trainer.init.loop.max_steps": 1_000_000,
+                      "trainer.init.logging.log_steps": 1,
+                      "trainer.init.checkpoint.steps": 0})
+    sender = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    sender.start()
+    try:
+        with pytest.raises(KeyboardInterrupt, match="checkpoint .* written"):
+            mantissa.train(TINY, overrides=overrides)
+    finally:
+        sender.join()
+    log = mantissa.read_run(run_dir, frames=False)
+    assert 0 < len(log.windows) and log.windows[-1]["step"] < 1_000_000
+    assert any(p.suffix == ".safetensors" for p in run_dir.iterdir())
