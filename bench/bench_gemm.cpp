@@ -76,18 +76,25 @@ std::vector<float> f32_values(std::size_t n, unsigned seed) {
   return v;
 }
 
-void BM_attention(benchmark::State& state, bool backward) {
+// Attention of 8 x 6 heads, t 256, d 64, in float32 or with bfloat16 values (operands,
+// probabilities and score gradients rounded to bfloat16, products on the route `route`).
+void BM_attention(benchmark::State& state, bool backward, Format half, GemmRoute route) {
   const std::int64_t bh = 8 * 6, t = 256, d = 64;
   const std::size_t n = static_cast<std::size_t>(bh * t * d);
-  const auto q = f32_values(n, 3), kk = f32_values(n, 4), v = f32_values(n, 5),
-             g = f32_values(n, 6);
+  auto q = f32_values(n, 3), kk = f32_values(n, 4), v = f32_values(n, 5), g = f32_values(n, 6);
+  k::AttentionPrecision pr;
+  pr.half = half;
+  pr.gemm = {half, 1, k::GemmAlgorithm::automatic, route};
+  if (half != Format::float32) {
+    for (auto* x : {&q, &kk, &v, &g}) mantissa::numerics::round_to_format(x->data(), n, half);
+  }
   std::vector<float> o(n), lse(static_cast<std::size_t>(bh * t)), dq(n), dk(n), dv(n);
   const float scale = 0.125f;
   for (auto _ : state) {
-    k::attention_forward(q.data(), kk.data(), v.data(), o.data(), lse.data(), bh, t, d, scale);
+    k::attention_forward(q.data(), kk.data(), v.data(), o.data(), lse.data(), bh, t, d, scale, pr);
     if (backward) {
       k::attention_backward(q.data(), kk.data(), v.data(), o.data(), lse.data(), g.data(),
-                            dq.data(), dk.data(), dv.data(), bh, t, d, scale);
+                            dq.data(), dk.data(), dv.data(), bh, t, d, scale, pr);
     }
     benchmark::DoNotOptimize(o.data());
   }
@@ -141,8 +148,17 @@ void register_all() {
           GemmRoute::onednn_bf16);
     }
   }
-  add("attention/forward/b8h6t256d64", BM_attention, false);
-  add("attention/forward_backward/b8h6t256d64", BM_attention, true);
+  for (bool backward : {false, true}) {
+    const std::string what = backward ? "attention/forward_backward/" : "attention/forward/";
+    add(what + "float32/b8h6t256d64", BM_attention, backward, Format::float32,
+        GemmRoute::automatic);
+    for (GemmRoute r :
+         {GemmRoute::automatic, GemmRoute::onednn_fp32, GemmRoute::bf16, GemmRoute::onednn_bf16}) {
+      if (!k::route_unavailable(r, Format::bfloat16).empty() && r != GemmRoute::automatic) continue;
+      add(what + "bfloat16_" + std::string(k::route_name(r)) + "/b8h6t256d64", BM_attention,
+          backward, Format::bfloat16, r);
+    }
+  }
 }
 
 }  // namespace

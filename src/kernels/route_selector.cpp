@@ -1,6 +1,7 @@
 // Routes chosen by measurement (gemm_route.hpp): the process's table of choices, the
 // measurement itself, and the hand-off to the machine's cache (route_cache.hpp).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -30,6 +31,20 @@ struct Selector {
 Selector& selector() {
   static Selector s;
   return s;
+}
+
+// Bumped whenever a choice may change (clear, pin, a new cache): each thread's copy of the
+// choices is then dropped. Products look their key up in their thread's copy first, without
+// a lock (attention runs thousands of small products a step on every thread).
+std::atomic<std::uint64_t> g_generation{1};
+
+struct ThreadChoices {
+  std::uint64_t generation = 0;
+  std::map<GemmKey, MatmulRoute> routes;
+};
+ThreadChoices& thread_choices() {
+  thread_local ThreadChoices c;
+  return c;
 }
 
 // The fastest call of `route` on the key, in GFLOP/s.
@@ -67,6 +82,8 @@ RouteRecord measure(const GemmKey& key, const std::function<void(MatmulRoute)>& 
   return rec;
 }
 
+MatmulRoute choose_locked(const GemmKey& key, const std::function<void(MatmulRoute)>& probe);
+
 }  // namespace
 
 MatmulRoute choose_route(const GemmKey& key, MatmulRoute preference,
@@ -76,6 +93,21 @@ MatmulRoute choose_route(const GemmKey& key, MatmulRoute preference,
     check_route(key.format, preference);
     return preference;
   }
+  ThreadChoices& mine = thread_choices();
+  const std::uint64_t generation = g_generation.load(std::memory_order_acquire);
+  if (mine.generation != generation) {
+    mine.routes.clear();
+    mine.generation = generation;
+  }
+  if (auto it = mine.routes.find(key); it != mine.routes.end()) return it->second;
+  const MatmulRoute route = choose_locked(key, probe);
+  mine.routes.emplace(key, route);
+  return route;
+}
+
+namespace {
+
+MatmulRoute choose_locked(const GemmKey& key, const std::function<void(MatmulRoute)>& probe) {
   Selector& s = selector();
   std::lock_guard<std::mutex> lock(s.mu);
   if (auto it = s.table.find(key); it != s.table.end()) return it->second.route;
@@ -92,6 +124,8 @@ MatmulRoute choose_route(const GemmKey& key, MatmulRoute preference,
   s.table[key] = rec;
   return rec.route;
 }
+
+}  // namespace
 
 std::vector<RouteRecord> route_records() {
   Selector& s = selector();
@@ -115,6 +149,7 @@ std::vector<RouteRecord> pin_routes(const std::vector<RouteRecord>& records) {
     rec.source = RouteSource::pinned;
     s.table[rec.key] = rec;
   }
+  g_generation.fetch_add(1, std::memory_order_acq_rel);
   return refused;
 }
 
@@ -122,6 +157,7 @@ void clear_routes() {
   Selector& s = selector();
   std::lock_guard<std::mutex> lock(s.mu);
   s.table.clear();
+  g_generation.fetch_add(1, std::memory_order_acq_rel);
 }
 
 void set_route_clock(std::function<double()> clock) {
@@ -141,6 +177,7 @@ void set_route_cache_path(const std::string& path) {
   std::lock_guard<std::mutex> lock(s.mu);
   s.table.clear();
   s.cache = RouteCache(path);
+  g_generation.fetch_add(1, std::memory_order_acq_rel);
 }
 
 }  // namespace mantissa::kernels
