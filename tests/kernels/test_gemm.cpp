@@ -86,6 +86,14 @@ std::uint32_t bits(float x) {
   return u;
 }
 
+// Edges of every blocking level: sizes off the micro-kernels' multiples, k past one depth
+// block, odd (a last bf16 pair of one element) and not a multiple of 8, m past one row chunk,
+// n past one column panel, and k = 0.
+constexpr Case kEdgeCases[] = {{1, 1, 1, false, false},      {13, 33, 7, false, false},
+                               {25, 17, 301, true, false},   {37, 70, 9, false, true},
+                               {50, 41, 517, true, true},    {800, 40, 20, false, true},
+                               {30, 2100, 12, false, false}, {3, 5, 0, false, false}};
+
 // --- The scalar twin against exact arithmetic --------------------------------------------
 
 TEST(GemmRef, MatchesExactProductsWithinTheFp32Bound) {
@@ -153,14 +161,8 @@ std::vector<float> with_zeros(std::vector<float> v) {
 
 TEST_P(GemmIsaTest, MatchesTheScalarTwinBitForBitOnEveryShapeFormatAndThreadCount) {
   std::mt19937 rng(2);
-  // Edges of every blocking level: sizes off the micro-kernel's multiples, k past one depth
-  // block and not a multiple of 8, m past one row chunk, n past one column panel.
-  const Case cases[] = {{1, 1, 1, false, false},      {13, 33, 7, false, false},
-                        {25, 17, 300, true, false},   {37, 70, 9, false, true},
-                        {50, 41, 517, true, true},    {800, 40, 20, false, true},
-                        {30, 2100, 12, false, false}, {3, 5, 0, false, false}};
   for (Format f : numerics::kAllFormats) {
-    for (const Case& c : cases) {
+    for (const Case& c : kEdgeCases) {
       const GemmShape s = GemmShape::dense(c.m, c.n, c.k, c.ta, c.tb);
       const Stored a = store(random_values(static_cast<std::size_t>(c.m * c.k), rng), f);
       const Stored b =
@@ -585,15 +587,11 @@ class Bf16KernelTest : public ::testing::Test {
 
 TEST_F(Bf16KernelTest, MatchesTheScalarTwinBitForBitOnEveryShapeFormatPassAndThreadCount) {
   std::mt19937 rng(12);
-  const Case cases[] = {{1, 1, 1, false, false},      {13, 33, 7, false, false},
-                        {25, 17, 301, true, false},   {37, 70, 9, false, true},
-                        {50, 41, 517, true, true},    {800, 40, 20, false, true},
-                        {30, 2100, 12, false, false}, {3, 5, 0, false, false}};
   for (Format f : numerics::kAllFormats) {
     if (f == Format::float32) continue;
     const bool split = f == Format::float16 || f == Format::cbfloat16;
     for (int passes : split ? std::vector<int>{1, 3, 4} : std::vector<int>{1}) {
-      for (const Case& c : cases) {
+      for (const Case& c : kEdgeCases) {
         const GemmShape s = GemmShape::dense(c.m, c.n, c.k, c.ta, c.tb);
         const Stored a = store(random_values(static_cast<std::size_t>(c.m * c.k), rng), f);
         const Stored b =
