@@ -1,5 +1,7 @@
 #include "mantissa/amp/grad_scaler.hpp"
 
+#include <utility>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -223,9 +225,16 @@ bool GradScaler::step_if_finite(optim::Optimizer& optimizer) {
   PerOptimizer& e = iteration_.at(&optimizer);
   e.stage = OptimizerStage::stepped;
   const bool fixed = !options_.dynamic;  // the scale cannot adapt: on_nonfinite decides
-  if (e.finite || (fixed && options_.on_nonfinite == NonFinitePolicy::apply)) {
-    optimizer.step();
-    return true;
+  const bool apply = fixed && options_.on_nonfinite == NonFinitePolicy::apply;
+  if (e.finite || apply) {
+    if (optimizer.step(apply ? optim::NonFiniteUpdate::apply : optim::NonFiniteUpdate::refuse)) {
+      return true;
+    }
+    // Finite gradients, a non-finite result (a learning rate of 1e300, eps 0): not applied,
+    // counted as a skipped step; update() ends a run of them.
+    if (refused_update_.empty()) refused_update_ = optimizer.refused_tensor();
+    ++state_.num_skipped_steps;
+    return false;
   }
   // The caller reports the skip: it knows the step's number (the optimizer's step index does
   // not advance on skips); last_nonfinite_params() names the overflowing parameters.
@@ -254,11 +263,27 @@ void GradScaler::update() {
   iteration_.clear();
   clipped_ = false;
   nonfinite_loss_ = false;
+  guard_refused_updates();
   if (options_.dynamic && !state_.scaling_stopped) {
     adapt_scale();
   } else if (!options_.dynamic) {
     guard_static_run(step);
   }
+}
+
+// Updates that would make a weight or optimizer state non-finite are never applied; a run of
+// them (the scale cannot help: the gradients were finite) ends in an error naming the tensor.
+void GradScaler::guard_refused_updates() {
+  const std::string refused = std::exchange(refused_update_, "");
+  refused_in_a_row_ = refused.empty() ? 0 : refused_in_a_row_ + 1;
+  if (refused_in_a_row_ < options_.max_consecutive_skips) return;
+  throw Error(std::to_string(refused_in_a_row_) +
+              " steps in a row were not applied: with finite gradients, the optimizer's update "
+              "made '" +
+              refused +
+              "' non-finite (inf or NaN); the learning rate, weight decay or eps make it "
+              "diverge: lower them (precision.max_consecutive_skipped_steps: " +
+              std::to_string(options_.max_consecutive_skips) + ")");
 }
 
 // A fixed scale cannot recover from overflow, nor lift gradients that underflow: a run of

@@ -35,6 +35,31 @@ bool evaluates(RunMode mode) {
   return mode != RunMode::train;
 }
 
+// "a, b, c and 50 more": at most kNamesShown names in a log line (a GPT has dozens of
+// parameters; the metrics record keeps them all).
+std::string some_names(const std::vector<std::string>& names) {
+  constexpr std::size_t kNamesShown = 4;
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < kNamesShown; ++i)
+    out += (i == 0 ? "" : ", ") + names[i];
+  if (names.size() > kNamesShown)
+    out += " and " + std::to_string(names.size() - kNamesShown) + " more";
+  return out;
+}
+
+// The log line of a step that was not applied, saying why.
+std::string skipped_step_line(std::int64_t step, double loss, const amp::StepReport& r) {
+  std::string line = "skipped step " + std::to_string(step) + ": ";
+  if (!r.refused_update.empty()) {
+    return line + "the update would have made '" + r.refused_update +
+           "' non-finite (inf or NaN; the gradients were finite): not applied";
+  }
+  line += std::string("non-finite ") + (std::isfinite(loss) ? "gradients" : "loss") +
+          " at loss scale " + detail::scale_text(r.loss_scale);
+  if (!r.nonfinite_params.empty()) line += " in " + some_names(r.nonfinite_params);
+  return line;
+}
+
 }  // namespace
 
 Trainer::Trainer(TrainerConfig config, TrainerHooks hooks)
@@ -118,8 +143,17 @@ std::map<std::string, std::string> Trainer::state_metadata() const {
 std::string Trainer::save_checkpoint_now() {
   std::string path;
   dp_->on_root([&] {  // every process holds the same state: rank 0 writes it
-    path = save_checkpoint(run_dir_, global_step_, {state_tensors(), state_metadata()});
-    apply_retention(run_dir_, config_.checkpoint.keep);
+    const std::map<std::string, tensor::Tensor> tensors = state_tensors();
+    path = save_checkpoint(run_dir_, global_step_, {tensors, state_metadata()});
+    if (all_finite(tensors)) {
+      last_finite_checkpoint_ = path;
+    } else {
+      log("checkpoint " + path + " holds non-finite values (precision.on_nonfinite: apply)" +
+          (last_finite_checkpoint_.empty()
+               ? std::string()
+               : "; " + last_finite_checkpoint_ + ", the last finite one, is kept"));
+    }
+    apply_retention(run_dir_, config_.checkpoint.keep, last_finite_checkpoint_);
   });
   return dp_->from_root(path);
 }
@@ -185,14 +219,7 @@ StepResult Trainer::train_step() {
     log("precision falls back to " + std::string(numerics::name(*wider)) + " from here on");
   }
   ++global_step_;
-  if (!r.report.stepped) {
-    std::string line = "skipped step " + std::to_string(global_step_) + ": non-finite " +
-                       (std::isfinite(r.loss) ? "gradients" : "loss") + " at loss scale " +
-                       detail::scale_text(r.report.loss_scale);
-    for (std::size_t i = 0; i < r.report.nonfinite_params.size(); ++i)
-      line += (i == 0 ? " in " : ", ") + r.report.nonfinite_params[i];
-    log(line);
-  }
+  if (!r.report.stepped) log(skipped_step_line(global_step_, r.loss, r.report));
   return r;
 }
 
@@ -383,7 +410,7 @@ RunSummary Trainer::train_loop(RunMode mode) {
 void Trainer::train_steps(RunSummary& summary, std::int64_t eval_every, std::int64_t& saved_at) {
   auto window_start = Clock::now();
   const auto run_start = window_start;
-  std::int64_t window_items = 0, start_step = global_step_;
+  std::int64_t window_items = 0, start_step = global_step_, refused = 0;
   double loss_sum = 0;
   std::int64_t loss_count = 0;
   while (global_step_ < config_.loop.max_steps) {
@@ -392,9 +419,20 @@ void Trainer::train_steps(RunSummary& summary, std::int64_t eval_every, std::int
       break;
     }
     const auto [step_loss, report] = train_step();
-    if (!report.stepped)
-      write_metrics(
-          metrics_line(SkipRecord{global_step_, report.loss_scale, report.nonfinite_params}));
+    refused += report.refused_update.empty() ? 0 : 1;
+    if (refused > 0 && refused == global_step_ - start_step &&
+        global_step_ == config_.loop.max_steps) {
+      throw Error("no step of this run was applied: every update would have made '" +
+                  report.refused_update +
+                  "' non-finite (inf or NaN) with finite gradients; the learning rate, weight "
+                  "decay or eps make the optimizer diverge: lower them");
+    }
+    if (!report.stepped) {
+      const std::vector<std::string> where = report.refused_update.empty()
+                                                 ? report.nonfinite_params
+                                                 : std::vector<std::string>{report.refused_update};
+      write_metrics(metrics_line(SkipRecord{global_step_, report.loss_scale, where}));
+    }
     window_items += items_per_step();
     loss_sum += step_loss;
     ++loss_count;

@@ -90,7 +90,9 @@ struct GradScalerOptions {
   bool attribute_overflows = true;  // name the parameters with non-finite gradients
   // Static scaling (and scale 1, no scaling): what a non-finite step does, and how many
   // skipped steps in a row end the run with an error saying why (the scale cannot adapt, so
-  // they would go on forever).
+  // they would go on forever). In every mode, an update that would make a weight or the
+  // optimizer state non-finite is not applied (Optimizer::step) and counted as a skipped
+  // step; max_consecutive_skips of them in a row end the run with an error naming the tensor.
   NonFinitePolicy on_nonfinite = NonFinitePolicy::skip;
   std::int64_t max_consecutive_skips = 20;
   // Receives stuck-scale and clamped-initial-scale lines; unset: they are dropped (the
@@ -187,6 +189,9 @@ class GradScaler {
   bool last_step_finite() const { return finite_; }
   double last_grad_norm() const { return norm_; }
   const std::vector<std::string>& last_nonfinite_params() const { return nonfinite_; }
+  // The tensor whose non-finite result made step_if_finite refuse this iteration's update
+  // ("<param>" or "<param>.<state>"); empty when none was refused. update() clears it.
+  const std::string& refused_update() const { return refused_update_; }
   std::int64_t num_skipped_steps() const { return state_.num_skipped_steps; }
   // After a fall-back: the format to switch to (bfloat16), once; nullopt otherwise.
   std::optional<Format> take_fallback();
@@ -210,6 +215,7 @@ class GradScaler {
   void log(const std::string& line) const;
   void adapt_scale();
   void guard_static_run(std::int64_t step);
+  void guard_refused_updates();
 
   GradScalerOptions options_;
   ScalerState state_;
@@ -225,6 +231,8 @@ class GradScaler {
   bool warned_underflow_ = false;
   std::int64_t iteration_step_ = 0;    // the first optimizer's step index in this iteration
   std::int64_t skipped_in_a_row_ = 0;  // iterations (static scaling), not saved
+  std::string refused_update_;         // this iteration's, from Optimizer::step
+  std::int64_t refused_in_a_row_ = 0;  // iterations whose update was refused, not saved
 };
 
 }  // namespace mantissa::amp
