@@ -1,5 +1,7 @@
 #include "data_parallel.hpp"
 
+#include "digest.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -77,21 +79,29 @@ void DataParallel::require_identical_state(const std::map<std::string, tensor::T
                                            const std::map<std::string, std::string>& metadata,
                                            const std::string& what) const {
   if (!distributed()) return;
-  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
-  const auto add = [&h](const void* data, std::size_t n) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  };
+  detail::Digest d;
   for (const auto& [name, t] : tensors) {
-    add(name.data(), name.size());
+    d.add(name.data(), name.size());
     const std::vector<float> v = t.to_vector();
-    add(v.data(), v.size() * sizeof(float));
+    d.add(v.data(), v.size() * sizeof(float));
   }
   for (const auto& [key, value] : metadata) {
-    add(key.data(), key.size());
-    add(value.data(), value.size());
+    d.add(key.data(), key.size());
+    d.add(value.data(), value.size());
   }
-  dist::require_identical(comm_, std::as_bytes(std::span(&h, 1)), what);
+  require_identical_digest(d.value(), what);
+}
+
+void DataParallel::require_identical_digest(std::uint64_t digest, const std::string& what) const {
+  if (!distributed()) return;
+  const std::vector<std::vector<std::byte>> all =
+      comm_.allgather_blobs(std::as_bytes(std::span(&digest, 1)));
+  for (std::size_t r = 1; r < all.size(); ++r) {
+    if (all[r] == all[0]) continue;
+    throw Error(comm_.where() + ": rank " + std::to_string(r) + " differs from rank 0 in " + what +
+                " (compared by a 64-bit digest); start every rank with the same config, "
+                "--set options and files");
+  }
 }
 
 void DataParallel::attach(const std::vector<autograd::Variable>& params) {

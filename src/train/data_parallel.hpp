@@ -58,6 +58,8 @@ class DataParallel {
   void require_identical_state(const std::map<std::string, tensor::Tensor>& tensors,
                                const std::map<std::string, std::string>& metadata,
                                const std::string& what) const;
+  // Collective: the same for a digest each process computed (its config, its data).
+  void require_identical_digest(std::uint64_t digest, const std::string& what) const;
 
   // Collective: the gradient reducer over `params` (the model's, in registration order).
   void attach(const std::vector<autograd::Variable>& params);

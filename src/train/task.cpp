@@ -1,5 +1,7 @@
 #include "task.hpp"
 
+#include "digest.hpp"
+
 #include <unistd.h>
 #include <algorithm>
 
@@ -103,6 +105,12 @@ class TextTask final : public Task {
   void set_batch_part(const tensor::BatchPart& part) override {
     train_->set_part(part);
     gpt_.dropout_rng().set_block_part(part);
+  }
+  std::uint64_t data_digest() const override {
+    detail::Digest d;
+    for (const data::ByteText* t : {&train_text_, &val_text_})
+      d.add(t->tokens.data(), t->tokens.size() * sizeof(std::int32_t));
+    return d.value();
   }
 
  private:
@@ -209,6 +217,15 @@ class ImageTask final : public Task {
   tensor::RngState rng_state() const override { return {}; }
   void set_rng_state(const tensor::RngState&) override {}
   void set_batch_part(const tensor::BatchPart& part) override { train_->set_part(part); }
+  std::uint64_t data_digest() const override {
+    detail::Digest d;
+    for (const data::ImageDataset* s : {&train_set_, &val_set_}) {
+      const tensor::Tensor x = s->images.contiguous();
+      d.add(x.raw_data(), static_cast<std::size_t>(x.numel() * x.element_bytes()));
+      d.add(s->labels.data(), s->labels.size() * sizeof(std::int32_t));
+    }
+    return d.value();
+  }
 
  private:
   TrainerConfig cfg_;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data_parallel.hpp"
+#include "digest.hpp"
 #include "fp8_layers.hpp"
 #include "machine.hpp"
 #include "mantissa/amp/optimizer_step.hpp"
@@ -81,6 +82,16 @@ Trainer::Trainer(TrainerConfig config, TrainerHooks hooks)
     fp8_ = std::make_unique<Fp8Layers>(task_->module(), config_.precision.policy().fp8);
     build_optimizer_and_scaler();
   });
+  // Every process runs the same config (after --set) on the same data, or none starts: a
+  // mismatch names the first rank that differs from rank 0.
+  dp_->require_identical_digest(
+      [&] {
+        detail::Digest d;
+        d.add(config_.yaml.data(), config_.yaml.size());
+        return d.value();
+      }(),
+      "the config (after --set)");
+  dp_->require_identical_digest(task_->data_digest(), "the training and validation data");
   dp_->attach(task_->module().parameters());
   metrics_ =
       std::make_unique<MetricsFile>((std::filesystem::path(run_dir_) / "metrics.jsonl").string());
