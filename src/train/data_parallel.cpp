@@ -56,7 +56,10 @@ void DataParallel::root_first(const std::function<void()>& work) const {
     work();
     return;
   }
-  dist::agree_on_success(root_work_, is_root() ? attempt(work) : "");
+  // Rank 0 works, then waits for the others, who only wait: its wait has the ordinary bound
+  // (comm_), theirs the long one (a rank that died meanwhile is named within the dist
+  // timeout, not after kRootWorkSeconds). Then the others work and everyone waits long.
+  dist::agree_on_success(is_root() ? comm_ : root_work_, is_root() ? attempt(work) : "");
   dist::agree_on_success(root_work_, is_root() ? "" : attempt(work));
 }
 
@@ -65,7 +68,8 @@ void DataParallel::on_root(const std::function<void()>& work) const {
     work();
     return;
   }
-  dist::agree_on_success(root_work_, is_root() ? attempt(work) : "");
+  // As root_first's first half: only the others' wait is long.
+  dist::agree_on_success(is_root() ? comm_ : root_work_, is_root() ? attempt(work) : "");
 }
 
 std::string DataParallel::from_root(const std::string& mine) const {

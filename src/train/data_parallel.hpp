@@ -49,7 +49,8 @@ class DataParallel {
   // write what they read: a dataset cache). The others wait for it up to kRootWorkSeconds.
   void root_first(const std::function<void()>& work) const;
   // As together(), for work only rank 0 does (writing a checkpoint); the others wait for it
-  // up to kRootWorkSeconds and learn whether it succeeded.
+  // up to kRootWorkSeconds and learn whether it succeeded. Rank 0's own wait for them (they
+  // have nothing to do) has the ordinary dist timeout: a rank that died is named within it.
   void on_root(const std::function<void()>& work) const;
   // Rank 0's string, on every process.
   std::string from_root(const std::string& mine) const;
