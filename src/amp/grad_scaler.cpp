@@ -3,10 +3,12 @@
 #include <utility>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <sstream>
 
+#include "mantissa/amp/autocast.hpp"
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/grad_reductions.hpp"
@@ -28,17 +30,33 @@ bool finite_float32(double v) {
 
 }  // namespace
 
+std::string power_of_two_intent(double v) {
+  if (!(v > 0) || !std::isfinite(v)) return "";
+  for (int k = -30; k <= 38; ++k) {
+    if (k == 0 || v != 2.0 * std::pow(10.0, k)) continue;
+    std::ostringstream pow2;
+    pow2 << std::ldexp(1.0, k);
+    return num(v) + " is 2 x 10^" + std::to_string(k) +
+           " as written; the vendor's documentation writes 2e" + std::to_string(k) + " for 2^" +
+           std::to_string(k) + " (" + pow2.str() + "): write " + pow2.str() + " if that is meant";
+  }
+  return "";
+}
+
 std::string loss_scaling_factor_error(std::string_view given) {
   return "loss_scaling_factor: '" + std::string(given) +
          "' is neither \"dynamic\" nor a finite number > 0";
 }
 
+double default_loss_scale() {
+  return half_dtype() == Format::cbfloat16 ? 2147483648.0 : 32768.0;  // 2^31, 2^15
+}
+
 GradScalerOptions GradScalerOptions::defaults_for(Format half) {
   GradScalerOptions o;
-  if (half == Format::cbfloat16) {
-    o.init_scale = 2147483648.0;  // 2^31
-    o.max_loss_scale = 2147483648.0;
-  }
+  const double scale = half == Format::cbfloat16 ? 2147483648.0 : 32768.0;
+  o.init_scale = scale;
+  o.max_loss_scale = scale;
   return o;
 }
 
@@ -46,8 +64,9 @@ void GradScalerOptions::validate() const {
   auto fail = [](const std::string& m) { throw Error(m); };
   if (!dynamic && !finite_float32(static_scale)) fail(loss_scaling_factor_error(num(static_scale)));
   if (!(min_loss_scale >= 1.0 / 16384)) {
+    const std::string intent = power_of_two_intent(min_loss_scale);
     fail("min_loss_scale: " + num(min_loss_scale) + " is below the smallest allowed, 2^-14 (" +
-         num(1.0 / 16384) + ")");
+         num(1.0 / 16384) + ")" + (intent.empty() ? "" : "; " + intent));
   }
   if (!(max_loss_scale >= min_loss_scale) || !finite_float32(max_loss_scale)) {
     fail("max_loss_scale: " + num(max_loss_scale) + " must be >= min_loss_scale (" +
@@ -88,7 +107,32 @@ GradScaler::GradScaler(GradScalerOptions options) : options_(std::move(options))
         num(options_.max_loss_scale) + ": starting at " + num(options_.max_loss_scale));
   }
   state_.hysteresis_left = options_.hysteresis;
+  for (const auto& [key, v] : {std::pair{"initial_loss_scale", options_.init_scale},
+                               std::pair{"max_loss_scale", options_.max_loss_scale}}) {
+    const std::string intent = options_.dynamic ? power_of_two_intent(v) : "";
+    if (!intent.empty()) log(std::string(key) + ": " + intent);
+  }
 }
+
+namespace {
+
+GradScalerOptions options_for(std::string_view loss_scale) {
+  GradScalerOptions o;
+  if (loss_scale == "dynamic") return o;
+  double v = 0;
+  const auto [end, ec] =
+      std::from_chars(loss_scale.data(), loss_scale.data() + loss_scale.size(), v);
+  if (ec != std::errc() || end != loss_scale.data() + loss_scale.size() || !finite_float32(v)) {
+    throw Error(loss_scaling_factor_error(loss_scale));
+  }
+  o.dynamic = false;
+  o.static_scale = v;
+  return o;
+}
+
+}  // namespace
+
+GradScaler::GradScaler(std::string_view loss_scale) : GradScaler(options_for(loss_scale)) {}
 
 void GradScaler::log(const std::string& line) const {
   if (options_.log) options_.log(line);

@@ -31,6 +31,12 @@ StepReport optimizer_step(const Variable& loss, optim::Optimizer& optimizer, Gra
                         max_gradient_value);
 }
 
+StepReport optimizer_step(const Variable& loss, optim::Optimizer& optimizer, GradScaler& scaler,
+                          std::optional<double> max_gradient_norm,
+                          std::optional<double> max_gradient_value) {
+  return optimizer_step(loss, optimizer, &scaler, max_gradient_norm, max_gradient_value);
+}
+
 StepReport optimizer_step(const Variable& loss, const std::vector<optim::Optimizer*>& optimizers,
                           GradScaler* scaler, std::optional<double> max_gradient_norm,
                           std::optional<double> max_gradient_value) {

@@ -126,3 +126,12 @@ hostile_case(escape_sequences_in_names_are_made_visible 2
   "^mantissa: error: .*/e\\\\x1b\\[31m.yaml: cannot open the config file"
   NOT "${esc}"
   COMMAND train --config "@D@/e${esc}[31m.yaml")
+
+# --- The seeds' defaults as printed: 2e15 taken as written, the likely 2^15 said ------------------
+hostile_case(vendor_2e15_is_taken_as_written_and_said 0
+  "initial_loss_scale: 2e\\+15 is 2 x 10\\^15 as written; the vendor's documentation writes 2e15 for 2\\^15 \\(32768\\): write 32768 if that is meant"
+  COMMAND ${train_tiny} --set trainer.init.loop.max_steps=2
+          --set "trainer.init.precision={fp16_type: float16, loss_scaling_factor: dynamic, initial_loss_scale: 2e15, max_loss_scale: 2e15}")
+hostile_case(vendor_2e-14_is_refused_saying_why 2
+  "^mantissa: error: .*min_loss_scale: 2e-14 is below the smallest allowed, 2\\^-14 \\(6.10352e-05\\); 2e-14 is 2 x 10\\^-14 as written"
+  COMMAND ${train_tiny} --set "trainer.init.precision={fp16_type: float16, loss_scaling_factor: dynamic, min_loss_scale: 2e-14}")

@@ -19,7 +19,12 @@ struct StepReport {
   std::string refused_update;
 };
 
-// Scaled backward of `loss`, then finish_step.
+// The seeds' signature: optimizer_step(loss, optimizer, grad_scaler, max_gradient_norm).
+StepReport optimizer_step(const Variable& loss, optim::Optimizer& optimizer, GradScaler& scaler,
+                          std::optional<double> max_gradient_norm = std::nullopt,
+                          std::optional<double> max_gradient_value = std::nullopt);
+
+// Scaled backward of `loss`, then finish_step (scaler nullptr: no scaling).
 StepReport optimizer_step(const Variable& loss, optim::Optimizer& optimizer, GradScaler* scaler,
                           std::optional<double> max_gradient_norm = std::nullopt,
                           std::optional<double> max_gradient_value = std::nullopt);

@@ -117,5 +117,9 @@ class Optimizer {
 // is out of range.
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerSettings& settings,
                                           std::vector<ParamGroup> groups);
+// One group of `params` at a constant learning rate (PyTorch's `AdamW(model.parameters(),
+// lr=1e-3)`): make_optimizer(AdamW{}, model.parameters(), 1e-3).
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerSettings& settings,
+                                          std::vector<Variable> params, double learning_rate);
 
 }  // namespace mantissa::optim
