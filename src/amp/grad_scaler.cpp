@@ -399,7 +399,13 @@ void GradScaler::adapt_scale() {
         case StuckPolicy::raise:
           throw Error(what + " (set precision.on_stuck to keep_going or fall_back to go on)");
         case StuckPolicy::keep_going:
-          log(what + "; continuing at the minimum");
+          // Said the first time, then at 10, 100, 1000, ... times: never once a step.
+          if (++stuck_events_ == next_stuck_note_) {
+            next_stuck_note_ *= 10;
+            log(what + "; continuing at the minimum" +
+                (stuck_events_ == 1 ? std::string(" (said again at 10, 100, ... times)")
+                                    : " (" + std::to_string(stuck_events_) + " times so far)"));
+          }
           break;
         case StuckPolicy::fall_back:
           log(what + "; falling back to bfloat16 (float32's range) without loss scaling");

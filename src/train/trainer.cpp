@@ -334,10 +334,12 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume,
   chosen = dp_->from_root(chosen);
   if (resume && *resume != "latest") chosen = *resume;  // each process the file it was given
   if (!chosen.empty()) {
-    std::int64_t written_by = 1;
+    std::int64_t written_by = 1, their_batch = config_.train_data.batch_size;
     dp_->together([&] {
       const Checkpoint c = load_checkpoint(chosen);
-      written_by = decode_checkpoint_meta(c.metadata, chosen).dist_ranks;
+      const CheckpointMeta meta = decode_checkpoint_meta(c.metadata, chosen);
+      written_by = meta.dist_ranks;
+      their_batch = parse_config(meta.config, {}, chosen + " (its config)").train_data.batch_size;
       restore(chosen, c, training, settings);
     });
     // Every process read the same file: the same state, or an Error naming the one that
@@ -347,8 +349,12 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume,
     if (written_by != dp_->size()) {
       log("the checkpoint was written by " + std::to_string(written_by) + " process" +
           (written_by == 1 ? "" : "es") + ", this run has " + std::to_string(dp_->size()) +
-          ": the data carries on from the same sample (the global batch is unchanged); the "
-          "steps are not bit-identical to a run that keeps its number of processes");
+          ": the data carries on from the same sample (" +
+          (their_batch == config_.train_data.batch_size
+               ? "the global batch of " + std::to_string(their_batch) + " is unchanged"
+               : "the global batch changes from " + std::to_string(their_batch) + " to " +
+                     std::to_string(config_.train_data.batch_size)) +
+          "); the steps are not bit-identical to a run that keeps its number of processes");
     }
   } else if (resume) {
     log("no checkpoint in " + run_dir_ + ": starting from step 0");

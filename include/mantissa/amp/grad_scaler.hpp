@@ -247,6 +247,8 @@ class GradScaler {
   std::int64_t iteration_step_ = 0;    // the first optimizer's step index in this iteration
   std::int64_t skipped_in_a_row_ = 0;  // iterations (static scaling), not saved
   std::string refused_update_;         // this iteration's, from Optimizer::step
+  std::int64_t stuck_events_ = 0;      // keep_going: times the scale hit its floor
+  std::int64_t next_stuck_note_ = 1;   // ... and when that is said next (1, 10, 100, ...)
   std::int64_t refused_in_a_row_ = 0;  // iterations whose update was refused, not saved
 };
 
