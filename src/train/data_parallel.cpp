@@ -93,7 +93,8 @@ void DataParallel::require_identical_state(const std::map<std::string, tensor::T
     d.add(key.data(), key.size());
     d.add(value.data(), value.size());
   }
-  require_identical_digest(d.value(), what);
+  const std::uint64_t h = d.value();
+  dist::require_identical(comm_, std::as_bytes(std::span(&h, 1)), what);
 }
 
 void DataParallel::require_identical_digest(std::uint64_t digest, const std::string& what) const {
