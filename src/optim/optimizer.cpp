@@ -56,41 +56,61 @@ bool all_finite(const Tensor& t) {
   return special == 0;
 }
 
+// `src`'s values into `dst`, reusing dst's storage when it has src's shape and format (a
+// step's snapshot is taken every step: no allocation once the buffers exist).
+void copy_into(Tensor& dst, const Tensor& src) {
+  if (dst.defined() && dst.shape() == src.shape() && dst.format() == src.format()) {
+    dst.copy_from(src);
+  } else {
+    dst = src.clone();
+  }
+}
+
+}  // namespace
+
 // The weights, state and compensation buffers a step may change, copied before it, so a
 // refused update puts them back exactly (a parameter's first step creates its state: a
-// refused first step removes it again).
-class UpdateSnapshot {
+// refused first step removes it again). Kept by the optimizer, its buffers are reused.
+class Optimizer::UpdateSnapshot {
  public:
   template <class Groups, class State, class Kahan>
   void take(Groups& groups, const State& state, const Kahan& kahan) {
+    used_ = 0;
     for (auto& group : groups) {
       for (Variable& p : group.params) {
         if (!p.grad().defined()) continue;
-        Saved s{p, p.value().clone(), std::nullopt, std::nullopt};
-        if (auto it = state.find(p.id()); it != state.end()) {
-          s.state.emplace();
-          for (const Tensor& t : it->second) s.state->push_back(t.clone());
+        if (used_ == saved_.size()) saved_.emplace_back();
+        Saved& s = saved_[used_++];
+        s.param = p;
+        copy_into(s.value, p.value());
+        const auto it = state.find(p.id());
+        s.had_state = it != state.end();
+        if (s.had_state) {
+          s.state.resize(it->second.size());
+          for (std::size_t k = 0; k < it->second.size(); ++k) copy_into(s.state[k], it->second[k]);
         }
-        if (auto it = kahan.find(p.id()); it != kahan.end()) s.kahan = it->second.clone();
-        saved_.push_back(std::move(s));
+        const auto c = kahan.find(p.id());
+        s.had_kahan = c != kahan.end();
+        if (s.had_kahan) copy_into(s.kahan, c->second);
       }
     }
   }
   template <class State, class Kahan>
   void restore(State& state, Kahan& kahan) {
-    for (Saved& s : saved_) {
+    for (std::size_t i = 0; i < used_; ++i) {
+      Saved& s = saved_[i];
       s.param.mutable_value().copy_from(s.value);
       s.param.bump_version();
       // In place: whoever holds the state tensors sees them restored.
-      if (s.state) {
+      if (s.had_state) {
         std::vector<Tensor>& now = state[s.param.id()];
-        for (std::size_t k = 0; k < now.size() && k < s.state->size(); ++k)
-          now[k].copy_from((*s.state)[k]);
+        for (std::size_t k = 0; k < now.size() && k < s.state.size(); ++k)
+          now[k].copy_from(s.state[k]);
       } else {
         state.erase(s.param.id());
       }
-      if (s.kahan) {
-        kahan[s.param.id()].copy_from(*s.kahan);
+      if (s.had_kahan) {
+        kahan[s.param.id()].copy_from(s.kahan);
       } else {
         kahan.erase(s.param.id());
       }
@@ -101,11 +121,15 @@ class UpdateSnapshot {
   struct Saved {
     Variable param;
     Tensor value;
-    std::optional<std::vector<Tensor>> state;
-    std::optional<Tensor> kahan;
+    bool had_state = false, had_kahan = false;
+    std::vector<Tensor> state;
+    Tensor kahan;
   };
   std::vector<Saved> saved_;
+  std::size_t used_ = 0;
 };
+
+namespace {
 
 // State that is a sum of squares, a running maximum of magnitudes or a step size: >= 0 in
 // any state an optimizer can reach.
@@ -285,8 +309,10 @@ bool Optimizer::step(NonFiniteUpdate on_nonfinite) {
   for (std::size_t g = 0; g < groups_.size(); ++g) check_values(g, step_);
   refused_.clear();
   const bool guarded = on_nonfinite == NonFiniteUpdate::refuse;
-  UpdateSnapshot before;
-  if (guarded) before.take(groups_, state_, kahan_);
+  if (guarded) {
+    if (!snapshot_) snapshot_ = std::make_shared<UpdateSnapshot>();
+    snapshot_->take(groups_, state_, kahan_);
+  }
   std::int64_t index = 0;
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     ParamGroup& group = groups_[g];
@@ -310,7 +336,7 @@ bool Optimizer::step(NonFiniteUpdate on_nonfinite) {
   if (guarded) {
     refused_ = first_nonfinite_tensor();
     if (!refused_.empty()) {
-      before.restore(state_, kahan_);
+      snapshot_->restore(state_, kahan_);
       return false;
     }
   }

@@ -103,6 +103,8 @@ class Optimizer {
   TrainingState training_;
   std::map<const void*, Tensor> kahan_;  // bfloat16_kahan: each parameter's compensation
   std::string refused_;                  // the tensor the last refused step would have spoiled
+  class UpdateSnapshot;                  // what a guarded step may change, copied before it
+  std::shared_ptr<UpdateSnapshot> snapshot_;
   // The first weight or state tensor (of the parameters that have gradients) holding a
   // non-finite value, by name; empty when all are finite.
   std::string first_nonfinite_tensor();
