@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "commands.hpp"
@@ -39,9 +40,10 @@ int run(int argc, char** argv, mantissa::dist::Runtime& runtime) {
   actions.push_back(mantissa::app::register_compare_command(app));
   actions.push_back(mantissa::app::register_report_command(app));
   // No argument may be empty: `--mode ""` or `--value ""` is a mistake (an unset shell
-  // variable), never a request for the default (CLI11 would pass it on as a value).
+  // variable), never a request for the default (CLI11 would pass it on as a value). The one
+  // exception: generate's `--prompt ""` (start from nothing) is a real request.
   for (int i = 1; i < argc; ++i) {
-    if (argv[i][0] != '\0') continue;
+    if (argv[i][0] != '\0' || (i > 1 && std::string_view(argv[i - 1]) == "--prompt")) continue;
     if (root) {
       fmt::print(stderr,
                  "mantissa: error: {}: an empty value (give a value, or leave the option out)\n",

@@ -112,6 +112,9 @@ hostile_case(report_out_onto_a_device 2
 add_test(NAME cli.mode_empty COMMAND ${expect} --not "step [0-9]+/" 2
   "^mantissa: error: --mode: an empty value \\(give a value, or leave the option out\\)$"
   -- sh -c "exec \"$0\" train --config ${tiny} --mode ''" ${cli})
+add_test(NAME cli.generate_empty_prompt_is_allowed COMMAND ${expect} 0 "^$"
+  -- sh -c "exec \"$0\" generate --checkpoint ${tiny_run} --prompt '' --length 4" ${cli})
+set_tests_properties(cli.generate_empty_prompt_is_allowed PROPERTIES FIXTURES_REQUIRED tiny_run)
 add_test(NAME cli.formats_value_empty COMMAND ${expect} --not "float16" 2
   "^mantissa: error: --value: an empty value" -- sh -c "exec \"$0\" formats --value ''" ${cli})
 
