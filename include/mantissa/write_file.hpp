@@ -17,15 +17,30 @@
 namespace mantissa {
 
 // open(2) of `path` with `flags` | O_NOFOLLOW | O_CLOEXEC; `what` names the file in messages
-// ("the metrics file"). A symbolic link at `path` is refused, never followed.
+// ("the metrics file"). A symbolic link at `path` is refused, never followed, and so is a
+// regular file with other hard links (writing would change a file elsewhere); O_TRUNC is
+// applied only after that check.
 inline int open_for_writing(const std::string& path, int flags, const std::string& what) {
-  const int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd >= 0) return fd;
-  if (errno == ELOOP) {
+  const int fd = ::open(path.c_str(), (flags & ~O_TRUNC) | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == ELOOP) {
     throw Error(path + ": is a symbolic link; mantissa never writes " + what +
                 " through a link (remove the link)");
   }
-  throw Error(path + ": cannot open " + what + " for writing (" + std::strerror(errno) + ")");
+  if (fd < 0) {
+    throw Error(path + ": cannot open " + what + " for writing (" + std::strerror(errno) + ")");
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1) {
+    ::close(fd);
+    throw Error(path + ": has " + std::to_string(st.st_nlink) + " hard links; mantissa writes " +
+                what + " only to a file of its own (remove the other links)");
+  }
+  if ((flags & O_TRUNC) != 0 && ::ftruncate(fd, 0) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    throw Error(path + ": cannot truncate " + what + " (" + why + ")");
+  }
+  return fd;
 }
 
 // Writes all of `bytes` to `fd` (retrying short writes and EINTR).

@@ -50,10 +50,11 @@ RunDirLock::RunDirLock(const std::string& dir, Use use) {
                 reason() + ")");
   }
   struct stat st {};
-  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink > 1) {
     ::close(fd_);
     fd_ = -1;
-    throw Error(path + ": is not a regular file (the run directory's lock file)");
+    throw Error(path + ": is not a regular file of its own (the run directory's lock file; " +
+                "a hard link would make the pid land in another file)");
   }
   const bool train = use == Use::train;
   if (::flock(fd_, (train ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {

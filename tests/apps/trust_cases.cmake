@@ -92,6 +92,11 @@ hostile_case(lock_file_symlink_is_refused 2
   SETUP "mkdir @D@/run && echo keep >@D@/victim.txt && ln -s ../victim.txt @D@/run/.lock"
   THEN "test \"$(cat @D@/victim.txt)\" = keep"
   COMMAND ${train_tiny})
+hostile_case(lock_file_hard_link_is_refused 2
+  "^mantissa: error: .*/run/.lock: is not a regular file of its own"
+  SETUP "mkdir @D@/run && echo keep >@D@/victim.txt && ln @D@/victim.txt @D@/run/.lock"
+  THEN "test \"$(cat @D@/victim.txt)\" = keep"
+  COMMAND ${train_tiny})
 hostile_case(metrics_symlink_is_refused 2
   "^mantissa: error: .*/run/metrics.jsonl: is a symbolic link; mantissa never writes the metrics file through a link"
   SETUP "mkdir @D@/run && echo keep >@D@/victim.txt && ln -s ../victim.txt @D@/run/metrics.jsonl"

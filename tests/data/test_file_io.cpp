@@ -61,6 +61,13 @@ TEST(FileIo, WritesNeverGoThroughALinkOrOverASpecialFile) {
   EXPECT_EQ(testing::error_of([] { replace_file("/dev/null", "x", "the report"); }),
             "/dev/null: is a character device; mantissa writes the report only to a regular file "
             "or a new path, never over this");
+  const std::string hard = (t.dir / "metrics.jsonl").string();
+  fs::create_hard_link(victim, hard);
+  EXPECT_EQ(
+      testing::error_of([&] { open_for_writing(hard, O_WRONLY | O_TRUNC, "the metrics file"); }),
+      hard +
+          ": has 2 hard links; mantissa writes the metrics file only to a file of its "
+          "own (remove the other links)");
   std::ifstream in(victim);
   std::string kept;
   in >> kept;
