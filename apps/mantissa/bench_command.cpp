@@ -1,11 +1,12 @@
 // `mantissa bench train`: training throughput of a config (train/benchmark.hpp).
-#include <fstream>
+#include <string>
 
 #include "bible_corpus.hpp"
 #include "commands.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/train/benchmark.hpp"
+#include "mantissa/write_file.hpp"
 #include "precision_overrides.hpp"
 #include "together.hpp"
 
@@ -42,9 +43,11 @@ train::TrainerConfig make_config(const BenchArgs& a, std::optional<TrainingPreci
 
 void append_json(const std::string& path, const train::BenchResult& r) {
   if (path.empty()) return;
-  std::ofstream f(path, std::ios::app);
-  if (!f) throw Error("--json: cannot open '" + path + "' for appending");
-  f << train::bench_result_json(r) << "\n";
+  try {
+    append_file(path, train::bench_result_json(r) + "\n", "--json records");
+  } catch (const Error& e) {
+    throw Error(std::string("--json: ") + e.what());
+  }
 }
 
 // --interleave: every precision of the list in this process, step by step in turn.

@@ -12,6 +12,7 @@
 #include "mantissa/train/checkpoint.hpp"
 #include "mantissa/train/config.hpp"
 #include "mantissa/train/trainer.hpp"
+#include "terminal_text.hpp"
 
 namespace mantissa::app {
 namespace {
@@ -120,15 +121,16 @@ int generate(const GenerateArgs& a) {
 int inspect(const std::string& checkpoint) {
   const std::string path = resolve(checkpoint);
   const train::Checkpoint ck = train::load_checkpoint(path);
-  std::printf("%s\n", path.c_str());
+  std::printf("%s\n", terminal_safe(path).c_str());
   for (const char* key : {"global_step", "optimizer_step", "fp16_type", "scaler", "train_loader",
                           "rng", "dist_ranks"}) {
     auto it = ck.metadata.find(key);
-    if (it != ck.metadata.end()) std::printf("  %-15s %s\n", key, it->second.c_str());
+    if (it != ck.metadata.end())
+      std::printf("  %-15s %s\n", key, terminal_safe(it->second).c_str());
   }
   for (const auto& [name, t] : ck.tensors) {
-    std::printf("  %-50s %-12s %s\n", name.c_str(), std::string(numerics::name(t.format())).c_str(),
-                t.shape().to_string().c_str());
+    std::printf("  %-50s %-12s %s\n", terminal_safe(name).c_str(),
+                std::string(numerics::name(t.format())).c_str(), t.shape().to_string().c_str());
   }
   std::int64_t total = 0;
   for (const auto& [name, t] : train::under_prefix(train::kModelPrefix, ck.tensors)) {

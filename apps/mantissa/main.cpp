@@ -7,12 +7,14 @@
 #include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "commands.hpp"
 #include "mantissa/dist/runtime.hpp"
 #include "mantissa/dist/step_agreement.hpp"
 #include "mantissa/error.hpp"
+#include "terminal_text.hpp"
 
 namespace {
 
@@ -37,6 +39,18 @@ int run(int argc, char** argv, mantissa::dist::Runtime& runtime) {
   actions.push_back(mantissa::app::register_bench_command(app, world));
   actions.push_back(mantissa::app::register_compare_command(app));
   actions.push_back(mantissa::app::register_report_command(app));
+  // No argument may be empty: `--mode ""` or `--value ""` is a mistake (an unset shell
+  // variable), never a request for the default (CLI11 would pass it on as a value). The one
+  // exception: generate's `--prompt ""` (start from nothing) is a real request.
+  for (int i = 1; i < argc; ++i) {
+    if (argv[i][0] != '\0' || (i > 1 && std::string_view(argv[i - 1]) == "--prompt")) continue;
+    if (root) {
+      fmt::print(stderr,
+                 "mantissa: error: {}: an empty value (give a value, or leave the option out)\n",
+                 i > 1 && argv[i - 1][0] == '-' ? argv[i - 1] : "argument " + std::to_string(i));
+    }
+    return mantissa::app::kExitError;
+  }
   // CLI11 reports an unknown command as a missing one; name it instead.
   std::string known;
   bool found = false;
@@ -60,7 +74,7 @@ int run(int argc, char** argv, mantissa::dist::Runtime& runtime) {
     if (root) fmt::print("{}", app.help("", CLI::AppFormatMode::All));
     return 0;
   } catch (const CLI::ParseError& e) {
-    if (root) fmt::print(stderr, "mantissa: error: {}\n", e.what());
+    if (root) fmt::print(stderr, "mantissa: error: {}\n", mantissa::app::terminal_safe(e.what()));
     return mantissa::app::kExitError;
   }
   try {
@@ -70,16 +84,18 @@ int run(int argc, char** argv, mantissa::dist::Runtime& runtime) {
     }
   } catch (const mantissa::dist::JobError& e) {
     // Every process raised it together: none waits for another, each ends normally.
-    if (root) fmt::print(stderr, "mantissa: error: {}\n", e.what());
+    if (root) fmt::print(stderr, "mantissa: error: {}\n", mantissa::app::terminal_safe(e.what()));
     return 2;
   } catch (const mantissa::Error& e) {
-    fmt::print(stderr, "mantissa: error: {}{}\n", rank_prefix(world, e.what()), e.what());
+    fmt::print(stderr, "mantissa: error: {}{}\n", rank_prefix(world, e.what()),
+               mantissa::app::terminal_safe(e.what()));
     std::fflush(stderr);
     if (runtime.distributed())
       runtime.abort(mantissa::app::kExitError);  // the others may be waiting for this one
     return mantissa::app::kExitError;
   } catch (const std::exception& e) {  // out of memory, I/O, a library's own failure
-    fmt::print(stderr, "mantissa: failed: {}{}\n", rank_prefix(world, e.what()), e.what());
+    fmt::print(stderr, "mantissa: failed: {}{}\n", rank_prefix(world, e.what()),
+               mantissa::app::terminal_safe(e.what()));
     std::fflush(stderr);
     if (runtime.distributed()) runtime.abort(mantissa::app::kExitFailure);
     return mantissa::app::kExitFailure;

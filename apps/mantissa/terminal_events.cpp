@@ -1,4 +1,5 @@
 #include "terminal_events.hpp"
+#include "terminal_text.hpp"
 
 #include <unistd.h>
 
@@ -21,7 +22,7 @@ void TerminalEvents::end_live_line() {
 
 void TerminalEvents::message(const std::string& line) {
   end_live_line();
-  fmt::print(stderr, "{}\n", line);
+  fmt::print(stderr, "{}\n", terminal_safe(line));
 }
 
 void TerminalEvents::progress(const train::Progress& p) {

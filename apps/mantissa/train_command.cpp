@@ -3,6 +3,10 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <span>
+#include <vector>
 
 #include "bible_corpus.hpp"
 #include "commands.hpp"
@@ -60,6 +64,22 @@ void print_validation(const train::EvalResult& r, std::int64_t step) {
   }
 }
 
+// The stop signal of the job: the one this process caught, or (data parallel: a signal sent
+// to one rank stops them all) the first rank's that caught one. Collective when there are
+// several processes; SIGINT when none says (a stop asked some other way).
+int job_signal(const dist::Communicator& world) {
+  int mine = g_signal.load();
+  if (world.size() > 1) {
+    const std::vector<std::byte> all = world.allgather(std::as_bytes(std::span(&mine, 1)));
+    for (std::size_t r = 0; r < all.size() / sizeof(int); ++r) {
+      int theirs = 0;
+      std::memcpy(&theirs, all.data() + r * sizeof(int), sizeof(int));
+      if (theirs != 0) return theirs;
+    }
+  }
+  return mine != 0 ? mine : SIGINT;
+}
+
 int run(const TrainArgs& a, const std::string& default_mode, const dist::Communicator& world) {
   train::RunMode mode{};
   train::TrainerConfig c;
@@ -83,11 +103,11 @@ int run(const TrainArgs& a, const std::string& default_mode, const dist::Communi
           ? (mode == train::RunMode::eval ? std::optional<std::string>("latest") : std::nullopt)
           : std::optional<std::string>(a.resume);  // eval_all reads every checkpoint
   const train::RunSummary s = trainer.run(mode, resume, settings);
-  if (!world.is_root()) return s.interrupted ? kExitInterrupted + g_signal.load() : 0;
+  const int signo = s.interrupted ? job_signal(world) : 0;  // every rank stopped alike
+  if (!world.is_root()) return s.interrupted ? kExitInterrupted + signo : 0;
   for (const train::CheckpointEval& e : s.evals) print_validation(e.result, e.step);
   if (s.eval && s.evals.empty()) print_validation(*s.eval, s.global_step);
   if (!s.interrupted) return 0;
-  const int signo = g_signal.load();
   fmt::print(stderr,
              "mantissa: interrupted by {} at step {}: checkpoint {} written; resume with "
              "--resume latest\n",

@@ -1,7 +1,10 @@
 #pragma once
-// Reading a whole input file (configs, text corpora, IDX arrays, checkpoints): a path that is
-// missing, unreadable, a directory or larger than the reader accepts is a mantissa::Error
-// naming the path and the reason, never an empty read or an unrelated parse error.
+// Reading a whole input file (configs, text corpora, IDX arrays, checkpoints, metrics): a path
+// that is missing, unreadable, not a regular file (a directory, a FIFO, a device, a socket) or
+// larger than the reader accepts is a mantissa::Error naming the path and the reason, never
+// an empty read, a hang or an unrelated parse error. The open never blocks (O_NONBLOCK: a
+// FIFO without a writer would otherwise wait forever) and the type is checked on the opened
+// descriptor, so nothing can swap the file between the check and the read.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,10 +20,12 @@ namespace mantissa {
 
 // The bytes of the regular file at `path` (at most `max_bytes` of them); `what` names the
 // kind of file in messages ("the config file": "<path>: cannot open the config file (No such
-// file or directory)", "<path>: is a directory, not the config file").
+// file or directory)", "<path>: is a directory, not the config file"); `why_bound`, when
+// given, says in the size message where `max_bytes` comes from.
 inline std::string read_file(const std::string& path, const std::string& what,
-                             std::int64_t max_bytes = INT64_MAX) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+                             std::int64_t max_bytes = INT64_MAX,
+                             const std::string& why_bound = "") {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) throw Error(path + ": cannot open " + what + " (" + std::strerror(errno) + ")");
   struct FdCloser {
     int fd;
@@ -29,10 +34,18 @@ inline std::string read_file(const std::string& path, const std::string& what,
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw Error(path + ": cannot stat (" + std::strerror(errno) + ")");
   if (S_ISDIR(st.st_mode)) throw Error(path + ": is a directory, not " + what);
-  if (!S_ISREG(st.st_mode)) throw Error(path + ": is not a regular file (expected " + what + ")");
+  if (!S_ISREG(st.st_mode)) {
+    const char* kind = S_ISFIFO(st.st_mode)   ? "a FIFO"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "a special file";
+    throw Error(path + ": is " + kind + ", not a regular file (expected " + what + ")");
+  }
   if (st.st_size > max_bytes) {
     throw Error(path + ": " + std::to_string(st.st_size) + " bytes, more than the " +
-                std::to_string(max_bytes) + " " + what + " may hold");
+                std::to_string(max_bytes) + " " + what + " may hold" +
+                (why_bound.empty() ? "" : " (" + why_bound + ")"));
   }
   std::string out(static_cast<std::size_t>(st.st_size), '\0');
   std::size_t done = 0;

@@ -1,6 +1,8 @@
 #include "mantissa/amp/autocast.hpp"
 
 #include <atomic>
+#include <optional>
+#include <string>
 
 #include "mantissa/error.hpp"
 
@@ -15,6 +17,12 @@ numerics::Format set_half_dtype(numerics::Format half) {
   }
   g_half.store(half);
   return half;
+}
+
+numerics::Format set_half_dtype(std::string_view half) {
+  const std::optional<numerics::Format> f = numerics::parse_format(half);
+  if (!f) throw Error(precision::fp16_type_error(half));
+  return set_half_dtype(*f);
 }
 
 numerics::Format half_dtype() {

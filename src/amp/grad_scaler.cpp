@@ -1,10 +1,14 @@
 #include "mantissa/amp/grad_scaler.hpp"
 
+#include <utility>
+
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <sstream>
 
+#include "mantissa/amp/autocast.hpp"
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/grad_reductions.hpp"
@@ -26,17 +30,33 @@ bool finite_float32(double v) {
 
 }  // namespace
 
+std::string power_of_two_intent(double v) {
+  if (!(v > 0) || !std::isfinite(v)) return "";
+  for (int k = -30; k <= 38; ++k) {
+    if (k == 0 || v != 2.0 * std::pow(10.0, k)) continue;
+    std::ostringstream pow2;
+    pow2 << std::ldexp(1.0, k);
+    return num(v) + " is 2 x 10^" + std::to_string(k) +
+           " as written; the vendor's documentation writes 2e" + std::to_string(k) + " for 2^" +
+           std::to_string(k) + " (" + pow2.str() + "): write " + pow2.str() + " if that is meant";
+  }
+  return "";
+}
+
 std::string loss_scaling_factor_error(std::string_view given) {
   return "loss_scaling_factor: '" + std::string(given) +
          "' is neither \"dynamic\" nor a finite number > 0";
 }
 
+double default_loss_scale() {
+  return half_dtype() == Format::cbfloat16 ? 2147483648.0 : 32768.0;  // 2^31, 2^15
+}
+
 GradScalerOptions GradScalerOptions::defaults_for(Format half) {
   GradScalerOptions o;
-  if (half == Format::cbfloat16) {
-    o.init_scale = 2147483648.0;  // 2^31
-    o.max_loss_scale = 2147483648.0;
-  }
+  const double scale = half == Format::cbfloat16 ? 2147483648.0 : 32768.0;
+  o.init_scale = scale;
+  o.max_loss_scale = scale;
   return o;
 }
 
@@ -44,8 +64,9 @@ void GradScalerOptions::validate() const {
   auto fail = [](const std::string& m) { throw Error(m); };
   if (!dynamic && !finite_float32(static_scale)) fail(loss_scaling_factor_error(num(static_scale)));
   if (!(min_loss_scale >= 1.0 / 16384)) {
+    const std::string intent = power_of_two_intent(min_loss_scale);
     fail("min_loss_scale: " + num(min_loss_scale) + " is below the smallest allowed, 2^-14 (" +
-         num(1.0 / 16384) + ")");
+         num(1.0 / 16384) + ")" + (intent.empty() ? "" : "; " + intent));
   }
   if (!(max_loss_scale >= min_loss_scale) || !finite_float32(max_loss_scale)) {
     fail("max_loss_scale: " + num(max_loss_scale) + " must be >= min_loss_scale (" +
@@ -86,7 +107,32 @@ GradScaler::GradScaler(GradScalerOptions options) : options_(std::move(options))
         num(options_.max_loss_scale) + ": starting at " + num(options_.max_loss_scale));
   }
   state_.hysteresis_left = options_.hysteresis;
+  for (const auto& [key, v] : {std::pair{"initial_loss_scale", options_.init_scale},
+                               std::pair{"max_loss_scale", options_.max_loss_scale}}) {
+    const std::string intent = options_.dynamic ? power_of_two_intent(v) : "";
+    if (!intent.empty()) log(std::string(key) + ": " + intent);
+  }
 }
+
+namespace {
+
+GradScalerOptions options_for(std::string_view loss_scale) {
+  GradScalerOptions o;
+  if (loss_scale == "dynamic") return o;
+  double v = 0;
+  const auto [end, ec] =
+      std::from_chars(loss_scale.data(), loss_scale.data() + loss_scale.size(), v);
+  if (ec != std::errc() || end != loss_scale.data() + loss_scale.size() || !finite_float32(v)) {
+    throw Error(loss_scaling_factor_error(loss_scale));
+  }
+  o.dynamic = false;
+  o.static_scale = v;
+  return o;
+}
+
+}  // namespace
+
+GradScaler::GradScaler(std::string_view loss_scale) : GradScaler(options_for(loss_scale)) {}
 
 void GradScaler::log(const std::string& line) const {
   if (options_.log) options_.log(line);
@@ -223,9 +269,16 @@ bool GradScaler::step_if_finite(optim::Optimizer& optimizer) {
   PerOptimizer& e = iteration_.at(&optimizer);
   e.stage = OptimizerStage::stepped;
   const bool fixed = !options_.dynamic;  // the scale cannot adapt: on_nonfinite decides
-  if (e.finite || (fixed && options_.on_nonfinite == NonFinitePolicy::apply)) {
-    optimizer.step();
-    return true;
+  const bool apply = fixed && options_.on_nonfinite == NonFinitePolicy::apply;
+  if (e.finite || apply) {
+    if (optimizer.step(apply ? optim::NonFiniteUpdate::apply : optim::NonFiniteUpdate::refuse)) {
+      return true;
+    }
+    // Finite gradients, a non-finite result (a learning rate of 1e300, eps 0): not applied,
+    // counted as a skipped step; update() ends a run of them.
+    if (refused_update_.empty()) refused_update_ = optimizer.refused_tensor();
+    ++state_.num_skipped_steps;
+    return false;
   }
   // The caller reports the skip: it knows the step's number (the optimizer's step index does
   // not advance on skips); last_nonfinite_params() names the overflowing parameters.
@@ -254,11 +307,27 @@ void GradScaler::update() {
   iteration_.clear();
   clipped_ = false;
   nonfinite_loss_ = false;
+  guard_refused_updates();
   if (options_.dynamic && !state_.scaling_stopped) {
     adapt_scale();
   } else if (!options_.dynamic) {
     guard_static_run(step);
   }
+}
+
+// Updates that would make a weight or optimizer state non-finite are never applied; a run of
+// them (the scale cannot help: the gradients were finite) ends in an error naming the tensor.
+void GradScaler::guard_refused_updates() {
+  const std::string refused = std::exchange(refused_update_, "");
+  refused_in_a_row_ = refused.empty() ? 0 : refused_in_a_row_ + 1;
+  if (refused_in_a_row_ < options_.max_consecutive_skips) return;
+  throw Error(std::to_string(refused_in_a_row_) +
+              " steps in a row were not applied: with finite gradients, the optimizer's update "
+              "made '" +
+              refused +
+              "' non-finite (inf or NaN); the learning rate, weight decay or eps make it "
+              "diverge: lower them (precision.max_consecutive_skipped_steps: " +
+              std::to_string(options_.max_consecutive_skips) + ")");
 }
 
 // A fixed scale cannot recover from overflow, nor lift gradients that underflow: a run of
@@ -330,7 +399,13 @@ void GradScaler::adapt_scale() {
         case StuckPolicy::raise:
           throw Error(what + " (set precision.on_stuck to keep_going or fall_back to go on)");
         case StuckPolicy::keep_going:
-          log(what + "; continuing at the minimum");
+          // Said the first time, then at 10, 100, 1000, ... times: never once a step.
+          if (++stuck_events_ == next_stuck_note_) {
+            next_stuck_note_ *= 10;
+            log(what + "; continuing at the minimum" +
+                (stuck_events_ == 1 ? std::string(" (said again at 10, 100, ... times)")
+                                    : " (" + std::to_string(stuck_events_) + " times so far)"));
+          }
           break;
         case StuckPolicy::fall_back:
           log(what + "; falling back to bfloat16 (float32's range) without loss scaling");

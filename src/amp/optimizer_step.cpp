@@ -31,6 +31,12 @@ StepReport optimizer_step(const Variable& loss, optim::Optimizer& optimizer, Gra
                         max_gradient_value);
 }
 
+StepReport optimizer_step(const Variable& loss, optim::Optimizer& optimizer, GradScaler& scaler,
+                          std::optional<double> max_gradient_norm,
+                          std::optional<double> max_gradient_value) {
+  return optimizer_step(loss, optimizer, &scaler, max_gradient_norm, max_gradient_value);
+}
+
 StepReport optimizer_step(const Variable& loss, const std::vector<optim::Optimizer*>& optimizers,
                           GradScaler* scaler, std::optional<double> max_gradient_norm,
                           std::optional<double> max_gradient_value) {
@@ -69,8 +75,12 @@ StepReport finish_step(const std::vector<optim::Optimizer*>& optimizers, GradSca
                                       : optim::grad_norm(params);
     }
     if (max_gradient_value) optim::clip_grad_value_(params, *max_gradient_value);
-    for (optim::Optimizer* o : optimizers) o->step();
     r.stepped = true;
+    for (optim::Optimizer* o : optimizers) {
+      if (o->step()) continue;
+      r.stepped = false;
+      if (r.refused_update.empty()) r.refused_update = o->refused_tensor();
+    }
   } else {
     r.loss_scale = scaler->get_scale();
     for (optim::Optimizer* o : optimizers) scaler->unscale_(*o);
@@ -84,6 +94,7 @@ StepReport finish_step(const std::vector<optim::Optimizer*>& optimizers, GradSca
     r.nonfinite_params = scaler->last_nonfinite_params();
     r.stepped = true;
     for (optim::Optimizer* o : optimizers) r.stepped = scaler->step_if_finite(*o) && r.stepped;
+    r.refused_update = scaler->refused_update();
     scaler->update();
     r.skipped_steps = scaler->num_skipped_steps();
   }

@@ -7,6 +7,7 @@
 
 #include "mantissa/amp/grad_scaler.hpp"
 #include "mantissa/error.hpp"
+#include "support/untrusted_json.hpp"
 
 namespace mantissa::amp {
 namespace {
@@ -65,12 +66,7 @@ std::string encode_scaler_state(const ScalerState& state) {
 }
 
 ScalerState decode_scaler_state(const std::string& json_text) {
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::exception& e) {
-    throw Error(std::string("scaler state: not valid JSON (") + e.what() + ")");
-  }
+  const json j = support::parse_untrusted_json(json_text, "scaler state");
   if (!j.is_object()) throw Error("scaler state: not a JSON object");
   ScalerStateDict d;
   ScalerState s;

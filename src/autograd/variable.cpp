@@ -99,6 +99,10 @@ bool grad_enabled() {
   return t_grad_enabled;
 }
 
+void Variable::backward() const {
+  autograd::backward(*this);
+}
+
 void backward(const Variable& root, float seed) {
   backward(root, seed, LeafReadyHook());
 }

@@ -8,6 +8,7 @@
 #include "mantissa/checked.hpp"
 #include "mantissa/data/datasets.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/machine_memory.hpp"
 #include "mantissa/read_file.hpp"
 
 namespace mantissa::data {
@@ -21,6 +22,16 @@ std::string missing_file_hint(const std::string& path) {
            "run scripts/install-deps.sh)";
   }
   return "";
+}
+
+// A byte of an IDX array is held as the inflated bytes, the array's copy, a float32 and the
+// tensor's float32 while a dataset is built.
+constexpr std::int64_t kMemoryPerIdxByte = 10;
+
+std::string dims_text(const std::vector<std::int64_t>& dims) {
+  std::string out;
+  for (std::int64_t d : dims) out += (out.empty() ? "" : " x ") + std::to_string(d);
+  return out;
 }
 
 // The magic and dimensions at the start of `b` (at least 4 bytes), checked; nullopt while
@@ -54,10 +65,16 @@ std::optional<Header> read_header(const std::string& b, const std::string& what)
   }
   const std::optional<std::int64_t> count = checked_product(h.dims);
   if (!count || *count > kMaxIdxBytes) {
-    std::string dims;
-    for (std::int64_t d : h.dims) dims += (dims.empty() ? "" : " x ") + std::to_string(d);
-    throw Error(what + ": IDX dimensions " + dims + " need more than the " +
+    throw Error(what + ": IDX dimensions " + dims_text(h.dims) + " need more than the " +
                 std::to_string(kMaxIdxBytes) + " bytes an IDX array may hold");
+  }
+  // Checked before anything is inflated: a small gzip file may declare a large array.
+  const std::int64_t memory = physical_memory_bytes();
+  if (memory > 0 && *count > memory / kMemoryPerIdxByte) {
+    throw Error(what + ": IDX dimensions " + dims_text(h.dims) + " declare " +
+                std::to_string(*count) + " values, which as training data take about " +
+                std::to_string(kMemoryPerIdxByte) + " bytes of memory each: more than this " +
+                "machine's " + std::to_string(memory) + " bytes");
   }
   h.bytes = static_cast<std::int64_t>(header) + *count;
   return h;
@@ -151,7 +168,11 @@ ImageDataset load_fashion_mnist(ImageSplit split, const std::string& dir) {
     throw Error(prefix + "-images-idx3-ubyte.gz: " + std::to_string(images.dims.size()) +
                 " dimensions (expected 3: count, rows, columns)");
   }
-  if (labels.dims.size() != 1 || labels.dims[0] != images.dims[0]) {
+  if (labels.dims.size() != 1) {
+    throw Error(prefix + "-labels-idx1-ubyte.gz: labels of dimensions " + dims_text(labels.dims) +
+                " (expected one dimension: one label per image)");
+  }
+  if (labels.dims[0] != images.dims[0]) {
     throw Error(prefix + "-labels-idx1-ubyte.gz: " + std::to_string(labels.dims[0]) +
                 " labels for " + std::to_string(images.dims[0]) + " images");
   }

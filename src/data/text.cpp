@@ -3,6 +3,7 @@
 
 #include "mantissa/data/datasets.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/machine_memory.hpp"
 #include "mantissa/read_file.hpp"
 
 namespace mantissa::data {
@@ -19,7 +20,14 @@ ByteText from_bytes(const std::string& bytes, std::string source) {
 }  // namespace
 
 ByteText load_text_file(const std::string& path) {
-  const std::string bytes = read_file(path, "the text file");
+  // Each byte is held twice while it becomes a token: as itself and as an int32 token.
+  constexpr std::int64_t kMemoryPerByte = 1 + sizeof(std::int32_t);
+  const std::int64_t memory = physical_memory_bytes();
+  const std::int64_t bound = memory > 0 ? memory / kMemoryPerByte : INT64_MAX;
+  const std::string bytes = read_file(path, "the text file", bound,
+                                      "each byte takes " + std::to_string(kMemoryPerByte) +
+                                          " bytes of memory as a token; this machine has " +
+                                          std::to_string(memory) + " bytes");
   if (bytes.empty()) throw Error(path + ": the text file is empty");
   return from_bytes(bytes, path);
 }

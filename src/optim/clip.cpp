@@ -73,3 +73,15 @@ void clip_grad_value_(std::vector<autograd::Variable>& params, double clip_value
 }
 
 }  // namespace mantissa::optim
+
+namespace mantissa::optim {
+
+double clip_grad_norm_(std::vector<autograd::Variable>&& params, double max_norm) {
+  return clip_grad_norm_(params, max_norm);
+}
+
+void clip_grad_value_(std::vector<autograd::Variable>&& params, double clip_value) {
+  clip_grad_value_(params, clip_value);
+}
+
+}  // namespace mantissa::optim

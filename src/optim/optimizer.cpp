@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
+#include <optional>
 #include <sstream>
 
 #include "mantissa/error.hpp"
@@ -38,6 +40,122 @@ std::uint64_t mix(std::uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
+}
+
+// Every value finite (any format): the float32 bits' exponent is never all ones.
+bool all_finite(const Tensor& t) {
+  const Tensor f = in_format(t, Format::float32);
+  const float* v = f.f32();
+  const std::int64_t n = f.numel();
+  std::uint32_t special = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::uint32_t bits;
+    std::memcpy(&bits, v + i, sizeof(bits));
+    special |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return special == 0;
+}
+
+// `src`'s values into `dst`, reusing dst's storage when it has src's shape and format (a
+// step's snapshot is taken every step: no allocation once the buffers exist).
+void copy_into(Tensor& dst, const Tensor& src) {
+  if (dst.defined() && dst.shape() == src.shape() && dst.format() == src.format()) {
+    dst.copy_from(src);
+  } else {
+    dst = src.clone();
+  }
+}
+
+}  // namespace
+
+// The weights, state and compensation buffers a step may change, copied before it, so a
+// refused update puts them back exactly (a parameter's first step creates its state: a
+// refused first step removes it again). Kept by the optimizer, its buffers are reused.
+class Optimizer::UpdateSnapshot {
+ public:
+  template <class Groups, class State, class Kahan>
+  void take(Groups& groups, const State& state, const Kahan& kahan) {
+    used_ = 0;
+    for (auto& group : groups) {
+      for (Variable& p : group.params) {
+        if (!p.grad().defined()) continue;
+        if (used_ == saved_.size()) saved_.emplace_back();
+        Saved& s = saved_[used_++];
+        s.param = p;
+        copy_into(s.value, p.value());
+        const auto it = state.find(p.id());
+        s.had_state = it != state.end();
+        if (s.had_state) {
+          s.state.resize(it->second.size());
+          for (std::size_t k = 0; k < it->second.size(); ++k) copy_into(s.state[k], it->second[k]);
+        }
+        const auto c = kahan.find(p.id());
+        s.had_kahan = c != kahan.end();
+        if (s.had_kahan) copy_into(s.kahan, c->second);
+      }
+    }
+  }
+  template <class State, class Kahan>
+  void restore(State& state, Kahan& kahan) {
+    for (std::size_t i = 0; i < used_; ++i) {
+      Saved& s = saved_[i];
+      s.param.mutable_value().copy_from(s.value);
+      s.param.bump_version();
+      // In place: whoever holds the state tensors sees them restored.
+      if (s.had_state) {
+        std::vector<Tensor>& now = state[s.param.id()];
+        for (std::size_t k = 0; k < now.size() && k < s.state.size(); ++k)
+          now[k].copy_from(s.state[k]);
+      } else {
+        state.erase(s.param.id());
+      }
+      if (s.had_kahan) {
+        kahan[s.param.id()].copy_from(s.kahan);
+      } else {
+        kahan.erase(s.param.id());
+      }
+    }
+  }
+
+ private:
+  struct Saved {
+    Variable param;
+    Tensor value;
+    bool had_state = false, had_kahan = false;
+    std::vector<Tensor> state;
+    Tensor kahan;
+  };
+  std::vector<Saved> saved_;
+  std::size_t used_ = 0;
+};
+
+namespace {
+
+// State that is a sum of squares, a running maximum of magnitudes or a step size: >= 0 in
+// any state an optimizer can reach.
+bool non_negative_state(const std::string& name) {
+  static const char* const kNames[] = {"exp_avg_sq",     "max_exp_avg_sq", "exp_avg_sq_row",
+                                       "exp_avg_sq_col", "exp_inf",        "sum",
+                                       "square_avg",     "acc_delta",      "step_size"};
+  return std::any_of(std::begin(kNames), std::end(kNames),
+                     [&](const char* n) { return name == n; });
+}
+
+// The loaded state tensor `t` named `full` (state `name`): finite, and >= 0 where it must be.
+void check_loaded_state(const Tensor& t, const std::string& full, const std::string& name,
+                        const std::string& optimizer) {
+  const Tensor f = in_format(t, Format::float32);
+  const float* v = f.f32();
+  const bool positive = non_negative_state(name);
+  for (std::int64_t i = 0; i < f.numel(); ++i) {
+    if (std::isfinite(v[i]) && (!positive || v[i] >= 0)) continue;
+    std::ostringstream value;
+    value << v[i];
+    throw Error("optimizer " + optimizer + ": state '" + full + "' holds " + value.str() +
+                " at index " + std::to_string(i) + " (expected " +
+                (positive ? "a finite number >= 0" : "a finite number") +
+                "): the optimizer state is invalid");
+  }
 }
 
 }  // namespace
@@ -186,9 +304,15 @@ void Optimizer::staged_update(Variable& p, std::vector<Tensor>& s, std::size_t g
   }
 }
 
-void Optimizer::step() {
+bool Optimizer::step(NonFiniteUpdate on_nonfinite) {
   // Every group's values are checked before any parameter moves: no half-applied step.
   for (std::size_t g = 0; g < groups_.size(); ++g) check_values(g, step_);
+  refused_.clear();
+  const bool guarded = on_nonfinite == NonFiniteUpdate::refuse;
+  if (guarded) {
+    if (!snapshot_) snapshot_ = std::make_shared<UpdateSnapshot>();
+    snapshot_->take(groups_, state_, kahan_);
+  }
   std::int64_t index = 0;
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     ParamGroup& group = groups_[g];
@@ -209,7 +333,34 @@ void Optimizer::step() {
       p.bump_version();
     }
   }
+  if (guarded) {
+    refused_ = first_nonfinite_tensor();
+    if (!refused_.empty()) {
+      snapshot_->restore(state_, kahan_);
+      return false;
+    }
+  }
   ++step_;
+  return true;
+}
+
+std::string Optimizer::first_nonfinite_tensor() {
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    ParamGroup& group = groups_[g];
+    for (std::size_t i = 0; i < group.params.size(); ++i) {
+      Variable& p = group.params[i];
+      if (!p.grad().defined()) continue;
+      const std::string pname = parameter_name(group, g, i);
+      if (!all_finite(p.value())) return pname;
+      const auto it = state_.find(p.id());
+      if (it == state_.end()) continue;
+      const std::vector<std::string> names = state_names(p, g);
+      for (std::size_t k = 0; k < it->second.size() && k < names.size(); ++k) {
+        if (!all_finite(it->second[k])) return pname + "." + names[k];
+      }
+    }
+  }
+  return "";
 }
 
 void Optimizer::zero_grad() {
@@ -258,6 +409,7 @@ void Optimizer::load_state_tensors(const std::map<std::string, Tensor>& state,
       for (const std::string& n : names) {
         auto it = state.find(pname + "." + n);
         if (it == state.end()) continue;
+        check_loaded_state(it->second, pname + "." + n, n, name());
         const Format f = per_element(it->second, p) ? training_.state_format : Format::float32;
         tensors.push_back(it->second.to(f).clone());
       }

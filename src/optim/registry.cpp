@@ -222,3 +222,15 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerSettings& settings,
 }
 
 }  // namespace mantissa::optim
+
+namespace mantissa::optim {
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerSettings& settings,
+                                          std::vector<Variable> params, double learning_rate) {
+  ParamGroup group;
+  group.params = std::move(params);
+  group.learning_rate = constant(learning_rate);
+  return make_optimizer(settings, {std::move(group)});
+}
+
+}  // namespace mantissa::optim

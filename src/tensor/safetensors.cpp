@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
@@ -12,6 +11,8 @@
 #include "mantissa/checked.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/read_file.hpp"
+#include "mantissa/write_file.hpp"
+#include "support/untrusted_json.hpp"
 
 namespace mantissa::tensor {
 namespace {
@@ -48,7 +49,7 @@ struct Entry {
 };
 
 std::string json_text(const json& v) {
-  return v.dump().substr(0, 80);
+  return support::describe_json(v);
 }
 
 Entry read_entry(const std::string& name, const json& v, const std::string& what,
@@ -167,11 +168,7 @@ std::string encode_safetensors(const std::map<std::string, Tensor>& tensors,
 
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                       const std::map<std::string, std::string>& metadata) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error(path + ": cannot open for writing");
-  const std::string bytes = encode_safetensors(tensors, metadata);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw Error(path + ": write failed");
+  replace_file(path, encode_safetensors(tensors, metadata), "a safetensors file");
 }
 
 SafetensorsFile decode_safetensors(const std::string& bytes, const std::string& what) {
@@ -189,12 +186,8 @@ SafetensorsFile decode_safetensors(const std::string& bytes, const std::string& 
     throw Error(what + ": header length " + std::to_string(n) + " is more than the " +
                 std::to_string(kMaxHeaderBytes) + " bytes safetensors allows");
   }
-  json header;
-  try {
-    header = json::parse(bytes.substr(8, n));
-  } catch (const json::exception& e) {
-    throw Error(what + ": header is not valid JSON (" + e.what() + ")");
-  }
+  const json header =
+      support::parse_untrusted_json(std::string_view(bytes).substr(8, n), what + ": header");
   if (!header.is_object()) throw Error(what + ": header is not a JSON object");
   const std::size_t data_begin = 8 + n;
   const std::uint64_t data_size = bytes.size() - data_begin;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include <cmath>
@@ -12,6 +13,8 @@
 
 #include "mantissa/error.hpp"
 #include "mantissa/tensor/safetensors.hpp"
+#include "mantissa/write_file.hpp"
+#include "support/untrusted_json.hpp"
 
 namespace mantissa::train {
 namespace fs = std::filesystem;
@@ -20,22 +23,10 @@ namespace {
 using json = nlohmann::json;
 
 void write_all_synced(const std::string& path, const std::string& bytes) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw Error(path + ": cannot create");
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n <= 0) {
-      ::close(fd);
-      throw Error(path + ": write failed (disk full?)");
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    throw Error(path + ": fsync failed");
-  }
-  ::close(fd);
+  FdGuard fd(open_for_writing(path, O_WRONLY | O_CREAT | O_TRUNC, "a checkpoint"));
+  write_all(fd.get(), bytes, path);
+  if (::fsync(fd.get()) != 0) throw Error(path + ": fsync failed (" + std::strerror(errno) + ")");
+  close_checked(fd.release(), path);
 }
 
 void sync_dir(const std::string& dir) {
@@ -69,11 +60,8 @@ std::string hex32(std::uint32_t v) {
 void verify_checksums(const Checkpoint& c, const std::string& path) {
   const auto it = c.metadata.find(kChecksumKey);
   if (it == c.metadata.end()) throw Error(path + ": checkpoint metadata lacks 'crc32'");
-  json sums;
-  try {
-    sums = json::parse(it->second);
-  } catch (const json::exception&) {
-  }
+  const json sums = support::parse_untrusted_json(
+      it->second, path + ": checkpoint metadata 'crc32'", /*allow_invalid=*/true);
   if (!sums.is_object()) {
     throw Error(path + ": checkpoint metadata 'crc32' is not a JSON object of tensor checksums");
   }
@@ -94,6 +82,21 @@ void verify_checksums(const Checkpoint& c, const std::string& path) {
     }
   }
 }
+
+}  // namespace
+
+bool all_finite(const std::map<std::string, tensor::Tensor>& tensors) {
+  for (const auto& [name, t] : tensors) {
+    const tensor::Tensor f = t.to(numerics::Format::float32);
+    const float* v = f.f32();
+    for (std::int64_t i = 0; i < f.numel(); ++i) {
+      if (!std::isfinite(v[i])) return false;
+    }
+  }
+  return true;
+}
+
+namespace {
 
 // Weights and optimizer state are finite in any usable checkpoint.
 void verify_finite(const Checkpoint& c, const std::string& path) {
@@ -208,9 +211,11 @@ std::optional<std::string> latest_checkpoint(const std::string& dir) {
   return all.back();
 }
 
-void apply_retention(const std::string& dir, std::int64_t keep) {
+void apply_retention(const std::string& dir, std::int64_t keep, const std::string& protect) {
   auto all = list_checkpoints(dir);
+  std::error_code same_ec;
   for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < all.size(); ++i) {
+    if (!protect.empty() && fs::equivalent(all[i], protect, same_ec)) continue;
     std::error_code ec;
     fs::remove(all[i], ec);
     check(ec, all[i], "delete the old checkpoint");

@@ -7,6 +7,7 @@
 #include "mantissa/error.hpp"
 #include "mantissa/precision/policy.hpp"
 #include "mantissa/train/checkpoint.hpp"
+#include "support/untrusted_json.hpp"
 
 namespace mantissa::train {
 namespace {
@@ -38,11 +39,9 @@ class Fields {
     return v;
   }
   json object(const char* key, const char* expected) const {
-    try {
-      json j = json::parse(text(key));
-      if (j.is_object()) return j;
-    } catch (const json::exception&) {
-    }
+    json j = support::parse_untrusted_json(text(key), path_ + ": checkpoint metadata '" + key + "'",
+                                           /*allow_invalid=*/true);
+    if (j.is_object()) return j;
     bad(key, expected);
   }
 

@@ -8,6 +8,7 @@
 
 #include "config_internal.hpp"
 #include "mantissa/read_file.hpp"
+#include "yaml_document.hpp"
 
 namespace mantissa::train {
 namespace {
@@ -56,12 +57,7 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
     throw Error("--set '" + assignment + "': no value after '=' (write " + path +
                 "=null to restore the default)");
   }
-  YAML::Node value;
-  try {
-    value = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw Error("--set '" + assignment + "': the value is not valid YAML (" + e.msg + ")");
-  }
+  const YAML::Node value = detail::load_yaml_document(text, "--set '" + assignment + "'");
   const std::vector<PathStep> steps = path_steps(path);
   // Walk with fresh handles so assignment never rebinds an existing node.
   std::vector<YAML::Node> chain{root};
@@ -197,12 +193,7 @@ DataloaderConfig parse_dataloader(Reader r) {
 
 TrainerConfig parse_tree(const std::string& yaml_text, const std::vector<std::string>& overrides,
                          const std::string& source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw Error(source + ": not valid YAML (" + e.what() + ")");
-  }
+  YAML::Node root = detail::load_yaml_document(yaml_text, source);
   if (!root || !root.IsMap()) throw Error(source + ": expected a mapping with the key 'trainer'");
   for (const std::string& o : overrides) apply_override(root, o);
 

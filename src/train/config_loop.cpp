@@ -30,7 +30,7 @@ EvalFrequency parse_eval_frequency(Reader& r, EvalFrequency fallback) {
     return Error(where + ": " + (n.IsScalar() ? n.Scalar() : Reader::kind(n)) + " (expected " +
                  expected + ")");
   };
-  if (!n.IsScalar()) throw bad();
+  if (!n.IsScalar() || n.Tag() == "!") throw bad();  // a quoted number is a string
   std::int64_t steps = 0;
   if (YAML::convert<std::int64_t>::decode(n, steps)) {
     if (steps < 0) throw bad();

@@ -1,5 +1,7 @@
 #include "data_parallel.hpp"
 
+#include "digest.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -54,7 +56,10 @@ void DataParallel::root_first(const std::function<void()>& work) const {
     work();
     return;
   }
-  dist::agree_on_success(root_work_, is_root() ? attempt(work) : "");
+  // Rank 0 works, then waits for the others, who only wait: its wait has the ordinary bound
+  // (comm_), theirs the long one (a rank that died meanwhile is named within the dist
+  // timeout, not after kRootWorkSeconds). Then the others work and everyone waits long.
+  dist::agree_on_success(is_root() ? comm_ : root_work_, is_root() ? attempt(work) : "");
   dist::agree_on_success(root_work_, is_root() ? "" : attempt(work));
 }
 
@@ -63,7 +68,8 @@ void DataParallel::on_root(const std::function<void()>& work) const {
     work();
     return;
   }
-  dist::agree_on_success(root_work_, is_root() ? attempt(work) : "");
+  // As root_first's first half: only the others' wait is long.
+  dist::agree_on_success(is_root() ? comm_ : root_work_, is_root() ? attempt(work) : "");
 }
 
 std::string DataParallel::from_root(const std::string& mine) const {
@@ -77,21 +83,30 @@ void DataParallel::require_identical_state(const std::map<std::string, tensor::T
                                            const std::map<std::string, std::string>& metadata,
                                            const std::string& what) const {
   if (!distributed()) return;
-  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
-  const auto add = [&h](const void* data, std::size_t n) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  };
+  detail::Digest d;
   for (const auto& [name, t] : tensors) {
-    add(name.data(), name.size());
+    d.add(name.data(), name.size());
     const std::vector<float> v = t.to_vector();
-    add(v.data(), v.size() * sizeof(float));
+    d.add(v.data(), v.size() * sizeof(float));
   }
   for (const auto& [key, value] : metadata) {
-    add(key.data(), key.size());
-    add(value.data(), value.size());
+    d.add(key.data(), key.size());
+    d.add(value.data(), value.size());
   }
+  const std::uint64_t h = d.value();
   dist::require_identical(comm_, std::as_bytes(std::span(&h, 1)), what);
+}
+
+void DataParallel::require_identical_digest(std::uint64_t digest, const std::string& what) const {
+  if (!distributed()) return;
+  const std::vector<std::vector<std::byte>> all =
+      comm_.allgather_blobs(std::as_bytes(std::span(&digest, 1)));
+  for (std::size_t r = 1; r < all.size(); ++r) {
+    if (all[r] == all[0]) continue;
+    throw Error(comm_.where() + ": rank " + std::to_string(r) + " differs from rank 0 in " + what +
+                " (compared by a 64-bit digest); start every rank with the same config, "
+                "--set options and files");
+  }
 }
 
 void DataParallel::attach(const std::vector<autograd::Variable>& params) {

@@ -49,7 +49,8 @@ class DataParallel {
   // write what they read: a dataset cache). The others wait for it up to kRootWorkSeconds.
   void root_first(const std::function<void()>& work) const;
   // As together(), for work only rank 0 does (writing a checkpoint); the others wait for it
-  // up to kRootWorkSeconds and learn whether it succeeded.
+  // up to kRootWorkSeconds and learn whether it succeeded. Rank 0's own wait for them (they
+  // have nothing to do) has the ordinary dist timeout: a rank that died is named within it.
   void on_root(const std::function<void()>& work) const;
   // Rank 0's string, on every process.
   std::string from_root(const std::string& mine) const;
@@ -58,6 +59,8 @@ class DataParallel {
   void require_identical_state(const std::map<std::string, tensor::Tensor>& tensors,
                                const std::map<std::string, std::string>& metadata,
                                const std::string& what) const;
+  // Collective: the same for a digest each process computed (its config, its data).
+  void require_identical_digest(std::uint64_t digest, const std::string& what) const;
 
   // Collective: the gradient reducer over `params` (the model's, in registration order).
   void attach(const std::vector<autograd::Variable>& params);

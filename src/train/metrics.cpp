@@ -9,6 +9,8 @@
 #include <tuple>
 
 #include "mantissa/error.hpp"
+#include "mantissa/read_file.hpp"
+#include "support/untrusted_json.hpp"
 
 namespace mantissa::train {
 namespace {
@@ -349,7 +351,7 @@ RunLog parse_metrics(std::string_view text, const std::string& source) {
     ++line_number;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     const std::string where = source + ":" + std::to_string(line_number);
-    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const json j = support::parse_untrusted_json(line, where, /*allow_invalid=*/true);
     if (j.is_discarded() || !j.is_object()) {
       throw Error(where + ": not one JSON object (a torn or truncated line?)");
     }
@@ -390,13 +392,8 @@ RunLog parse_metrics(std::string_view text, const std::string& source) {
 
 RunLog read_run_log(const std::string& run_dir) {
   const std::string path = run_dir + "/metrics.jsonl";
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(path + ": cannot open the metrics file (is " + run_dir + " a run directory?)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error(path + ": cannot read the metrics file");
-  return parse_metrics(text.str(), path);
+  return parse_metrics(read_file(path, "the metrics file (is " + run_dir + " a run directory?)"),
+                       path);
 }
 
 }  // namespace mantissa::train

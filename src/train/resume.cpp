@@ -149,6 +149,7 @@ void Trainer::restore(const std::string& path, const Checkpoint& c, bool for_tra
     const std::string what = e.what();
     throw Error(what.rfind(path, 0) == 0 ? what : path + ": " + what);
   }
+  last_finite_checkpoint_ = path;  // load_checkpoint verified every tensor finite
   log("resumed from " + path + " at step " + std::to_string(global_step_));
 }
 

@@ -12,6 +12,7 @@
 
 #include "mantissa/error.hpp"
 #include "mantissa/train/checkpoint.hpp"
+#include "mantissa/write_file.hpp"
 
 namespace mantissa::train {
 namespace fs = std::filesystem;
@@ -38,10 +39,22 @@ RunDirLock::RunDirLock(const std::string& dir, Use use) {
   if (ec) throw Error(dir + ": cannot create the run directory (" + ec.message() + ")");
   if (!fs::is_directory(dir, ec)) throw Error(dir + ": the run directory is not a directory");
   const std::string path = (fs::path(dir) / ".lock").string();
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd_ < 0 && errno == ELOOP) {  // a link would make the pid land in another file
+    throw Error(path +
+                ": is a symbolic link; mantissa never follows links inside a run "
+                "directory (remove the link)");
+  }
   if (fd_ < 0) {
     throw Error(dir + ": the run directory is not writable (cannot create " + path + ": " +
                 reason() + ")");
+  }
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink > 1) {
+    ::close(fd_);
+    fd_ = -1;
+    throw Error(path + ": is not a regular file of its own (the run directory's lock file; " +
+                "a hard link would make the pid land in another file)");
   }
   const bool train = use == Use::train;
   if (::flock(fd_, (train ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
@@ -76,9 +89,7 @@ MetricsFile::~MetricsFile() {
 
 void MetricsFile::open() {
   if (fd_ >= 0) return;
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0)
-    throw Error(path_ + ": cannot open the metrics file for appending (" + reason() + ")");
+  fd_ = open_for_writing(path_, O_WRONLY | O_APPEND | O_CREAT, "the metrics file");
 }
 
 void MetricsFile::append(const std::string& line) {

@@ -1,5 +1,7 @@
 #include "task.hpp"
 
+#include "digest.hpp"
+
 #include <unistd.h>
 #include <algorithm>
 
@@ -8,6 +10,7 @@
 
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/profiler.hpp"
+#include "mantissa/machine_memory.hpp"
 
 namespace mantissa::train {
 namespace {
@@ -103,6 +106,12 @@ class TextTask final : public Task {
     train_->set_part(part);
     gpt_.dropout_rng().set_block_part(part);
   }
+  std::uint64_t data_digest() const override {
+    detail::Digest d;
+    for (const data::ByteText* t : {&train_text_, &val_text_})
+      d.add(t->tokens.data(), t->tokens.size() * sizeof(std::int32_t));
+    return d.value();
+  }
 
  private:
   nn::Gpt gpt_;
@@ -117,6 +126,17 @@ data::ImageSplit image_split(Split s) {
   return s == Split::test ? data::ImageSplit::test : data::ImageSplit::train;
 }
 
+// The images of `d` (read from the dataloader at `key`) give the model `pixels` inputs each:
+// checked before the first step, naming both keys.
+void check_image_size(const data::ImageDataset& d, std::int64_t pixels, const std::string& key,
+                      const std::string& model_key) {
+  const std::int64_t have = d.channels * d.height * d.width;
+  if (have == pixels) return;
+  throw Error(key + ": images of " + std::to_string(d.channels) + " x " + std::to_string(d.height) +
+              " x " + std::to_string(d.width) + " = " + std::to_string(have) +
+              " values do not suit " + model_key + " " + std::to_string(pixels));
+}
+
 class ImageTask final : public Task {
  public:
   explicit ImageTask(const TrainerConfig& c) : cfg_(c) {
@@ -125,18 +145,27 @@ class ImageTask final : public Task {
     const DataloaderConfig v = c.val_data.value_or(c.train_data);
     val_set_ = data::load_fashion_mnist(c.val_data ? image_split(v.split) : data::ImageSplit::test,
                                         v.path.empty() ? dir : v.path);
-    val_batch_ = v.batch_size;
-    train_ = std::make_unique<data::ImageLoader>(train_set_, c.train_data.batch_size,
-                                                 c.train_data.shuffle, c.seed, true);
+    const std::string train_key = "trainer.fit.train_dataloader (" + dir + ")";
+    const std::string val_key =
+        c.val_data ? "trainer.fit.val_dataloader (" + (v.path.empty() ? dir : v.path) + ")"
+                   : train_key;
     if (c.model.kind == ModelKind::mlp) {
+      const std::string input = "trainer.init.model.input_size";
+      check_image_size(train_set_, c.model.mlp.input_size, train_key, input);
+      check_image_size(val_set_, c.model.mlp.input_size, val_key + " (validation)", input);
       mlp_ = std::make_unique<nn::Mlp>(fitting(c.model.mlp, "mlp"), c.seed);
     } else {
+      check_image_size(val_set_, train_set_.channels * train_set_.height * train_set_.width,
+                       val_key + " (validation)", "the training images' size");
       nn::CnnConfig cnn = c.model.cnn;  // the images' shape is the dataset's
       cnn.channels = train_set_.channels;
       cnn.height = train_set_.height;
       cnn.width = train_set_.width;
       cnn_ = std::make_unique<nn::Cnn>(fitting(cnn, "cnn"), c.seed);
     }
+    val_batch_ = v.batch_size;
+    train_ = std::make_unique<data::ImageLoader>(train_set_, c.train_data.batch_size,
+                                                 c.train_data.shuffle, c.seed, true);
   }
   nn::Module& module() override { return mlp_ ? static_cast<nn::Module&>(*mlp_) : *cnn_; }
   autograd::Variable logits(const tensor::Tensor& x) {
@@ -188,6 +217,15 @@ class ImageTask final : public Task {
   tensor::RngState rng_state() const override { return {}; }
   void set_rng_state(const tensor::RngState&) override {}
   void set_batch_part(const tensor::BatchPart& part) override { train_->set_part(part); }
+  std::uint64_t data_digest() const override {
+    detail::Digest d;
+    for (const data::ImageDataset* s : {&train_set_, &val_set_}) {
+      const tensor::Tensor x = s->images.contiguous();
+      d.add(x.raw_data(), static_cast<std::size_t>(x.numel() * x.element_bytes()));
+      d.add(s->labels.data(), s->labels.size() * sizeof(std::int32_t));
+    }
+    return d.value();
+  }
 
  private:
   TrainerConfig cfg_;
@@ -202,8 +240,7 @@ class ImageTask final : public Task {
 
 void check_model_fits(std::int64_t parameters, const std::string& what) {
   constexpr std::int64_t kBytesPerParameter = 8;  // float32 weight and gradient
-  const double memory =
-      static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  const auto memory = static_cast<double>(physical_memory_bytes());
   const double need = static_cast<double>(parameters) * kBytesPerParameter;
   if (memory > 0 && need > memory) {
     char text[160];

@@ -30,6 +30,9 @@ class Task {
   // Data parallel: this process trains on part `part` of every batch (its training loader
   // reads that part; dropout draws that part of the batch's mask).
   virtual void set_batch_part(const tensor::BatchPart& part) = 0;
+  // A digest of the training and validation data (data parallel: every process must hold
+  // the same).
+  virtual std::uint64_t data_digest() const = 0;
 };
 
 // `kjv_corpus` supplies the KJV text when the kjv dataset is not cached yet.

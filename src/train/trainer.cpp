@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data_parallel.hpp"
+#include "digest.hpp"
 #include "fp8_layers.hpp"
 #include "machine.hpp"
 #include "mantissa/amp/optimizer_step.hpp"
@@ -35,6 +36,31 @@ bool evaluates(RunMode mode) {
   return mode != RunMode::train;
 }
 
+// "a, b, c and 50 more": at most kNamesShown names in a log line (a GPT has dozens of
+// parameters; the metrics record keeps them all).
+std::string some_names(const std::vector<std::string>& names) {
+  constexpr std::size_t kNamesShown = 4;
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < kNamesShown; ++i)
+    out += (i == 0 ? "" : ", ") + names[i];
+  if (names.size() > kNamesShown)
+    out += " and " + std::to_string(names.size() - kNamesShown) + " more";
+  return out;
+}
+
+// The log line of a step that was not applied, saying why.
+std::string skipped_step_line(std::int64_t step, double loss, const amp::StepReport& r) {
+  std::string line = "skipped step " + std::to_string(step) + ": ";
+  if (!r.refused_update.empty()) {
+    return line + "the update would have made '" + r.refused_update +
+           "' non-finite (inf or NaN; the gradients were finite): not applied";
+  }
+  line += std::string("non-finite ") + (std::isfinite(loss) ? "gradients" : "loss") +
+          " at loss scale " + detail::scale_text(r.loss_scale);
+  if (!r.nonfinite_params.empty()) line += " in " + some_names(r.nonfinite_params);
+  return line;
+}
+
 }  // namespace
 
 Trainer::Trainer(TrainerConfig config, TrainerHooks hooks)
@@ -56,6 +82,16 @@ Trainer::Trainer(TrainerConfig config, TrainerHooks hooks)
     fp8_ = std::make_unique<Fp8Layers>(task_->module(), config_.precision.policy().fp8);
     build_optimizer_and_scaler();
   });
+  // Every process runs the same config (after --set) on the same data, or none starts: a
+  // mismatch names the first rank that differs from rank 0.
+  dp_->require_identical_digest(
+      [&] {
+        detail::Digest d;
+        d.add(config_.yaml.data(), config_.yaml.size());
+        return d.value();
+      }(),
+      "the config (after --set)");
+  dp_->require_identical_digest(task_->data_digest(), "the training and validation data");
   dp_->attach(task_->module().parameters());
   metrics_ =
       std::make_unique<MetricsFile>((std::filesystem::path(run_dir_) / "metrics.jsonl").string());
@@ -141,8 +177,17 @@ std::map<std::string, std::string> Trainer::state_metadata() const {
 std::string Trainer::save_checkpoint_now() {
   std::string path;
   dp_->on_root([&] {  // every process holds the same state: rank 0 writes it
-    path = save_checkpoint(run_dir_, global_step_, {state_tensors(), state_metadata()});
-    apply_retention(run_dir_, config_.checkpoint.keep);
+    const std::map<std::string, tensor::Tensor> tensors = state_tensors();
+    path = save_checkpoint(run_dir_, global_step_, {tensors, state_metadata()});
+    if (all_finite(tensors)) {
+      last_finite_checkpoint_ = path;
+    } else {
+      log("checkpoint " + path + " holds non-finite values (precision.on_nonfinite: apply)" +
+          (last_finite_checkpoint_.empty()
+               ? std::string()
+               : "; " + last_finite_checkpoint_ + ", the last finite one, is kept"));
+    }
+    apply_retention(run_dir_, config_.checkpoint.keep, last_finite_checkpoint_);
   });
   return dp_->from_root(path);
 }
@@ -208,14 +253,7 @@ StepResult Trainer::train_step() {
     log("precision falls back to " + std::string(numerics::name(*wider)) + " from here on");
   }
   ++global_step_;
-  if (!r.report.stepped) {
-    std::string line = "skipped step " + std::to_string(global_step_) + ": non-finite " +
-                       (std::isfinite(r.loss) ? "gradients" : "loss") + " at loss scale " +
-                       detail::scale_text(r.report.loss_scale);
-    for (std::size_t i = 0; i < r.report.nonfinite_params.size(); ++i)
-      line += (i == 0 ? " in " : ", ") + r.report.nonfinite_params[i];
-    log(line);
-  }
+  if (!r.report.stepped) log(skipped_step_line(global_step_, r.loss, r.report));
   return r;
 }
 
@@ -319,10 +357,12 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume,
   chosen = dp_->from_root(chosen);
   if (resume && *resume != "latest") chosen = *resume;  // each process the file it was given
   if (!chosen.empty()) {
-    std::int64_t written_by = 1;
+    std::int64_t written_by = 1, their_batch = config_.train_data.batch_size;
     dp_->together([&] {
       const Checkpoint c = load_checkpoint(chosen);
-      written_by = decode_checkpoint_meta(c.metadata, chosen).dist_ranks;
+      const CheckpointMeta meta = decode_checkpoint_meta(c.metadata, chosen);
+      written_by = meta.dist_ranks;
+      their_batch = parse_config(meta.config, {}, chosen + " (its config)").train_data.batch_size;
       restore(chosen, c, training, settings);
     });
     // Every process read the same file: the same state, or an Error naming the one that
@@ -332,8 +372,12 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume,
     if (written_by != dp_->size()) {
       log("the checkpoint was written by " + std::to_string(written_by) + " process" +
           (written_by == 1 ? "" : "es") + ", this run has " + std::to_string(dp_->size()) +
-          ": the data carries on from the same sample (the global batch is unchanged); the "
-          "steps are not bit-identical to a run that keeps its number of processes");
+          ": the data carries on from the same sample (" +
+          (their_batch == config_.train_data.batch_size
+               ? "the global batch of " + std::to_string(their_batch) + " is unchanged"
+               : "the global batch changes from " + std::to_string(their_batch) + " to " +
+                     std::to_string(config_.train_data.batch_size)) +
+          "); the steps are not bit-identical to a run that keeps its number of processes");
     }
   } else if (resume) {
     log("no checkpoint in " + run_dir_ + ": starting from step 0");
@@ -406,7 +450,7 @@ RunSummary Trainer::train_loop(RunMode mode) {
 void Trainer::train_steps(RunSummary& summary, std::int64_t eval_every, std::int64_t& saved_at) {
   auto window_start = Clock::now();
   const auto run_start = window_start;
-  std::int64_t window_items = 0, start_step = global_step_;
+  std::int64_t window_items = 0, start_step = global_step_, refused = 0;
   double loss_sum = 0;
   std::int64_t loss_count = 0;
   while (global_step_ < config_.loop.max_steps) {
@@ -416,9 +460,20 @@ void Trainer::train_steps(RunSummary& summary, std::int64_t eval_every, std::int
     }
     const auto [step_loss, report] = train_step();
     record_new_routes();
-    if (!report.stepped)
-      write_metrics(
-          metrics_line(SkipRecord{global_step_, report.loss_scale, report.nonfinite_params}));
+    refused += report.refused_update.empty() ? 0 : 1;
+    if (refused > 0 && refused == global_step_ - start_step &&
+        global_step_ == config_.loop.max_steps) {
+      throw Error("no step of this run was applied: every update would have made '" +
+                  report.refused_update +
+                  "' non-finite (inf or NaN) with finite gradients; the learning rate, weight "
+                  "decay or eps make the optimizer diverge: lower them");
+    }
+    if (!report.stepped) {
+      const std::vector<std::string> where = report.refused_update.empty()
+                                                 ? report.nonfinite_params
+                                                 : std::vector<std::string>{report.refused_update};
+      write_metrics(metrics_line(SkipRecord{global_step_, report.loss_scale, where}));
+    }
     window_items += items_per_step();
     loss_sum += step_loss;
     ++loss_count;

@@ -81,10 +81,20 @@ class Reader {
   E get_named(const std::string& key, E fallback, const NameTable<E, N>& table) {
     return has(key) ? require_named(key, table) : fallback;
   }
-  // The scalar at `n` as T. Numbers must be finite: no setting takes inf or NaN.
+  // The scalar at `n` as T. Numbers must be finite: no setting takes inf or NaN. A quoted
+  // scalar is a string, never a number or a boolean ("1" and "false" are refused as YAML's
+  // own rules have them), and no setting takes an empty string.
   template <class T>
   static T as(const YAML::Node& n, const std::string& where, const char* type_name) {
     if (!n.IsScalar()) throw Error(where + ": expected " + type_name + ", got a " + kind(n));
+    if constexpr (std::is_same_v<T, std::string>) {
+      if (n.Scalar().empty())
+        throw Error(where + ": an empty string (expected " + type_name +
+                    "; leave the key out for the default)");
+    } else if (n.Tag() == "!") {
+      throw Error(where + ": '" + n.Scalar() + "' is quoted, so a string (expected " + type_name +
+                  ": write it without quotes)");
+    }
     T v{};
     try {
       v = n.as<T>();

@@ -2,6 +2,8 @@
 // algorithm (DESIGN.md section 4), derived by hand in the comments.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "mantissa/error.hpp"
@@ -95,6 +97,16 @@ TEST(ScalerTrajectory, StuckAtMinimumKeepGoing) {
   EXPECT_EQ(t.scaler.num_skipped_steps(), 3);
   ASSERT_FALSE(t.logs.empty());
   EXPECT_NE(t.logs.back().find("continuing at the minimum"), std::string::npos);
+  // Issue 27: said the first time and at 10, 100, ... times, never once a step.
+  const auto said = [&] {
+    return std::count_if(t.logs.begin(), t.logs.end(), [](const std::string& l) {
+      return l.find("continuing at the minimum") != std::string::npos;
+    });
+  };
+  const auto before = said();
+  for (int i = 0; i < 120; ++i) t.step(true);
+  EXPECT_EQ(said() - before, 2);  // the 10th and the 100th time
+  EXPECT_NE(t.logs.back().find("(100 times so far)"), std::string::npos) << t.logs.back();
 }
 
 TEST(ScalerTrajectory, StuckAtMinimumFallsBack) {

@@ -7,6 +7,8 @@
 #             bounded wait names rank 1
 #   sigterm   mpirun gets SIGTERM: every rank stops after the same step, rank 0 writes that
 #             step's checkpoint and says so
+#   sigterm_one  only rank 1 gets SIGTERM: the same, and rank 0 names SIGTERM (the job's
+#             signal), not the SIGINT it would say for a signal it did not catch itself
 # Passes when the job ends within 30 s of the hit with the message MODE calls for, and every
 # checkpoint left in RUN_DIR loads (mantissa inspect), with no temporary file beside them.
 # Exits 77 (ctest's SKIP_RETURN_CODE) when mpirun is not installed.
@@ -76,8 +78,14 @@ case $mode in
     echo "dist_faults: SIGTERM to mpirun (pid $job)"
     kill -TERM "$job"
     ;;
+  sigterm_one)
+    victim=$(rank_pid 1)
+    [[ -n $victim ]] || { kill -9 "$job"; echo "dist_faults: FAIL: rank 1 not found"; exit 1; }
+    echo "dist_faults: SIGTERM to rank 1 alone (pid $victim)"
+    kill -TERM "$victim"
+    ;;
   *)
-    echo "usage: dist_faults.sh kill|recovery|sigterm MANTISSA CONFIG RUN_DIR"
+    echo "usage: dist_faults.sh kill|recovery|sigterm|sigterm_one MANTISSA CONFIG RUN_DIR"
     exit 2
     ;;
 esac
@@ -109,8 +117,12 @@ case $mode in
     grep -Eq "\[1,0\]<stderr>:mantissa: error: dist: rank 0 of 2: no message for 2 s .*still waiting for rank 1" "$log" ||
       fail "rank 0 does not name rank 1"
     ;;
-  sigterm)
+  sigterm | sigterm_one)
     step=$(sed -nE 's/^\[1,0\]<stderr>:mantissa: interrupted by SIG(TERM|INT) at step ([0-9]+):.*/\2/p' "$log")
+    if [[ $mode == sigterm_one ]]; then
+      grep -q "^\[1,0\]<stderr>:mantissa: interrupted by SIGTERM" "$log" ||
+        fail "rank 0 does not name the job's signal, SIGTERM"
+    fi
     [[ -n $step ]] || fail "rank 0 does not say where it stopped"
     grep -qE "\[1,1\]<std(out|err)>:.*interrupted" "$log" && fail "rank 1 reports too (rank 0 speaks for the job)"
     ckpt=$(printf "%s/ckpt-%08d.safetensors" "$run_dir" "$step")

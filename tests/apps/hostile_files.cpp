@@ -7,6 +7,9 @@
 //   mantissa_hostile append IN OUT N                 N zero bytes after the data
 //   mantissa_hostile flip IN OUT                     the last data byte inverted (crc32 stale)
 //   mantissa_hostile nan IN OUT TENSOR               element 0 NaN, its crc32 made to match
+//   mantissa_hostile set-value IN OUT TENSOR V       element 0 = V (a float), crc32 to match
+//   mantissa_hostile deep-header OUT DEPTH           a safetensors file whose header holds a
+//                                                    list nested DEPTH deep, and no tensor
 //   mantissa_hostile idx OUT [--gz] [--payload N] [--members K] DIM...
 //                                                    an IDX file of unsigned bytes
 #include <zlib.h>
@@ -104,6 +107,15 @@ int run(const std::vector<std::string>& a) {
     spit(a.at(1), out);
     return 0;
   }
+  if (cmd == "deep-header") {  // written raw: a JSON library would recurse building it
+    const std::size_t depth = std::stoul(a.at(2));
+    std::string h = "{\"a\":" + std::string(depth, '[') + std::string(depth, ']') + "}";
+    while (h.size() % 8 != 0) h.push_back(' ');
+    std::string out(8, '\0');
+    for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((h.size() >> (8 * i)) & 0xff);
+    spit(a.at(1), out + h);
+    return 0;
+  }
   File f = parse(slurp(a.at(1)));
   const std::string& out = a.at(2);
   if (cmd == "set-meta") {
@@ -116,11 +128,11 @@ int run(const std::vector<std::string>& a) {
     f.data += std::string(std::stoul(a.at(3)), '\0');
   } else if (cmd == "flip") {
     f.data.back() = static_cast<char>(~f.data.back());
-  } else if (cmd == "nan") {
+  } else if (cmd == "nan" || cmd == "set-value") {
     const json& t = f.header.at(a.at(3));
     const std::size_t begin = t.at("data_offsets")[0], end = t.at("data_offsets")[1];
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    std::memcpy(f.data.data() + begin, &nan, sizeof(nan));
+    const float v = cmd == "nan" ? std::numeric_limits<float>::quiet_NaN() : std::stof(a.at(4));
+    std::memcpy(f.data.data() + begin, &v, sizeof(v));
     json sums = json::parse(f.header["__metadata__"]["crc32"].get<std::string>());
     sums[a.at(3)] = crc_hex(f.data.data() + begin, end - begin);
     f.header["__metadata__"]["crc32"] = sums.dump();

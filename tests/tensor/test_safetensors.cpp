@@ -208,3 +208,50 @@ TEST(Safetensors, TheCrc32IsZlibsOverTheStoredBytes) {
 
 }  // namespace
 }  // namespace mantissa::tensor
+
+namespace mantissa::tensor {
+namespace {
+
+// Issue 27: a header nested 200,000 deep (under the size bound) once overflowed the stack
+// while its error message was built; it is refused by depth, and no message quotes it.
+TEST(Safetensors, DeeplyNestedHeadersAreRefusedByDepth) {
+  const std::size_t depth = 200000;
+  std::string h = "{\"a\":" + std::string(depth, '[') + std::string(depth, ']') + "}";
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((h.size() >> (8 * i)) & 0xff);
+  try {
+    decode_safetensors(file + h, "deep.safetensors");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "deep.safetensors: header: JSON nested more than 64 levels deep (refused: no file "
+              "of mantissa's nests this deep)");
+  }
+  // A mistyped entry is described by kind and size, never serialized.
+  const std::string bad = R"({"t":{"dtype":"F32","shape":[[[1]]],"data_offsets":[0,4]}})";
+  std::string f2(8, '\0');
+  f2[0] = static_cast<char>(bad.size());
+  try {
+    decode_safetensors(f2 + bad + std::string(4, '\0'), "x.safetensors");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "x.safetensors: tensor 't': shape a list of 1 values holds a list of 1 values, not "
+              "an integer >= 0");
+  }
+  const std::string wide =
+      R"({"t":{"dtype":"F32","shape":[1,2,3,4,5,6,7,8,9],"data_offsets":[0,4]}})";
+  std::string f3(8, '\0');
+  f3[0] = static_cast<char>(wide.size());
+  try {
+    decode_safetensors(f3 + wide + std::string(4, '\0'), "x.safetensors");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "x.safetensors: tensor 't': shape a list of 9 values is not a list of at most 6 "
+              "integers");
+  }
+}
+
+}  // namespace
+}  // namespace mantissa::tensor

@@ -251,3 +251,49 @@ TEST(Config, Fp8AndTrainingStateErrorsNameTheKey) {
 
 }  // namespace
 }  // namespace mantissa::train
+
+namespace mantissa::train {
+namespace {
+
+std::string config_error(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  try {
+    parse_config(yaml, sets, "c.yaml");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Issue 27: YAML's own rules hold: a key once per mapping, a quoted scalar is a string, and
+// no setting takes an empty string; nesting is bounded before any key is read.
+TEST(Config, DuplicateKeysQuotedScalarsAndEmptyStringsAreRefused) {
+  EXPECT_EQ(config_error("trainer:\n  init:\n    seed: 2\n    seed: 3\n"),
+            "c.yaml: trainer.init.seed: the key is given twice in one mapping (YAML allows it "
+            "once; which value is meant?)");
+  EXPECT_EQ(config_error(std::string(kBase) + "  fit:\n    train_dataloader: {dataset: kjv}\n"),
+            "c.yaml: trainer.fit: the key is given twice in one mapping (YAML allows it once; "
+            "which value is meant?)");
+  EXPECT_EQ(config_error(kBase, {"trainer.init.seed=\"1\""}),
+            "trainer.init.seed: '1' is quoted, so a string (expected a non-negative integer: "
+            "write it without quotes)");
+  EXPECT_EQ(config_error(kBase, {"trainer.fit.train_dataloader.shuffle='false'"}),
+            "trainer.fit.train_dataloader.shuffle: 'false' is quoted, so a string (expected "
+            "true or false: write it without quotes)");
+  EXPECT_EQ(config_error(kBase, {"trainer.init.checkpoint.dir=''"}),
+            "trainer.init.checkpoint.dir: an empty string (expected a string; leave the key out "
+            "for the default)");
+  EXPECT_EQ(config_error(kBase, {"trainer.init.loop.eval_frequency='5'"})
+                .rfind("trainer.init.loop.eval_frequency: 5 (expected a positive integer", 0),
+            0u);
+  EXPECT_EQ(config_error(kBase, {"trainer.init.seed=7"}), "(no error)");
+  const std::string deep = "a: " + std::string(100000, '[') + std::string(100000, ']') + "\n";
+  EXPECT_EQ(config_error(deep).substr(0, 53),
+            "c.yaml: nested too deeply for the YAML parser (line 1");
+  std::string nested = "trainer: ";  // 70 flow levels: under yaml-cpp's bound, over ours
+  for (int i = 0; i < 70; ++i) nested += "{a: ";
+  nested += "1" + std::string(70, '}') + "\n";
+  EXPECT_NE(config_error(nested).find("is nested more than 64 levels deep"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mantissa::train

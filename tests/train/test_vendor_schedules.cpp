@@ -229,7 +229,7 @@ TEST(VendorSchedules, ParameterGroupMisusesAreRefusedByName) {
                {"trainer.init.schedulers[1].ConstantLR.param_group_tags=nobody"},
                "trainer.init.schedulers[1] (ConstantLR): its param_group_tags match no parameter "
                "group");
-  expect_error("param_groups.yaml", 0, {at + "[0].tag=''"}, "params[0].tag: must not be empty");
+  expect_error("param_groups.yaml", 0, {at + "[0].tag=''"}, "params[0].tag: an empty string");
   expect_error("param_groups.yaml", 0, {at + "[0].momentum=0.9"},
                "params[0].momentum: unknown key");
   // Two tagged schedulers of one key that meet in one group (layers.0.bias has both tags).

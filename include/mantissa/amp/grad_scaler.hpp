@@ -64,18 +64,30 @@ inline constexpr NameTable<NonFinitePolicy, 3> kNonFinitePolicyNames = {{
     {"apply", NonFinitePolicy::apply},
 }};
 
+// The vendor's documentation lists the scaler's defaults as 2e15 and 2e-14, meaning 2^15 and
+// 2^-14. For a value 2 x 10^k (k != 0) as written: a note saying how it is taken and what was
+// likely meant ("2e+15 is 2 x 10^15 as written; ... write 32768 if that is meant"); else "".
+// GradScaler logs it for initial_loss_scale and max_loss_scale (accepted as written); the
+// refusal of min_loss_scale 2e-14 (below 2^-14) carries it.
+std::string power_of_two_intent(double value);
+
 // The one message for a loss_scaling_factor that is neither "dynamic" nor a finite number > 0.
 std::string loss_scaling_factor_error(std::string_view given);
 
+// The default initial and maximum loss scale for the process's half format (set_half_dtype):
+// 2^31 for cbfloat16 (its 9 exponent bits), else 2^15. GradScalerOptions{} takes it, so
+// set_half_dtype("cbfloat16") then GradScalerOptions{} starts where a cbfloat16 config does.
+double default_loss_scale();
+
 struct GradScalerOptions {
   bool dynamic = true;
-  double static_scale = 1.0;    // the loss scale when !dynamic
-  double init_scale = 32768.0;  // 2^15 (2^31 for cbfloat16: defaults_for); above max: max
+  double static_scale = 1.0;                 // the loss scale when !dynamic
+  double init_scale = default_loss_scale();  // 2^15 (2^31 for cbfloat16); above max: max
   std::int64_t steps_per_increase = 2000;
-  double min_loss_scale = 1.0 / 16384;      // 2^-14, the smallest allowed
-  double max_loss_scale = 32768.0;          // a finite float32 (the scale multiplies in float32)
-  double overflow_tolerance = 0.0;          // fraction of overflowing steps tolerated
-  std::optional<double> max_gradient_norm;  // DLS + GCC (ignored by static scaling)
+  double min_loss_scale = 1.0 / 16384;           // 2^-14, the smallest allowed
+  double max_loss_scale = default_loss_scale();  // a finite float32 (it multiplies in float32)
+  double overflow_tolerance = 0.0;               // fraction of overflowing steps tolerated
+  std::optional<double> max_gradient_norm;       // DLS + GCC (ignored by static scaling)
   // Beyond the seeds (their system fixes growth at 2 and backoff at 0.5; PyTorch's names):
   double growth_factor = 2.0;   // > 1
   double backoff_factor = 0.5;  // in (0, 1)
@@ -90,7 +102,9 @@ struct GradScalerOptions {
   bool attribute_overflows = true;  // name the parameters with non-finite gradients
   // Static scaling (and scale 1, no scaling): what a non-finite step does, and how many
   // skipped steps in a row end the run with an error saying why (the scale cannot adapt, so
-  // they would go on forever).
+  // they would go on forever). In every mode, an update that would make a weight or the
+  // optimizer state non-finite is not applied (Optimizer::step) and counted as a skipped
+  // step; max_consecutive_skips of them in a row end the run with an error naming the tensor.
   NonFinitePolicy on_nonfinite = NonFinitePolicy::skip;
   std::int64_t max_consecutive_skips = 20;
   // Receives stuck-scale and clamped-initial-scale lines; unset: they are dropped (the
@@ -99,7 +113,7 @@ struct GradScalerOptions {
   // last_nonfinite_params() carry them.
   std::function<void(const std::string&)> log;
 
-  // The defaults for a half format: init and max 2^15, or 2^31 for cbfloat16.
+  // The defaults for a given half format: init and max 2^15, or 2^31 for cbfloat16.
   static GradScalerOptions defaults_for(Format half);
   // Throws mantissa::Error naming the option and what is allowed.
   void validate() const;
@@ -136,6 +150,9 @@ enum class OptimizerStage { ready, unscaled, stepped };
 class GradScaler {
  public:
   explicit GradScaler(GradScalerOptions options);
+  // The seeds' GradScaler(loss_scale="dynamic"): "dynamic" (the defaults for half_dtype()),
+  // or a number (static scaling at it); anything else throws mantissa::Error.
+  explicit GradScaler(std::string_view loss_scale);
 
   // loss (one element) times the scale, as float32.
   Variable scale(const Variable& loss) const;
@@ -187,6 +204,9 @@ class GradScaler {
   bool last_step_finite() const { return finite_; }
   double last_grad_norm() const { return norm_; }
   const std::vector<std::string>& last_nonfinite_params() const { return nonfinite_; }
+  // The tensor whose non-finite result made step_if_finite refuse this iteration's update
+  // ("<param>" or "<param>.<state>"); empty when none was refused. update() clears it.
+  const std::string& refused_update() const { return refused_update_; }
   std::int64_t num_skipped_steps() const { return state_.num_skipped_steps; }
   // After a fall-back: the format to switch to (bfloat16), once; nullopt otherwise.
   std::optional<Format> take_fallback();
@@ -210,6 +230,7 @@ class GradScaler {
   void log(const std::string& line) const;
   void adapt_scale();
   void guard_static_run(std::int64_t step);
+  void guard_refused_updates();
 
   GradScalerOptions options_;
   ScalerState state_;
@@ -225,6 +246,10 @@ class GradScaler {
   bool warned_underflow_ = false;
   std::int64_t iteration_step_ = 0;    // the first optimizer's step index in this iteration
   std::int64_t skipped_in_a_row_ = 0;  // iterations (static scaling), not saved
+  std::string refused_update_;         // this iteration's, from Optimizer::step
+  std::int64_t stuck_events_ = 0;      // keep_going: times the scale hit its floor
+  std::int64_t next_stuck_note_ = 1;   // ... and when that is said next (1, 10, 100, ...)
+  std::int64_t refused_in_a_row_ = 0;  // iterations whose update was refused, not saved
 };
 
 }  // namespace mantissa::amp

@@ -14,9 +14,17 @@ struct StepReport {
   double loss_scale = 1;           // the scale this step used
   std::int64_t skipped_steps = 0;  // total so far (the scaler's num_skipped_steps)
   std::vector<std::string> nonfinite_params;
+  // Set when the gradients were finite but the update would have made this weight or state
+  // tensor non-finite: the step was not applied (Optimizer::step).
+  std::string refused_update;
 };
 
-// Scaled backward of `loss`, then finish_step.
+// The seeds' signature: optimizer_step(loss, optimizer, grad_scaler, max_gradient_norm).
+StepReport optimizer_step(const Variable& loss, optim::Optimizer& optimizer, GradScaler& scaler,
+                          std::optional<double> max_gradient_norm = std::nullopt,
+                          std::optional<double> max_gradient_value = std::nullopt);
+
+// Scaled backward of `loss`, then finish_step (scaler nullptr: no scaling).
 StepReport optimizer_step(const Variable& loss, optim::Optimizer& optimizer, GradScaler* scaler,
                           std::optional<double> max_gradient_norm = std::nullopt,
                           std::optional<double> max_gradient_value = std::nullopt);
@@ -33,7 +41,8 @@ StepReport optimizer_step(const Variable& loss, const std::vector<optim::Optimiz
 // (bfloat16, or mixed precision off) the same sequence runs at scale 1 and every step is
 // taken. Data parallel: `agree` (when set) turns this process's facts after unscale_ into the
 // job's before clipping and stepping (GradScaler::agree); without a scaler the job's norm is
-// the one clipping uses.
+// the one clipping uses. An update whose result would be non-finite is never applied
+// (StepReport::refused_update names the tensor; stepped is false).
 StepReport finish_step(optim::Optimizer& optimizer, GradScaler* scaler,
                        std::optional<double> max_gradient_norm = std::nullopt,
                        std::optional<double> max_gradient_value = std::nullopt,

@@ -46,6 +46,8 @@ class Variable {
   explicit Variable(Tensor value, bool requires_grad = false);
 
   bool defined() const { return impl_ != nullptr; }
+  // PyTorch's loss.backward(): autograd::backward(*this).
+  void backward() const;
   const Tensor& value() const { return impl_->value; }
   // For in-place updates (optimizers): call bump_version() after changing the values.
   Tensor& mutable_value() { return impl_->value; }

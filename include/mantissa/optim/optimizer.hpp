@@ -32,6 +32,12 @@ struct ParamGroup {
 // The name of parameter i of group g: its entry in group.names, else "group<g>.param<i>".
 std::string parameter_name(const ParamGroup& group, std::size_t g, std::size_t i);
 
+// What Optimizer::step() does with an update whose result is not finite.
+enum class NonFiniteUpdate {
+  refuse,  // keep the weights and state as they were (the default)
+  apply,   // keep the non-finite result (for experiments: precision.on_nonfinite apply)
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -40,8 +46,14 @@ class Optimizer {
 
   // One update of every parameter that has a gradient, with lr = learning_rate(k) and
   // wd = weight_decay(k) for the current step index k; then k += 1. Parameters' versions
-  // are bumped (their cached half copies are remade on next use).
-  void step();
+  // are bumped (their cached half copies are remade on next use). Returns whether the update
+  // was applied: with NonFiniteUpdate::refuse (the default), an update that would leave inf
+  // or NaN in any weight or optimizer state tensor (a learning rate of 1e300, eps 0, a state
+  // that went negative) is not applied: every weight, state tensor and the step index stay
+  // as they were, and refused_tensor() names the first tensor that would have been
+  // non-finite ("<param name>" or "<param name>.<state name>").
+  bool step(NonFiniteUpdate on_nonfinite = NonFiniteUpdate::refuse);
+  const std::string& refused_tensor() const { return refused_; }
   void zero_grad();
 
   // The formats of the weights and the optimizer state (optim/training_state.hpp). Setting it
@@ -61,6 +73,8 @@ class Optimizer {
   std::vector<Variable> parameters() const;
 
   // State out and in: "<param name>.<state name>" -> float32 tensor, plus the step index.
+  // Loading checks every tensor: finite, and >= 0 where the state is a sum of squares or a
+  // step size (exp_avg_sq, sum, square_avg, ...); mantissa::Error names the tensor otherwise.
   std::map<std::string, Tensor> state_tensors() const;
   void load_state_tensors(const std::map<std::string, Tensor>& state, std::int64_t step_index);
   void set_step_index(std::int64_t k) { step_ = k; }
@@ -88,6 +102,12 @@ class Optimizer {
   void check_values(std::size_t g, std::int64_t k) const;
   TrainingState training_;
   std::map<const void*, Tensor> kahan_;  // bfloat16_kahan: each parameter's compensation
+  std::string refused_;                  // the tensor the last refused step would have spoiled
+  class UpdateSnapshot;                  // what a guarded step may change, copied before it
+  std::shared_ptr<UpdateSnapshot> snapshot_;
+  // The first weight or state tensor (of the parameters that have gradients) holding a
+  // non-finite value, by name; empty when all are finite.
+  std::string first_nonfinite_tensor();
   // One update of p through float32 copies of p, its gradient and its state (low-precision
   // weights or state); `index` numbers the parameter for the stochastic rounding stream.
   void staged_update(Variable& p, std::vector<Tensor>& s, std::size_t g, double lr, double wd,
@@ -99,5 +119,9 @@ class Optimizer {
 // is out of range.
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerSettings& settings,
                                           std::vector<ParamGroup> groups);
+// One group of `params` at a constant learning rate (PyTorch's `AdamW(model.parameters(),
+// lr=1e-3)`): make_optimizer(AdamW{}, model.parameters(), 1e-3).
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerSettings& settings,
+                                          std::vector<Variable> params, double learning_rate);
 
 }  // namespace mantissa::optim

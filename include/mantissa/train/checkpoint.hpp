@@ -65,8 +65,11 @@ struct LoadedCheckpoint {
   Checkpoint checkpoint;
 };
 std::optional<LoadedCheckpoint> load_latest_checkpoint(const std::string& dir);
-// Deletes all but the newest `keep`.
-void apply_retention(const std::string& dir, std::int64_t keep);
+// Deletes all but the newest `keep`, and never `protect` (the newest checkpoint known to
+// hold finite values: a run whose last checkpoints went non-finite keeps a usable one).
+void apply_retention(const std::string& dir, std::int64_t keep, const std::string& protect = "");
+// Whether every value of every tensor is finite.
+bool all_finite(const std::map<std::string, tensor::Tensor>& tensors);
 // Deletes what a save cut short left in `dir` (ckpt-*.safetensors.tmp, never read as a
 // checkpoint: a process killed while writing); returns how many files it deleted.
 int remove_unfinished_checkpoints(const std::string& dir);

@@ -208,6 +208,9 @@ class Trainer {
   precision::Policy policy_;
   std::int64_t global_step_ = 0;
   std::string run_dir_;
+  // The newest checkpoint known to hold finite values (written by this run, or resumed from):
+  // keeping only the newest `checkpoint.keep` never deletes it.
+  std::string last_finite_checkpoint_;
   std::atomic<bool> stop_{false};
   std::unique_ptr<MetricsFile> metrics_;
   std::size_t routes_recorded_ = 0;  // route_records() already in a routes record

@@ -1,0 +1,65 @@
+#pragma once
+// JSON that came from a file (safetensors headers, checkpoint metadata, metrics records):
+// parsed with a bound on its nesting, and described in messages by its kind and size, never
+// serialized back (a header nested 100,000 deep once overflowed the stack in dump()).
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "mantissa/error.hpp"
+
+namespace mantissa::support {
+
+// No file mantissa reads nests JSON deeper than 4; 64 leaves room and bounds every recursion.
+inline constexpr int kMaxJsonDepth = 64;
+
+// The parsed value of `text`; `what` starts every message ("<file>: header"). Text nested
+// past `max_depth` or not JSON is a mantissa::Error; `allow_invalid` returns a discarded
+// value for invalid JSON instead (the depth bound still throws).
+inline nlohmann::json parse_untrusted_json(std::string_view text, const std::string& what,
+                                           bool allow_invalid = false,
+                                           int max_depth = kMaxJsonDepth) {
+  using json = nlohmann::json;
+  const json::parser_callback_t bound = [&](int depth, json::parse_event_t event, json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= max_depth) {
+      throw Error(what + ": JSON nested more than " + std::to_string(max_depth) +
+                  " levels deep (refused: no file of mantissa's nests this deep)");
+    }
+    return true;
+  };
+  try {
+    return json::parse(text, bound, /*allow_exceptions=*/true);
+  } catch (const json::exception& e) {
+    if (allow_invalid) return json(json::value_t::discarded);
+    throw Error(what + " is not valid JSON (" + e.what() + ")");
+  }
+}
+
+// A short description of an untrusted value for messages: scalars as themselves (strings cut
+// to 40 bytes), a short flat list by its elements ("[1,2]"), anything else by kind and size
+// ("a list of 3 values", "an object of 2 keys"): never a walk into nested structure.
+inline std::string describe_json(const nlohmann::json& v) {
+  constexpr std::size_t kShownElements = 8;
+  if (v.is_array()) {
+    bool flat = v.size() <= kShownElements;
+    for (std::size_t i = 0; flat && i < v.size(); ++i) flat = v[i].is_primitive();
+    if (!flat) return "a list of " + std::to_string(v.size()) + " values";
+    std::string out = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (i > 0) out.push_back(',');
+      out.append(describe_json(v[i]));
+    }
+    out.push_back(']');
+    return out;
+  }
+  if (v.is_object()) return "an object of " + std::to_string(v.size()) + " keys";
+  if (v.is_string()) {
+    const auto& s = v.get_ref<const std::string&>();
+    return nlohmann::json(s.size() > 40 ? s.substr(0, 40) + "..." : s)
+        .dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+  }
+  return v.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace mantissa::support

@@ -1,0 +1,145 @@
+# The hostile inputs and faults of issue 27 (docs/reliability.md, "Issue 27"): each runs the
+# `mantissa` program and asserts the exit status and the message (hostile_case, from
+# hostile_cases.cmake).
+
+# --- Crash: nesting bounded in every JSON and YAML reader ----------------------------------------
+set(deep_header SETUP "${hostile} deep-header @D@/deep.safetensors 200000")
+set(deep_message "^mantissa: error: .*/deep.safetensors: header: JSON nested more than 64 levels deep")
+hostile_case(deep_json_header_inspect 2 "${deep_message}" ${deep_header}
+  COMMAND inspect @D@/deep.safetensors)
+hostile_case(deep_json_header_generate 2 "${deep_message}" ${deep_header}
+  COMMAND generate --checkpoint @D@/deep.safetensors)
+hostile_case(deep_json_header_resume 2 "${deep_message}" ${deep_header}
+  COMMAND ${train_tiny} --resume @D@/deep.safetensors)
+hostile_case(deep_yaml_config 2
+  "^mantissa: error: .*/deep.yaml: nested too deeply for the YAML parser"
+  SETUP "printf 'a: ' >@D@/deep.yaml && head -c 100000 /dev/zero | tr '\\0' '\\133' >>@D@/deep.yaml"
+  COMMAND train --config @D@/deep.yaml)
+
+# --- Hangs: only regular files are read ---------------------------------------------------------
+hostile_case(config_is_a_fifo 2
+  "^mantissa: error: .*/f.yaml: is a FIFO, not a regular file \\(expected the config file\\)$"
+  SETUP "mkfifo @D@/f.yaml" COMMAND train --config @D@/f.yaml)
+hostile_case(text_corpus_is_a_fifo 2
+  "^mantissa: error: .*/corpus.txt: is a FIFO, not a regular file \\(expected the text file\\)$"
+  SETUP "mkfifo @D@/corpus.txt"
+  COMMAND ${train_tiny} --set trainer.fit.train_dataloader.path=@D@/corpus.txt)
+hostile_case(report_metrics_is_a_fifo 2
+  "^mantissa: error: .*/run/metrics.jsonl: is a FIFO, not a regular file"
+  SETUP "mkdir @D@/run && mkfifo @D@/run/metrics.jsonl"
+  COMMAND report @D@/run --out @D@/r.html)
+
+# --- NaN checkpoints: the updated weights and state are checked before they are kept ------------
+foreach(opt "adamw_lr_1e39;trainer.init.optimizer={AdamW: {learning_rate: 1.0e+39}}"
+            "adamw_eps_0;trainer.init.optimizer={AdamW: {learning_rate: 1.0e-3, eps: 0}}"
+            "sgd_lr_1e300;trainer.init.optimizer={SGD: {lr: 1.0e+300}}"
+            "adamw_weight_decay_1e300;trainer.init.optimizer={AdamW: {learning_rate: 1.0e-3, weight_decay: 1.0e+300}}")
+  list(GET opt 0 name)
+  list(GET opt 1 assignment)
+  hostile_case(nonfinite_update_${name} 2
+    "skipped step 1: the update would have made '[a-z0-9_.]+' non-finite .*mantissa: error: no step of this run was applied: every update would have made '[a-z0-9_.]+' non-finite"
+    THEN "! ls @D@/run | grep -q ckpt-00000006"
+    COMMAND ${train_tiny} --set "${assignment}")
+endforeach()
+hostile_case(nonfinite_updates_in_a_row_raise 2
+  "mantissa: error: 3 steps in a row were not applied: with finite gradients, the optimizer's update made '[a-z0-9_.]+' non-finite"
+  COMMAND ${train_tiny} --set "trainer.init.optimizer={SGD: {lr: 1.0e+300}}"
+          --set trainer.init.precision.max_consecutive_skipped_steps=3)
+# A schedule that jumps to 1e300 at step 4: the steps before are kept, the rest refused, and
+# the checkpoints written on the way are finite (`eval` loads the newest).
+hostile_case(schedule_jump_keeps_finite_checkpoints 0
+  "step 2/6 .*skipped step 5: the update would have made"
+  THEN "${cli} inspect @D@/run/ckpt-00000006.safetensors >/dev/null && ${cli} inspect @D@/run/ckpt-00000003.safetensors >/dev/null"
+  COMMAND ${train_tiny} --set "trainer.init.schedulers=[{PiecewiseConstantLR: {milestones: [4], learning_rates: [1.0e-3, 1.0e+300]}}]")
+hostile_case(resume_negative_exp_avg_sq 2
+  "^mantissa: error: .*/c.safetensors: optimizer adamw: state 'lnf.bias.exp_avg_sq' holds -1 at index 0 \\(expected a finite number >= 0\\): the optimizer state is invalid"
+  TINY SETUP "${hostile} set-value ${ck6} @D@/c.safetensors optimizer.lnf.bias.exp_avg_sq -1"
+  COMMAND ${train_tiny} --resume @D@/c.safetensors)
+
+# --- Silent acceptance: duplicate keys, quoted scalars, empty strings ---------------------------
+hostile_case(config_duplicate_key 2
+  "^mantissa: error: .*/dup.yaml: trainer.init.seed: the key is given twice in one mapping"
+  SETUP "printf 'trainer:\\n  init:\\n    seed: 2\\n    seed: 3\\n' >@D@/dup.yaml"
+  COMMAND train --config @D@/dup.yaml)
+hostile_case(config_duplicate_map 2
+  "^mantissa: error: .*/tiny.yaml: trainer.init.loop: the key is given twice in one mapping"
+  SETUP "sed 's/^    loop:.*/&\\n    loop: {max_steps: 2}/' ${tiny} >@D@/tiny.yaml"
+  COMMAND train --config @D@/tiny.yaml)
+hostile_case(config_quoted_integer 2
+  "^mantissa: error: trainer.init.seed: '1' is quoted, so a string \\(expected a non-negative integer: write it without quotes\\)"
+  COMMAND ${train_tiny} --set "trainer.init.seed=\"1\"")
+hostile_case(config_quoted_boolean 2
+  "^mantissa: error: trainer.fit.train_dataloader.shuffle: 'false' is quoted, so a string \\(expected true or false"
+  COMMAND ${train_tiny} --set "trainer.fit.train_dataloader.shuffle=\"false\"")
+hostile_case(config_empty_checkpoint_dir 2
+  "^mantissa: error: trainer.init.checkpoint.dir: an empty string"
+  COMMAND train --config ${tiny} --set "trainer.init.checkpoint.dir=\"\"")
+
+# --- Unclear messages ---------------------------------------------------------------------------
+hostile_case(idx_labels_of_two_dimensions 2
+  "^mantissa: error: .*/train-labels-idx1-ubyte.gz: labels of dimensions 8 x 1 \\(expected one dimension: one label per image\\)"
+  SETUP "${hostile} idx @D@/train-images-idx3-ubyte.gz --gz 8 28 28 && ${hostile} idx @D@/train-labels-idx1-ubyte.gz --gz 8 1"
+  COMMAND train --config ${mlp} --set trainer.fit.train_dataloader.path=@D@ --set ${run_dir})
+hostile_case(images_do_not_suit_the_model 2
+  "^mantissa: error: trainer.fit.train_dataloader \\(.*\\): images of 1 x 2 x 3 = 6 values do not suit trainer.init.model.input_size 784"
+  NOT "step [0-9]+/"
+  SETUP "${hostile} idx @D@/train-images-idx3-ubyte.gz --gz 8 2 3 && ${hostile} idx @D@/train-labels-idx1-ubyte.gz --gz 8 && cp @D@/train-images-idx3-ubyte.gz @D@/t10k-images-idx3-ubyte.gz && cp @D@/train-labels-idx1-ubyte.gz @D@/t10k-labels-idx1-ubyte.gz"
+  COMMAND train --config ${mlp} --set trainer.fit.train_dataloader.path=@D@ --set ${run_dir})
+
+# --- Data loss: no link followed in a run directory; --out never replaces a run's files -------
+hostile_case(lock_file_symlink_is_refused 2
+  "^mantissa: error: .*/run/.lock: is a symbolic link; mantissa never follows links inside a run directory"
+  SETUP "mkdir @D@/run && echo keep >@D@/victim.txt && ln -s ../victim.txt @D@/run/.lock"
+  THEN "test \"$(cat @D@/victim.txt)\" = keep"
+  COMMAND ${train_tiny})
+hostile_case(lock_file_hard_link_is_refused 2
+  "^mantissa: error: .*/run/.lock: is not a regular file of its own"
+  SETUP "mkdir @D@/run && echo keep >@D@/victim.txt && ln @D@/victim.txt @D@/run/.lock"
+  THEN "test \"$(cat @D@/victim.txt)\" = keep"
+  COMMAND ${train_tiny})
+hostile_case(metrics_symlink_is_refused 2
+  "^mantissa: error: .*/run/metrics.jsonl: is a symbolic link; mantissa never writes the metrics file through a link"
+  SETUP "mkdir @D@/run && echo keep >@D@/victim.txt && ln -s ../victim.txt @D@/run/metrics.jsonl"
+  THEN "test \"$(cat @D@/victim.txt)\" = keep"
+  COMMAND ${train_tiny})
+hostile_case(report_out_onto_the_runs_metrics 2
+  "^mantissa: error: .*/metrics.jsonl: is a file of the run directory .*; --out never replaces a run's own files"
+  TINY SETUP "cp -r ${tiny_run} @D@/r"
+  THEN "cmp ${tiny_run}/metrics.jsonl @D@/r/metrics.jsonl"
+  COMMAND report @D@/r --out @D@/r/metrics.jsonl)
+hostile_case(report_out_onto_a_device 2
+  "^mantissa: error: /dev/null: is a character device; mantissa writes the report only to a regular file or a new path"
+  TINY THEN "test -c /dev/null"
+  COMMAND report ${tiny_run} --out /dev/null)
+
+# --- Silent acceptance: empty option values ------------------------------------------------------
+# (through sh: CMake drops an empty argument from a test's command line)
+add_test(NAME cli.mode_empty COMMAND ${expect} --not "step [0-9]+/" 2
+  "^mantissa: error: --mode: an empty value \\(give a value, or leave the option out\\)$"
+  -- sh -c "exec \"$0\" train --config ${tiny} --mode ''" ${cli})
+add_test(NAME cli.generate_empty_prompt_is_allowed COMMAND ${expect} 0 "^$"
+  -- sh -c "exec \"$0\" generate --checkpoint ${tiny_run} --prompt '' --length 4" ${cli})
+set_tests_properties(cli.generate_empty_prompt_is_allowed PROPERTIES FIXTURES_REQUIRED tiny_run)
+add_test(NAME cli.formats_value_empty COMMAND ${expect} --not "float16" 2
+  "^mantissa: error: --value: an empty value" -- sh -c "exec \"$0\" formats --value ''" ${cli})
+
+# --- Silent write failure --------------------------------------------------------------------------
+hostile_case(bench_json_on_a_full_disk 2
+  "mantissa: error: --json: /dev/full: write failed \\(No space left on device\\)"
+  COMMAND bench train --config ${tiny} --steps 1 --json /dev/full)
+
+# --- Terminal escapes: names from files are shown, never obeyed ------------------------------------
+string(ASCII 27 esc)
+hostile_case(escape_sequences_in_names_are_made_visible 2
+  "^mantissa: error: .*/e\\\\x1b\\[31m.yaml: cannot open the config file"
+  NOT "${esc}"
+  COMMAND train --config "@D@/e${esc}[31m.yaml")
+
+# --- The seeds' defaults as printed: 2e15 taken as written, the likely 2^15 said ------------------
+hostile_case(vendor_2e15_is_taken_as_written_and_said 0
+  "initial_loss_scale: 2e\\+15 is 2 x 10\\^15 as written; the vendor's documentation writes 2e15 for 2\\^15 \\(32768\\): write 32768 if that is meant"
+  COMMAND ${train_tiny} --set trainer.init.loop.max_steps=2
+          --set "trainer.init.precision={fp16_type: float16, loss_scaling_factor: dynamic, initial_loss_scale: 2e15, max_loss_scale: 2e15}")
+hostile_case(vendor_2e-14_is_refused_saying_why 2
+  "^mantissa: error: .*min_loss_scale: 2e-14 is below the smallest allowed, 2\\^-14 \\(6.10352e-05\\); 2e-14 is 2 x 10\\^-14 as written"
+  COMMAND ${train_tiny} --set "trainer.init.precision={fp16_type: float16, loss_scaling_factor: dynamic, min_loss_scale: 2e-14}")
