@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs mantissa's GPT-ref benchmark in every precision and the PyTorch peer
-# (../shared/bench/peer_torch_gpt.py) back to back on this machine, then prints our throughput
-# against the peer's (issue 12). Nothing runs concurrently: the machine has 2 cores.
+# Runs mantissa's GPT-ref benchmark in every precision and the project's PyTorch peer
+# (bench/peer_torch_gpt.py, the same GPT from the same config) back to back on this machine,
+# then prints our throughput against the peer's best (issue 12). Nothing runs concurrently: the
+# machine has 2 cores.
 #
 # On GPT-ref our four precisions run interleaved in one process (`bench train --interleave`:
 # step s of every run, in turn), so their ratios are taken under the same machine conditions.
@@ -15,16 +16,23 @@
 #                   (default 200: float32's and bfloat16's losses after 200 steps are compared)
 #   --mem-steps N   timed steps per precision on the memory-bound configs/bench/gpt-mem.yaml,
 #                   after 1 warm-up step, each precision alone (default 3; 0 skips it)
-#   --peer-steps N  the peer's timed steps per precision and mode, after its 2 warm-up steps
+#   --peer-steps N  the peer's timed steps in each of its runs, after its 2 warm-up steps
 #                   (default 10)
 #   --out DIR       where the JSON lines and logs go (default bench-results/<UTC time>)
 #
 # The peer is the strongest one installed (bench/install-peer.sh installs it), picked in this order:
-#   1. a PyTorch 2.x from the package index in $MANTISSA_PEER_DIR/venv (default /opt/mantissa-peer),
-#      run eager and, when bench/install-peer.sh found that torch.compile works here, compiled too;
-#   2. Debian's python3-torch with an optimized BLAS (libopenblas0-pthread), eager only;
+#   1. a PyTorch 2.x from the package index in $MANTISSA_PEER_DIR/venv (default /opt/mantissa-peer);
+#   2. Debian's python3-torch with an optimized BLAS (libopenblas0-pthread);
 #   3. none: Debian's python3-torch on the reference BLAS is ~20x slower and no peer, so the script
 #      refuses rather than print meaningless ratios.
+# For each precision, float32 and bfloat16 (torch.autocast on the CPU, float32 master weights),
+# the peer runs on configs/bench/gpt-ref.yaml in up to four variants, one process each:
+# eager and compiled (torch.compile; only where bench/install-peer.sh's check found that it works
+# here) times fused attention (F.scaled_dot_product_attention; PyTorch 2.x only) and explicit
+# attention (masked softmax, as minGPT). The report prints a table of every variant and takes the
+# BEST tokens/s of a precision as the peer's figure: our float32 / the peer's best float32 and
+# our bfloat16 / the peer's best bfloat16. A compiled variant that fails is reported as failed
+# and left out of the best; an eager one that fails stops the script.
 # Each peer run uses 2 threads. The report names the peer (version, where from) and prints its
 # BLAS/oneDNN configuration, its thread count and the CPU ISA oneDNN dispatches to.
 #
@@ -46,7 +54,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-peer=../shared/bench/peer_torch_gpt.py
+peer=bench/peer_torch_gpt.py
 peer_dir=${MANTISSA_PEER_DIR:-/opt/mantissa-peer}
 peer_threads=2
 [[ -x build/mantissa ]] || { echo "compare_with_peer.sh: build/mantissa is missing: run scripts/build.sh" >&2; exit 2; }
@@ -168,28 +176,45 @@ print(f"peer torch.compile: {compile_ok}" + (f" ({compile_detail})" if compile_d
 EOF
 ) | tee "$out/peer-config.txt" | tee -a "$out/report.txt"
 
-# --- The peer runs, one process per mode, each timed for its peak RSS.
-peer_run() {  # name, extra peer arguments...
-  local name=$1; shift
-  echo "== peer $name: $peer_from ($peer_steps timed steps per precision, $peer_threads threads)" >&2
-  OMP_NUM_THREADS=$peer_threads /usr/bin/time -v "$peer_py" "$peer" --steps "$peer_steps" \
-    --threads "$peer_threads" "$@" >"$out/peer-$name.txt" 2>"$out/peer-$name-time.txt" || {
-    echo "compare_with_peer.sh: the peer ($name) failed; see $out/peer-$name-time.txt" >&2
-    tail -n 20 "$out/peer-$name-time.txt" >&2; return 1; }
-  tee -a "$out/report.txt" <"$out/peer-$name.txt"
-}
-peer_run eager
-peer_logs=("$out/peer-eager.txt" "$out/peer-eager-time.txt")
-if [[ $compile == ok ]]; then
-  if peer_run compiled --compile; then
-    peer_logs+=("$out/peer-compiled.txt" "$out/peer-compiled-time.txt")
-  else
-    compile="failed in the peer run"
-  fi
+# --- The peer runs: for each precision, eager and (where torch.compile works here) compiled, each
+# with fused and explicit attention; one process per variant, each appending its JSON line.
+peer_json="$out/peer.jsonl"
+: >"$peer_json"
+peer_modes=(eager)
+[[ $compile == ok ]] && peer_modes+=(compiled)
+peer_attentions=(fused explicit)
+if [[ ${peer_version%%.*} -lt 2 ]]; then
+  peer_attentions=(explicit)  # F.scaled_dot_product_attention is PyTorch 2.x
+  echo "== peer: PyTorch $peer_version has no F.scaled_dot_product_attention: explicit attention only" >&2
 fi
+peer_failed=()  # "precision mode attention" of each compiled run that failed
+peer_run() {  # precision, mode (eager | compiled), attention (fused | explicit)
+  local precision=$1 mode=$2 attention=$3 extra=()
+  local name="peer-$precision-$mode-$attention"
+  [[ $mode == compiled ]] && extra=(--compile)
+  echo "== peer $precision $mode $attention: $peer_from ($peer_steps timed steps after 2 warm-up," \
+    "$peer_threads threads)" >&2
+  if ! OMP_NUM_THREADS=$peer_threads "$peer_py" "$peer" --config "$config" --precision "$precision" \
+    --attention "$attention" "${extra[@]}" --steps "$peer_steps" --warmup 2 \
+    --threads "$peer_threads" --json "$peer_json" >"$out/$name.txt" 2>"$out/$name.log"; then
+    echo "compare_with_peer.sh: the peer ($precision $mode $attention) failed; see $out/$name.log" >&2
+    tail -n 20 "$out/$name.log" >&2
+    [[ $mode == compiled ]] || exit 1
+    peer_failed+=("$precision $mode $attention")
+    return 0
+  fi
+  tee -a "$out/report.txt" <"$out/$name.txt"
+}
+for p in float32 bfloat16; do
+  for mode in "${peer_modes[@]}"; do
+    for attention in "${peer_attentions[@]}"; do peer_run "$p" "$mode" "$attention"; done
+  done
+done
+failed_text=$(IFS=';'; echo "${peer_failed[*]}")
 
-/usr/bin/python3 - "$json" "$mem_json" "$peer_from" "$compile" "${peer_logs[@]}" <<'EOF' | tee "$out/ratios.txt"
-import json, math, re, sys
+/usr/bin/python3 - "$json" "$mem_json" "$peer_from" "$compile" "$peer_json" "$failed_text" "$peer_steps" \
+  <<'EOF' | tee "$out/ratios.txt"
+import json, sys
 def load(path):
     runs = {}
     for line in open(path):
@@ -197,25 +222,49 @@ def load(path):
         runs[r["precision"].split(",")[0].split(" ")[0]] = r
     return runs
 ours, mem = load(sys.argv[1]), load(sys.argv[2])
-frm, compile_state, logs = sys.argv[3], sys.argv[4], sys.argv[5:]
-peer, rss = {}, {}
-for out_log, time_log in zip(logs[::2], logs[1::2]):
-    for line in open(out_log):
-        m = re.search(r"(fp32|bf16-autocast)(-compiled)?: .*tokens/s=(\d+)", line)
-        if m: peer[m.group(1) + (m.group(2) or "")] = float(m.group(3))
-    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(time_log).read())
-    rss["compiled" if "compiled" in out_log else "eager"] = int(m.group(1)) / 1024 if m else math.nan
+frm, compile_state, peer_json = sys.argv[3], sys.argv[4], sys.argv[5]
+failed, peer_steps = [f for f in sys.argv[6].split(";") if f], sys.argv[7]
+peer = [json.loads(line) for line in open(peer_json) if line.strip()]
 def fmt(d, keys): return ", ".join(f"{k} {d[k]:.0f}" for k in keys if k in d)
+def variant(r): return f"{'compiled' if r['compiled'] else 'eager'} {r['attention']}"
 print("\nmantissa tokens/s (median): " + fmt({k: v["items_per_s"] for k, v in ours.items()}, ours))
-print(f"peer tokens/s (median): " + fmt(peer, ("fp32", "bf16-autocast", "fp32-compiled", "bf16-autocast-compiled")))
-print(f"peer: {frm}; torch.compile: {compile_state}\n")
+print(f"peer: {frm}; torch.compile: {compile_state}")
+if peer:
+    r0 = peer[0]
+    print(f"peer build: torch {r0['torch']}; {r0['mkl']}; {r0['onednn']}; ATen CPU capability "
+          f"{r0['cpu_capability']}; {r0['threads']} threads; {r0['parameters']} parameters")
+print(f"\npeer on GPT-ref, every variant (median of {peer_steps} timed steps after 2 warm-up):")
+print(f"{'precision':<10} {'variant':<18} {'median step':>12} {'tokens/s':>9} {'peak RSS':>10} "
+      f"{'last loss':>9} {'ours / this':>11}")
+best = {}
+for prec in ("float32", "bfloat16"):
+    runs = [r for r in peer if r["precision"] == prec]
+    for r in runs:
+        ratio = f"{ours[prec]['items_per_s'] / r['tokens_per_s']:.2f}x" if prec in ours else "n/a"
+        print(f"{prec:<10} {variant(r):<18} {r['median_step_s'] * 1e3:>9.1f} ms {r['tokens_per_s']:>9.0f} "
+              f"{r['peak_rss_mib']:>6.0f} MiB {r['losses'][-1]:>9.4f} {ratio:>11}")
+    for f in failed:
+        if f.startswith(prec + " "):
+            print(f"{prec:<10} {f.split(' ', 1)[1]:<18} {'failed (see its log)':>45}")
+    if runs:
+        best[prec] = max(runs, key=lambda r: r["tokens_per_s"])
+        print(f"{prec:<10} {'best: ' + variant(best[prec]):<18} {'':>12} {best[prec]['tokens_per_s']:>9.0f}")
+print("(peak RSS: each peer process's ru_maxrss, torch's own libraries included; a compiled run's"
+      " includes the compiler's)")
+# The ratios compare the same model and work per step: the peer builds GPT-ref from the same
+# config, so its parameter count and tokens per step must be ours.
+for r in peer:
+    for key, theirs, mine in (("parameters", r["parameters"], ours.get(r["precision"], {}).get("parameters")),
+                              ("tokens per step", r["tokens_per_step"], ours.get(r["precision"], {}).get("items_per_step"))):
+        if mine is not None and theirs != mine:
+            print(f"WARNING: peer {r['precision']} {variant(r)} has {theirs} {key}, ours {mine}: not the same model")
+print()
 def row(name, value): print(f"{name:<58} {value:>12}")
-for our, theirs in (("float32", "fp32"), ("bfloat16", "bf16-autocast")):
-    for mode, key in (("eager", theirs), ("compiled", theirs + "-compiled")):
-        label = f"our {our} / peer {theirs} {mode}"
-        if our not in ours: row(label, f"n/a (no {our} run)")
-        elif key in peer: row(label, f"{ours[our]['items_per_s'] / peer[key]:.2f}x")
-        else: row(label, "n/a (torch.compile " + compile_state + ")")
+for prec in ("float32", "bfloat16"):
+    label = f"our {prec} / peer's best {prec}" + (f" ({variant(best[prec])})" if prec in best else "")
+    if prec not in ours: row(label, f"n/a (no {prec} run of ours)")
+    elif prec not in best: row(label, "n/a (no peer run)")
+    else: row(label, f"{ours[prec]['items_per_s'] / best[prec]['tokens_per_s']:.2f}x")
 f32 = ours.get("float32")
 # Issue 12's targets. Which speed target applies depends on the route bfloat16 took here.
 amx = "bfloat16" in ours and "amx" in ours["bfloat16"].get("route", "")
@@ -239,7 +288,6 @@ for k in ("bfloat16", "float16", "cbfloat16"):
         check(f"gpt-mem peak RSS: {k} / float32 ({mem[k]['peak_rss_mib']:.0f} / {base['peak_rss_mib']:.0f} MiB)",
               f"{r:.3f}x", "<= 0.60", r <= 0.60)
 print()
-row("peak RSS of the peer's GPT-ref processes, " + " / ".join(rss), " / ".join(f"{v:.0f}" for v in rss.values()) + " MiB")
 for k, v in ours.items():
     print(f"MFU {k:<10} {100 * v['mfu']:5.1f} %  ({v['gflops']:.1f} GFLOP/s of a {v['gemm_peak_gflops']:.1f} GFLOP/s GEMM peak measured in the same process)")
 bf16 = ours.get("bfloat16")

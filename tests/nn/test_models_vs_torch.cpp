@@ -86,7 +86,8 @@ TEST(ModelsVsTorch, Mlp) {
 }
 
 TEST(Models, GptRefShapeHasThePeersParameterCount) {
-  // ../shared/bench/peer_torch_gpt.py prints params=10.94M for d 384, 6 layers, ctx 256.
+  // bench/peer_torch_gpt.py builds 10,942,464 parameters from configs/bench/gpt-ref.yaml
+  // (d 384, 6 layers, context 256).
   GptConfig c;  // the defaults are GPT-ref
   Gpt gpt(c, 0);
   const std::int64_t d = 384, l = 6, v = 256, t = 256;

@@ -26,8 +26,8 @@ struct GptConfig {
   std::int64_t parameter_count() const;
 };
 
-// GPT with learned positions, pre-LN blocks, final LayerNorm and a bias-free head; parameter
-// shapes as ../shared/bench/peer_torch_gpt.py builds them.
+// GPT with learned positions, pre-LN blocks, final LayerNorm and a bias-free head; the PyTorch
+// peer bench/peer_torch_gpt.py builds the same parameter shapes from a config.
 class Gpt : public Module {
  public:
   Gpt(const GptConfig& config, std::uint64_t seed);
