@@ -28,11 +28,19 @@ Action register_formats_command(CLI::App& app) {
   auto* format_opt = cmd->add_option("--format", *format,
                                      "Format of --bits: " + std::string(numerics::format_names()))
                          ->type_name("NAME");
+  auto remeasure = std::make_shared<bool>(false);
+  auto* remeasure_opt = cmd->add_flag(
+      "--remeasure", *remeasure,
+      "Forget this machine's cached matrix-product routes (every shape: runs measure them "
+      "again on first use) and measure the sample products now; for a cache written while the "
+      "machine was busy");
+  remeasure_opt->excludes(value_opt);
+  remeasure_opt->excludes(bits_opt);
   value_opt->excludes(bits_opt);
   bits_opt->needs(format_opt);
   format_opt->needs(bits_opt);
 
-  return [cmd, value, bits, format]() -> int {
+  return [cmd, value, bits, format, remeasure]() -> int {
     if (!cmd->parsed()) return -1;
     if (!value->empty()) {
       fmt::print("{}", numerics::value_report(*value));
@@ -56,6 +64,12 @@ Action register_formats_command(CLI::App& app) {
                                          precision::MatmulRoute::automatic));
       // A sample product per format and POL, timed on every route this CPU has (or read from
       // this machine's route cache): what automatic takes for a product of this size.
+      if (*remeasure) {
+        const std::string removed = kernels::forget_cached_routes();
+        fmt::print("\nroute cache: {}\n",
+                   removed.empty() ? std::string("nothing cached to forget")
+                                   : "forgot " + removed + "; every shape is measured again");
+      }
       std::vector<kernels::RouteRecord> sample;
       for (const auto& [f, pol] :
            {std::pair{numerics::Format::float32, 1}, std::pair{numerics::Format::bfloat16, 1},

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "mantissa/error.hpp"
 #include "mantissa/numerics/format.hpp"
 
 #ifndef MANTISSA_VERSION_STRING
@@ -217,6 +218,19 @@ RouteRecord RouteCache::add(const RouteRecord& rec) {
   }
   entries_.emplace(rec.key, rec);
   return rec;
+}
+
+std::string RouteCache::forget() {
+  entries_.clear();
+  loaded_ = true;
+  if (path_.empty()) return "";
+  Fd lock{::open((path_ + ".lock").c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644)};
+  if (lock.fd >= 0) ::flock(lock.fd, LOCK_EX);
+  if (::unlink(path_.c_str()) != 0) {
+    if (errno == ENOENT) return "";
+    throw Error("cannot remove the route cache " + path_ + ": " + errno_text());
+  }
+  return path_;
 }
 
 RouteCacheStatus RouteCache::status() const {

@@ -32,6 +32,8 @@ class RouteCache {
   // written by another process meanwhile, else `rec`.
   RouteRecord add(const RouteRecord& rec);
   RouteCacheStatus status() const;
+  // Removes the file (under the lock) and forgets its entries; returns the path removed.
+  std::string forget();
 
  private:
   void load();  // (re)reads the file into entries_

@@ -172,6 +172,14 @@ RouteCacheStatus route_cache_status() {
   return s.cache.status();
 }
 
+std::string forget_cached_routes() {
+  Selector& s = selector();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.table.clear();
+  g_generation.fetch_add(1, std::memory_order_acq_rel);
+  return s.cache.forget();
+}
+
 void set_route_cache_path(const std::string& path) {
   Selector& s = selector();
   std::lock_guard<std::mutex> lock(s.mu);

@@ -163,6 +163,21 @@ TEST_F(RouteSelectorTest, RecordLinesRoundTripAndBadLinesAreRejected) {
   }
 }
 
+TEST_F(RouteSelectorTest, ForgettingTheCacheMeasuresAgain) {
+  make_fastest(MatmulRoute::onednn_fp32);
+  choose_route(key_, MatmulRoute::automatic, probe());
+  const std::string path = route_cache_status().path;
+  EXPECT_EQ(forget_cached_routes(), path);
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_TRUE(route_records().empty());
+  make_fastest(MatmulRoute::fp32);
+  calls_.clear();
+  EXPECT_EQ(choose_route(key_, MatmulRoute::automatic, probe()), MatmulRoute::fp32);
+  EXPECT_FALSE(calls_.empty());
+  EXPECT_EQ(forget_cached_routes(), path);
+  EXPECT_EQ(forget_cached_routes(), "");  // nothing left to forget
+}
+
 TEST_F(RouteSelectorTest, MalformedCacheLinesAreSkippedAndCounted) {
   make_fastest(MatmulRoute::onednn_fp32);
   choose_route(key_, MatmulRoute::automatic, probe());

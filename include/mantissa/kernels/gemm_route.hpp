@@ -135,6 +135,11 @@ struct RouteCacheStatus {
   int entries = 0;   // entries for this CPU and version read from it
 };
 RouteCacheStatus route_cache_status();
+// Forgets this machine's cached routes (removes the cache file of this CPU and version) and
+// this process's choices, so that every shape is measured again: for a cache written while
+// the machine was busy. Returns the file removed ("" when there was none or the cache is off);
+// throws mantissa::Error naming the file when it exists and cannot be removed.
+std::string forget_cached_routes();
 // Uses `path` from now on ("" = off), dropping this process's cached choices. For tests.
 void set_route_cache_path(const std::string& path);
 // "AMD EPYC 9R14 (family 25 model 17)": what the cache is keyed by, and what runs print.
