@@ -159,28 +159,37 @@ std::vector<float> with_zeros(std::vector<float> v) {
   return v;
 }
 
+// The route `p` names against `twin`, bit for bit: on all threads and in one thread, with C
+// written and accumulated into, on every edge case with operands of format f (B with zeros
+// and tiny values). Stops at the first difference (gtest fatal failures in a helper).
+using Twin = void (*)(const GemmShape&, Operand, Operand, float*, bool, const GemmPrecision&);
+void expect_route_matches_twin(Twin twin, const GemmPrecision& p, std::mt19937& rng) {
+  for (const Case& c : kEdgeCases) {
+    const GemmShape s = GemmShape::dense(c.m, c.n, c.k, c.ta, c.tb);
+    const Stored a = store(random_values(static_cast<std::size_t>(c.m * c.k), rng), p.format);
+    const Stored b =
+        store(with_zeros(random_values(static_cast<std::size_t>(c.k * c.n), rng)), p.format);
+    for (bool accumulate : {false, true}) {
+      std::vector<float> ref(static_cast<std::size_t>(c.m * c.n), 0.25f);
+      std::vector<float> all = ref, one = ref;
+      twin(s, a.operand(), b.operand(), ref.data(), accumulate, p);
+      gemm(s, a.operand(), b.operand(), all.data(), accumulate, p);
+      gemm_in_thread(s, a.operand(), b.operand(), one.data(), accumulate, p);
+      for (std::size_t i = 0; i < ref.size(); ++i) {
+        ASSERT_EQ(bits(all[i]), bits(ref[i]))
+            << numerics::name(p.format) << " passes " << p.passes << " " << c.m << "x" << c.n << "x"
+            << c.k << " element " << i;
+        ASSERT_EQ(bits(one[i]), bits(ref[i])) << "in-thread, element " << i;
+      }
+    }
+  }
+}
+
 TEST_P(GemmIsaTest, MatchesTheScalarTwinBitForBitOnEveryShapeFormatAndThreadCount) {
   std::mt19937 rng(2);
   for (Format f : numerics::kAllFormats) {
-    for (const Case& c : kEdgeCases) {
-      const GemmShape s = GemmShape::dense(c.m, c.n, c.k, c.ta, c.tb);
-      const Stored a = store(random_values(static_cast<std::size_t>(c.m * c.k), rng), f);
-      const Stored b =
-          store(with_zeros(random_values(static_cast<std::size_t>(c.k * c.n), rng)), f);
-      for (bool accumulate : {false, true}) {
-        std::vector<float> ref(static_cast<std::size_t>(c.m * c.n), 0.25f);
-        std::vector<float> all = ref, one = ref;
-        const GemmPrecision p{f, 1, GemmAlgorithm::automatic, GemmRoute::fp32};
-        gemm_ref(s, a.operand(), b.operand(), ref.data(), accumulate, p);
-        gemm(s, a.operand(), b.operand(), all.data(), accumulate, p);
-        gemm_in_thread(s, a.operand(), b.operand(), one.data(), accumulate, p);
-        for (std::size_t i = 0; i < ref.size(); ++i) {
-          ASSERT_EQ(bits(all[i]), bits(ref[i]))
-              << numerics::name(f) << " " << c.m << "x" << c.n << "x" << c.k << " element " << i;
-          ASSERT_EQ(bits(one[i]), bits(ref[i])) << "in-thread, element " << i;
-        }
-      }
-    }
+    expect_route_matches_twin(gemm_ref, {f, 1, GemmAlgorithm::automatic, GemmRoute::fp32}, rng);
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
@@ -591,26 +600,9 @@ TEST_F(Bf16KernelTest, MatchesTheScalarTwinBitForBitOnEveryShapeFormatPassAndThr
     if (f == Format::float32) continue;
     const bool split = f == Format::float16 || f == Format::cbfloat16;
     for (int passes : split ? std::vector<int>{1, 3, 4} : std::vector<int>{1}) {
-      for (const Case& c : kEdgeCases) {
-        const GemmShape s = GemmShape::dense(c.m, c.n, c.k, c.ta, c.tb);
-        const Stored a = store(random_values(static_cast<std::size_t>(c.m * c.k), rng), f);
-        const Stored b =
-            store(with_zeros(random_values(static_cast<std::size_t>(c.k * c.n), rng)), f);
-        for (bool accumulate : {false, true}) {
-          std::vector<float> ref(static_cast<std::size_t>(c.m * c.n), 0.25f);
-          std::vector<float> all = ref, one = ref;
-          const GemmPrecision p{f, passes, GemmAlgorithm::automatic, GemmRoute::bf16};
-          gemm_bf16_ref(s, a.operand(), b.operand(), ref.data(), accumulate, p);
-          gemm(s, a.operand(), b.operand(), all.data(), accumulate, p);
-          gemm_in_thread(s, a.operand(), b.operand(), one.data(), accumulate, p);
-          for (std::size_t i = 0; i < ref.size(); ++i) {
-            ASSERT_EQ(bits(all[i]), bits(ref[i]))
-                << numerics::name(f) << " passes " << passes << " " << c.m << "x" << c.n << "x"
-                << c.k << " element " << i;
-            ASSERT_EQ(bits(one[i]), bits(ref[i])) << "in-thread, element " << i;
-          }
-        }
-      }
+      expect_route_matches_twin(gemm_bf16_ref,
+                                {f, passes, GemmAlgorithm::automatic, GemmRoute::bf16}, rng);
+      if (::testing::Test::HasFatalFailure()) return;
     }
   }
 }
