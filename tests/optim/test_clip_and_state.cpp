@@ -150,7 +150,7 @@ TEST(Optimizer, TheNamesComeFromTheSettingsTypes) {
     EXPECT_EQ(optimizer_name(*s), n);
   }
   EXPECT_FALSE(default_settings("adamm"));
-  // The defaults are the vendor's (../shared/reference/vendor_api.md section 6): eps 1e-6
+  // The defaults are the vendor's (docs/compatibility.md, optimizers): eps 1e-6
   // for Adam, AdamW, Adamax, Adagrad, RAdam and Lamb, 1e-8 for NAdam and RMSprop; no weight
   // decay but Muon's 0.01; Lamb without bias correction; each its own learning rate.
   auto get = [](std::string_view n) { return *default_settings(n); };

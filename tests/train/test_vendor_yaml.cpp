@@ -1,5 +1,5 @@
 // The vendor's YAML keys (tests/train/compat/*.yaml) parse into the values the vendor gives
-// them (../shared/reference/vendor_api.md), and their misuses are refused by name.
+// them (docs/compatibility.md), and their misuses are refused by name.
 #include <gtest/gtest.h>
 
 #include "mantissa/error.hpp"
