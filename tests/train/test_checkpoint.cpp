@@ -196,6 +196,38 @@ TEST(Checkpoint, MetadataRoundTrips) {
   ASSERT_TRUE(back.scaler.has_value());
   EXPECT_EQ(back.scaler->loss_scale, 4096.0);
   EXPECT_EQ(back.scaler->num_skipped_steps, 2);
+  EXPECT_TRUE(back.routes.empty());
+  EXPECT_EQ(encode_checkpoint_meta(m).count("routes"), 0u);  // older readers see no new key
+}
+
+TEST(Checkpoint, RoutesInTheMetadataAreDocumentedLinesAndBadOnesAreRefused) {
+  CheckpointMeta m;
+  m.config = "trainer: {}";
+  kernels::RouteRecord r;
+  r.key = {64, 256, 64, false, true, numerics::Format::float16, 3, false};
+  r.route = precision::MatmulRoute::fp32;
+  r.gflops[static_cast<std::size_t>(precision::MatmulRoute::fp32)] = 77.5;
+  m.routes = {r};
+  std::map<std::string, std::string> meta = encode_checkpoint_meta(m);
+  EXPECT_EQ(meta.at("routes"), "64 256 64 NT float16 3 thread fp32 0 77.5 0 0 0\n");
+  const CheckpointMeta back = decode_checkpoint_meta(meta, "x");
+  ASSERT_EQ(back.routes.size(), 1u);
+  EXPECT_EQ(back.routes[0].key, r.key);
+  EXPECT_EQ(back.routes[0].route, r.route);
+  EXPECT_EQ(back.routes[0].gflops, r.gflops);
+  for (const char* bad : {"64 256 64 NT float16 3 thread amx 0 0 0 0 0\n",
+                          "64 256 64 NT float16 3 thread fp32 0 nan 0 0 0\n", "garbage\n"}) {
+    meta["routes"] = bad;
+    try {
+      decode_checkpoint_meta(meta, "ck.safetensors");
+      ADD_FAILURE() << "accepted: " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("ck.safetensors: checkpoint metadata 'routes'"),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("line 1 is not"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Checkpoint, ACorruptNewestIsNeverSkippedAndThePreviousGoodOneIsNamed) {

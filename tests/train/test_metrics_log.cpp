@@ -236,6 +236,39 @@ TEST(MetricsReader, BrokenFilesAreNamedByFileAndLine) {
             "runs/x/metrics.jsonl:1: 'format' is 'float99', not a number format");
 }
 
+TEST(MetricsLines, ARoutesRecordIsTheDocumentedJsonAndReadsBack) {
+  kernels::RouteRecord r;
+  r.key = {2048, 1536, 384, false, true, numerics::Format::bfloat16, 1, true};
+  r.route = precision::MatmulRoute::onednn_bf16;
+  r.source = kernels::RouteSource::measured;
+  r.gflops[static_cast<std::size_t>(precision::MatmulRoute::fp32)] = 200.5;
+  r.gflops[static_cast<std::size_t>(precision::MatmulRoute::onednn_bf16)] = 440.25;
+  const std::string line = metrics_line(RoutesRecord{1, {r}});
+  EXPECT_EQ(line,
+            R"({"products":[{"format":"bfloat16","gflops":{"fp32":200.5,"onednn_bf16":440.25},)"
+            R"("k":384,"m":2048,"n":1536,"passes":1,"route":"onednn_bf16","source":"measured",)"
+            R"("threads":"all","trans":"NT"}],"routes":1})");
+  const RunLog log = parse_metrics(std::string(kRunLine) + "\n" + line + "\n", "m.jsonl");
+  ASSERT_EQ(log.routes.size(), 1u);
+  EXPECT_EQ(log.routes[0].step, 1);
+  ASSERT_EQ(log.routes[0].products.size(), 1u);
+  const kernels::RouteRecord& back = log.routes[0].products[0];
+  EXPECT_EQ(back.key, r.key);
+  EXPECT_EQ(back.route, r.route);
+  EXPECT_EQ(back.source, r.source);
+  EXPECT_EQ(back.gflops, r.gflops);
+  // A product that names no route, an unknown source, a list that is not one.
+  const std::string head = std::string(kRunLine) + "\n";
+  EXPECT_EQ(expect_error(head + R"({"routes":1,"products":[{"m":1}]})"),
+            "runs/x/metrics.jsonl:2: 'products[0].n' is missing or mistyped");
+  EXPECT_EQ(expect_error(head + R"({"routes":1,"products":[{"m":1,"n":1,"k":1,"trans":"NN",)"
+                                R"("format":"bfloat16","passes":1,"threads":"all",)"
+                                R"("route":"bf16","source":"guessed","gflops":{}}]})"),
+            "runs/x/metrics.jsonl:2: 'products[0]' is not a product with a route and its rates");
+  EXPECT_EQ(expect_error(head + R"({"routes":1,"products":{"m":1}})"),
+            "runs/x/metrics.jsonl:2: 'products' is not a list");
+}
+
 TEST(MetricsReader, AMissingRunDirectoryIsNamed) {
   try {
     read_run_log("/nonexistent/run");

@@ -11,6 +11,7 @@
 #include <map>
 #include <vector>
 
+#include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/train/trainer.hpp"
 
 namespace mantissa::train {
@@ -95,6 +96,38 @@ void expect_identical(const ResumePair& r) {
       EXPECT_EQ(r.straight_meta.at(key), r.resumed_meta.at(key)) << key;
     }
   }
+}
+
+// A resumed run takes the matrix-product routes its checkpoint recorded, not new
+// measurements: with this process's choices forgotten (and no machine cache), every route of
+// the checkpoint comes back pinned, on the same route.
+TEST(Resume, TakesTheCheckpointsRoutes) {
+  kernels::set_route_cache_path("");
+  const fs::path dir =
+      fs::temp_directory_path() / ("mantissa_resume_routes" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string text = (dir / "text.txt").string();
+  {
+    std::ofstream out(text);
+    for (int i = 0; i < 400; ++i) out << "line " << i << ": the quick brown fox\n";
+  }
+  Trainer first(parse_config(config_yaml(text, (dir / "b").string(), 4), {}, "b"));
+  first.run(RunMode::train);
+  const std::vector<kernels::RouteRecord> recorded = kernels::route_records();
+  ASSERT_FALSE(recorded.empty());
+  kernels::clear_routes();
+  Trainer second(parse_config(config_yaml(text, (dir / "b").string(), 6), {}, "b"));
+  second.run(RunMode::train, "latest");
+  std::map<kernels::GemmKey, kernels::RouteRecord> now;
+  for (const kernels::RouteRecord& r : kernels::route_records()) now[r.key] = r;
+  for (const kernels::RouteRecord& r : recorded) {
+    ASSERT_EQ(now.count(r.key), 1u) << kernels::describe(r.key);
+    EXPECT_EQ(now[r.key].source, kernels::RouteSource::pinned) << kernels::describe(r.key);
+    EXPECT_EQ(now[r.key].route, r.route) << kernels::describe(r.key);
+  }
+  kernels::set_route_cache_path("");
+  fs::remove_all(dir);
 }
 
 TEST(Resume, HalfPlusHalfEqualsStraightBitForBit) {
