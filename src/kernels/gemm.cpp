@@ -51,6 +51,10 @@ void run_on(MatmulRoute route, const GemmShape& s, const Operand& a, const Opera
 void run(const GemmShape& s, const Operand& a, const Operand& b, const GemmEpilogue& epilogue,
          const GemmPrecision& p, bool all_threads) {
   check(s);
+  if (s.m == 0 || s.n == 0 || s.k == 0) {  // nothing to multiply: no route to measure
+    run_on(MatmulRoute::fp32, s, a, b, epilogue, p, all_threads);
+    return;
+  }
   const bool threads = all_threads && !omp_in_parallel();
   const GemmKey key{s.m, s.n, s.k, s.trans_a, s.trans_b, p.format, p.passes, threads};
   const GemmEpilogue discard = [](const GemmTile&) {};

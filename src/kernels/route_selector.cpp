@@ -62,7 +62,8 @@ double time_route(const GemmKey& key, MatmulRoute route,
   }
   const double flops = 2.0 * static_cast<double>(key.m) * static_cast<double>(key.n) *
                        static_cast<double>(std::max<std::int64_t>(key.k, 1));
-  return best > 0 ? flops / best * 1e-9 : 1e30;  // a call too fast for the clock: "infinite"
+  // A call shorter than the clock's tick counts as one tick (empty products are not measured).
+  return flops / std::max(best, 1e-9) * 1e-9;
 }
 
 RouteRecord measure(const GemmKey& key, const std::function<void(MatmulRoute)>& probe,
