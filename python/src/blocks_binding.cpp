@@ -6,7 +6,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <string>
+#include <vector>
 #include <utility>
 
 #include "bindings.hpp"
@@ -39,6 +41,14 @@ E parse_or_throw(const NameTable<E, N>& table, const std::string& word, const ch
 numerics::Rounding rounding_or_throw(const std::string& word) {
   if (const auto r = numerics::parse_rounding(word)) return *r;
   throw Error("rounding: '" + word + "' (expected one of: nearest_even, toward_zero, stochastic)");
+}
+
+// A new numpy uint8 array holding a copy of `v`.
+py::array_t<std::uint8_t> bytes_array(const std::vector<std::uint8_t>& v) {
+  py::array_t<std::uint8_t> a(std::vector<py::ssize_t>{static_cast<py::ssize_t>(v.size())},
+                              std::vector<py::ssize_t>{1});
+  if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size());
+  return a;
 }
 
 py::dict quantize_blocks(const py::array_t<float, py::array::c_style>& x, const std::string& recipe,
@@ -90,12 +100,11 @@ py::dict quantize_blocks(const py::array_t<float, py::array::c_style>& x, const 
   py::array_t<float> values({rows, cols});
   numerics::dequantize(q, values.mutable_data());
   py::dict out;
-  out["elements"] =
-      py::array_t<std::uint8_t>(static_cast<py::ssize_t>(q.elements.size()), q.elements.data());
-  out["scales"] = py::array_t<float>({q.tile_grid_rows(), q.tile_grid_cols()}, q.scales.data());
-  const std::vector<std::uint8_t> codes = q.scale_codes();
-  out["scale_codes"] =
-      py::array_t<std::uint8_t>(static_cast<py::ssize_t>(codes.size()), codes.data());
+  out["elements"] = bytes_array(q.elements);
+  py::array_t<float> scales({q.tile_grid_rows(), q.tile_grid_cols()});
+  std::memcpy(scales.mutable_data(), q.scales.data(), q.scales.size() * sizeof(float));
+  out["scales"] = scales;
+  out["scale_codes"] = bytes_array(q.scale_codes());
   out["scale_format"] = std::string(numerics::name(q.scale_format));
   out["element"] = std::string(numerics::name(q.element));
   out["tensor_scale"] = q.tensor_scale;
