@@ -8,8 +8,8 @@
 
 #include <cstring>
 #include <string>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include "bindings.hpp"
 #include "mantissa/error.hpp"

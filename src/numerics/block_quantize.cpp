@@ -25,6 +25,10 @@ struct ElementRule {
 // The largest |x| bits of each tile of one row, folded into amax.
 void fold_row_amax(const float* row, std::int64_t cols, std::int64_t tile_cols,
                    std::uint32_t* amax) {
+  if (tile_cols == 1) {  // column-wise k x 1 tiles: one amax per column, a vector max
+    for (std::int64_t c = 0; c < cols; ++c) amax[c] = std::max(amax[c], detail::abs_bits(row[c]));
+    return;
+  }
   for (std::int64_t c0 = 0, t = 0; c0 < cols; c0 += tile_cols, ++t) {
     const std::int64_t c1 = std::min(cols, c0 + tile_cols);
     std::uint32_t m = amax[t];
