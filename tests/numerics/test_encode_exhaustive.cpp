@@ -7,6 +7,7 @@
 #include <atomic>
 #include <bit>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -81,6 +82,9 @@ TEST_P(BlockFormatExhaustive, AllFloat32InputsAgainstMlDtypesAndTheExactReferenc
   const numerics::Layout& l = numerics::layout(f);
   const Overflow o = numerics::traits(f).default_overflow;
   const bool e8m0 = f == numerics::Format::float8_e8m0;
+  // fp6 / fp4 without NaN: the exact reference decides NaN inputs (+-max, documented).
+  std::optional<RefEncoder> element_ref;
+  if (!e8m0) element_ref.emplace(RefFormat{l.exponent_bits, l.mantissa_bits, l.bias, false, false});
   constexpr std::uint64_t kChunk = 1u << 20;
   constexpr std::uint64_t kTotal = std::uint64_t{1} << 32;
   std::atomic<std::uint64_t> next{0}, mismatches{0};
@@ -101,8 +105,7 @@ TEST_P(BlockFormatExhaustive, AllFloat32InputsAgainstMlDtypesAndTheExactReferenc
         if (want < 0 || (e8m0 && bits > 0x00400000u && bits < 0x00600000u)) {
           want = e8m0 ? static_cast<int>(ref_encode_e8m0(in[i], false, false, false, 0))
                       : static_cast<int>(
-                            RefEncoder({l.exponent_bits, l.mantissa_bits, l.bias, false, false})
-                                .encode(in[i], RefRounding::nearest_even, true, 0));
+                            element_ref->encode(in[i], RefRounding::nearest_even, true, 0));
         }
         const std::uint32_t scalar = numerics::encode(in[i], l, Rounding::nearest_even, o);
         bool bad = scalar != static_cast<std::uint32_t>(want) || bulk[i] != want;
