@@ -86,7 +86,7 @@ Operand at(const Operand& x, std::int64_t elements) {
 
 // How a head's products run. At POL 2, float16 / cbfloat16 operands are rounded to bfloat16
 // first (the one pass of every route), so the products multiply bf16 values. Every product of
-// a head takes the head's route (chosen per head shape by measurement, head_route below): the
+// a head takes the head's route (chosen per head shape by measurement, head_products below): the
 // fp32 routes multiply the head's float32 rows in the calling thread (oneDNN's sgemm, or
 // mantissa's GEMM), onednn_bf16 through oneDNN's bf16 matmul, and bf16 through mantissa's
 // GEMM or, for one-pass bf16 values, as the fused pair kernels of attention_pairs.cpp.
@@ -142,11 +142,6 @@ HeadRows head_rows(const Operand& x, std::int64_t ld, std::int64_t t, std::int64
   return {out, d};
 }
 
-// Float rows as bf16 rows for the pair kernels (pair scratch slots 0, 1, 2).
-PairHead pair_head(const Head& h, std::int64_t t, std::int64_t d) {
-  return {bf16_rows(h.q, t, d, 0), bf16_rows(h.k, t, d, 1), bf16_rows(h.v, t, d, 2)};
-}
-
 // A head's operand as the pair kernels read it: stored bf16 rows in place (no decoding and
 // encoding again) where their layout allows pair words, else decoded into float scratch
 // `slot` (head_rows) and converted into pair scratch `pair_slot`.
@@ -161,10 +156,6 @@ Bf16Rows operand_pair_rows(const Operand& x, std::int64_t ld, std::int64_t t, st
 
 void forward_head(const Head& h, AttentionOutput o, std::int64_t ldo, float* lse, std::int64_t t,
                   std::int64_t d, float scale, const AttentionPrecision& pr, const Products& mm) {
-  if (mm.pairs(d)) {
-    forward_head_pairs(pair_head(h, t, d), o, ldo, lse, t, d, scale, pr, mm.to_bf16);
-    return;
-  }
   float* s = sized(0, kBlock * t);
   float* tmp = sized(1, t);
   float* ob = sized(2, kBlock * d);
@@ -191,11 +182,6 @@ void backward_head(const Head& h, const HeadRows& o, const HeadRows& d_o, const 
                    const float* lse, float* dq, float* dk, float* dv, std::int64_t ld,
                    std::int64_t t, std::int64_t d, float scale, const AttentionPrecision& pr,
                    const Products& mm) {
-  if (mm.pairs(d)) {
-    backward_head_pairs(pair_head(h, t, d), bf16_rows(d_o, t, d, 3), o, d_o_plain, lse, dq, dk, dv,
-                        ld, t, d, scale, pr, mm.to_bf16);
-    return;
-  }
   float* p = sized(0, kBlock * t);
   float* dp = sized(1, kBlock * t);
   float* dk_acc = sized(2, t * d);
@@ -243,6 +229,18 @@ struct HeadOperands {
   }
 };
 
+// One forward head on the products `mm`: the fused pair kernels reading the operands as
+// bf16 rows where they can run, else forward_head on float rows.
+void run_forward_head(const AttentionShape& s, const HeadOperands& ops, AttentionOutput o,
+                      std::int64_t ldo, float* lse, float scale, const AttentionPrecision& pr,
+                      const Products& mm) {
+  if (mm.pairs(s.d)) {
+    forward_head_pairs(ops.pair_rows(s, mm), o, ldo, lse, s.t, s.d, scale, pr, mm.to_bf16);
+  } else {
+    forward_head(ops.rows(s, mm), o, ldo, lse, s.t, s.d, scale, pr, mm);
+  }
+}
+
 // The route every product of a head of this shape takes: under automatic, chosen like a
 // product's (gemm_route.hpp) with one head's forward pass as the probe, so the fused bf16
 // head competes as a whole against the products of every other route.
@@ -252,8 +250,8 @@ Products head_products(const AttentionShape& s, const Products& mm, const HeadOp
   key.attention_head = true;
   const MatmulRoute route = choose_route(key, mm.gemm.route, [&](MatmulRoute r) {
     float* o = sized(12, s.t * s.d);  // timed into scratch
-    forward_head(ops.rows(s, mm), {o, numerics::Format::float32}, s.d, sized(13, s.t), s.t, s.d,
-                 scale, pr, mm.on(r));
+    run_forward_head(s, ops, {o, numerics::Format::float32}, s.d, sized(13, s.t), scale, pr,
+                     mm.on(r));
   });
   return mm.on(route);
 }
@@ -280,14 +278,8 @@ void attention_forward(const AttentionShape& s, const HeadLayout& in, Operand q,
   for_each_head(s, in, out, [&](std::int64_t i, std::int64_t a, std::int64_t ot) {
     const HeadOperands ops{at(q, a), at(k, a), at(v, a), in.row_stride};
     const AttentionOutput oh{static_cast<char*>(o.data) + ot * bytes, o.format};
-    const Products route = head_products(s, mm, ops, scale, pr);
-    if (route.pairs(s.d)) {
-      forward_head_pairs(ops.pair_rows(s, route), oh, out.row_stride, lse + i * s.t, s.t, s.d,
-                         scale, pr, route.to_bf16);
-    } else {
-      forward_head(ops.rows(s, route), oh, out.row_stride, lse + i * s.t, s.t, s.d, scale, pr,
-                   route);
-    }
+    run_forward_head(s, ops, oh, out.row_stride, lse + i * s.t, scale, pr,
+                     head_products(s, mm, ops, scale, pr));
   });
 }
 
