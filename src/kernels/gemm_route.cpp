@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "conv/onednn_conv.hpp"
 #include "gemm/onednn_routes.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
@@ -129,13 +130,80 @@ std::string route_unavailable(MatmulRoute route, Format format) {
   return "";
 }
 
-std::vector<MatmulRoute> routes_for(Format format) {
+std::string route_unavailable(MatmulRoute route, const GemmKey& key) {
+  std::string why = route_unavailable(route, key.format);
+  if (!why.empty() || key.kind == ProductKind::matmul || route != MatmulRoute::onednn_bf16) {
+    return why;
+  }
+  if (key.passes != 1) {
+    return "oneDNN's bf16 convolutions take one bf16 pass, " +
+           std::string(numerics::name(key.format)) + " values need " + std::to_string(key.passes) +
+           " (the bf16 route makes them)";
+  }
+  if (!conv_detail::onednn_bf16_conv_available()) {
+    return "oneDNN offers no bf16 convolution on this CPU (it has: " +
+           numerics::describe(numerics::cpu_features()) + ")";
+  }
+  return "";
+}
+
+std::vector<MatmulRoute> routes_for(const GemmKey& key) {
   std::vector<MatmulRoute> out;
   for (const auto& named : precision::kMatmulRouteNames) {
     if (named.value == MatmulRoute::automatic) continue;
-    if (route_unavailable(named.value, format).empty()) out.push_back(named.value);
+    if (route_unavailable(named.value, key).empty()) out.push_back(named.value);
   }
   return out;
+}
+
+std::vector<MatmulRoute> routes_for(Format format) {
+  return routes_for(GemmKey{.format = format});
+}
+
+GemmKey conv_key(ProductKind kind, const ConvKey& c, Format format, int passes, bool all_threads) {
+  if (kind == ProductKind::matmul || c.batch < 1 || c.channels < 1 || c.height < 1 || c.width < 1 ||
+      c.out_channels < 1 || c.kernel_h < 1 || c.kernel_w < 1 || c.stride < 1 || c.padding < 0 ||
+      c.height + 2 * c.padding < c.kernel_h || c.width + 2 * c.padding < c.kernel_w) {
+    throw Error("conv_key: not a convolution's product (" +
+                std::string(name_of(kProductKindNames, kind)) + ", batch " +
+                std::to_string(c.batch) + ", channels " + std::to_string(c.channels) + ", " +
+                std::to_string(c.height) + "x" + std::to_string(c.width) + ", kernel " +
+                std::to_string(c.kernel_h) + "x" + std::to_string(c.kernel_w) + ", stride " +
+                std::to_string(c.stride) + ", padding " + std::to_string(c.padding) + ")");
+  }
+  const std::int64_t out_h = (c.height + 2 * c.padding - c.kernel_h) / c.stride + 1;
+  const std::int64_t out_w = (c.width + 2 * c.padding - c.kernel_w) / c.stride + 1;
+  const std::int64_t wide = c.batch * out_h * out_w, patch = c.channels * c.kernel_h * c.kernel_w;
+  GemmKey key;
+  switch (kind) {
+    case ProductKind::conv_forward:  // W [o, patch] cols [patch, wide]
+      key.m = c.out_channels, key.n = wide, key.k = patch;
+      break;
+    case ProductKind::conv_backward_data:  // W^T [patch, o] G [o, wide]
+      key.m = patch, key.n = wide, key.k = c.out_channels, key.trans_a = true;
+      break;
+    case ProductKind::conv_backward_weights:  // G [o, wide] cols^T [wide, patch]
+    case ProductKind::matmul:
+      key.m = c.out_channels, key.n = patch, key.k = wide, key.trans_b = true;
+      break;
+  }
+  key.format = format;
+  key.passes = passes;
+  key.all_threads = all_threads;
+  key.kind = kind;
+  key.conv = c;
+  return key;
+}
+
+std::string product_prefix(const GemmKey& key) {
+  if (key.kind == ProductKind::matmul) return "";
+  const ConvKey& c = key.conv;
+  std::string s(name_of(kProductKindNames, key.kind));
+  for (std::int64_t v : {c.batch, c.channels, c.height, c.width, c.out_channels, c.kernel_h,
+                         c.kernel_w, c.stride, c.padding}) {
+    s += ' ' + std::to_string(v);
+  }
+  return s + (c.bias ? " bias" : " nobias");
 }
 
 MatmulRoute effective_preference(Format format, MatmulRoute preference) {
@@ -160,14 +228,18 @@ std::string describe(const GemmKey& key) {
            std::string(numerics::name(key.format)) + " " + std::to_string(key.passes) +
            (key.passes == 1 ? " pass" : " passes");
   }
-  std::string s = std::to_string(key.m);
-  s += 'x';
-  s += std::to_string(key.n);
-  s += 'x';
-  s += std::to_string(key.k);
-  s += ' ';
-  s += key.trans_a ? 'T' : 'N';
-  s += key.trans_b ? 'T' : 'N';
+  std::string s;
+  if (key.kind == ProductKind::matmul) {
+    s = std::to_string(key.m) + 'x' + std::to_string(key.n) + 'x' + std::to_string(key.k) + ' ' +
+        (key.trans_a ? 'T' : 'N') + (key.trans_b ? 'T' : 'N');
+  } else {
+    const ConvKey& c = key.conv;
+    s = std::string(name_of(kProductKindNames, key.kind)) + ' ' + std::to_string(c.batch) + 'x' +
+        std::to_string(c.channels) + 'x' + std::to_string(c.height) + 'x' +
+        std::to_string(c.width) + " o" + std::to_string(c.out_channels) + " k" +
+        std::to_string(c.kernel_h) + 'x' + std::to_string(c.kernel_w) + " s" +
+        std::to_string(c.stride) + " p" + std::to_string(c.padding) + (c.bias ? " +bias" : "");
+  }
   s += ' ';
   s += numerics::name(key.format);
   s += ' ';
@@ -201,7 +273,7 @@ std::string route_table_text(const std::vector<RouteRecord>& records) {
                     " (route cache: " + (cache.path.empty() ? "none" : cache.path) +
                     (cache.note.empty() ? "" : "; " + cache.note) + ")\n";
   char line[256];
-  std::snprintf(line, sizeof line, "  %-50s %-12s %-9s", "product", "route", "chosen");
+  std::snprintf(line, sizeof line, "  %-72s %-12s %-9s", "product", "route", "chosen");
   out += line;
   for (const auto& named : precision::kMatmulRouteNames) {
     if (named.value == MatmulRoute::automatic) continue;
@@ -210,7 +282,7 @@ std::string route_table_text(const std::vector<RouteRecord>& records) {
   }
   out += "  (GFLOP/s)\n";
   for (const RouteRecord& r : records) {
-    std::snprintf(line, sizeof line, "  %-50s %-12s %-9s", describe(r.key).c_str(),
+    std::snprintf(line, sizeof line, "  %-72s %-12s %-9s", describe(r.key).c_str(),
                   std::string(route_name(r.route)).c_str(),
                   std::string(name_of(kRouteSourceNames, r.source)).c_str());
     out += line;

@@ -82,6 +82,7 @@ RouteCache::RouteCache(const std::string& dir)
 std::string route_record_line(const RouteRecord& rec) {
   std::ostringstream out;
   const GemmKey& k = rec.key;
+  if (k.kind != ProductKind::matmul) out << product_prefix(k) << ' ';
   out << k.m << ' ' << k.n << ' ' << k.k << ' ' << (k.trans_a ? 'T' : 'N')
       << (k.trans_b ? 'T' : 'N') << ' ' << numerics::name(k.format) << ' ' << k.passes << ' '
       << (k.attention_head ? "head"
@@ -96,6 +97,26 @@ std::optional<RouteRecord> parse_route_record_line(const std::string& line) {
   std::istringstream in(line);
   RouteRecord rec;
   GemmKey& k = rec.key;
+  // A convolution's prefix: its product and shape ("conv_fwd 128 16 14 14 32 3 3 1 1 bias").
+  if (const std::size_t first = line.find_first_not_of(' ');
+      first != std::string::npos && (line[first] < '0' || line[first] > '9')) {
+    std::string kind, bias;
+    ConvKey& c = k.conv;
+    if (!(in >> kind >> c.batch >> c.channels >> c.height >> c.width >> c.out_channels >>
+          c.kernel_h >> c.kernel_w >> c.stride >> c.padding >> bias)) {
+      return std::nullopt;
+    }
+    const std::optional<ProductKind> pk = find_named(kProductKindNames, kind);
+    if (!pk || *pk == ProductKind::matmul || (bias != "bias" && bias != "nobias")) {
+      return std::nullopt;
+    }
+    for (std::int64_t v : {c.batch, c.channels, c.height, c.width, c.out_channels, c.kernel_h,
+                           c.kernel_w, c.stride, c.padding}) {
+      if (v < 0 || v > kMaxDim) return std::nullopt;
+    }
+    k.kind = *pk;
+    c.bias = bias == "bias";
+  }
   std::string trans, format, threads, route;
   if (!(in >> k.m >> k.n >> k.k >> trans >> format >> k.passes >> threads >> route)) {
     return std::nullopt;
@@ -126,6 +147,14 @@ std::optional<RouteRecord> parse_route_record_line(const std::string& line) {
   }
   std::string extra;
   if (in >> extra) return std::nullopt;
+  if (k.kind != ProductKind::matmul) {  // the product must be the one its shape makes
+    try {
+      const GemmKey made = conv_key(k.kind, k.conv, k.format, k.passes, k.all_threads);
+      if (made != k) return std::nullopt;
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+  }
   rec.source = RouteSource::cached;
   return rec;
 }

@@ -72,7 +72,7 @@ RouteRecord measure(const GemmKey& key, const std::function<void(MatmulRoute)>& 
   rec.key = key;
   rec.source = RouteSource::measured;
   double best = -1;
-  for (MatmulRoute r : routes_for(key.format)) {
+  for (MatmulRoute r : routes_for(key)) {
     const double rate = time_route(key, r, probe, clock);
     rec.gflops[static_cast<std::size_t>(r)] = rate;
     if (rate > best) {  // ties keep the earlier route in table order
@@ -113,7 +113,7 @@ MatmulRoute choose_locked(const GemmKey& key, const std::function<void(MatmulRou
   std::lock_guard<std::mutex> lock(s.mu);
   if (auto it = s.table.find(key); it != s.table.end()) return it->second.route;
   if (std::optional<RouteRecord> hit = s.cache.find(key)) {
-    if (route_unavailable(hit->route, key.format).empty()) {
+    if (route_unavailable(hit->route, key).empty()) {
       s.table[key] = *hit;
       return hit->route;
     }
@@ -142,8 +142,7 @@ std::vector<RouteRecord> pin_routes(const std::vector<RouteRecord>& records) {
   std::lock_guard<std::mutex> lock(s.mu);
   std::vector<RouteRecord> refused;
   for (RouteRecord rec : records) {
-    if (rec.route == MatmulRoute::automatic ||
-        !route_unavailable(rec.route, rec.key.format).empty()) {
+    if (rec.route == MatmulRoute::automatic || !route_unavailable(rec.route, rec.key).empty()) {
       refused.push_back(rec);
       continue;
     }

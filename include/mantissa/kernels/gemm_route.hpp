@@ -59,11 +59,41 @@ MatmulRoute effective_preference(Format format, MatmulRoute preference);
 // CPU has) when `preference` is a route that cannot run products of `format` here.
 void check_route(Format format, MatmulRoute preference);
 
+// What a route is chosen for: a matrix product, or one of a convolution's three products.
+// A convolution's routes are the same four (docs/engine.md "Convolutions: routes"): fp32 and
+// bf16 are im2col + mantissa's GEMM on that route (the reference), onednn_fp32 and
+// onednn_bf16 oneDNN's convolution primitives.
+enum class ProductKind : std::uint8_t {
+  matmul,
+  conv_forward,           // y = conv(x, w) (+ bias)
+  conv_backward_data,     // dx from dy and w
+  conv_backward_weights,  // dw (and the bias gradient) from x and dy
+};
+inline constexpr NameTable<ProductKind, 4> kProductKindNames = {{
+    {"matmul", ProductKind::matmul},
+    {"conv_fwd", ProductKind::conv_forward},
+    {"conv_bwd_data", ProductKind::conv_backward_data},
+    {"conv_bwd_weights", ProductKind::conv_backward_weights},
+}};
+static_assert(static_cast<std::size_t>(ProductKind::conv_backward_weights) + 1 ==
+              kProductKindNames.size());
+
+// A convolution's shape (all zero for a matrix product): NCHW input [batch, channels, height,
+// width], OIHW weight [out_channels, channels, kernel_h, kernel_w], square stride and padding.
+struct ConvKey {
+  std::int64_t batch = 0, channels = 0, height = 0, width = 0, out_channels = 0;
+  std::int64_t kernel_h = 0, kernel_w = 0, stride = 0, padding = 0;
+  bool bias = false;
+  auto operator<=>(const ConvKey&) const = default;
+};
+
 // One class of products that get one route: the shape, the transposes, the values' format,
 // the pass count and whether the product runs on all threads or inside a thread. An
 // attention head (causal attention over t positions of width d, one thread) is one class
 // too, m = n = t, k = d, NT: all its products take one route, and bf16 there means the fused
-// bf16 head kernel where the values are bf16 in one pass (mantissa's GEMM otherwise).
+// bf16 head kernel where the values are bf16 in one pass (mantissa's GEMM otherwise). For a
+// convolution, m x n x k is the im2col product it amounts to (forward: out_channels x
+// batch * out_h * out_w x channels * kernel_h * kernel_w), which its GFLOP/s count.
 struct GemmKey {
   std::int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
@@ -71,10 +101,23 @@ struct GemmKey {
   int passes = 1;
   bool all_threads = true;
   bool attention_head = false;
+  ProductKind kind = ProductKind::matmul;
+  ConvKey conv{};
   auto operator<=>(const GemmKey&) const = default;
 };
-// "2048x1536x384 NT bfloat16 1 pass, all threads"; "attention head t256 d64 bfloat16 1 pass"
+// The key of one of a convolution's products (m, n, k and the transposes derived from it).
+// Throws mantissa::Error for a shape with no output or a non-positive size.
+GemmKey conv_key(ProductKind kind, const ConvKey& conv, Format format, int passes,
+                 bool all_threads);
+// "2048x1536x384 NT bfloat16 1 pass, all threads"; "attention head t256 d64 bfloat16 1 pass";
+// "conv_bwd_weights 128x16x14x14 o32 k3x3 s1 p1 +bias bfloat16 1 pass, all threads".
 std::string describe(const GemmKey& key);
+
+// route_unavailable for one product class: a convolution's onednn_bf16 route also needs its
+// values in one bf16 pass (bfloat16, fp8, or float16 / cbfloat16 at POL 2) and oneDNN's bf16
+// convolutions on this CPU. routes_for: the routes the key's products can take here.
+std::string route_unavailable(MatmulRoute route, const GemmKey& key);
+std::vector<MatmulRoute> routes_for(const GemmKey& key);
 
 // How a route was chosen for a key.
 enum class RouteSource : std::uint8_t {
@@ -118,8 +161,13 @@ std::vector<RouteRecord> route_records();
 // 196.7 0": key (threads "all", "thread", or "head" for an attention head), route, GFLOP/s
 // per route in table order) and back: nullopt for a line that
 // does not parse or holds a value out of range. The machine cache and checkpoints use it.
+// A convolution's line starts with its product_prefix ("conv_fwd 128 16 14 14 32 3 3 1 1
+// bias", or "nobias"), then the line of its im2col product, which must be the product the
+// prefix's shape makes (conv_key).
 std::string route_record_line(const RouteRecord& rec);
 std::optional<RouteRecord> parse_route_record_line(const std::string& line);
+// The prefix of a convolution's line ("" for a matrix product): its kind and ConvKey fields.
+std::string product_prefix(const GemmKey& key);
 
 // Takes these choices for their keys from now on (source pinned), e.g. a checkpoint's.
 // Returns the records it could not take (a route this CPU cannot run); those keys are
