@@ -23,7 +23,7 @@ struct Conv2dNode : Node {
     // Only the gradients something receives are made: the image batch entering the first
     // convolution needs none.
     Tensor dx, dw, db;
-    if (next.size() > 0 && next[0].defined()) {
+    if (needs_grad(0)) {
       dx = Tensor::empty(x.shape());
       kernels::ConvBuffers b;
       b.dy = operand(gc);
@@ -31,8 +31,7 @@ struct Conv2dNode : Node {
       b.dx = dx.f32();
       kernels::conv2d_product(kernels::ProductKind::conv_backward_data, shape, b, gp);
     }
-    const bool bias_grad = shape.bias && next.size() > 2 && next[2].defined();
-    if ((next.size() > 1 && next[1].defined()) || bias_grad) {
+    if (needs_grad(1) || (shape.bias && needs_grad(2))) {
       dw = Tensor::empty(w.shape());
       if (shape.bias) db = Tensor::empty(Shape{shape.out_channels});
       kernels::ConvBuffers b;

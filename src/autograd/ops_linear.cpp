@@ -64,15 +64,21 @@ struct LinearNode : Node {
   std::vector<Tensor> apply(const Tensor& g) override {
     const kernels::GemmPrecision gp = gemm_precision(policy);
     const Tensor gc = g.contiguous();
-    Tensor dx = Tensor::empty(x.shape(), grad_format(0));
-    Tensor dw = Tensor::empty(Shape{out, in}, grad_format(1));
     // dx = G W ; dW = G^T X ; db = column sums of G (fp32). Each written from the GEMM's
-    // finished blocks, in the format its receiver wants.
-    kernels::gemm(GemmShape::dense(rows, in, out), operand(gc), operand(w),
-                  write_rows(dx, 0, in, nullptr), gp);
-    kernels::gemm(GemmShape::dense(out, in, rows, true, false), operand(gc), operand(x),
-                  write_rows(dw, 0, in, nullptr), gp);
-    const Tensor db = has_bias ? bias_gradient(gc, rows, out) : Tensor();
+    // finished blocks, in the format its receiver wants; only those an input receives (the
+    // first layer's input batch needs no dx).
+    Tensor dx, dw;
+    if (needs_grad(0)) {
+      dx = Tensor::empty(x.shape(), grad_format(0));
+      kernels::gemm(GemmShape::dense(rows, in, out), operand(gc), operand(w),
+                    write_rows(dx, 0, in, nullptr), gp);
+    }
+    if (needs_grad(1)) {
+      dw = Tensor::empty(Shape{out, in}, grad_format(1));
+      kernels::gemm(GemmShape::dense(out, in, rows, true, false), operand(gc), operand(x),
+                    write_rows(dw, 0, in, nullptr), gp);
+    }
+    const Tensor db = has_bias && needs_grad(2) ? bias_gradient(gc, rows, out) : Tensor();
     return {dx, dw, db};
   }
 };

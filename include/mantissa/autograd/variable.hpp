@@ -116,6 +116,9 @@ class Node {
     return input < grad_formats.size() ? grad_formats[input] : Format::float32;
   }
 
+  // Whether input i receives a gradient (PyTorch's needs_input_grad): ops make only those.
+  bool needs_grad(std::size_t input) const { return input < next.size() && next[input].defined(); }
+
   std::vector<Edge> next;            // one per input, in the op's input order
   precision::Policy policy;          // in force when the op ran
   bool released = false;             // its backward has run (a graph is back-propagated once)

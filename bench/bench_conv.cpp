@@ -1,0 +1,107 @@
+// A convolution's three products (forward, backward data, backward weights) in GFLOP/s by
+// route, on the Fashion CNN's shapes (batch 128: 1 -> 16 channels at 28 x 28, 16 -> 32 at
+// 14 x 14, 3 x 3, padding 1) and the wider bench config's (64 -> 128 at 32 x 32... see
+// configs/bench/), float32 and bfloat16 values. GFLOP/s count the im2col product's 2 m n k.
+//   build/bench/bench_conv --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+// The `reference` rows are the im2col + GEMM route (fp32 and bf16), the `onednn_*` rows
+// oneDNN's convolution primitives.
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "mantissa/kernels/conv_route.hpp"
+#include "mantissa/kernels/gemm_route.hpp"
+#include "mantissa/numerics/convert.hpp"
+#include "mantissa/numerics/cpu_features.hpp"
+
+namespace {
+
+namespace k = mantissa::kernels;
+using k::MatmulRoute;
+using k::ProductKind;
+using mantissa::numerics::Format;
+
+// n values of format f, stored in f's own width.
+std::vector<std::uint8_t> values(std::size_t n, Format f, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  std::vector<std::uint8_t> out(
+      n * static_cast<std::size_t>(mantissa::numerics::traits(f).storage_bytes));
+  mantissa::numerics::encode_array(v.data(), n, f, out.data());
+  return out;
+}
+
+void BM_conv(benchmark::State& state, ProductKind kind, k::ConvKey c, Format f, MatmulRoute route) {
+  const std::int64_t oh = (c.height + 2 * c.padding - c.kernel_h) / c.stride + 1;
+  const std::int64_t ow = (c.width + 2 * c.padding - c.kernel_w) / c.stride + 1;
+  const auto nx = static_cast<std::size_t>(c.batch * c.channels * c.height * c.width);
+  const auto nw = static_cast<std::size_t>(c.out_channels * c.channels * c.kernel_h * c.kernel_w);
+  const auto ny = static_cast<std::size_t>(c.batch * c.out_channels * oh * ow);
+  const auto x = values(nx, f, 1), w = values(nw, f, 2), dy = values(ny, f, 3);
+  const std::vector<float> bias(static_cast<std::size_t>(c.out_channels), 0.5f);
+  std::vector<float> y(ny), dx(nx), dw(nw), db(bias.size());
+  k::ConvBuffers b;
+  b.x = k::Operand(x.data(), f);
+  b.w = k::Operand(w.data(), f);
+  b.dy = k::Operand(dy.data(), f);
+  b.bias = bias.data();
+  b.y = y.data(), b.dx = dx.data(), b.dw = dw.data(), b.db = db.data();
+  const k::GemmPrecision p{f, 1, k::GemmAlgorithm::automatic, route};
+  for (auto _ : state) {
+    k::conv2d_product_on(route, kind, c, b, p);
+    benchmark::ClobberMemory();
+  }
+  const k::GemmKey key = k::conv_key(kind, c, f, 1, true);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * key.m * key.n * key.k * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void register_all() {
+  struct Shape {
+    const char* name;
+    k::ConvKey c;
+  };
+  const Shape shapes[] = {
+      {"cnn_conv1", {128, 1, 28, 28, 16, 3, 3, 1, 1, true}},
+      {"cnn_conv2", {128, 16, 14, 14, 32, 3, 3, 1, 1, true}},
+      {"wide_conv2", {32, 64, 32, 32, 128, 3, 3, 1, 1, true}},
+  };
+  for (const Shape& s : shapes) {
+    for (ProductKind kind : {ProductKind::conv_forward, ProductKind::conv_backward_data,
+                             ProductKind::conv_backward_weights}) {
+      for (Format f : {Format::float32, Format::bfloat16}) {
+        const k::GemmKey key = k::conv_key(kind, s.c, f, 1, true);
+        for (MatmulRoute r : k::routes_for(key)) {
+          const std::string route = r == MatmulRoute::fp32   ? "reference_fp32"
+                                    : r == MatmulRoute::bf16 ? "reference_bf16"
+                                                             : std::string(k::route_name(r));
+          benchmark::RegisterBenchmark(
+              (std::string(s.name) + "/" +
+               std::string(mantissa::name_of(k::kProductKindNames, kind)) + "/" +
+               std::string(mantissa::numerics::name(f)) + "/" + route)
+                  .c_str(),
+              BM_conv, kind, s.c, f, r)
+              ->Unit(benchmark::kMillisecond)
+              ->UseRealTime();
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  benchmark::AddCustomContext("cpu", k::cpu_identity());
+  benchmark::AddCustomContext("cpu_features",
+                              mantissa::numerics::describe(mantissa::numerics::cpu_features()));
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
