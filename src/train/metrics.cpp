@@ -226,6 +226,11 @@ kernels::RouteRecord read_route(const Fields& f, const json& p, std::size_t inde
   need("passes", p.contains("passes") && p["passes"].is_number_integer());
   need("gflops", p.contains("gflops") && p["gflops"].is_object());
   std::ostringstream line;
+  // A convolution's product: its kind and shape first ("conv_fwd 128 16 14 14 32 3 3 1 1 bias").
+  if (p.contains("product")) {
+    need("product", p["product"].is_string());
+    line << p["product"].get<std::string>() << ' ';
+  }
   line << p["m"].get<std::int64_t>() << ' ' << p["n"].get<std::int64_t>() << ' '
        << p["k"].get<std::int64_t>() << ' ' << p["trans"].get<std::string>() << ' '
        << p["format"].get<std::string>() << ' ' << p["passes"].get<std::int64_t>() << ' '
@@ -314,6 +319,9 @@ std::string metrics_line(const RoutesRecord& r) {
                         {"route", precision::route_name(rec.route)},
                         {"source", name_of(kernels::kRouteSourceNames, rec.source)},
                         {"gflops", rates}});
+    if (k.kind != kernels::ProductKind::matmul) {
+      products.back()["product"] = kernels::product_prefix(k);
+    }
   }
   return json{{kRoutes, r.step}, {"products", products}}.dump();
 }

@@ -269,6 +269,30 @@ TEST(MetricsLines, ARoutesRecordIsTheDocumentedJsonAndReadsBack) {
             "runs/x/metrics.jsonl:2: 'products' is not a list");
 }
 
+TEST(MetricsLines, AConvolutionsRouteNamesItsProductAndReadsBack) {
+  kernels::RouteRecord r;
+  r.key = kernels::conv_key(kernels::ProductKind::conv_forward,
+                            kernels::ConvKey{128, 16, 14, 14, 32, 3, 3, 1, 1, true},
+                            numerics::Format::float32, 1, true);
+  r.route = precision::MatmulRoute::onednn_fp32;
+  r.gflops[static_cast<std::size_t>(precision::MatmulRoute::onednn_fp32)] = 80.5;
+  const std::string line = metrics_line(RoutesRecord{2, {r}});
+  EXPECT_EQ(line,
+            R"({"products":[{"format":"float32","gflops":{"onednn_fp32":80.5},)"
+            R"("k":144,"m":32,"n":25088,"passes":1,)"
+            R"("product":"conv_fwd 128 16 14 14 32 3 3 1 1 bias","route":"onednn_fp32",)"
+            R"("source":"measured","threads":"all","trans":"NN"}],"routes":2})");
+  const RunLog log = parse_metrics(std::string(kRunLine) + "\n" + line + "\n", "m.jsonl");
+  ASSERT_EQ(log.routes.size(), 1u);
+  ASSERT_EQ(log.routes[0].products.size(), 1u);
+  EXPECT_EQ(log.routes[0].products[0].key, r.key);
+  // A product whose shape is not the one its m, n, k make.
+  std::string bad = line;
+  bad.replace(bad.find("\"k\":144"), 7, "\"k\":145");
+  EXPECT_EQ(expect_error(std::string(kRunLine) + "\n" + bad),
+            "runs/x/metrics.jsonl:2: 'products[0]' is not a product with a route and its rates");
+}
+
 TEST(MetricsReader, AMissingRunDirectoryIsNamed) {
   try {
     read_run_log("/nonexistent/run");
