@@ -57,7 +57,6 @@ struct Arg {
 struct Cached {
   std::mutex mu;  // one call at a time uses the buffers
   dnnl::primitive primitive;
-  std::string impl;
   std::vector<Arg> args;
 };
 
@@ -77,15 +76,11 @@ void add_arg(Cached& c, int id, bool output, const dnnl::memory::desc& user,
   c.args.push_back(std::move(a));
 }
 
-dnnl::convolution_forward::primitive_desc forward_pd(const ConvKey& c, SourceType type,
-                                                     bool any_layout) {
+// The forward's primitive descriptor with every layout left to oneDNN (format_tag::any).
+dnnl::convolution_forward::primitive_desc forward_pd(const ConvKey& c, SourceType type) {
   const dt s = source_dt(type);
-  const auto src = any_layout ? dnnl::memory::desc(src_dims(c), s, tag::any)
-                              : dnnl::memory::desc(src_dims(c), s, tag::nchw);
-  const auto wei = any_layout ? dnnl::memory::desc(weight_dims(c), s, tag::any)
-                              : dnnl::memory::desc(weight_dims(c), s, tag::oihw);
-  const auto dst = any_layout ? dnnl::memory::desc(dst_dims(c), dt::f32, tag::any)
-                              : dnnl::memory::desc(dst_dims(c), dt::f32, tag::nchw);
+  const dnnl::memory::desc src(src_dims(c), s, tag::any), wei(weight_dims(c), s, tag::any);
+  const dnnl::memory::desc dst(dst_dims(c), dt::f32, tag::any);
   const dims strides{c.stride, c.stride}, pad{c.padding, c.padding};
   if (c.bias) {
     const dnnl::memory::desc bias({c.out_channels}, dt::f32, tag::x);
@@ -111,11 +106,10 @@ std::unique_ptr<Cached> make(const ConvKey& c, ProductKind kind, SourceType type
   const dnnl::memory::desc b_user({c.out_channels}, dt::f32, tag::x);
   const dims strides{c.stride, c.stride}, pad{c.padding, c.padding};
   const auto any = [](const dims& d, dt t) { return dnnl::memory::desc(d, t, tag::any); };
-  const auto fwd = forward_pd(c, type, true);
+  const auto fwd = forward_pd(c, type);
   switch (kind) {
     case ProductKind::conv_forward:
       out->primitive = dnnl::convolution_forward(fwd);
-      out->impl = fwd.impl_info_str();
       add_arg(*out, DNNL_ARG_SRC, false, x_user, fwd.src_desc());
       add_arg(*out, DNNL_ARG_WEIGHTS, false, w_user, fwd.weights_desc());
       if (c.bias) add_arg(*out, DNNL_ARG_BIAS, false, b_user, fwd.bias_desc());
@@ -128,7 +122,6 @@ std::unique_ptr<Cached> make(const ConvKey& c, ProductKind kind, SourceType type
                                                 any(dst_dims(c), s), strides, pad, pad),
           engine(), fwd);
       out->primitive = dnnl::convolution_backward_data(pd);
-      out->impl = pd.impl_info_str();
       add_arg(*out, DNNL_ARG_DIFF_DST, false, dy_user, pd.diff_dst_desc());
       add_arg(*out, DNNL_ARG_WEIGHTS, false, w_user, pd.weights_desc());
       add_arg(*out, DNNL_ARG_DIFF_SRC, true, dx_user, pd.diff_src_desc());
@@ -146,7 +139,6 @@ std::unique_ptr<Cached> make(const ConvKey& c, ProductKind kind, SourceType type
                                                          wd, dyd, strides, pad, pad);
       const dnnl::convolution_backward_weights::primitive_desc pd(desc, engine(), fwd);
       out->primitive = dnnl::convolution_backward_weights(pd);
-      out->impl = pd.impl_info_str();
       add_arg(*out, DNNL_ARG_SRC, false, x_user, pd.src_desc());
       add_arg(*out, DNNL_ARG_DIFF_DST, false, dy_user, pd.diff_dst_desc());
       add_arg(*out, DNNL_ARG_DIFF_WEIGHTS, true, dw_user, pd.diff_weights_desc());
@@ -228,10 +220,6 @@ void onednn_conv_backward_weights(const ConvKey& c, SourceType type, const void*
   }
 }
 
-std::string onednn_conv_impl(const ConvKey& c, ProductKind kind, SourceType type) {
-  return cached(c, kind, type).impl;
-}
-
 bool onednn_bf16_conv_available() {
   static const bool available = [] {
     try {
@@ -245,7 +233,7 @@ bool onednn_bf16_conv_available() {
                       .stride = 1,
                       .padding = 1,
                       .bias = false};
-      const auto pd = forward_pd(c, SourceType::bf16, true);
+      const auto pd = forward_pd(c, SourceType::bf16);
       const std::string impl = pd.impl_info_str();
       return impl.rfind("ref", 0) != 0;  // oneDNN's reference code is no route
     } catch (const dnnl::error&) {

@@ -27,8 +27,5 @@ void onednn_conv_backward_weights(const ConvKey& c, SourceType type, const void*
 
 // Whether oneDNN has bf16 convolutions (not its reference code) on this CPU, asked once.
 bool onednn_bf16_conv_available();
-// oneDNN's implementation of one of a key's products, e.g. "jit:avx512_core" (asks for the
-// primitive, which is then cached).
-std::string onednn_conv_impl(const ConvKey& c, ProductKind kind, SourceType type);
 
 }  // namespace mantissa::kernels::conv_detail
