@@ -277,11 +277,10 @@ TEST(MetricsLines, AConvolutionsRouteNamesItsProductAndReadsBack) {
   r.route = precision::MatmulRoute::onednn_fp32;
   r.gflops[static_cast<std::size_t>(precision::MatmulRoute::onednn_fp32)] = 80.5;
   const std::string line = metrics_line(RoutesRecord{2, {r}});
-  EXPECT_EQ(line,
-            R"({"products":[{"format":"float32","gflops":{"onednn_fp32":80.5},)"
-            R"("k":144,"m":32,"n":25088,"passes":1,)"
-            R"("product":"conv_fwd 128 16 14 14 32 3 3 1 1 bias","route":"onednn_fp32",)"
-            R"("source":"measured","threads":"all","trans":"NN"}],"routes":2})");
+  EXPECT_EQ(line, R"({"products":[{"format":"float32","gflops":{"onednn_fp32":80.5},)"
+                  R"("k":144,"m":32,"n":25088,"passes":1,)"
+                  R"("product":"conv_fwd 128 16 14 14 32 3 3 1 1 bias","route":"onednn_fp32",)"
+                  R"("source":"measured","threads":"all","trans":"NN"}],"routes":2})");
   const RunLog log = parse_metrics(std::string(kRunLine) + "\n" + line + "\n", "m.jsonl");
   ASSERT_EQ(log.routes.size(), 1u);
   ASSERT_EQ(log.routes[0].products.size(), 1u);
