@@ -1,11 +1,11 @@
-// `mantissa bench train`: training throughput of a config (train/benchmark.hpp).
+// `mantissa bench train`: training throughput of a config (bench/benchmark.hpp).
 #include <string>
 
 #include "bible_corpus.hpp"
 #include "commands.hpp"
+#include "mantissa/bench/benchmark.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
-#include "mantissa/train/benchmark.hpp"
 #include "mantissa/write_file.hpp"
 #include "precision_overrides.hpp"
 #include "together.hpp"
@@ -18,19 +18,19 @@ struct BenchArgs {
   int opt_level = -1;
   bool interleave = false;
   std::vector<std::string> overrides;
-  train::BenchOptions options;
+  bench::BenchOptions options;
 };
 
 // The config a run trains with: the file, the user's --set, then the precision's overrides
 // (none: the config's precision) and the other precision options.
-train::TrainerConfig make_config(const BenchArgs& a, std::optional<TrainingPrecision> precision) {
+config::TrainerConfig make_config(const BenchArgs& a, std::optional<TrainingPrecision> precision) {
   std::vector<std::string> overrides = a.overrides;
   for (const std::string& s : precision_overrides(precision, a.loss_scaling, a.opt_level, a.route))
     overrides.push_back(s);
   if (!a.master_weights.empty()) {
     overrides.push_back("trainer.init.precision.master_weights=" + a.master_weights);
   }
-  train::TrainerConfig c = train::load_config(a.config, overrides);
+  config::TrainerConfig c = config::load_config(a.config, overrides);
   if (!a.state_dtype.empty()) {
     const std::optional<numerics::Format> f = numerics::parse_format(a.state_dtype);
     if (f != numerics::Format::float32 && f != numerics::Format::bfloat16) {
@@ -41,10 +41,10 @@ train::TrainerConfig make_config(const BenchArgs& a, std::optional<TrainingPreci
   return c;
 }
 
-void append_json(const std::string& path, const train::BenchResult& r) {
+void append_json(const std::string& path, const bench::BenchResult& r) {
   if (path.empty()) return;
   try {
-    append_file(path, train::bench_result_json(r) + "\n", "--json records");
+    append_file(path, bench::bench_result_json(r) + "\n", "--json records");
   } catch (const Error& e) {
     throw Error(std::string("--json: ") + e.what());
   }
@@ -58,21 +58,21 @@ int run_interleaved(const BenchArgs& a, const dist::Communicator& world) {
         "--interleave needs --precision with the runs to interleave (e.g. "
         "float32,bfloat16)");
   }
-  std::vector<train::TrainerConfig> configs;
+  std::vector<config::TrainerConfig> configs;
   for (const TrainingPrecision p : parse_training_precisions(a.precision, "--precision")) {
     configs.push_back(make_config(a, p));
   }
-  const std::vector<train::BenchResult> rs = train::run_interleaved_benchmark(
+  const std::vector<bench::BenchResult> rs = bench::run_interleaved_benchmark(
       configs, a.options, [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); },
       bible_kjv_text);
-  for (const train::BenchResult& r : rs) {
-    std::printf("%s\n", train::format_bench_report(r).c_str());
+  for (const bench::BenchResult& r : rs) {
+    std::printf("%s\n", bench::format_bench_report(r).c_str());
     append_json(a.json, r);
   }
   std::printf("%s\n", kernels::route_table_text(rs.back().routes).c_str());
   std::printf("interleaved in one process: %s per second against %s's (median step)\n",
               rs.front().unit.c_str(), rs.front().precision.c_str());
-  for (const train::BenchResult& r : rs) {
+  for (const bench::BenchResult& r : rs) {
     std::printf("  %-28s %10.0f  %.3fx\n", r.precision.c_str(), r.items_per_second,
                 r.items_per_second / rs.front().items_per_second);
   }
@@ -101,7 +101,7 @@ void choose_gemm_isa(const std::string& word) {
 int run(BenchArgs a, const dist::Communicator& world) {
   choose_gemm_isa(a.gemm_isa);
   if (a.interleave) return run_interleaved(a, world);
-  train::TrainerConfig c;
+  config::TrainerConfig c;
   together(world, [&] {
     if (a.precision.find(',') != std::string::npos) {
       throw Error("--precision: '" + a.precision +
@@ -111,11 +111,11 @@ int run(BenchArgs a, const dist::Communicator& world) {
                            ? std::nullopt
                            : std::optional(parse_training_precision(a.precision, "--precision")));
   });
-  const train::BenchResult r = train::run_train_benchmark(
+  const bench::BenchResult r = bench::run_train_benchmark(
       c, a.options, [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); },
       bible_kjv_text, world);
   if (!world.is_root()) return 0;  // rank 0 reports for the job
-  std::printf("%s\n%s", train::format_bench_report(r).c_str(),
+  std::printf("%s\n%s", bench::format_bench_report(r).c_str(),
               kernels::route_table_text(r.routes).c_str());
   append_json(a.json, r);
   return 0;

@@ -82,7 +82,7 @@ int job_signal(const dist::Communicator& world) {
 
 int run(const TrainArgs& a, const std::string& default_mode, const dist::Communicator& world) {
   train::RunMode mode{};
-  train::TrainerConfig c;
+  config::TrainerConfig c;
   train::ResumeSettings settings = train::ResumeSettings::must_match;
   together(world, [&] {
     mode = parse_named(train::kRunModeNames, a.mode.empty() ? default_mode : a.mode, "--mode");

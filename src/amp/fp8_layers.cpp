@@ -1,9 +1,9 @@
-#include "fp8_layers.hpp"
+#include "mantissa/amp/fp8_layers.hpp"
 
 #include "mantissa/error.hpp"
 #include "mantissa/nn/layers.hpp"
 
-namespace mantissa::train {
+namespace mantissa::amp {
 namespace {
 
 using precision::kFp8Slots;
@@ -58,8 +58,8 @@ void Fp8Layers::update(const Agreement& agree) {
   }
 }
 
-Fp8WindowCounts Fp8Layers::take_window() {
-  Fp8WindowCounts out;
+precision::Fp8WindowCounts Fp8Layers::take_window() {
+  precision::Fp8WindowCounts out;
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     for (int s = 0; s < kFp8Slots; ++s) {
       precision::Fp8Meta::Counts& w = window_[l * kFp8Slots + static_cast<std::size_t>(s)];
@@ -114,4 +114,4 @@ void Fp8Layers::load_state_tensors(const std::map<std::string, tensor::Tensor>& 
   }
 }
 
-}  // namespace mantissa::train
+}  // namespace mantissa::amp

@@ -3,9 +3,9 @@
 // the saved input, rather than kept: it is kernel_h * kernel_w times the input's size.
 #include <algorithm>
 
-#include "kernels/scratch.hpp"
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/kernels/conv.hpp"
+#include "mantissa/kernels/scratch.hpp"
 #include "op_support.hpp"
 
 namespace mantissa::autograd {

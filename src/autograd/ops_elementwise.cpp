@@ -1,6 +1,6 @@
 // add, sub, mul, scale, sum, mean.
-#include "kernels/parallel.hpp"
 #include "mantissa/autograd/ops.hpp"
+#include "mantissa/kernels/parallel.hpp"
 #include "op_support.hpp"
 
 namespace mantissa::autograd {

@@ -1,4 +1,4 @@
-#include "mantissa/train/benchmark.hpp"
+#include "mantissa/bench/benchmark.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "machine.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/gemm.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
@@ -16,9 +15,10 @@
 #include "mantissa/tensor/random.hpp"
 #include "mantissa/tensor/storage.hpp"
 #include "mantissa/train/trainer.hpp"
-#include "statistics.hpp"
+#include "support/machine.hpp"
+#include "support/statistics.hpp"
 
-namespace mantissa::train {
+namespace mantissa::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -75,9 +75,9 @@ std::string fixed(double v, int decimals) {
 }
 
 // What a benchmark row says about the run before any step: model, precision, route, sizes.
-BenchResult describe_run(const Trainer& trainer, const TrainerConfig& config) {
+BenchResult describe_run(const Trainer& trainer, const config::TrainerConfig& config) {
   BenchResult r;
-  r.model = std::string(name_of(kModelNames, config.model.kind));
+  r.model = std::string(name_of(config::kModelNames, config.model.kind));
   r.precision = trainer.policy().describe();
   r.route = kernels::describe_route(trainer.policy().half, trainer.policy().opt_level,
                                     trainer.policy().matmul_route);
@@ -117,7 +117,7 @@ std::string step_line(const BenchResult& r, bool timed, std::int64_t s, std::int
 // The medians and rates from the timed steps.
 void summarize_steps(BenchResult& r) {
   r.routes = kernels::route_records();
-  r.median_seconds = detail::median(r.step_seconds);
+  r.median_seconds = support::median(r.step_seconds);
   r.items_per_second = static_cast<double>(r.items_per_step) / r.median_seconds;
   r.achieved_gflops = r.flops_per_step / r.median_seconds / 1e9;
 }
@@ -131,22 +131,22 @@ void check_counts(const BenchOptions& o) {
 
 }  // namespace
 
-double training_flops_per_step(const TrainerConfig& c, std::int64_t parameters) {
+double training_flops_per_step(const config::TrainerConfig& c, std::int64_t parameters) {
   const double p = static_cast<double>(parameters);
   const double per_batch = static_cast<double>(c.train_data.batch_size);
   const double accum = static_cast<double>(c.loop.grad_accum_steps);
-  if (c.model.kind == ModelKind::gpt) {
+  if (c.model.kind == config::ModelKind::gpt) {
     const double t = static_cast<double>(c.train_data.context);
     const double tokens = per_batch * t;
     return accum * (6.0 * p * tokens + 12.0 * static_cast<double>(c.model.gpt.num_hidden_layers) *
                                            static_cast<double>(c.model.gpt.hidden_size) * t * t *
                                            per_batch);
   }
-  if (c.model.kind == ModelKind::mlp) return accum * 6.0 * p * per_batch;
+  if (c.model.kind == config::ModelKind::mlp) return accum * 6.0 * p * per_batch;
   return 0;
 }
 
-BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
+BenchResult run_train_benchmark(config::TrainerConfig config, const BenchOptions& o,
                                 const std::function<void(const std::string&)>& progress,
                                 const data::CorpusProvider& kjv_corpus,
                                 const dist::Communicator& world) {
@@ -181,10 +181,10 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
                                        : "every bucket started after the backward");
     r.buckets = st->buckets;
     r.bytes_sent_per_step = st->bytes_sent_per_step;
-    r.median_allreduce_wait_seconds = detail::median(waits);
+    r.median_allreduce_wait_seconds = support::median(waits);
   }
   r.state = trainer.training_state_bytes();
-  r.peak_rss_mib = detail::peak_rss_mib();  // training's, before the peak GEMM's buffers exist
+  r.peak_rss_mib = support::peak_rss_mib();  // training's, before the peak GEMM's buffers exist
   const tensor::PoolStats pool = tensor::pool_stats();
   r.peak_tensor_mib = static_cast<double>(pool.peak_live_bytes) / (1 << 20);
   r.pool_mib = static_cast<double>(pool.system_bytes) / (1 << 20);
@@ -196,7 +196,7 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& o,
 }
 
 std::vector<BenchResult> run_interleaved_benchmark(
-    const std::vector<TrainerConfig>& configs, const BenchOptions& o,
+    const std::vector<config::TrainerConfig>& configs, const BenchOptions& o,
     const std::function<void(const std::string&)>& progress,
     const data::CorpusProvider& kjv_corpus) {
   check_counts(o);
@@ -207,7 +207,7 @@ std::vector<BenchResult> run_interleaved_benchmark(
   std::vector<std::unique_ptr<ForwardMessages>> messages;
   std::vector<std::unique_ptr<Trainer>> trainers;
   std::vector<BenchResult> results;
-  for (TrainerConfig c : configs) {
+  for (config::TrainerConfig c : configs) {
     c.loop.max_steps = o.warmup + o.steps;
     messages.push_back(std::make_unique<ForwardMessages>(progress));
     trainers.push_back(
@@ -373,4 +373,4 @@ std::string bench_result_json(const BenchResult& r) {
   return j.dump();
 }
 
-}  // namespace mantissa::train
+}  // namespace mantissa::bench

@@ -1,4 +1,4 @@
-#include "mantissa/train/config.hpp"
+#include "mantissa/config/config.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -10,7 +10,7 @@
 #include "mantissa/read_file.hpp"
 #include "yaml_document.hpp"
 
-namespace mantissa::train {
+namespace mantissa::config {
 namespace {
 
 using detail::Reader;
@@ -317,4 +317,4 @@ std::string with_sections(const std::string& yaml, const std::string& from,
   return out.c_str();
 }
 
-}  // namespace mantissa::train
+}  // namespace mantissa::config

@@ -4,7 +4,7 @@
 
 #include "config_internal.hpp"
 
-namespace mantissa::train {
+namespace mantissa::config {
 
 std::int64_t DistConfig::bucket_cap_bytes() const {
   return std::max<std::int64_t>(4, std::llround(bucket_cap_mb * 1024.0 * 1024.0));
@@ -38,4 +38,4 @@ DistConfig parse_dist(Reader r) {
 }
 
 }  // namespace detail
-}  // namespace mantissa::train
+}  // namespace mantissa::config

@@ -3,10 +3,10 @@
 #include <string>
 #include <vector>
 
-#include "mantissa/train/config.hpp"
+#include "mantissa/config/config.hpp"
 #include "yaml_reader.hpp"
 
-namespace mantissa::train::detail {
+namespace mantissa::config::detail {
 
 // config_legacy.cpp: moves the vendor's legacy precision keys (model.mixed_precision,
 // model.use_bfloat16, model.fp16_type, runconfig.precision_opt_level and the optimizer's
@@ -46,4 +46,4 @@ LoopConfig parse_loop(Reader r);
 // config_dist.cpp: trainer.init.dist.
 DistConfig parse_dist(Reader r);
 
-}  // namespace mantissa::train::detail
+}  // namespace mantissa::config::detail

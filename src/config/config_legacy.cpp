@@ -5,7 +5,7 @@
 
 #include "config_internal.hpp"
 
-namespace mantissa::train::detail {
+namespace mantissa::config::detail {
 namespace {
 
 // Where a legacy key sits: the model block, the optimizer's block ({Name: {...}}), or the
@@ -105,4 +105,4 @@ void migrate_legacy_keys(YAML::Node& root, std::vector<std::string>& notes) {
   }
 }
 
-}  // namespace mantissa::train::detail
+}  // namespace mantissa::config::detail

@@ -4,7 +4,7 @@
 
 #include "config_internal.hpp"
 
-namespace mantissa::train {
+namespace mantissa::config {
 
 std::int64_t LoopConfig::eval_interval() const {
   if (const auto* every = std::get_if<EvalEvery>(&eval_frequency)) return every->steps;
@@ -55,4 +55,4 @@ LoopConfig parse_loop(Reader r) {
 }
 
 }  // namespace detail
-}  // namespace mantissa::train
+}  // namespace mantissa::config

@@ -5,7 +5,7 @@
 
 #include "config_internal.hpp"
 
-namespace mantissa::train::detail {
+namespace mantissa::config::detail {
 namespace {
 
 const char* const kNum = "a number";
@@ -165,4 +165,4 @@ OptimizerConfig parse_optimizer(const YAML::Node& node, const std::string& path)
   return o;
 }
 
-}  // namespace mantissa::train::detail
+}  // namespace mantissa::config::detail

@@ -3,7 +3,7 @@
 
 #include "config_internal.hpp"
 
-namespace mantissa::train::detail {
+namespace mantissa::config::detail {
 namespace {
 
 const char* const kNum = "a number";
@@ -92,4 +92,4 @@ amp::MixedPrecision parse_precision(Reader r, std::vector<std::string>& notes) {
   return m;
 }
 
-}  // namespace mantissa::train::detail
+}  // namespace mantissa::config::detail

@@ -6,7 +6,7 @@
 
 #include "config_internal.hpp"
 
-namespace mantissa::train::detail {
+namespace mantissa::config::detail {
 namespace {
 
 const char* const kNum = "a number";
@@ -366,4 +366,4 @@ std::string scheduler_node_name(const YAML::Node& node, const std::string& path)
   return name_of_node(node, path);
 }
 
-}  // namespace mantissa::train::detail
+}  // namespace mantissa::config::detail

@@ -5,7 +5,7 @@
 
 #include "config_internal.hpp"
 
-namespace mantissa::train::detail {
+namespace mantissa::config::detail {
 namespace {
 
 // param_group_tags: a tag, or a list of tags where null stands for the untagged groups.
@@ -92,4 +92,4 @@ std::vector<SchedulerConfig> parse_schedulers(const YAML::Node& list, const std:
   return out;
 }
 
-}  // namespace mantissa::train::detail
+}  // namespace mantissa::config::detail

@@ -8,7 +8,7 @@
 
 #include "mantissa/error.hpp"
 
-namespace mantissa::train::detail {
+namespace mantissa::config::detail {
 
 YAML::Node load_yaml_document(const std::string& text, const std::string& source) {
   YAML::Node root;
@@ -63,4 +63,4 @@ void check_yaml_document(const YAML::Node& root, const std::string& source) {
   }
 }
 
-}  // namespace mantissa::train::detail
+}  // namespace mantissa::config::detail

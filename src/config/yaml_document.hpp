@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace mantissa::train::detail {
+namespace mantissa::config::detail {
 
 // No config nests deeper than 6; the bound keeps every walk over a document short.
 inline constexpr int kMaxYamlDepth = 64;
@@ -18,4 +18,4 @@ YAML::Node load_yaml_document(const std::string& text, const std::string& source
 // The checks alone, on a document already loaded (after --set overrides changed it).
 void check_yaml_document(const YAML::Node& root, const std::string& source);
 
-}  // namespace mantissa::train::detail
+}  // namespace mantissa::config::detail

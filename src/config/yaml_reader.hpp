@@ -14,7 +14,7 @@
 #include "mantissa/names.hpp"
 #include "mantissa/optim/optimizer_settings.hpp"
 
-namespace mantissa::train::detail {
+namespace mantissa::config::detail {
 
 class Reader {
  public:
@@ -138,4 +138,4 @@ class Reader {
   std::set<std::string> allowed_;
 };
 
-}  // namespace mantissa::train::detail
+}  // namespace mantissa::config::detail

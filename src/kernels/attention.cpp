@@ -8,8 +8,8 @@
 #include "gemm/onednn_routes.hpp"
 #include "mantissa/kernels/gemm.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
+#include "mantissa/kernels/scratch.hpp"
 #include "mantissa/numerics/convert.hpp"
-#include "scratch.hpp"
 #include "vector_exp.hpp"
 
 namespace mantissa::kernels {

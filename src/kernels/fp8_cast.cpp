@@ -6,9 +6,9 @@
 #include <cmath>
 #include <vector>
 
+#include "mantissa/kernels/parallel.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
-#include "parallel.hpp"
 
 namespace mantissa::kernels {
 namespace {

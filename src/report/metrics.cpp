@@ -1,4 +1,4 @@
-#include "mantissa/train/metrics.hpp"
+#include "mantissa/report/metrics.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include "mantissa/read_file.hpp"
 #include "support/untrusted_json.hpp"
 
-namespace mantissa::train {
+namespace mantissa::report {
 namespace {
 
 using json = nlohmann::json;
@@ -277,7 +277,7 @@ std::string metrics_line(const WindowRecord& r, std::string_view unit) {
     j["fp8_overflows"] = r.fp8->overflows;
     j["fp8_underflows"] = r.fp8->underflows;
     json tensors = json::object();
-    for (const Fp8TensorCounts& c : r.fp8->tensors) {
+    for (const precision::Fp8TensorCounts& c : r.fp8->tensors) {
       tensors[c.tensor] = {{"overflows", c.overflows}, {"underflows", c.underflows}};
     }
     j["fp8_tensors"] = tensors;
@@ -319,8 +319,8 @@ std::string metrics_line(const RoutesRecord& r) {
 namespace {
 
 // A window's fp8 counts: the totals and fp8_tensors {name: {overflows, underflows}}.
-Fp8WindowCounts read_fp8_counts(const Fields& f) {
-  Fp8WindowCounts c{f.integer("fp8_overflows"), f.integer("fp8_underflows"), {}};
+precision::Fp8WindowCounts read_fp8_counts(const Fields& f) {
+  precision::Fp8WindowCounts c{f.integer("fp8_overflows"), f.integer("fp8_underflows"), {}};
   const json& tensors = f.required("fp8_tensors");
   if (!tensors.is_object())
     f.fail("'fp8_tensors' is " + std::string(type_word(tensors)) + ", expected an object");
@@ -396,4 +396,4 @@ RunLog read_run_log(const std::string& run_dir) {
                        path);
 }
 
-}  // namespace mantissa::train
+}  // namespace mantissa::report

@@ -1,14 +1,14 @@
-#include "mantissa/train/report.hpp"
+#include "mantissa/report/report.hpp"
 
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "mantissa/error.hpp"
-#include "number_text.hpp"
 #include "report_parts.hpp"
+#include "support/number_text.hpp"
 
-namespace mantissa::train {
+namespace mantissa::report {
 namespace {
 
 using plot::escape;
@@ -37,7 +37,7 @@ footer { margin-top: 28px; border-top: 1px solid #bbb; padding-top: 6px; }
 
 std::string job_line(const RunRecord& r) {
   return fmt::format("{}, {} parameters; {} {} per step; {} steps; seed {}{}", r.model,
-                     detail::grouped(r.parameters), detail::grouped(r.items_per_step), r.unit,
+                     support::grouped(r.parameters), support::grouped(r.items_per_step), r.unit,
                      r.max_steps, r.seed, r.cpu.empty() ? "" : "; on " + r.cpu);
 }
 
@@ -89,4 +89,4 @@ std::string render_report(const std::vector<RunLog>& logs, const ReportOptions& 
   return out;
 }
 
-}  // namespace mantissa::train
+}  // namespace mantissa::report

@@ -5,10 +5,10 @@
 
 #include <fmt/format.h>
 
-#include "number_text.hpp"
 #include "report_parts.hpp"
+#include "support/number_text.hpp"
 
-namespace mantissa::train::detail {
+namespace mantissa::report::detail {
 namespace {
 
 using plot::Draw;
@@ -211,4 +211,4 @@ std::string charts_section(const std::vector<ReportRun>& runs) {
   return out + "</div>\n";
 }
 
-}  // namespace mantissa::train::detail
+}  // namespace mantissa::report::detail

@@ -5,7 +5,7 @@
 
 #include "report_runs.hpp"
 
-namespace mantissa::train::detail {
+namespace mantissa::report::detail {
 
 // The charts, each an inline <svg> in a <figure> with its caption: loss, difference from the
 // reference run, loss scale with skipped steps, gradient norm, learning rate, throughput and
@@ -19,4 +19,4 @@ std::string settings_table(const std::vector<ReportRun>& runs);
 std::string overflow_section(const std::vector<ReportRun>& runs);
 std::string formats_table(const std::vector<ReportRun>& runs);
 
-}  // namespace mantissa::train::detail
+}  // namespace mantissa::report::detail

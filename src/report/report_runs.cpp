@@ -8,10 +8,10 @@
 
 #include <fmt/format.h>
 
-#include "number_text.hpp"
-#include "statistics.hpp"
+#include "support/number_text.hpp"
+#include "support/statistics.hpp"
 
-namespace mantissa::train::detail {
+namespace mantissa::report::detail {
 namespace {
 
 // Okabe-Ito colours ordered so that neighbours differ in lightness too (greyscale:
@@ -101,4 +101,4 @@ const EvalRecord* last_eval(const RunLog& log) {
   return log.evals.empty() ? nullptr : &log.evals.back();
 }
 
-}  // namespace mantissa::train::detail
+}  // namespace mantissa::report::detail

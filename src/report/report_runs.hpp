@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "mantissa/train/metrics.hpp"
+#include "mantissa/report/metrics.hpp"
 #include "svg_plot.hpp"
 
-namespace mantissa::train::detail {
+namespace mantissa::report::detail {
 
 struct ReportRun {
   const RunLog* log = nullptr;
@@ -34,4 +34,4 @@ std::optional<double> peak_rss(const RunLog& log);
 // The last evaluation, if any.
 const EvalRecord* last_eval(const RunLog& log);
 
-}  // namespace mantissa::train::detail
+}  // namespace mantissa::report::detail

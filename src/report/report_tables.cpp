@@ -6,10 +6,10 @@
 
 #include <fmt/format.h>
 
-#include "number_text.hpp"
 #include "report_parts.hpp"
+#include "support/number_text.hpp"
 
-namespace mantissa::train::detail {
+namespace mantissa::report::detail {
 namespace {
 
 using plot::escape;
@@ -197,4 +197,4 @@ std::string formats_table(const std::vector<ReportRun>& runs) {
   return out + "</table>\n";
 }
 
-}  // namespace mantissa::train::detail
+}  // namespace mantissa::report::detail

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace mantissa::train::plot {
+namespace mantissa::report::plot {
 namespace {
 
 constexpr double kPlotRight = kWidth - kRight;
@@ -390,4 +390,4 @@ std::string escape(std::string_view text) {
   return out;
 }
 
-}  // namespace mantissa::train::plot
+}  // namespace mantissa::report::plot

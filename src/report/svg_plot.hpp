@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-namespace mantissa::train::plot {
+namespace mantissa::report::plot {
 
 enum class Scale { linear, log10, log2 };
 
@@ -117,4 +117,4 @@ std::string swatch(const Style& style);
 // Text for HTML and SVG: & < > " ' escaped.
 std::string escape(std::string_view text);
 
-}  // namespace mantissa::train::plot
+}  // namespace mantissa::report::plot

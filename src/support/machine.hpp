@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-namespace mantissa::train::detail {
+namespace mantissa::support {
 
 // MiB, from getrusage (Linux reports KiB).
 inline double peak_rss_mib() {
@@ -35,4 +35,4 @@ inline std::string cpu_name() {
   return first == std::string::npos ? "" : name.substr(first, last - first + 1);
 }
 
-}  // namespace mantissa::train::detail
+}  // namespace mantissa::support

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace mantissa::train::detail {
+namespace mantissa::support {
 
 // k when v is exactly 2^k (a loss scale, a format's range), else nullopt.
 inline std::optional<int> power_of_two_exponent(double v) {
@@ -34,4 +34,4 @@ inline std::string grouped(long long v) {
   return out;
 }
 
-}  // namespace mantissa::train::detail
+}  // namespace mantissa::support

@@ -4,7 +4,7 @@
 #include <limits>
 #include <vector>
 
-namespace mantissa::train::detail {
+namespace mantissa::support {
 
 // The median (the mean of the middle two for an even count); NaN for no values.
 inline double median(std::vector<double> v) {
@@ -14,4 +14,4 @@ inline double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-}  // namespace mantissa::train::detail
+}  // namespace mantissa::support

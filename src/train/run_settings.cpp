@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "mantissa/kernels/gemm_route.hpp"
-#include "number_text.hpp"
+#include "support/number_text.hpp"
 
 namespace mantissa::train::detail {
 namespace {
@@ -27,7 +27,7 @@ std::string factor_text(const amp::LossScaling& scaling) {
   return "dynamic";
 }
 
-void dynamic_rows(const amp::GradScalerOptions& o, std::vector<SettingRow>& rows) {
+void dynamic_rows(const amp::GradScalerOptions& o, std::vector<report::SettingRow>& rows) {
   std::string initial = scale_text(o.init_scale);
   if (o.init_scale > o.max_loss_scale) {
     initial += ", above max_loss_scale: starts at " + scale_text(o.max_loss_scale);
@@ -47,15 +47,16 @@ void dynamic_rows(const amp::GradScalerOptions& o, std::vector<SettingRow>& rows
 
 }  // namespace
 
-LossScalingMode loss_scaling_mode(const amp::GradScaler* scaler) {
-  if (scaler == nullptr) return LossScalingMode::none;
-  return scaler->options().dynamic ? LossScalingMode::dynamic : LossScalingMode::fixed;
+report::LossScalingMode loss_scaling_mode(const amp::GradScaler* scaler) {
+  if (scaler == nullptr) return report::LossScalingMode::none;
+  return scaler->options().dynamic ? report::LossScalingMode::dynamic
+                                   : report::LossScalingMode::fixed;
 }
 
-std::vector<SettingRow> precision_settings(const amp::MixedPrecision& settings,
-                                           const precision::Policy& policy,
-                                           const amp::GradScaler* scaler) {
-  std::vector<SettingRow> rows;
+std::vector<report::SettingRow> precision_settings(const amp::MixedPrecision& settings,
+                                                   const precision::Policy& policy,
+                                                   const amp::GradScaler* scaler) {
+  std::vector<report::SettingRow> rows;
   rows.emplace_back("enabled", settings.enabled ? "true" : "false: float32 throughout");
   if (settings.enabled) {
     rows.emplace_back("fp16_type", std::string(numerics::name(settings.fp16_type)));
@@ -75,7 +76,7 @@ std::vector<SettingRow> precision_settings(const amp::MixedPrecision& settings,
   }
   const bool configured = !std::holds_alternative<amp::NoLossScaling>(settings.loss_scaling);
   switch (loss_scaling_mode(scaler)) {
-    case LossScalingMode::none:
+    case report::LossScalingMode::none:
       if (!configured) {
         rows.emplace_back("loss_scaling_factor", "unset: no loss scaling");
       } else {
@@ -85,11 +86,11 @@ std::vector<SettingRow> precision_settings(const amp::MixedPrecision& settings,
                                                 : "mixed precision is off (no scaler)"));
       }
       break;
-    case LossScalingMode::fixed:
+    case report::LossScalingMode::fixed:
       rows.emplace_back("loss_scaling_factor",
                         scale_text(scaler->options().static_scale) + " (static)");
       break;
-    case LossScalingMode::dynamic:
+    case report::LossScalingMode::dynamic:
       rows.emplace_back("loss_scaling_factor", "dynamic");
       dynamic_rows(scaler->options(), rows);
       break;

@@ -1,6 +1,6 @@
 // Every MixedPrecision rule rejects bad settings with an error naming the setting. (Words
 // that are not values at all, fp16_type: fp16 or on_stuck: panic, are the config parser's to
-// refuse: tests/train/test_config.cpp.)
+// refuse: tests/config/test_config.cpp.)
 #include <gtest/gtest.h>
 
 #include <functional>

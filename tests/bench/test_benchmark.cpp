@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "mantissa/bench/benchmark.hpp"
 #include "mantissa/error.hpp"
-#include "mantissa/train/benchmark.hpp"
 
 namespace mantissa::train {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <set>
 
+#include "mantissa/config/config.hpp"
 #include "mantissa/error.hpp"
-#include "mantissa/train/config.hpp"
 #include "mantissa/train/trainer.hpp"
 
 namespace mantissa::train {

@@ -1,8 +1,8 @@
 // trainer.init.dist: read once into typed settings; each bad value named by its key.
 #include <gtest/gtest.h>
 
+#include "mantissa/config/config.hpp"
 #include "mantissa/error.hpp"
-#include "mantissa/train/config.hpp"
 
 namespace mantissa::train {
 namespace {

@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "mantissa/error.hpp"
-#include "mantissa/train/metrics.hpp"
+#include "mantissa/report/metrics.hpp"
 #include "mantissa/train/trainer.hpp"
 
 namespace mantissa::train {

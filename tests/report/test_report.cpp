@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "mantissa/error.hpp"
-#include "mantissa/train/report.hpp"
+#include "mantissa/report/report.hpp"
 
 namespace mantissa::train {
 namespace {

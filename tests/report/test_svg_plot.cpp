@@ -1,4 +1,4 @@
-// The report's charts (src/train/svg_plot.hpp): axis ranges and ticks, and points drawn at
+// The report's charts (src/report/svg_plot.hpp): axis ranges and ticks, and points drawn at
 // the pixels computed by hand from the plot area [72, 562] x [72, 290].
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mantissa/train/metrics.hpp"
+#include "mantissa/report/metrics.hpp"
 #include "run_settings.hpp"
 #include "tiny_run.hpp"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "mantissa/train/config.hpp"
+#include "mantissa/config/config.hpp"
 
 namespace mantissa::train {
 

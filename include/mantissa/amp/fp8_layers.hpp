@@ -1,8 +1,11 @@
 #pragma once
-// The trainer's fp8 linear layers (precision/fp8.hpp): their scaling states, updated after
-// every step, saved in and restored from checkpoints ("fp8.<layer>.amax_history" [3, H] and
-// "fp8.<layer>.scale" [3], slots in the order input, weight, grad), and their overflow and
-// underflow counts summed over a metrics window.
+// fp8 linear layers for any training loop (the Trainer's, or a hand-written one:
+// examples/fp8_loop.cpp): a delayed-scaling state (precision/fp8.hpp) attached to every
+// nn::Linear of a module, updated after every optimizer step, saved in and restored from
+// checkpoints ("<layer>.amax_history" [3, H] and "<layer>.scale" [3], slots in the order
+// input, weight, grad; the Trainer stores them under kFp8Prefix), and their overflow and
+// underflow counts summed over a window. The products take fp8 inputs while the current
+// precision::Policy has fp8 enabled.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -14,9 +17,8 @@
 #include "mantissa/nn/module.hpp"
 #include "mantissa/precision/fp8.hpp"
 #include "mantissa/tensor/tensor.hpp"
-#include "mantissa/train/metrics.hpp"
 
-namespace mantissa::train {
+namespace mantissa::amp {
 
 inline constexpr std::string_view kFp8Prefix = "fp8.";
 
@@ -41,7 +43,7 @@ class Fp8Layers {
 
   // The window since the last take_window(): its totals and the slots ("<layer>.<slot>",
   // e.g. "blocks.0.attn.qkv.grad") with any overflow or underflow, in layer order; resets it.
-  Fp8WindowCounts take_window();
+  precision::Fp8WindowCounts take_window();
   // Every slot's counts over the whole run so far.
   std::int64_t total_overflows() const { return total_overflows_; }
   std::int64_t total_underflows() const { return total_underflows_; }
@@ -57,4 +59,4 @@ class Fp8Layers {
   std::int64_t total_overflows_ = 0, total_underflows_ = 0;
 };
 
-}  // namespace mantissa::train
+}  // namespace mantissa::amp

@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "mantissa/config/config.hpp"
 #include "mantissa/data/datasets.hpp"
 #include "mantissa/dist/communicator.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/kernels/profiler.hpp"
-#include "mantissa/train/config.hpp"
 #include "mantissa/train/trainer.hpp"
 
-namespace mantissa::train {
+namespace mantissa::bench {
 
 struct BenchOptions {
   std::int64_t steps = 10;   // timed steps
@@ -64,12 +64,12 @@ struct BenchResult {
 // Training FLOPs per step: GPT as the peer counts them (6 x parameters x tokens plus
 // 12 x layers x hidden x context^2 x batch for attention); MLP 6 x parameters x samples;
 // 0 (not modelled) for the CNN.
-double training_flops_per_step(const TrainerConfig& config, std::int64_t parameters);
+double training_flops_per_step(const config::TrainerConfig& config, std::int64_t parameters);
 
 // Runs warm-up + timed steps of `config` (no checkpoints or metrics are written). `progress`
 // receives one line per step (on rank 0); `kjv_corpus` and `world` as for the Trainer
 // (TrainerHooks): under mpirun every rank runs it, data-parallel.
-BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& options,
+BenchResult run_train_benchmark(config::TrainerConfig config, const BenchOptions& options,
                                 const std::function<void(const std::string&)>& progress = {},
                                 const data::CorpusProvider& kjv_corpus = {},
                                 const dist::Communicator& world = {});
@@ -80,7 +80,7 @@ BenchResult run_train_benchmark(TrainerConfig config, const BenchOptions& option
 // not. One result per config, in order (peak RSS not measured: the process is shared; a
 // profile, when asked for, records each run's own steps). Not under mpirun.
 std::vector<BenchResult> run_interleaved_benchmark(
-    const std::vector<TrainerConfig>& configs, const BenchOptions& options,
+    const std::vector<config::TrainerConfig>& configs, const BenchOptions& options,
     const std::function<void(const std::string&)>& progress = {},
     const data::CorpusProvider& kjv_corpus = {});
 
@@ -89,4 +89,4 @@ std::string format_bench_report(const BenchResult& r);
 // One JSON object with the same figures.
 std::string bench_result_json(const BenchResult& r);
 
-}  // namespace mantissa::train
+}  // namespace mantissa::bench

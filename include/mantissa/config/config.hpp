@@ -21,7 +21,7 @@
 #include "mantissa/optim/optimizer_settings.hpp"
 #include "mantissa/optim/schedule.hpp"
 
-namespace mantissa::train {
+namespace mantissa::config {
 
 enum class ModelKind { gpt, mlp, cnn };
 inline constexpr NameTable<ModelKind, 3> kModelNames = {
@@ -165,4 +165,4 @@ std::string config_section(const std::string& yaml, const std::string& key);
 std::string with_sections(const std::string& yaml, const std::string& from,
                           const std::vector<std::string>& keys);
 
-}  // namespace mantissa::train
+}  // namespace mantissa::config

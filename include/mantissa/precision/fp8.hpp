@@ -15,6 +15,7 @@
 // overflows); nonzero values that round to 0 are counted as underflows.
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "mantissa/names.hpp"
@@ -110,6 +111,17 @@ class Fp8Meta {
   std::array<float, kFp8Slots> scale_{1.0f, 1.0f, 1.0f};
   std::array<float, kFp8Slots> amax_{};  // this step's
   std::array<Counts, kFp8Slots> counts_{}, last_{};
+};
+
+// The fp8 casts' overflows and underflows over a window (precision.fp8): the totals, and each
+// tensor ("<layer>.<slot>", slots input, weight, grad) that had any.
+struct Fp8TensorCounts {
+  std::string tensor;
+  std::int64_t overflows = 0, underflows = 0;
+};
+struct Fp8WindowCounts {
+  std::int64_t overflows = 0, underflows = 0;
+  std::vector<Fp8TensorCounts> tensors;
 };
 
 }  // namespace mantissa::precision

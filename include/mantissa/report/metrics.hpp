@@ -1,6 +1,6 @@
 #pragma once
 // metrics.jsonl: what a training run records, one JSON object per line, and the reader that
-// turns a run directory's file back into typed records (train/report.hpp draws from them).
+// turns a run directory's file back into typed records (report/report.hpp draws from them).
 // Four kinds of line, told apart by their first key (docs/config.md "Outputs"):
 //   {"run": {...}}                   the run's settings; first line of every run() that trains
 //   {"step": N, "loss": ..., ...}    one logging window (every logging.log_steps steps)
@@ -18,8 +18,9 @@
 #include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/names.hpp"
 #include "mantissa/numerics/format.hpp"
+#include "mantissa/precision/fp8.hpp"
 
-namespace mantissa::train {
+namespace mantissa::report {
 
 enum class LossScalingMode { none, fixed, dynamic };
 inline constexpr NameTable<LossScalingMode, 3> kLossScalingModeNames = {
@@ -45,17 +46,6 @@ struct RunRecord {
   std::vector<SettingRow> settings;  // the mixed-precision settings in force, in order
 };
 
-// The fp8 casts' overflows and underflows over a window (precision.fp8): the totals, and each
-// tensor ("<layer>.<slot>", slots input, weight, grad) that had any.
-struct Fp8TensorCounts {
-  std::string tensor;
-  std::int64_t overflows = 0, underflows = 0;
-};
-struct Fp8WindowCounts {
-  std::int64_t overflows = 0, underflows = 0;
-  std::vector<Fp8TensorCounts> tensors;
-};
-
 struct WindowRecord {
   std::int64_t step = 0;
   double loss = 0;                   // mean over the window's steps
@@ -65,7 +55,7 @@ struct WindowRecord {
   double grad_norm = 0;  // unscaled, before clipping (NaN when not finite)
   double items_per_second = 0;
   std::optional<double> peak_rss_mib;  // the process's peak resident memory so far
-  std::optional<Fp8WindowCounts>
+  std::optional<precision::Fp8WindowCounts>
       fp8;  // runs with fp8 linear layers: fp8_overflows,
             // fp8_underflows, fp8_tensors {name: {overflows, underflows}}
 };
@@ -119,4 +109,4 @@ RunLog parse_metrics(std::string_view text, const std::string& source);
 // Reads <run_dir>/metrics.jsonl; throws mantissa::Error naming the file when it cannot.
 RunLog read_run_log(const std::string& run_dir);
 
-}  // namespace mantissa::train
+}  // namespace mantissa::report

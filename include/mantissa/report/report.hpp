@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "mantissa/train/metrics.hpp"
+#include "mantissa/report/metrics.hpp"
 
-namespace mantissa::train {
+namespace mantissa::report {
 
 struct ReportOptions {
   std::string title = "mantissa precision report";
@@ -23,4 +23,4 @@ struct ReportOptions {
 // Throws mantissa::Error when `runs` is empty.
 std::string render_report(const std::vector<RunLog>& runs, const ReportOptions& options = {});
 
-}  // namespace mantissa::train
+}  // namespace mantissa::report

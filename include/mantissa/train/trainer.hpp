@@ -1,6 +1,6 @@
 #pragma once
 // The Trainer: builds the model, data, optimizer, schedule and loss scaler from a
-// TrainerConfig and runs train, eval or train_and_eval in the seeds' order (forward, scaled
+// config::TrainerConfig and runs train, eval or train_and_eval in the seeds' order (forward, scaled
 // backward, unscale, clip, step or skip, update scale, zero grads; the schedule advances on
 // taken steps), with gradient accumulation, periodic evaluation, metrics as JSON lines,
 // and atomic checkpoints that resume bit for bit. It draws nothing: progress and log lines go
@@ -14,15 +14,15 @@
 #include <vector>
 
 #include "mantissa/amp/optimizer_step.hpp"
+#include "mantissa/config/config.hpp"
 #include "mantissa/data/datasets.hpp"
 #include "mantissa/dist/gradient_reducer.hpp"
 #include "mantissa/names.hpp"
-#include "mantissa/train/config.hpp"
-#include "mantissa/train/metrics.hpp"
+#include "mantissa/report/metrics.hpp"
 
 namespace mantissa::train {
 
-class Fp8Layers;
+class amp::Fp8Layers;
 
 // eval: one checkpoint; eval_all: every checkpoint of the run directory, oldest first.
 enum class RunMode { train, eval, train_and_eval, eval_all };
@@ -131,7 +131,7 @@ struct Checkpoint;
 
 class Trainer {
  public:
-  explicit Trainer(TrainerConfig config, TrainerHooks hooks = {});
+  explicit Trainer(config::TrainerConfig config, TrainerHooks hooks = {});
   ~Trainer();
 
   // resume: "latest" (the newest checkpoint in the run directory, if any: never skipped, a
@@ -168,7 +168,7 @@ class Trainer {
   std::string run_dir() const { return run_dir_; }
   std::string save_checkpoint_now();
   // The settings this run trains under, as its metrics.jsonl records them first.
-  RunRecord run_record() const;
+  report::RunRecord run_record() const;
 
  private:
   // Loads a checkpoint: for training, every part of the state (settings as `settings` says);
@@ -176,7 +176,7 @@ class Trainer {
   void restore(const std::string& path, const Checkpoint& checkpoint, bool for_training,
                ResumeSettings settings);
   // The checkpoint's run settings against the config's, applied as `settings` says.
-  void reconcile_settings(const std::string& path, const TrainerConfig& theirs,
+  void reconcile_settings(const std::string& path, const config::TrainerConfig& theirs,
                           ResumeSettings settings, bool& take_optimizer_state,
                           bool& take_scaler_state);
   void build_optimizer_and_scaler();
@@ -193,7 +193,7 @@ class Trainer {
   // After a step that chose new routes: a routes record, and at the first, a line saying so.
   void record_new_routes();
 
-  TrainerConfig config_;
+  config::TrainerConfig config_;
   TrainerEvents* events_;
   const std::atomic<bool>* external_stop_;
   TrainerEvents silent_;
@@ -201,7 +201,7 @@ class Trainer {
   std::unique_ptr<Task> task_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<amp::GradScaler> scaler_;
-  std::unique_ptr<Fp8Layers> fp8_;
+  std::unique_ptr<amp::Fp8Layers> fp8_;
   // Whether scaler_ scales the loss (float16, cbfloat16 with loss scaling), or only guards
   // the steps (scale 1: float32, bfloat16, no loss scaling).
   bool scales_loss_ = false;  // the fp8 linear layers' scaling states (may be empty)

@@ -24,9 +24,9 @@ namespace mantissa::testing {
 namespace {
 
 namespace fs = std::filesystem;
+using config::TrainerConfig;
 using train::RunMode;
 using train::Trainer;
-using train::TrainerConfig;
 
 // Rank 0's string on every rank.
 std::string from_root(const std::string& mine) {
@@ -65,7 +65,7 @@ struct SharedDir {
 // trainer.init.
 TrainerConfig tiny_gpt(const SharedDir& d, const std::string& run_dir, const std::string& precision,
                        const std::string& loop, const std::vector<std::string>& overrides = {}) {
-  return train::parse_config(R"(
+  return config::parse_config(R"(
 trainer:
   init:
     seed: 5
@@ -77,15 +77,15 @@ trainer:
     precision: )" + precision + R"(
     loop: )" + loop + R"(
     checkpoint: {dir: )" + run_dir +
-                                 R"(, keep: 10}
+                                  R"(, keep: 10}
     logging: {log_steps: 1}
     dist: {timeout_seconds: 20}
   fit:
     train_dataloader: {dataset: text, path: )" +
-                                 d.text() +
-                                 R"(, batch_size: 4, context: 16}
+                                  d.text() +
+                                  R"(, batch_size: 4, context: 16}
 )",
-                             overrides, "tiny_gpt");
+                              overrides, "tiny_gpt");
 }
 
 std::vector<std::byte> bytes_of(const std::string& s) {
