@@ -21,6 +21,12 @@
 namespace mantissa::bench {
 namespace {
 
+using train::Trainer;
+using train::TrainerEvents;
+using train::TrainerHooks;
+using train::TrainingStateBytes;
+using train::StepResult;
+
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) {

@@ -73,7 +73,7 @@ std::vector<double> window_throughputs(const RunLog& log) {
 }  // namespace
 
 double median_throughput(const RunLog& log) {
-  return median(window_throughputs(log));
+  return support::median(window_throughputs(log));
 }
 
 std::optional<plot::Range> throughput_range(const RunLog& log) {
@@ -86,7 +86,7 @@ std::optional<plot::Range> throughput_range(const RunLog& log) {
 std::string throughput_text(const RunLog& log) {
   const double rate = median_throughput(log);
   if (!std::isfinite(rate)) return "n/a";
-  return fmt::format("{} {}/s", grouped(std::llround(rate)), log.run.unit);
+  return fmt::format("{} {}/s", support::grouped(std::llround(rate)), log.run.unit);
 }
 
 std::optional<double> peak_rss(const RunLog& log) {

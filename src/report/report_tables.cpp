@@ -54,7 +54,7 @@ std::string with_superscripts(const std::string& text) {
 
 // "6.1e-05 = 2^-14", "65504", "3.4e+38"
 std::string format_value(double v) {
-  const std::optional<int> k = power_of_two_exponent(v);
+  const std::optional<int> k = support::power_of_two_exponent(v);
   const std::string decimal = fmt::format("{:.6g}", v);
   return k && (*k < -4 || *k > 16) ? decimal + " = 2<sup>" + std::to_string(*k) + "</sup>"
                                    : decimal;

@@ -23,18 +23,19 @@ std::string route_text(const precision::Policy& policy) {
 
 // loss_scaling_factor as configured: "dynamic" or the static scale.
 std::string factor_text(const amp::LossScaling& scaling) {
-  if (const auto* s = std::get_if<amp::StaticLossScaling>(&scaling)) return scale_text(s->scale);
+  if (const auto* s = std::get_if<amp::StaticLossScaling>(&scaling))
+    return support::scale_text(s->scale);
   return "dynamic";
 }
 
 void dynamic_rows(const amp::GradScalerOptions& o, std::vector<report::SettingRow>& rows) {
-  std::string initial = scale_text(o.init_scale);
+  std::string initial = support::scale_text(o.init_scale);
   if (o.init_scale > o.max_loss_scale) {
-    initial += ", above max_loss_scale: starts at " + scale_text(o.max_loss_scale);
+    initial += ", above max_loss_scale: starts at " + support::scale_text(o.max_loss_scale);
   }
   rows.emplace_back("initial_loss_scale", initial);
-  rows.emplace_back("min_loss_scale", scale_text(o.min_loss_scale));
-  rows.emplace_back("max_loss_scale", scale_text(o.max_loss_scale));
+  rows.emplace_back("min_loss_scale", support::scale_text(o.min_loss_scale));
+  rows.emplace_back("max_loss_scale", support::scale_text(o.max_loss_scale));
   rows.emplace_back("steps_per_increase", std::to_string(o.steps_per_increase));
   rows.emplace_back("growth_factor", fmt::format("{:g}", o.growth_factor));
   rows.emplace_back("backoff_factor", fmt::format("{:g}", o.backoff_factor));
@@ -88,7 +89,7 @@ std::vector<report::SettingRow> precision_settings(const amp::MixedPrecision& se
       break;
     case report::LossScalingMode::fixed:
       rows.emplace_back("loss_scaling_factor",
-                        scale_text(scaler->options().static_scale) + " (static)");
+                        support::scale_text(scaler->options().static_scale) + " (static)");
       break;
     case report::LossScalingMode::dynamic:
       rows.emplace_back("loss_scaling_factor", "dynamic");

@@ -42,7 +42,7 @@ struct BenchResult {
   double peak_rss_mib = 0;      // of this process, after the steps (before the peak GEMM)
   double peak_tensor_mib = 0;   // most tensor storage alive at once during the timed steps
   double pool_mib = 0;          // storage obtained from the system by the tensor pool
-  TrainingStateBytes state;     // after the last step
+  train::TrainingStateBytes state;  // after the last step
   std::string training_state;   // master weights and optimizer state formats, in words
   std::optional<kernels::ProfileTable> profile;
   double profiled_seconds = 0;  // wall time of the profiled steps

@@ -20,9 +20,11 @@
 #include "mantissa/names.hpp"
 #include "mantissa/report/metrics.hpp"
 
-namespace mantissa::train {
+namespace mantissa::amp {
+class Fp8Layers;
+}  // namespace mantissa::amp
 
-class amp::Fp8Layers;
+namespace mantissa::train {
 
 // eval: one checkpoint; eval_all: every checkpoint of the run directory, oldest first.
 enum class RunMode { train, eval, train_and_eval, eval_all };
