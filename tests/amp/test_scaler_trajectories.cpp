@@ -1,5 +1,5 @@
 // Scripted overflow sequences give exactly the scale and counter trajectories of the
-// algorithm (DESIGN.md section 4), derived by hand in the comments.
+// algorithm (docs/design.md section 4), derived by hand in the comments.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -184,7 +184,7 @@ TEST(Report, TablesHoldTheFigures) {
     at.push_back(page.find(std::string("<tr><td>") + name + "</td>"));
   EXPECT_NE(at.back(), std::string::npos);
   EXPECT_TRUE(std::is_sorted(at.begin(), at.end()));
-  // The formats (DESIGN.md section 2).
+  // The formats (docs/design.md section 2).
   EXPECT_NE(page.find("<tr><td>float16</td><td>1 / 5 / 10</td><td>15</td><td>65504</td><td>"
                       "6.10352e-05 = 2<sup>-14</sup></td><td>5.96046e-08 = 2<sup>-24</sup></td>"
                       "<td>0.000976562 = 2<sup>-10</sup></td></tr>"),

@@ -1,6 +1,6 @@
 #pragma once
 // GradScaler: static and dynamic loss scaling, with global gradient clipping (DLS + GCC),
-// exactly the algorithm of DESIGN.md section 4 and the seeds (000, 001), with PyTorch's
+// exactly the algorithm of docs/design.md section 4 and the seeds (000, 001), with PyTorch's
 // per-optimizer protocol:
 //   scale(loss) = loss * S; unscale_(opt) multiplies every gradient by 1/S and, in the same
 //   pass, sums each tensor's squares (double) and notes non-finite elements; step(opt) or

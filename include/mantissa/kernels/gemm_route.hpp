@@ -1,6 +1,6 @@
 #pragma once
 // Which code and hardware run mantissa's matrix products on this CPU, chosen by measurement
-// (DESIGN.md section 3, docs/engine.md "Matrix products: routes"). Under `automatic`, the
+// (docs/design.md section 3, docs/engine.md "Matrix products: routes"). Under `automatic`, the
 // first product of each shape class times every route this CPU can run for a few
 // milliseconds and keeps the fastest; the choices and their measured rates are kept in a
 // table the program prints (`mantissa formats`, `mantissa bench train`), writes into a run's

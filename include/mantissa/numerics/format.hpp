@@ -1,6 +1,6 @@
 #pragma once
 // The number formats mantissa computes in, their bit layouts, and one traits table indexed
-// by format (DESIGN.md section 2).
+// by format (docs/design.md section 2).
 #include <array>
 #include <cstdint>
 #include <optional>
