@@ -84,6 +84,8 @@ std::int64_t integer(Reader& r, const char* key) {
 enum class CyclicScaleMode { cycle, iterations };
 constexpr NameTable<CyclicScaleMode, 2> kCyclicScaleModeNames = {
     {{"cycle", CyclicScaleMode::cycle}, {"iterations", CyclicScaleMode::iterations}}};
+static_assert(in_enum_order(kCyclicScaleModeNames,
+                            static_cast<std::size_t>(CyclicScaleMode::iterations) + 1));
 
 optim::SchedulePtr one_cycle(Reader& r, const Spelling& sp) {
   const double max_value = value(r, sp.max);

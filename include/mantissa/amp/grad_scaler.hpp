@@ -49,6 +49,8 @@ inline constexpr NameTable<StuckPolicy, 3> kStuckPolicyNames = {{
     {"keep_going", StuckPolicy::keep_going},
     {"fall_back", StuckPolicy::fall_back},
 }};
+static_assert(in_enum_order(kStuckPolicyNames,
+                            static_cast<std::size_t>(StuckPolicy::fall_back) + 1));
 
 // What a step whose loss or gradients hold inf or NaN does when the scale does not adapt
 // (static scaling, or no scaling: float32, bfloat16). Dynamic scaling always skips such a
@@ -63,6 +65,8 @@ inline constexpr NameTable<NonFinitePolicy, 3> kNonFinitePolicyNames = {{
     {"raise", NonFinitePolicy::raise},
     {"apply", NonFinitePolicy::apply},
 }};
+static_assert(in_enum_order(kNonFinitePolicyNames,
+                            static_cast<std::size_t>(NonFinitePolicy::apply) + 1));
 
 // The vendor's documentation lists the scaler's defaults as 2e15 and 2e-14, meaning 2^15 and
 // 2^-14. For a value 2 x 10^k (k != 0) as written: a note saying how it is taken and what was

@@ -26,6 +26,7 @@ namespace mantissa::config {
 enum class ModelKind { gpt, mlp, cnn };
 inline constexpr NameTable<ModelKind, 3> kModelNames = {
     {{"gpt", ModelKind::gpt}, {"mlp", ModelKind::mlp}, {"cnn", ModelKind::cnn}}};
+static_assert(in_enum_order(kModelNames, static_cast<std::size_t>(ModelKind::cnn) + 1));
 
 struct ModelConfig {
   ModelKind kind = ModelKind::gpt;
@@ -59,6 +60,8 @@ struct OptimizerConfig {
 enum class ScheduledKey { learning_rate, weight_decay };
 inline constexpr NameTable<ScheduledKey, 2> kScheduledKeyNames = {
     {{"lr", ScheduledKey::learning_rate}, {"weight_decay", ScheduledKey::weight_decay}}};
+static_assert(in_enum_order(kScheduledKeyNames,
+                            static_cast<std::size_t>(ScheduledKey::weight_decay) + 1));
 
 struct SchedulerConfig {
   ScheduledKey key = ScheduledKey::learning_rate;
@@ -115,11 +118,14 @@ inline constexpr NameTable<DatasetKind, 3> kDatasetNames = {
     {{"kjv", DatasetKind::kjv},
      {"text", DatasetKind::text},
      {"fashion_mnist", DatasetKind::fashion_mnist}}};
+static_assert(in_enum_order(kDatasetNames,
+                            static_cast<std::size_t>(DatasetKind::fashion_mnist) + 1));
 // Text datasets split into train and val (the held-out tail); Fashion-MNIST has train and
 // test files.
 enum class Split { train, val, test };
 inline constexpr NameTable<Split, 3> kSplitNames = {
     {{"train", Split::train}, {"val", Split::val}, {"test", Split::test}}};
+static_assert(in_enum_order(kSplitNames, static_cast<std::size_t>(Split::test) + 1));
 
 struct DataloaderConfig {
   DatasetKind dataset = DatasetKind::text;

@@ -84,6 +84,7 @@ inline constexpr NameTable<RouteSource, 4> kRouteSourceNames = {{
     {"pinned", RouteSource::pinned},
     {"asked", RouteSource::asked},
 }};
+static_assert(in_enum_order(kRouteSourceNames, static_cast<std::size_t>(RouteSource::asked) + 1));
 
 struct RouteRecord {
   GemmKey key;

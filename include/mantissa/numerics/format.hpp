@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "mantissa/names.hpp"
+
 namespace mantissa::numerics {
 
 enum class Format : std::uint8_t {
@@ -17,10 +19,15 @@ enum class Format : std::uint8_t {
   float8_e4m3,
   float8_e5m2,
 };
+// The number of formats: the last enumerator + 1 (update it with the enum; every table
+// indexed by Format is checked against it at compile time).
+inline constexpr std::size_t kFormatCount = static_cast<std::size_t>(Format::float8_e5m2) + 1;
 
 inline constexpr std::array<Format, 6> kAllFormats = {Format::float32,     Format::float16,
                                                       Format::bfloat16,    Format::cbfloat16,
                                                       Format::float8_e4m3, Format::float8_e5m2};
+static_assert(in_enum_order(kAllFormats, kFormatCount, [](Format f) { return f; }),
+              "kAllFormats must list every Format, in enum order");
 
 // The five formats narrower than float32, the ones the codec encodes to.
 inline constexpr std::array<Format, 5> kNarrowFormats = {
@@ -120,6 +127,10 @@ inline constexpr std::array<FormatTraits, 6> kFormatTable = {
     detail::make_traits(Format::float8_e5m2, "float8_e5m2", "F8_E5M2", {5, 2, 15, Specials::ieee},
                         Overflow::to_infinity),
 };
+
+static_assert(in_enum_order(kFormatTable, kFormatCount,
+                            [](const FormatTraits& t) { return t.format; }),
+              "kFormatTable must hold every Format, in enum order");
 
 constexpr const FormatTraits& traits(Format f) {
   return kFormatTable[static_cast<std::size_t>(f)];

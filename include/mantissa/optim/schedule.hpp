@@ -60,6 +60,7 @@ inline constexpr NameTable<CyclicMode, 3> kCyclicModeNames = {{
     {"triangular2", CyclicMode::triangular2},
     {"exp_range", CyclicMode::exp_range},
 }};
+static_assert(in_enum_order(kCyclicModeNames, static_cast<std::size_t>(CyclicMode::exp_range) + 1));
 SchedulePtr cyclic(double base_lr, double max_lr, std::int64_t step_size_up,
                    std::int64_t step_size_down = 0, CyclicMode mode = CyclicMode::triangular,
                    double gamma = 1.0);
@@ -67,6 +68,7 @@ SchedulePtr cyclic(double base_lr, double max_lr, std::int64_t step_size_up,
 enum class Anneal { cos, linear };
 inline constexpr NameTable<Anneal, 2> kAnnealNames = {
     {{"cos", Anneal::cos}, {"linear", Anneal::linear}}};
+static_assert(in_enum_order(kAnnealNames, static_cast<std::size_t>(Anneal::linear) + 1));
 // PyTorch OneCycleLR, with initial = max_lr / div_factor and final = initial /
 // final_div_factor; three_phase as PyTorch.
 SchedulePtr one_cycle(double max_lr, std::int64_t total_steps, double pct_start = 0.3,

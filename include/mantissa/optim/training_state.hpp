@@ -27,6 +27,8 @@ inline constexpr NameTable<MasterWeights, 4> kMasterWeightsNames = {{
     {"bfloat16_stochastic", MasterWeights::bfloat16_stochastic},
     {"bfloat16_kahan", MasterWeights::bfloat16_kahan},
 }};
+static_assert(in_enum_order(kMasterWeightsNames,
+                            static_cast<std::size_t>(MasterWeights::bfloat16_kahan) + 1));
 
 struct TrainingState {
   MasterWeights master_weights = MasterWeights::float32;

@@ -33,6 +33,7 @@ inline constexpr NameTable<Fp8Recipe, 2> kFp8RecipeNames = {{
     {"hybrid", Fp8Recipe::hybrid},
     {"e4m3", Fp8Recipe::e4m3},
 }};
+static_assert(in_enum_order(kFp8RecipeNames, static_cast<std::size_t>(Fp8Recipe::e4m3) + 1));
 
 enum class AmaxCompute : std::uint8_t {
   max,          // the largest amax in the history window
@@ -42,6 +43,8 @@ inline constexpr NameTable<AmaxCompute, 2> kAmaxComputeNames = {{
     {"max", AmaxCompute::max},
     {"most_recent", AmaxCompute::most_recent},
 }};
+static_assert(in_enum_order(kAmaxComputeNames,
+                            static_cast<std::size_t>(AmaxCompute::most_recent) + 1));
 
 struct Fp8Settings {
   bool enabled = false;
@@ -63,6 +66,7 @@ inline constexpr NameTable<Fp8Slot, 3> kFp8SlotNames = {{
     {"weight", Fp8Slot::weight},
     {"grad", Fp8Slot::grad},
 }};
+static_assert(in_enum_order(kFp8SlotNames, static_cast<std::size_t>(Fp8Slot::grad) + 1));
 
 // One linear layer's fp8 scaling state: per slot, the scale in use, the amax history and
 // this step's amax and overflow / underflow counts.

@@ -33,6 +33,7 @@ inline constexpr NameTable<MatmulRoute, kMatmulRouteCount> kMatmulRouteNames = {
     {"bf16", MatmulRoute::bf16},
     {"onednn_bf16", MatmulRoute::onednn_bf16},
 }};
+static_assert(in_enum_order(kMatmulRouteNames, kMatmulRouteCount));
 static_assert(static_cast<std::size_t>(MatmulRoute::onednn_bf16) + 1 == kMatmulRouteCount);
 inline constexpr std::string_view route_name(MatmulRoute route) {
   return name_of(kMatmulRouteNames, route);

@@ -27,6 +27,8 @@ inline constexpr NameTable<LossScalingMode, 3> kLossScalingModeNames = {
     {{"none", LossScalingMode::none},
      {"static", LossScalingMode::fixed},
      {"dynamic", LossScalingMode::dynamic}}};
+static_assert(in_enum_order(kLossScalingModeNames,
+                            static_cast<std::size_t>(LossScalingMode::dynamic) + 1));
 
 // A setting as the report shows it: its name and its value, written out.
 using SettingRow = std::pair<std::string, std::string>;

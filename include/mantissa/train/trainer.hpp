@@ -33,6 +33,7 @@ inline constexpr NameTable<RunMode, 4> kRunModeNames = {
      {"eval", RunMode::eval},
      {"train_and_eval", RunMode::train_and_eval},
      {"eval_all", RunMode::eval_all}}};
+static_assert(in_enum_order(kRunModeNames, static_cast<std::size_t>(RunMode::eval_all) + 1));
 
 struct EvalResult {
   bool text = false;      // perplexity (text) or accuracy (images)
@@ -121,6 +122,12 @@ struct TrainerHooks {
 enum class ResumeSettings { must_match, config, checkpoint };
 inline constexpr NameTable<ResumeSettings, 2> kResumeSettingsNames = {
     {{"config", ResumeSettings::config}, {"checkpoint", ResumeSettings::checkpoint}}};
+// must_match has no word (it is what leaving --resume-settings out means): every other value
+// has one, in enum order after it.
+static_assert(kResumeSettingsNames.size() + 1 ==
+                  static_cast<std::size_t>(ResumeSettings::checkpoint) + 1 &&
+              kResumeSettingsNames[0].value == ResumeSettings::config &&
+              kResumeSettingsNames[1].value == ResumeSettings::checkpoint);
 
 // Throws mantissa::Error, naming `what`, when a model of `parameters` parameters cannot fit
 // this machine's memory: its float32 weights and gradients (8 bytes a parameter) must.
