@@ -6,6 +6,7 @@
 #include "mantissa/bench/benchmark.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
+#include "mantissa/optim/training_state.hpp"
 #include "mantissa/write_file.hpp"
 #include "precision_overrides.hpp"
 #include "together.hpp"
@@ -32,11 +33,8 @@ config::TrainerConfig make_config(const BenchArgs& a, std::optional<TrainingPrec
   }
   config::TrainerConfig c = config::load_config(a.config, overrides);
   if (!a.state_dtype.empty()) {
-    const std::optional<numerics::Format> f = numerics::parse_format(a.state_dtype);
-    if (f != numerics::Format::float32 && f != numerics::Format::bfloat16) {
-      throw Error("--state-dtype: '" + a.state_dtype + "' (expected float32 or bfloat16)");
-    }
-    c.optimizer.state_format = *f;
+    c.optimizer.state_format =
+        parse_named(optim::kStateFormatNames, a.state_dtype, "--state-dtype");
   }
   return c;
 }
@@ -83,19 +81,11 @@ int run_interleaved(const BenchArgs& a, const dist::Communicator& world) {
 // AVX2-only CPU runs); mantissa::Error naming the option when unknown or not on this CPU.
 void choose_gemm_isa(const std::string& word) {
   if (word.empty()) return;
-  std::string names;
-  for (kernels::GemmIsa isa :
-       {kernels::GemmIsa::scalar, kernels::GemmIsa::avx2, kernels::GemmIsa::avx512}) {
-    if (kernels::gemm_isa_name(isa) == word) {
-      if (!kernels::cpu_supports(isa)) {
-        throw Error("--gemm-isa: this CPU cannot run the '" + word + "' micro-kernels");
-      }
-      kernels::set_gemm_isa(isa);
-      return;
-    }
-    names += (names.empty() ? "" : ", ") + std::string(kernels::gemm_isa_name(isa));
+  const kernels::GemmIsa isa = parse_named(kernels::kGemmIsaNames, word, "--gemm-isa");
+  if (!kernels::cpu_supports(isa)) {
+    throw Error("--gemm-isa: this CPU cannot run the '" + word + "' micro-kernels");
   }
-  throw Error("--gemm-isa: '" + word + "' (expected one of: " + names + ")");
+  kernels::set_gemm_isa(isa);
 }
 
 int run(BenchArgs a, const dist::Communicator& world) {
@@ -130,26 +120,29 @@ Action register_bench_command(CLI::App& app, const dist::Communicator& world) {
       "train", "Time training steps of a config: median throughput, GFLOP/s, MFU, peak RSS");
   auto a = std::make_shared<BenchArgs>();
   cmd->add_option("--config", a->config, "The YAML config (docs/config.md)")->required();
-  cmd->add_option("--precision", a->precision,
-                  "float32 | bfloat16 | float16 | cbfloat16 | fp8 (default: the config's; float16 "
-                  "and cbfloat16 get dynamic loss scaling unless --loss-scaling says otherwise; "
-                  "fp8: fp8 linear layers, the rest in bfloat16). With --interleave, a "
-                  "comma-separated list");
+  cmd->add_option(
+      "--precision", a->precision,
+      names_of(kTrainingPrecisionNames) +
+          " (default: the config's; float16 "
+          "and cbfloat16 get dynamic loss scaling unless --loss-scaling says otherwise; "
+          "fp8: fp8 linear layers, the rest in bfloat16). With --interleave, a "
+          "comma-separated list");
   cmd->add_option("--opt-level", a->opt_level, "precision_opt_level 0 | 1 | 2 (default: config's)");
   cmd->add_option("--loss-scaling", a->loss_scaling, "dynamic or a number (the loss scale)");
   cmd->add_option("--route", a->route,
                   "Matrix products: " + names_of(precision::kMatmulRouteNames) +
                       " (default: the config's "
                       "precision.matmul_route, automatic)");
-  cmd->add_option("--master-weights", a->master_weights,
-                  "float32 | bfloat16 | bfloat16_stochastic | bfloat16_kahan (default: the "
-                  "config's precision.master_weights)");
+  cmd->add_option(
+      "--master-weights", a->master_weights,
+      names_of(optim::kMasterWeightsNames) + " (default: the config's precision.master_weights)");
   cmd->add_option("--state-dtype", a->state_dtype,
-                  "The optimizer's moments: float32 | bfloat16 (default: the config's "
-                  "optimizer state_dtype)");
+                  "The optimizer's moments: " + names_of(optim::kStateFormatNames) +
+                      " (default: the config's optimizer state_dtype)");
   cmd->add_option("--gemm-isa", a->gemm_isa,
-                  "The fp32 route's GEMM micro-kernels: scalar | avx2 | avx512 (default: the best "
-                  "this CPU has; avx2 on an AVX-512 CPU times the code an AVX2-only CPU runs)");
+                  "The fp32 route's GEMM micro-kernels: " + names_of(kernels::kGemmIsaNames) +
+                      " (default: the best this CPU has; avx2 on an AVX-512 CPU times the code an "
+                      "AVX2-only CPU runs)");
   cmd->add_option("--steps", a->options.steps, "Timed steps (default 10)");
   cmd->add_option("--warmup", a->options.warmup, "Untimed steps first (default 2)");
   cmd->add_flag("--profile", a->options.profile, "Print time per step by op class");

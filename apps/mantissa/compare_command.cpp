@@ -85,9 +85,10 @@ Action register_compare_command(CLI::App& app) {
       "Train one config in several formats (same seed and batches) and draw the precision report");
   auto a = std::make_shared<CompareArgs>();
   cmd->add_option("--config", a->config, "The YAML config (docs/config.md)")->required();
-  cmd->add_option("--formats", a->formats,
-                  "Comma-separated: float32, bfloat16, float16, cbfloat16, fp8 (default the first "
-                  "four, in that order; fp8: fp8 linear layers, the rest in bfloat16)");
+  cmd->add_option(
+      "--formats", a->formats,
+      "Comma-separated: " + names_of(kTrainingPrecisionNames) +
+          " (default the first four, in that order; fp8: fp8 linear layers, the rest in bfloat16)");
   cmd->add_option("--steps", a->steps, "Training steps per format (default: the config's)");
   cmd->add_option("--out", a->out,
                   "Directory for the runs (one per format) and report.html (default "

@@ -140,11 +140,7 @@ OptimizerConfig parse_optimizer(const YAML::Node& node, const std::string& path)
   std::visit([&](auto& s) { read_fields(r, s, nullptr); }, o.settings);
   if (r.has("state_dtype")) {
     const auto text = r.require<std::string>("state_dtype", "a string");
-    const std::optional<numerics::Format> f = numerics::parse_format(text);
-    if (f != numerics::Format::float32 && f != numerics::Format::bfloat16) {
-      throw Error(r.key_path("state_dtype") + ": '" + text + "' (expected float32 or bfloat16)");
-    }
-    o.state_format = *f;
+    o.state_format = parse_named(optim::kStateFormatNames, text, r.key_path("state_dtype"));
   }
   if (r.has("params")) {
     const YAML::Node list = r.raw("params");

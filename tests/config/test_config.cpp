@@ -245,7 +245,7 @@ TEST(Config, Fp8AndTrainingStateErrorsNameTheKey) {
                "trainer.init.precision.master_weights: 'float64' (expected one of: float32, "
                "bfloat16, bfloat16_stochastic, bfloat16_kahan)");
   expect_error({"trainer.init.optimizer={AdamW: {state_dtype: float16}}"},
-               "trainer.init.optimizer.AdamW.state_dtype: 'float16' (expected float32 or "
+               "trainer.init.optimizer.AdamW.state_dtype: 'float16' (expected one of: float32, "
                "bfloat16)");
 }
 

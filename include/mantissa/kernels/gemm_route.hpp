@@ -24,6 +24,12 @@ enum class GemmIsa : std::uint8_t {
   avx2,    // AVX2 + FMA, 6 x 16 blocks
   avx512,  // AVX-512F, 12 x 32 blocks
 };
+inline constexpr NameTable<GemmIsa, 3> kGemmIsaNames = {{
+    {"scalar", GemmIsa::scalar},
+    {"avx2", GemmIsa::avx2},
+    {"avx512", GemmIsa::avx512},
+}};
+static_assert(in_enum_order(kGemmIsaNames, static_cast<std::size_t>(GemmIsa::avx512) + 1));
 std::string_view gemm_isa_name(GemmIsa isa);
 bool cpu_supports(GemmIsa isa);
 GemmIsa best_gemm_isa();
