@@ -102,10 +102,9 @@ py::dict train_run(const std::string& config_path, const std::vector<std::string
   {
     py::gil_scoped_release unlocked;
     train::Trainer trainer(config, {&events, app::bible_kjv_text, {}, &stop});
-    const std::optional<std::string> from =
-        resume
-            ? resume
-            : (mode == train::RunMode::eval ? std::optional<std::string>("latest") : std::nullopt);
+    const train::ResumeFrom from =
+        resume ? train::parse_resume(*resume, "resume")
+               : (mode == train::RunMode::eval ? train::ResumeFrom::latest() : train::ResumeFrom{});
     s = trainer.run(mode, from);
     run_dir = trainer.run_dir();
   }

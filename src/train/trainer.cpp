@@ -105,7 +105,7 @@ void Trainer::build_optimizer_and_scaler() {
   optimizer_->set_training_state(
       {config_.precision.master_weights, config_.optimizer.state_format, config_.seed});
   scaler_ = config_.precision.make_step_guard([this](const std::string& l) { log(l); });
-  scales_loss_ = config_.precision.make_scaler() != nullptr;
+  scales_loss_ = config_.precision.scales_loss();
   policy_ = config_.precision.policy();
 }
 
@@ -324,12 +324,17 @@ RunSummary Trainer::evaluate_all() {
   return summary;
 }
 
-RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume,
-                        ResumeSettings settings) {
+ResumeFrom parse_resume(const std::string& word, const std::string& what) {
+  if (word.empty()) throw Error(what + ": an empty value (latest, or a checkpoint path)");
+  return word == "latest" ? ResumeFrom::latest() : ResumeFrom::checkpoint(word);
+}
+
+RunSummary Trainer::run(RunMode mode, const ResumeFrom& resume, ResumeSettings settings) {
   if (mode == RunMode::eval_all) return evaluate_all();
   const bool training = mode != RunMode::eval;
   if (!training && !resume) throw Error("eval: give --resume latest or a checkpoint path");
-  if (!training && !std::filesystem::is_directory(run_dir_) && resume == "latest") {
+  const bool latest = resume.kind == ResumeFrom::Kind::latest;
+  if (!training && !std::filesystem::is_directory(run_dir_) && latest) {
     throw Error("eval: no checkpoint in " + run_dir_ + " to evaluate (train first)");
   }
   // Before the first step: the run directory (locked, writable), the checkpoint, which
@@ -342,9 +347,9 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume,
     dp_->on_root([&] {
       lock.emplace(run_dir_, training ? RunDirLock::Use::train : RunDirLock::Use::evaluate);
       std::optional<LoadedCheckpoint> newest;
-      if (resume == "latest") newest = load_latest_checkpoint(run_dir_);
-      if (resume == "latest" && newest) chosen = newest->path;
-      if (resume && *resume != "latest") chosen = *resume;
+      if (latest) newest = load_latest_checkpoint(run_dir_);
+      if (latest && newest) chosen = newest->path;
+      if (resume.kind == ResumeFrom::Kind::checkpoint) chosen = resume.path;
       if (chosen.empty() && !training) {
         throw Error("eval: no checkpoint in " + run_dir_ + " to evaluate (train first)");
       }
@@ -355,7 +360,8 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume,
     });
   });
   chosen = dp_->from_root(chosen);
-  if (resume && *resume != "latest") chosen = *resume;  // each process the file it was given
+  // Each process the file it was given.
+  if (resume.kind == ResumeFrom::Kind::checkpoint) chosen = resume.path;
   if (!chosen.empty()) {
     std::int64_t written_by = 1, their_batch = config_.train_data.batch_size;
     dp_->together([&] {

@@ -8,10 +8,12 @@
 #include "mantissa/bench/benchmark.hpp"
 #include "mantissa/error.hpp"
 
-namespace mantissa::train {
+namespace mantissa::bench {
 namespace {
 
 namespace fs = std::filesystem;
+using config::parse_config;
+using config::TrainerConfig;
 
 TrainerConfig tiny_gpt(const std::string& text) {
   return parse_config(R"(
@@ -86,4 +88,4 @@ TEST(Benchmark, RejectsNonsenseOptions) {
 }
 
 }  // namespace
-}  // namespace mantissa::train
+}  // namespace mantissa::bench

@@ -8,7 +8,7 @@
 #include "mantissa/error.hpp"
 #include "mantissa/train/trainer.hpp"
 
-namespace mantissa::train {
+namespace mantissa::config {
 namespace {
 
 const char* kBase = R"(
@@ -192,7 +192,7 @@ TEST(Config, NameTablesCoverTheirEnums) {
   expect_one_word_each(kModelNames, 3);
   expect_one_word_each(kDatasetNames, 3);
   expect_one_word_each(kSplitNames, 3);
-  expect_one_word_each(kRunModeNames, 4);
+  expect_one_word_each(train::kRunModeNames, 4);
   expect_one_word_each(kScheduledKeyNames, 2);
   expect_one_word_each(nn::kActivationNames, 2);
   expect_one_word_each(amp::kStuckPolicyNames, 3);
@@ -250,9 +250,9 @@ TEST(Config, Fp8AndTrainingStateErrorsNameTheKey) {
 }
 
 }  // namespace
-}  // namespace mantissa::train
+}  // namespace mantissa::config
 
-namespace mantissa::train {
+namespace mantissa::config {
 namespace {
 
 std::string config_error(const std::string& yaml, const std::vector<std::string>& sets = {}) {
@@ -296,4 +296,4 @@ TEST(Config, DuplicateKeysQuotedScalarsAndEmptyStringsAreRefused) {
 }
 
 }  // namespace
-}  // namespace mantissa::train
+}  // namespace mantissa::config

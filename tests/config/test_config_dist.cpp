@@ -4,7 +4,7 @@
 #include "mantissa/config/config.hpp"
 #include "mantissa/error.hpp"
 
-namespace mantissa::train {
+namespace mantissa::config {
 namespace {
 
 const char* kBase = R"(
@@ -79,4 +79,4 @@ TEST(DistConfig, TheWireFormatsHaveOneWordEach) {
 }
 
 }  // namespace
-}  // namespace mantissa::train
+}  // namespace mantissa::config

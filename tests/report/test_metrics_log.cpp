@@ -13,10 +13,16 @@
 #include "mantissa/report/metrics.hpp"
 #include "mantissa/train/trainer.hpp"
 
-namespace mantissa::train {
+namespace mantissa::report {
 namespace {
 
 namespace fs = std::filesystem;
+using config::parse_config;
+using config::TrainerConfig;
+using precision::Fp8WindowCounts;
+using train::RunMode;
+using train::Trainer;
+using train::TrainerEvents;
 
 const char* kRunLine =
     R"({"run":{"format":"float16","loss_scaling":"dynamic","model":"gpt","parameters":26016,)"
@@ -351,4 +357,4 @@ trainer:
 }
 
 }  // namespace
-}  // namespace mantissa::train
+}  // namespace mantissa::report

@@ -9,7 +9,7 @@
 #include "mantissa/error.hpp"
 #include "mantissa/report/report.hpp"
 
-namespace mantissa::train {
+namespace mantissa::report {
 namespace {
 
 using numerics::Format;
@@ -232,4 +232,4 @@ TEST(Report, NoRunsIsAnError) {
 }
 
 }  // namespace
-}  // namespace mantissa::train
+}  // namespace mantissa::report

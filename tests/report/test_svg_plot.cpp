@@ -6,7 +6,7 @@
 
 #include "svg_plot.hpp"
 
-namespace mantissa::train::plot {
+namespace mantissa::report::plot {
 namespace {
 
 // The plot area the tests compute with (svg_plot.hpp's geometry).
@@ -172,4 +172,4 @@ TEST(SvgPlot, TextIsEscaped) {
 }
 
 }  // namespace
-}  // namespace mantissa::train::plot
+}  // namespace mantissa::report::plot

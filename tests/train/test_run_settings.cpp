@@ -14,6 +14,8 @@
 namespace mantissa::train {
 namespace {
 
+using report::SettingRow;
+
 using Rows = std::vector<SettingRow>;
 
 // The tiny job's precision block with `overrides` (as --set) and the rows it records; the

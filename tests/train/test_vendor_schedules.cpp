@@ -14,6 +14,8 @@
 namespace mantissa::train {
 namespace {
 
+using config::SchedulerConfig;
+
 constexpr double kPi = std::numbers::pi;
 
 // The learning-rate and weight-decay schedulers of document `doc`.

@@ -69,7 +69,12 @@ struct MixedPrecision {
   // Throws mantissa::Error naming the setting and the allowed values.
   void validate() const;
   precision::Policy policy() const;
-  // The scaler these settings call for: none when disabled, for bfloat16 (any scaling
+  // Whether these settings scale the loss: enabled, loss scaling set, and a format narrower
+  // in range than float32 (float16, cbfloat16; bfloat16 ignores the scaling settings).
+  bool scales_loss() const;
+  // The scaler these settings call for (clipping aside: max_gradient_norm and
+  // max_gradient_value are finish_step's arguments, the one road by which they reach a step):
+  // none when disabled, for bfloat16 (any scaling
   // settings are then ignored with one line to `log`), or when loss scaling is unset.
   std::unique_ptr<GradScaler> make_scaler(std::function<void(const std::string&)> log = {}) const;
   // The scaler a training step runs through: make_scaler's, or where that makes none a

@@ -129,6 +129,24 @@ static_assert(kResumeSettingsNames.size() + 1 ==
               kResumeSettingsNames[0].value == ResumeSettings::config &&
               kResumeSettingsNames[1].value == ResumeSettings::checkpoint);
 
+// Which checkpoint a run starts from: none (a fresh run), the newest of the run directory
+// (if any: never skipped, a corrupt one is an error), or a given checkpoint file or run
+// directory. The word `latest` exists only where text enters (the command line, Python):
+// parse_resume turns it into ResumeFrom::latest().
+struct ResumeFrom {
+  enum class Kind { none, latest, checkpoint };
+  Kind kind = Kind::none;
+  std::string path;  // Kind::checkpoint only
+
+  static ResumeFrom latest() { return {Kind::latest, {}}; }
+  static ResumeFrom checkpoint(std::string path) { return {Kind::checkpoint, std::move(path)}; }
+  explicit operator bool() const { return kind != Kind::none; }
+  bool operator==(const ResumeFrom&) const = default;
+};
+// "latest" -> ResumeFrom::latest(); any other non-empty word -> that checkpoint path; ""
+// throws mantissa::Error naming `what`.
+ResumeFrom parse_resume(const std::string& word, const std::string& what);
+
 // Throws mantissa::Error, naming `what`, when a model of `parameters` parameters cannot fit
 // this machine's memory: its float32 weights and gradients (8 bytes a parameter) must.
 void check_model_fits(std::int64_t parameters, const std::string& what);
@@ -143,12 +161,11 @@ class Trainer {
   explicit Trainer(config::TrainerConfig config, TrainerHooks hooks = {});
   ~Trainer();
 
-  // resume: "latest" (the newest checkpoint in the run directory, if any: never skipped, a
-  // corrupt one is an error) or a checkpoint path; eval needs one; eval_all reads every
+  // resume: which checkpoint to start from (ResumeFrom); eval needs one; eval_all reads every
   // checkpoint of the run directory instead. Everything is checked before the first step:
   // the run directory (locked, writable, holding no checkpoint this run may not replace),
   // the metrics file, the validation data, the schedules' values, the checkpoint.
-  RunSummary run(RunMode mode, const std::optional<std::string>& resume = std::nullopt,
+  RunSummary run(RunMode mode, const ResumeFrom& resume = {},
                  ResumeSettings settings = ResumeSettings::must_match);
   EvalResult evaluate();
   // One training step: grad_accum_steps micro-batches (forward, scaled backward), then
