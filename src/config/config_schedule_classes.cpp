@@ -1,4 +1,4 @@
-// The seeds' scheduler classes in YAML (`{CosineDecayLR: {...}}`, `{LinearWD: {...}}`): each
+// The vendor's scheduler classes in YAML (`{CosineDecayLR: {...}}`, `{LinearWD: {...}}`): each
 // class drives the learning rate (*LR) or the weight decay (*WD) with the same closed form;
 // the two spell their values differently (initial_learning_rate / initial_val, ...).
 #include <algorithm>

@@ -1,5 +1,5 @@
 // The vendor's scheduler classes (tests/train/compat/schedulers.yaml), each as *LR and *WD,
-// against their closed forms (vendor_api.md section 5) computed by hand; parameter groups and
+// against their closed forms (the vendor's scheduler documentation) computed by hand; parameter groups and
 // param_group_tags (compat/param_groups.yaml) against the vendor's rules.
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 #pragma once
-// The trainer's YAML configuration, in the seeds' layout:
+// The trainer's YAML configuration, in the vendor's layout:
 //   trainer.init.{seed, model, optimizer, schedulers, precision, loop, checkpoint, logging,
 //                 dist}
 //   trainer.fit.{train_dataloader, val_dataloader}

@@ -1,7 +1,7 @@
 #pragma once
 // Schedules: learning rate (or weight decay) as a pure function of the global optimizer step
-// (the seeds' static-graph rule). The optimizer step with index k (from 0) uses value(k).
-// Parameter names follow the seeds' system (initial_learning_rate, end_learning_rate,
+// (the vendor's static-graph rule). The optimizer step with index k (from 0) uses value(k).
+// Parameter names follow the vendor's system (initial_learning_rate, end_learning_rate,
 // total_iters, ...). Constructors validate and throw mantissa::Error naming the parameter.
 #include <cstdint>
 #include <functional>
@@ -86,7 +86,7 @@ SchedulePtr scaled(SchedulePtr schedule, double factor);
 // Any function of the step.
 SchedulePtr lambda(std::function<double(std::int64_t)> fn, std::string description = "lambda");
 
-// The schedule classes of the seeds' system, one per factory above (lambda aside): the
+// The schedule classes of the vendor's system, one per factory above (lambda aside): the
 // config's scheduler registry has one entry per kind, checked at compile time.
 enum class ScheduleKind {
   constant,

@@ -1,6 +1,6 @@
 #pragma once
 // The Trainer: builds the model, data, optimizer, schedule and loss scaler from a
-// config::TrainerConfig and runs train, eval or train_and_eval in the seeds' order (forward, scaled
+// config::TrainerConfig and runs train, eval or train_and_eval in the vendor's order (forward, scaled
 // backward, unscale, clip, step or skip, update scale, zero grads; the schedule advances on
 // taken steps), with gradient accumulation, periodic evaluation, metrics as JSON lines,
 // and atomic checkpoints that resume bit for bit. It draws nothing: progress and log lines go
