@@ -1,6 +1,6 @@
 // GEMM GFLOP/s by route and operand storage on the GPT-ref shapes (docs/design.md section 8), with
 // oneDNN's fp32 matmul (the peer) on the same shapes in the same run, and the fused causal
-// attention forward+backward at GPT-ref size.
+// attention forward+backward at GPT-ref size, and the fused bf16 attention's block product.
 //   build/bench/bench_gemm --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 // Shapes are m x n x k with the layouts the model uses: NT (forward: x W^T), NN (dX = G W),
 // TN (dW = G^T X).
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "mantissa/kernels/attention.hpp"
+#include "mantissa/kernels/bf16_pairs.hpp"
 #include "mantissa/kernels/gemm.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/numerics/convert.hpp"
@@ -104,6 +105,22 @@ void BM_attention(benchmark::State& state, bool backward, Format half, GemmRoute
       benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// One block product of the fused bf16 attention: 64 query rows x t keys x d (as d / 2 pair
+// words), operands already packed (kernels/bf16_pairs.hpp), as the kernel runs it per block.
+void BM_pair_product(benchmark::State& state, std::int64_t m, std::int64_t n, std::int64_t pairs) {
+  std::vector<std::uint32_t> a(static_cast<std::size_t>(m * pairs)),
+      b(static_cast<std::size_t>(pairs * n));
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = 0x3F803F80u + static_cast<std::uint32_t>(i % 7);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = 0x3F803F80u + static_cast<std::uint32_t>(i % 5);
+  std::vector<float> c(static_cast<std::size_t>(m * n));
+  for (auto _ : state) {
+    k::bf16_pair_product(m, n, pairs, {a.data(), pairs, 1}, {b.data(), n}, c.data(), n, false);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(4.0 * m * n * pairs * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 template <class... Args>
 void add(const std::string& name, Args&&... args) {
   benchmark::RegisterBenchmark(name.c_str(), std::forward<Args>(args)...)
@@ -147,6 +164,10 @@ void register_all() {
       add("onednn_bf16/float16_pol1/" + shape, BM_ours, g, Format::float16, 1,
           GemmRoute::onednn_bf16);
     }
+  }
+  if (k::bf16_pairs_available()) {
+    add("bf16_pair_product/64x256x32", BM_pair_product, 64, 256, 32);
+    add("bf16_pair_product/64x64x128", BM_pair_product, 64, 64, 128);
   }
   for (bool backward : {false, true}) {
     const std::string what = backward ? "attention/forward_backward/" : "attention/forward/";

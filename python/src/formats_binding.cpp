@@ -1,10 +1,14 @@
 // The number formats on buffers: the format table as data, and bulk encode, decode and round
 // through the library's codecs (numerics/convert.hpp), with the GIL released while they run.
 // The Python layer (python/mantissa/_arrays.py) hands over C-contiguous arrays of the right
-// dtype; this layer checks sizes and widths again before it touches memory.
+// dtype; this layer checks sizes and widths again before it touches memory. Large arrays are
+// converted in chunks on all of OpenMP's threads (OMP_NUM_THREADS): element i gets the same
+// bits as in one call, stochastic rounding included (its counter moves with the chunk).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -95,6 +99,22 @@ py::buffer_info contiguous(const py::buffer& b, py::ssize_t itemsize, bool writa
   return info;
 }
 
+// fn(first, count) over [0, n) in chunks of at least kChunk elements, the chunks spread over
+// the threads (one thread for arrays under two chunks: no start-up cost for small ones).
+constexpr std::int64_t kChunk = std::int64_t{1} << 18;
+template <class Fn>
+void in_chunks(std::size_t n, Fn&& fn) {
+  const auto total = static_cast<std::int64_t>(n);
+  const std::int64_t chunks = std::max<std::int64_t>(1, total / kChunk);
+  const std::int64_t per = (total + chunks - 1) / chunks;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::int64_t first = c * per;
+    const std::int64_t count = std::min(per, total - first);
+    if (count > 0) fn(static_cast<std::size_t>(first), static_cast<std::size_t>(count));
+  }
+}
+
 void check_sizes(const py::buffer_info& a, const py::buffer_info& b) {
   if (a.size != b.size) {
     throw py::value_error("out: " + std::to_string(b.size) + " elements, expected " +
@@ -111,8 +131,13 @@ void encode_into(const py::buffer& x, const py::buffer& out, const std::string& 
   const py::buffer_info dst = contiguous(out, numerics::traits(f).storage_bytes, true, "out");
   check_sizes(src, dst);
   py::gil_scoped_release unlocked;
-  numerics::encode_array(static_cast<const float*>(src.ptr), static_cast<std::size_t>(src.size), f,
-                         dst.ptr, o);
+  const int bytes = numerics::traits(f).storage_bytes;
+  in_chunks(static_cast<std::size_t>(src.size), [&](std::size_t first, std::size_t count) {
+    ConvertOptions chunk = o;
+    chunk.counter += first;
+    numerics::encode_array(static_cast<const float*>(src.ptr) + first, count, f,
+                           static_cast<char*>(dst.ptr) + first * bytes, chunk);
+  });
 }
 
 void decode_into(const py::buffer& bits, const py::buffer& out, const std::string& format) {
@@ -121,8 +146,11 @@ void decode_into(const py::buffer& bits, const py::buffer& out, const std::strin
   const py::buffer_info dst = contiguous(out, sizeof(float), true, "out", true);
   check_sizes(src, dst);
   py::gil_scoped_release unlocked;
-  numerics::decode_array(src.ptr, static_cast<std::size_t>(src.size), f,
-                         static_cast<float*>(dst.ptr));
+  const int bytes = numerics::traits(f).storage_bytes;
+  in_chunks(static_cast<std::size_t>(src.size), [&](std::size_t first, std::size_t count) {
+    numerics::decode_array(static_cast<const char*>(src.ptr) + first * bytes, count, f,
+                           static_cast<float*>(dst.ptr) + first);
+  });
 }
 
 void round_inplace(const py::buffer& x, const std::string& format, const std::string& rounding,
@@ -131,8 +159,11 @@ void round_inplace(const py::buffer& x, const std::string& format, const std::st
   const ConvertOptions o = convert_options(rounding, seed, counter, saturate);
   const py::buffer_info data = contiguous(x, sizeof(float), true, "x", true);
   py::gil_scoped_release unlocked;
-  numerics::round_to_format(static_cast<float*>(data.ptr), static_cast<std::size_t>(data.size), f,
-                            o);
+  in_chunks(static_cast<std::size_t>(data.size), [&](std::size_t first, std::size_t count) {
+    ConvertOptions chunk = o;
+    chunk.counter += first;
+    numerics::round_to_format(static_cast<float*>(data.ptr) + first, count, f, chunk);
+  });
 }
 
 }  // namespace

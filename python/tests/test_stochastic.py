@@ -39,3 +39,24 @@ def test_seed_and_counter_reproduce():
     # Element i uses the random bits of (seed, counter + i).
     np.testing.assert_array_equal(
         a[100:], mantissa.encode(x[100:], "bfloat16", rounding="stochastic", seed=3, counter=100))
+
+
+def test_large_arrays_give_the_bits_of_small_calls():
+    # Arrays of more than two chunks (2^18 elements each) are converted on several threads:
+    # every element must get the bits it gets in a call of its own (stochastic counters
+    # included), at chunk boundaries as well as inside.
+    n = (1 << 20) + 12345
+    x = (np.random.default_rng(5).standard_normal(n) * 3).astype(np.float32)
+    for rounding in ("nearest_even", "stochastic"):
+        whole = mantissa.encode(x, "cbfloat16", rounding=rounding, seed=9, counter=7)
+        rounded = mantissa.round(x, "float8_e5m2", rounding=rounding, seed=9, counter=7)
+        for start in (0, (1 << 18) - 3, 1 << 19, n - 50):
+            piece = slice(start, start + 50)
+            np.testing.assert_array_equal(
+                whole[piece], mantissa.encode(x[piece], "cbfloat16", rounding=rounding, seed=9,
+                                              counter=7 + start))
+            np.testing.assert_array_equal(
+                rounded[piece], mantissa.round(x[piece], "float8_e5m2", rounding=rounding,
+                                               seed=9, counter=7 + start))
+    np.testing.assert_array_equal(mantissa.decode(whole, "cbfloat16")[-70000:],
+                                  mantissa.decode(whole[-70000:], "cbfloat16"))

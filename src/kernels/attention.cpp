@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "attention_parts.hpp"
 #include "gemm/onednn_routes.hpp"
 #include "mantissa/kernels/gemm.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
@@ -13,101 +14,20 @@
 #include "vector_exp.hpp"
 
 namespace mantissa::kernels {
-namespace {
+namespace attention_detail {
 
-constexpr std::int64_t kBlock = 64;
-
-// Per-thread scratch that only grows: no allocation once warm.
-float* sized(int which, std::int64_t n) {
-  thread_local ScratchBuffer buffers[12];
-  return buffers[which].as<float>(static_cast<std::size_t>(std::max<std::int64_t>(n, 1)));
+float* sized(int slot, std::int64_t n) {
+  thread_local ScratchBuffer buffers[14];
+  return buffers[slot].as<float>(static_cast<std::size_t>(std::max<std::int64_t>(n, 1)));
 }
 
 void round_if(float* x, std::int64_t n, numerics::Format f) {
   if (f != numerics::Format::float32) numerics::round_to_format(x, static_cast<std::size_t>(n), f);
 }
 
-Operand at(const Operand& x, std::int64_t elements) {
-  return {static_cast<const char*>(x.data) + elements * numerics::traits(x.format).storage_bytes,
-          x.format};
-}
-
-// How a head's products run: each product shape takes its route (chosen like every GEMM's,
-// gemm_route.hpp); the fp32 routes multiply the head's float32 rows in the calling thread
-// (oneDNN's sgemm, or mantissa's GEMM), the bf16 routes through the bf16 units. At POL 2,
-// float16 / cbfloat16 operands are rounded to bfloat16 first (the one pass of every route).
-struct Products {
-  GemmPrecision gemm;
-  bool to_bf16 = false;  // POL 2, a split format
-
-  explicit Products(const AttentionPrecision& pr) : gemm(pr.gemm) {
-    const bool split =
-        gemm.format == numerics::Format::float16 || gemm.format == numerics::Format::cbfloat16;
-    to_bf16 = split && gemm.passes == 1;
-    if (to_bf16) gemm.format = numerics::Format::bfloat16;  // the operands are bf16 values now
-  }
-  // An operand computed here (probabilities, score gradients): what the product reads.
-  void prepare(float* x, std::int64_t n) const {
-    if (to_bf16) round_if(x, n, numerics::Format::bfloat16);
-  }
-  void operator()(const GemmShape& s, const float* a, const float* b, float* c,
-                  bool accumulate) const {
-    const GemmKey key{s.m, s.n, s.k, s.trans_a, s.trans_b, gemm.format, gemm.passes, false};
-    const MatmulRoute route = choose_route(key, gemm.route, [&](MatmulRoute r) {
-      run(r, s, a, b, sized(11, s.m * s.ldc), false);  // timed into scratch, not into c
-    });
-    run(route, s, a, b, c, accumulate);
-  }
-
- private:
-  void run(MatmulRoute route, const GemmShape& s, const float* a, const float* b, float* c,
-           bool accumulate) const {
-    if (route == MatmulRoute::onednn_fp32) {
-      gemm_detail::onednn_sgemm_in_thread(s, a, b, c, accumulate);
-    } else {
-      GemmPrecision on = gemm;
-      on.route = route;
-      gemm_in_thread(s, a, b, c, accumulate, on);
-    }
-  }
-};
-
-// A head's t x d operand as float32 rows `ld` apart: the stored rows themselves when they
-// are float32 (and need no rounding), else decoded (and rounded for the product) into the
-// thread's scratch `slot`, dense.
-struct HeadRows {
-  const float* p;
-  std::int64_t ld;
-};
-HeadRows head_rows(const Operand& x, std::int64_t ld, std::int64_t t, std::int64_t d,
-                   const Products& pr, int slot) {
-  if (x.format == numerics::Format::float32 && !pr.to_bf16) {
-    return {static_cast<const float*>(x.data), ld};
-  }
-  float* out = sized(slot, t * d);
-  const int bytes = numerics::traits(x.format).storage_bytes;
-  for (std::int64_t r = 0; r < t; ++r) {
-    numerics::decode_array(static_cast<const char*>(x.data) + r * ld * bytes,
-                           static_cast<std::size_t>(d), x.format, out + r * d);
-  }
-  pr.prepare(out, t * d);
-  return {out, d};
-}
-
-// One head's operands as float32 rows.
-struct Head {
-  HeadRows q, k, v;
-};
-
-// s (rows x cols, leading dim cols) = the probabilities of query rows i0.. against keys
-// 0..cols-1: scale * q k^T, causally masked, softmax via the row log-sum-exp. Writes lse
-// when `lse_out`, else uses `lse_in` (the backward's recomputation, bit-identical).
-void block_probabilities(const Head& h, std::int64_t i0, std::int64_t rows, std::int64_t cols,
-                         std::int64_t d, float scale, const AttentionPrecision& pr,
-                         const Products& mm, float* s, float* lse_out, const float* lse_in,
-                         float* tmp) {
-  mm(GemmShape{rows, cols, d, false, true, h.q.ld, h.k.ld, cols}, h.q.p + i0 * h.q.ld, h.k.p, s,
-     false);
+void softmax_rows(float* s, std::int64_t i0, std::int64_t rows, std::int64_t cols, float scale,
+                  const AttentionPrecision& pr, bool to_bf16, float* lse_out, const float* lse_in,
+                  float* tmp) {
   for (std::int64_t r = 0; r < rows; ++r) {
     float* sr = s + r * cols;
     const std::int64_t valid = i0 + r + 1;  // keys 0..i0+r
@@ -127,11 +47,102 @@ void block_probabilities(const Head& h, std::int64_t i0, std::int64_t rows, std:
     if (pr.softmax_in_half) round_if(sr, valid, pr.half);
   }
   if (!pr.softmax_in_half) round_if(s, rows * cols, pr.half);  // p feeds a matmul
-  mm.prepare(s, rows * cols);
+  if (to_bf16) round_if(s, rows * cols, numerics::Format::bfloat16);
+}
+
+void score_gradients(float* dp, const float* p, const float* delta, std::int64_t rows,
+                     std::int64_t cols, float scale, const AttentionPrecision& pr, bool to_bf16) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* dpr = dp + r * cols;
+    const float* pr_row = p + r * cols;
+    const float dr = delta[r];
+    for (std::int64_t c = 0; c < cols; ++c) dpr[c] = pr_row[c] * (dpr[c] - dr) * scale;
+  }
+  round_if(dp, rows * cols, pr.half);
+  if (to_bf16) round_if(dp, rows * cols, numerics::Format::bfloat16);
+}
+
+void row_deltas(const HeadRows& d_o, const HeadRows& o, std::int64_t i0, std::int64_t rows,
+                std::int64_t d, float* delta) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* dor = d_o.p + (i0 + r) * d_o.ld;
+    const float* orow = o.p + (i0 + r) * o.ld;
+    float acc = 0;
+    for (std::int64_t c = 0; c < d; ++c) acc += dor[c] * orow[c];
+    delta[r] = acc;
+  }
+}
+
+}  // namespace attention_detail
+
+namespace {
+using namespace attention_detail;
+
+Operand at(const Operand& x, std::int64_t elements) {
+  return {static_cast<const char*>(x.data) + elements * numerics::traits(x.format).storage_bytes,
+          x.format};
+}
+
+// How a head's products run. At POL 2, float16 / cbfloat16 operands are rounded to bfloat16
+// first (the one pass of every route), so the products multiply bf16 values. Every product of
+// a head takes the head's route (chosen per head shape by measurement, head_route below): the
+// fp32 routes multiply the head's float32 rows in the calling thread (oneDNN's sgemm, or
+// mantissa's GEMM), onednn_bf16 through oneDNN's bf16 matmul, and bf16 through mantissa's
+// GEMM or, for one-pass bf16 values, as the fused pair kernels of attention_pairs.cpp.
+struct Products {
+  GemmPrecision gemm;
+  bool to_bf16 = false;  // POL 2, a split format
+
+  explicit Products(const AttentionPrecision& pr) : gemm(pr.gemm) {
+    const bool split =
+        gemm.format == numerics::Format::float16 || gemm.format == numerics::Format::cbfloat16;
+    to_bf16 = split && gemm.passes == 1;
+    if (to_bf16) gemm.format = numerics::Format::bfloat16;  // the operands are bf16 values now
+  }
+  // An operand computed here (probabilities, score gradients): what the product reads.
+  void prepare(float* x, std::int64_t n) const {
+    if (to_bf16) round_if(x, n, numerics::Format::bfloat16);
+  }
+  void operator()(const GemmShape& s, const float* a, const float* b, float* c,
+                  bool accumulate) const {
+    if (gemm.route == MatmulRoute::onednn_fp32) {
+      gemm_detail::onednn_sgemm_in_thread(s, a, b, c, accumulate);
+    } else {
+      gemm_in_thread(s, a, b, c, accumulate, gemm);
+    }
+  }
+  // The same products on `route`.
+  Products on(MatmulRoute route) const {
+    Products p = *this;
+    p.gemm.route = route;
+    return p;
+  }
+};
+
+// A head's t x d operand as float32 rows `ld` apart: the stored rows themselves when they
+// are float32 (and need no rounding), else decoded (and rounded for the product) into the
+// thread's scratch `slot`, dense.
+HeadRows head_rows(const Operand& x, std::int64_t ld, std::int64_t t, std::int64_t d,
+                   const Products& pr, int slot) {
+  if (x.format == numerics::Format::float32 && !pr.to_bf16) {
+    return {static_cast<const float*>(x.data), ld};
+  }
+  float* out = sized(slot, t * d);
+  const int bytes = numerics::traits(x.format).storage_bytes;
+  for (std::int64_t r = 0; r < t; ++r) {
+    numerics::decode_array(static_cast<const char*>(x.data) + r * ld * bytes,
+                           static_cast<std::size_t>(d), x.format, out + r * d);
+  }
+  pr.prepare(out, t * d);
+  return {out, d};
 }
 
 void forward_head(const Head& h, AttentionOutput o, std::int64_t ldo, float* lse, std::int64_t t,
                   std::int64_t d, float scale, const AttentionPrecision& pr, const Products& mm) {
+  if (mm.gemm.route == MatmulRoute::bf16 && pairs_can_run(mm.gemm, d)) {
+    forward_head_pairs(h, o, ldo, lse, t, d, scale, pr, mm.to_bf16);
+    return;
+  }
   float* s = sized(0, kBlock * t);
   float* tmp = sized(1, t);
   float* ob = sized(2, kBlock * d);
@@ -139,7 +150,9 @@ void forward_head(const Head& h, AttentionOutput o, std::int64_t ldo, float* lse
   for (std::int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const std::int64_t rows = std::min(kBlock, t - i0);
     const std::int64_t cols = i0 + rows;  // causal: keys up to the block's last row
-    block_probabilities(h, i0, rows, cols, d, scale, pr, mm, s, lse + i0, nullptr, tmp);
+    mm(GemmShape{rows, cols, d, false, true, h.q.ld, h.k.ld, cols}, h.q.p + i0 * h.q.ld, h.k.p, s,
+       false);
+    softmax_rows(s, i0, rows, cols, scale, pr, mm.to_bf16, lse + i0, nullptr, tmp);
     mm(GemmShape{rows, d, cols, false, false, cols, h.v.ld, d}, s, h.v.p, ob, false);
     for (std::int64_t r = 0; r < rows; ++r) {
       numerics::encode_array(ob + r * d, static_cast<std::size_t>(d), o.format,
@@ -156,6 +169,10 @@ void backward_head(const Head& h, const HeadRows& o, const HeadRows& d_o, const 
                    const float* lse, float* dq, float* dk, float* dv, std::int64_t ld,
                    std::int64_t t, std::int64_t d, float scale, const AttentionPrecision& pr,
                    const Products& mm) {
+  if (mm.gemm.route == MatmulRoute::bf16 && pairs_can_run(mm.gemm, d)) {
+    backward_head_pairs(h, o, d_o, d_o_plain, lse, dq, dk, dv, ld, t, d, scale, pr, mm.to_bf16);
+    return;
+  }
   float* p = sized(0, kBlock * t);
   float* dp = sized(1, kBlock * t);
   float* dk_acc = sized(2, t * d);
@@ -166,28 +183,16 @@ void backward_head(const Head& h, const HeadRows& o, const HeadRows& d_o, const 
   for (std::int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const std::int64_t rows = std::min(kBlock, t - i0);
     const std::int64_t cols = i0 + rows;
-    block_probabilities(h, i0, rows, cols, d, scale, pr, mm, p, nullptr, lse + i0, nullptr);
+    mm(GemmShape{rows, cols, d, false, true, h.q.ld, h.k.ld, cols}, h.q.p + i0 * h.q.ld, h.k.p, p,
+       false);
+    softmax_rows(p, i0, rows, cols, scale, pr, mm.to_bf16, nullptr, lse + i0, nullptr);
     const float* dob = d_o.p + i0 * d_o.ld;
     // dV[0:cols] += P^T dO_block
     mm(GemmShape{cols, d, rows, true, false, cols, d_o.ld, d}, p, dob, dv_acc, true);
     // dP = dO_block V[0:cols]^T
     mm(GemmShape{rows, cols, d, false, true, d_o.ld, h.v.ld, cols}, dob, h.v.p, dp, false);
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const float* dor = d_o_plain.p + (i0 + r) * d_o_plain.ld;
-      const float* orow = o.p + (i0 + r) * o.ld;
-      float acc = 0;
-      for (std::int64_t c = 0; c < d; ++c) acc += dor[c] * orow[c];
-      delta[r] = acc;
-    }
-    // dS = P * (dP - delta) * scale (zero where masked, since P is zero there)
-    for (std::int64_t r = 0; r < rows; ++r) {
-      float* dpr = dp + r * cols;
-      const float* pr_row = p + r * cols;
-      const float dr = delta[r];
-      for (std::int64_t c = 0; c < cols; ++c) dpr[c] = pr_row[c] * (dpr[c] - dr) * scale;
-    }
-    round_if(dp, rows * cols, pr.half);
-    mm.prepare(dp, rows * cols);
+    row_deltas(d_o_plain, o, i0, rows, d, delta);
+    score_gradients(dp, p, delta, rows, cols, scale, pr, mm.to_bf16);
     // dQ_block = dS K[0:cols];  dK[0:cols] += dS^T Q_block
     mm(GemmShape{rows, d, cols, false, false, cols, h.k.ld, ld}, dp, h.k.p, dq + i0 * ld, false);
     mm(GemmShape{cols, d, rows, true, false, cols, h.q.ld, d}, dp, h.q.p + i0 * h.q.ld, dk_acc,
@@ -197,6 +202,21 @@ void backward_head(const Head& h, const HeadRows& o, const HeadRows& d_o, const 
     std::copy(dk_acc + r * d, dk_acc + (r + 1) * d, dk + r * ld);
     std::copy(dv_acc + r * d, dv_acc + (r + 1) * d, dv + r * ld);
   }
+}
+
+// The route every product of a head of this shape takes: under automatic, chosen like a
+// product's (gemm_route.hpp) with one head's forward pass as the probe, so the fused bf16
+// head competes as a whole against the products of every other route.
+Products head_products(const AttentionShape& s, const Products& mm, const Head& h, float scale,
+                       const AttentionPrecision& pr) {
+  GemmKey key{s.t, s.t, s.d, false, true, mm.gemm.format, mm.gemm.passes, false};
+  key.attention_head = true;
+  const MatmulRoute route = choose_route(key, mm.gemm.route, [&](MatmulRoute r) {
+    float* o = sized(12, s.t * s.d);  // timed into scratch
+    forward_head(h, {o, numerics::Format::float32}, s.d, sized(13, s.t), s.t, s.d, scale, pr,
+                 mm.on(r));
+  });
+  return mm.on(route);
 }
 
 // Runs fn(i, in_offset, out_offset) for every (batch, head) pair i = b * heads + h, the
@@ -223,7 +243,8 @@ void attention_forward(const AttentionShape& s, const HeadLayout& in, Operand q,
     const Head h{head_rows(at(q, a), ld, s.t, s.d, mm, 5), head_rows(at(k, a), ld, s.t, s.d, mm, 6),
                  head_rows(at(v, a), ld, s.t, s.d, mm, 7)};
     const AttentionOutput oh{static_cast<char*>(o.data) + ot * bytes, o.format};
-    forward_head(h, oh, out.row_stride, lse + i * s.t, s.t, s.d, scale, pr, mm);
+    forward_head(h, oh, out.row_stride, lse + i * s.t, s.t, s.d, scale, pr,
+                 head_products(s, mm, h, scale, pr));
   });
 }
 
@@ -244,7 +265,8 @@ void attention_backward(const AttentionShape& s, const HeadLayout& in, Operand q
     const HeadRows g = head_rows(at(d_o, ot), ldo, s.t, s.d, mm, 9);
     const HeadRows g_plain = mm.to_bf16 ? head_rows(at(d_o, ot), ldo, s.t, s.d, as_stored, 10) : g;
     backward_head(h, head_rows(at(o, ot), ldo, s.t, s.d, as_stored, 8), g, g_plain, lse + i * s.t,
-                  dq + a, dk + a, dv + a, ld, s.t, s.d, scale, pr, mm);
+                  dq + a, dk + a, dv + a, ld, s.t, s.d, scale, pr,
+                  head_products(s, mm, h, scale, pr));
   });
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "bf16_dot_step.hpp"
 #include "gemm/blocked_gemm.hpp"
 #include "gemm/onednn_routes.hpp"
 #include "gemm/packing.hpp"
@@ -86,14 +87,7 @@ float element(const Operand& x, bool trans, std::int64_t ld, std::int64_t r, std
   return v;
 }
 
-// The AVX512-BF16 dot instruction's arithmetic: subnormal inputs read as zero, the product
-// exact (bf16 values), the sum rounded to float32 and flushed to zero when subnormal.
-float daz(float x) {
-  return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x;
-}
-float dot_step(float acc, float x, float y) {
-  return daz(std::fma(daz(x), daz(y), daz(acc)));
-}
+using detail::dot_step;
 
 }  // namespace
 

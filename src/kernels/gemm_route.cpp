@@ -147,6 +147,11 @@ void check_route(Format format, MatmulRoute preference) {
 }
 
 std::string describe(const GemmKey& key) {
+  if (key.attention_head) {
+    return "attention head t" + std::to_string(key.m) + " d" + std::to_string(key.k) + " " +
+           std::string(numerics::name(key.format)) + " " + std::to_string(key.passes) +
+           (key.passes == 1 ? " pass" : " passes");
+  }
   std::string s = std::to_string(key.m);
   s += 'x';
   s += std::to_string(key.n);

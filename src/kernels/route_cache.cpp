@@ -84,7 +84,10 @@ std::string route_record_line(const RouteRecord& rec) {
   const GemmKey& k = rec.key;
   out << k.m << ' ' << k.n << ' ' << k.k << ' ' << (k.trans_a ? 'T' : 'N')
       << (k.trans_b ? 'T' : 'N') << ' ' << numerics::name(k.format) << ' ' << k.passes << ' '
-      << (k.all_threads ? "all" : "thread") << ' ' << route_name(rec.route);
+      << (k.attention_head ? "head"
+          : k.all_threads  ? "all"
+                           : "thread")
+      << ' ' << route_name(rec.route);
   for (double g : rec.gflops) out << ' ' << g;
   return out.str();
 }
@@ -110,8 +113,11 @@ std::optional<RouteRecord> parse_route_record_line(const std::string& line) {
   if (!f) return std::nullopt;
   k.format = *f;
   if (k.passes != 1 && k.passes != 3 && k.passes != 4) return std::nullopt;
-  if (threads != "all" && threads != "thread") return std::nullopt;
+  if (threads != "all" && threads != "thread" && threads != "head") return std::nullopt;
   k.all_threads = threads == "all";
+  k.attention_head = threads == "head";
+  // A head is t x t x d, NT.
+  if (k.attention_head && (k.m != k.n || k.trans_a || !k.trans_b)) return std::nullopt;
   const std::optional<MatmulRoute> r = find_named(precision::kMatmulRouteNames, route);
   if (!r || *r == MatmulRoute::automatic) return std::nullopt;
   rec.route = *r;

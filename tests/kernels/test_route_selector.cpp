@@ -152,13 +152,26 @@ TEST_F(RouteSelectorTest, RecordLinesRoundTripAndBadLinesAreRejected) {
   EXPECT_EQ(back->key, r.key);
   EXPECT_EQ(back->route, r.route);
   EXPECT_EQ(back->gflops, r.gflops);
+  // An attention head's class: t x t x d, NT, token "head" (written by hand here).
+  RouteRecord head;
+  head.key = {256, 256, 64, false, true, Format::bfloat16, 1, false};
+  head.key.attention_head = true;
+  head.route = MatmulRoute::bf16;
+  EXPECT_EQ(route_record_line(head).substr(0, 34), "256 256 64 NT bfloat16 1 head bf16");
+  const std::optional<RouteRecord> head_back =
+      parse_route_record_line("256 256 64 NT bfloat16 1 head bf16 0 0 0 0 0");
+  ASSERT_TRUE(head_back);
+  EXPECT_EQ(head_back->key, head.key);
+  EXPECT_EQ(describe(head.key), "attention head t256 d64 bfloat16 1 pass");
   for (const char* bad :
        {"", "1 2 3 NT bfloat16 1 all", "1 2 3 XX bfloat16 1 all fp32 0 0 0 0 0",
         "1 2 3 NT fp99 1 all fp32 0 0 0 0 0", "1 2 3 NT bfloat16 2 all fp32 0 0 0 0 0",
         "1 2 3 NT bfloat16 1 some fp32 0 0 0 0 0", "1 2 3 NT bfloat16 1 all automatic 0 0 0 0 0",
         "-1 2 3 NT bfloat16 1 all fp32 0 0 0 0 0", "1 2 3 NT bfloat16 1 all fp32 0 0 0 0 -1",
         "1 2 3 NT bfloat16 1 all fp32 0 0 0 0 nan", "1 2 3 NT bfloat16 1 all fp32 0 0 0 0 0 9",
-        "99999999999999999999 2 3 NT bfloat16 1 all fp32 0 0 0 0 0"}) {
+        "99999999999999999999 2 3 NT bfloat16 1 all fp32 0 0 0 0 0",
+        "256 128 64 NT bfloat16 1 head bf16 0 0 0 0 0",  // a head's scores are square
+        "256 256 64 NN bfloat16 1 head bf16 0 0 0 0 0"}) {
     EXPECT_FALSE(parse_route_record_line(bad)) << bad;
   }
 }

@@ -66,16 +66,21 @@ MatmulRoute effective_preference(Format format, MatmulRoute preference);
 void check_route(Format format, MatmulRoute preference);
 
 // One class of products that get one route: the shape, the transposes, the values' format,
-// the pass count and whether the product runs on all threads or inside a thread.
+// the pass count and whether the product runs on all threads or inside a thread. An
+// attention head (causal attention over t positions of width d, one thread) is one class
+// too, m = n = t, k = d, NT: all its products take one route, and bf16 there means the fused
+// bf16 head kernel where the values are bf16 in one pass (mantissa's GEMM otherwise).
 struct GemmKey {
   std::int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
   Format format = Format::float32;
   int passes = 1;
   bool all_threads = true;
+  bool attention_head = false;
   auto operator<=>(const GemmKey&) const = default;
 };
-std::string describe(const GemmKey& key);  // "2048x1536x384 NT bfloat16 1 pass, all threads"
+// "2048x1536x384 NT bfloat16 1 pass, all threads"; "attention head t256 d64 bfloat16 1 pass"
+std::string describe(const GemmKey& key);
 
 // How a route was chosen for a key.
 enum class RouteSource : std::uint8_t {
@@ -117,7 +122,8 @@ RouteRecord sample_route(Format format, int passes, std::int64_t n);
 // Every choice made under automatic in this process, in key order.
 std::vector<RouteRecord> route_records();
 // One record as one line of text ("2048 1536 384 NT bfloat16 1 all bf16 95.1 100.2 170.5
-// 196.7 0": key, route, GFLOP/s per route in table order) and back: nullopt for a line that
+// 196.7 0": key (threads "all", "thread", or "head" for an attention head), route, GFLOP/s
+// per route in table order) and back: nullopt for a line that
 // does not parse or holds a value out of range. The machine cache and checkpoints use it.
 std::string route_record_line(const RouteRecord& rec);
 std::optional<RouteRecord> parse_route_record_line(const std::string& line);

@@ -1,0 +1,149 @@
+// The fused bf16 attention head: every product of a head on the AVX512-BF16 dot instruction
+// (bf16_pair_product), its operands converted to bf16 and laid out as pair words once per
+// head rather than packed again for every product of every block.
+#include <algorithm>
+
+#include "attention_parts.hpp"
+#include "mantissa/kernels/bf16_pairs.hpp"
+#include "mantissa/numerics/convert.hpp"
+#include "scratch.hpp"
+
+namespace mantissa::kernels::attention_detail {
+namespace {
+
+std::uint16_t* halves(int slot, std::int64_t n) {
+  thread_local ScratchBuffer buffers[8];
+  return buffers[slot].as<std::uint16_t>(static_cast<std::size_t>(std::max<std::int64_t>(n, 2)));
+}
+std::uint32_t* words(int slot, std::int64_t n) {
+  thread_local ScratchBuffer buffers[8];
+  return buffers[slot].as<std::uint32_t>(static_cast<std::size_t>(std::max<std::int64_t>(n, 1)));
+}
+
+std::int64_t even(std::int64_t n) {
+  return n + n % 2;
+}
+
+// A t x d head operand as bf16 rows (d + d % 2 wide), in scratch `slot`.
+const std::uint16_t* bf16_rows(const HeadRows& x, std::int64_t t, std::int64_t d, int slot) {
+  std::uint16_t* out = halves(slot, t * even(d));
+  to_bf16_rows(x.p, t, d, x.ld, out, even(d));
+  return out;
+}
+
+// The pair words of bf16 rows x (t rows, dw words each) transposed: out[p * ldo + j] is
+// word p of row j, so a product reduces over the rows' own direction (d) with rows as
+// columns. Rows t..ldo-1 are zero.
+std::uint32_t* transposed_words(const std::uint16_t* x, std::int64_t t, std::int64_t dw,
+                                std::int64_t ldo, int slot) {
+  std::uint32_t* out = words(slot, dw * ldo);
+  const auto* w = reinterpret_cast<const std::uint32_t*>(x);
+  for (std::int64_t p = 0; p < dw; ++p) {
+    std::uint32_t* o = out + p * ldo;
+    for (std::int64_t j = 0; j < t; ++j) o[j] = w[j * dw + p];
+    std::fill(o + t, o + ldo, 0u);
+  }
+  return out;
+}
+
+// Pairs of rows of bf16 rows x (t rows, n wide, ldx apart) interleaved, in scratch `slot`:
+// (t + 1) / 2 pair rows of n words.
+std::uint32_t* row_pairs(const std::uint16_t* x, std::int64_t t, std::int64_t n, std::int64_t ldx,
+                         int slot) {
+  std::uint32_t* out = words(slot, even(t) / 2 * n);
+  interleave_row_pairs(x, t, n, ldx, out, n);
+  return out;
+}
+
+void encode_rows(const float* x, std::int64_t rows, std::int64_t d, AttentionOutput o,
+                 std::int64_t row0, std::int64_t ldo) {
+  const int bytes = numerics::traits(o.format).storage_bytes;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    numerics::encode_array(x + r * d, static_cast<std::size_t>(d), o.format,
+                           static_cast<char*>(o.data) + (row0 + r) * ldo * bytes);
+  }
+}
+
+const std::uint32_t* as_words(const std::uint16_t* x) {
+  return reinterpret_cast<const std::uint32_t*>(x);
+}
+
+}  // namespace
+
+bool pairs_can_run(const GemmPrecision& gemm, std::int64_t d) {
+  return gemm.format == numerics::Format::bfloat16 && gemm.passes == 1 && d % 2 == 0 &&
+         bf16_pairs_available();
+}
+
+void forward_head_pairs(const Head& h, AttentionOutput o, std::int64_t ldo, float* lse,
+                        std::int64_t t, std::int64_t d, float scale, const AttentionPrecision& pr,
+                        bool to_bf16) {
+  const std::int64_t dw = d / 2, tp = even(t);
+  const std::uint16_t* q = bf16_rows(h.q, t, d, 0);
+  const std::uint32_t* k_t = transposed_words(bf16_rows(h.k, t, d, 1), t, dw, tp, 0);
+  const std::uint32_t* v_pairs = row_pairs(bf16_rows(h.v, t, d, 2), t, d, d, 1);
+  float* s = sized(0, kBlock * t);
+  float* tmp = sized(1, t);
+  float* ob = sized(2, kBlock * d);
+  std::uint16_t* p = halves(3, kBlock * tp);
+  for (std::int64_t i0 = 0; i0 < t; i0 += kBlock) {
+    const std::int64_t rows = std::min(kBlock, t - i0), cols = i0 + rows, cw = even(cols) / 2;
+    bf16_pair_product(rows, cols, dw, {as_words(q) + i0 * dw, dw, 1}, {k_t, tp}, s, cols, false);
+    softmax_rows(s, i0, rows, cols, scale, pr, to_bf16, lse + i0, nullptr, tmp);
+    to_bf16_rows(s, rows, cols, cols, p, 2 * cw);
+    bf16_pair_product(rows, d, cw, {as_words(p), cw, 1}, {v_pairs, d}, ob, d, false);
+    encode_rows(ob, rows, d, o, i0, ldo);
+  }
+}
+
+void backward_head_pairs(const Head& h, const HeadRows& o, const HeadRows& d_o,
+                         const HeadRows& d_o_plain, const float* lse, float* dq, float* dk,
+                         float* dv, std::int64_t ld, std::int64_t t, std::int64_t d, float scale,
+                         const AttentionPrecision& pr, bool to_bf16) {
+  const std::int64_t dw = d / 2, tp = even(t);
+  const std::uint16_t* q = bf16_rows(h.q, t, d, 0);
+  const std::uint16_t* k = bf16_rows(h.k, t, d, 1);
+  const std::uint16_t* v = bf16_rows(h.v, t, d, 2);
+  const std::uint16_t* g = bf16_rows(d_o, t, d, 3);
+  const std::uint32_t* k_t = transposed_words(k, t, dw, tp, 0);
+  const std::uint32_t* v_t = transposed_words(v, t, dw, tp, 1);
+  const std::uint32_t* k_pairs = row_pairs(k, t, d, d, 2);
+  const std::uint32_t* q_pairs = row_pairs(q, t, d, d, 3);
+  const std::uint32_t* g_pairs = row_pairs(g, t, d, d, 4);
+  float* p = sized(0, kBlock * t);
+  float* dp = sized(1, kBlock * t);
+  float* dk_acc = sized(2, t * d);
+  float* dv_acc = sized(3, t * d);
+  float* delta = sized(4, kBlock);
+  std::uint16_t* pb = halves(4, kBlock * tp);
+  std::uint16_t* sb = halves(5, kBlock * tp);
+  std::uint32_t* p_pairs = words(5, kBlock / 2 * tp);
+  std::uint32_t* s_pairs = words(6, kBlock / 2 * tp);
+  std::fill(dk_acc, dk_acc + t * d, 0.0f);
+  std::fill(dv_acc, dv_acc + t * d, 0.0f);
+  for (std::int64_t i0 = 0; i0 < t; i0 += kBlock) {
+    const std::int64_t rows = std::min(kBlock, t - i0), cols = i0 + rows, cw = even(cols) / 2;
+    const std::int64_t rw = even(rows) / 2;  // pair rows of the block's query rows
+    bf16_pair_product(rows, cols, dw, {as_words(q) + i0 * dw, dw, 1}, {k_t, tp}, p, cols, false);
+    softmax_rows(p, i0, rows, cols, scale, pr, to_bf16, nullptr, lse + i0, nullptr);
+    // dV[0:cols] += P^T dO_block: P's rows paired, read pair-major.
+    to_bf16_rows(p, rows, cols, cols, pb, 2 * cw);
+    interleave_row_pairs(pb, rows, cols, 2 * cw, p_pairs, cols);
+    bf16_pair_product(cols, d, rw, {p_pairs, 1, cols}, {g_pairs + i0 / 2 * d, d}, dv_acc, d, true);
+    // dP = dO_block V[0:cols]^T
+    bf16_pair_product(rows, cols, dw, {as_words(g) + i0 * dw, dw, 1}, {v_t, tp}, dp, cols, false);
+    row_deltas(d_o_plain, o, i0, rows, d, delta);
+    score_gradients(dp, p, delta, rows, cols, scale, pr, to_bf16);
+    to_bf16_rows(dp, rows, cols, cols, sb, 2 * cw);
+    // dQ_block = dS K[0:cols];  dK[0:cols] += dS^T Q_block
+    bf16_pair_product(rows, d, cw, {as_words(sb), cw, 1}, {k_pairs, d}, dq + i0 * ld, ld, false);
+    interleave_row_pairs(sb, rows, cols, 2 * cw, s_pairs, cols);
+    bf16_pair_product(cols, d, rw, {s_pairs, 1, cols}, {q_pairs + i0 / 2 * d, d}, dk_acc, d, true);
+  }
+  for (std::int64_t r = 0; r < t; ++r) {
+    std::copy(dk_acc + r * d, dk_acc + (r + 1) * d, dk + r * ld);
+    std::copy(dv_acc + r * d, dv_acc + (r + 1) * d, dv + r * ld);
+  }
+}
+
+}  // namespace mantissa::kernels::attention_detail

@@ -1,0 +1,62 @@
+#pragma once
+// Internal: the pieces the attention kernels share (attention.cpp runs a head's products
+// through the GEMM routes; attention_pairs.cpp runs them as bf16 pair products it packs
+// itself).
+#include <cstdint>
+
+#include "mantissa/kernels/attention.hpp"
+#include "mantissa/kernels/gemm_route.hpp"
+
+namespace mantissa::kernels::attention_detail {
+
+// Query rows per block: scores exist for kBlock rows x (keys up to the block's last row).
+constexpr std::int64_t kBlock = 64;
+
+// Per-thread float scratch that only grows (slots 0..11): no allocation once warm.
+float* sized(int slot, std::int64_t n);
+
+// A head's t x d operand as float32 rows `ld` apart.
+struct HeadRows {
+  const float* p;
+  std::int64_t ld;
+};
+// One head's operands as float32 rows.
+struct Head {
+  HeadRows q, k, v;
+};
+
+// x rounded to `f` in place (nothing for float32).
+void round_if(float* x, std::int64_t n, numerics::Format f);
+
+// Turns a block's raw scores s (rows x cols, leading dim cols; query rows i0.., keys
+// 0..cols-1) into probabilities: scale, causal mask, softmax via the row log-sum-exp, the
+// rounding the precision asks for, and `to_bf16` (products on bf16 values). Writes lse when
+// `lse_out`, else uses `lse_in` (the backward's recomputation, bit-identical).
+void softmax_rows(float* s, std::int64_t i0, std::int64_t rows, std::int64_t cols, float scale,
+                  const AttentionPrecision& pr, bool to_bf16, float* lse_out, const float* lse_in,
+                  float* tmp);
+
+// dS = P * (dP - delta) * scale in place of dP (zero where P is zero), rounded to H and,
+// with `to_bf16`, to bfloat16.
+void score_gradients(float* dp, const float* p, const float* delta, std::int64_t rows,
+                     std::int64_t cols, float scale, const AttentionPrecision& pr, bool to_bf16);
+
+// delta[r] = sum_c dO[r][c] o[r][c] for the block's rows.
+void row_deltas(const HeadRows& d_o, const HeadRows& o, std::int64_t i0, std::int64_t rows,
+                std::int64_t d, float* delta);
+
+// Whether one head can run as bf16 pair products (attention_pairs.cpp): bf16 values in one
+// pass, an even head width and the CPU's bf16 dot instruction.
+bool pairs_can_run(const GemmPrecision& gemm, std::int64_t d);
+
+// The fused bf16 heads: like forward_head / backward_head of attention.cpp, every product
+// on bf16_pair_product with operands packed once per head. o rows are encoded in o.format.
+void forward_head_pairs(const Head& h, AttentionOutput o, std::int64_t ldo, float* lse,
+                        std::int64_t t, std::int64_t d, float scale, const AttentionPrecision& pr,
+                        bool to_bf16);
+void backward_head_pairs(const Head& h, const HeadRows& o, const HeadRows& d_o,
+                         const HeadRows& d_o_plain, const float* lse, float* dq, float* dk,
+                         float* dv, std::int64_t ld, std::int64_t t, std::int64_t d, float scale,
+                         const AttentionPrecision& pr, bool to_bf16);
+
+}  // namespace mantissa::kernels::attention_detail

@@ -1,0 +1,136 @@
+// Compiled with -mavx512f -mavx512bw -mavx512bf16; entered only after bf16_pairs_available().
+#include "bf16_pairs_avx512.hpp"
+
+#include <immintrin.h>
+
+// GCC 12's AVX-512 headers fill the pass-through of unmasked intrinsics with a
+// self-initialised "undefined" vector, which -Wmaybe-uninitialized reports wherever they are
+// inlined (GCC bug 105593, fixed in GCC 13). Nothing here reads an undefined lane.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <algorithm>
+
+namespace mantissa::kernels::detail {
+namespace {
+
+constexpr int kRows = 6;     // rows of c per tile
+constexpr int kVectors = 4;  // 16-column vectors per tile: 64 columns
+
+__mmask16 column_mask(std::int64_t left) {
+  return left >= 16  ? static_cast<__mmask16>(0xFFFF)
+         : left <= 0 ? static_cast<__mmask16>(0)
+                     : static_cast<__mmask16>((1u << left) - 1u);
+}
+
+// Rows [i, i + R) x columns [j, j + 64) (masked to n): R x 4 accumulators, one dot
+// instruction per row, vector and pair.
+template <int R>
+void tile(std::int64_t i, std::int64_t j, std::int64_t n, std::int64_t pairs, const PairRows& a,
+          const PairCols& b, float* c, std::int64_t ldc, bool accumulate) {
+  __mmask16 mask[kVectors];
+  for (int v = 0; v < kVectors; ++v) mask[v] = column_mask(n - j - 16 * v);
+  __m512 acc[R][kVectors];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) {
+      acc[r][v] = accumulate ? _mm512_maskz_loadu_ps(mask[v], c + (i + r) * ldc + j + 16 * v)
+                             : _mm512_setzero_ps();
+    }
+  }
+  const std::uint32_t* arow = a.data + i * a.row_stride;
+  const std::uint32_t* bp = b.data + j;
+  for (std::int64_t p = 0; p < pairs; ++p) {
+    __m512bh bv[kVectors];
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) {
+      bv[v] = (__m512bh)_mm512_maskz_loadu_epi32(mask[v], bp + 16 * v);
+    }
+    const std::uint32_t* ap = arow + p * a.pair_stride;
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(ap[r * a.row_stride]));
+#pragma GCC unroll 4
+      for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
+    }
+    bp += b.ld;
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) {
+      _mm512_mask_storeu_ps(c + (i + r) * ldc + j + 16 * v, mask[v], acc[r][v]);
+    }
+  }
+}
+
+// 16 bf16 values (masked) zero-extended to 32-bit lanes.
+__m512i widen(__mmask16 m, const std::uint16_t* x) {
+  const __m512i v = _mm512_maskz_loadu_epi16(static_cast<__mmask32>(m), x);
+  return _mm512_cvtepu16_epi32(_mm512_castsi512_si256(v));
+}
+
+// The top 16 bits of each lane, moved down.
+__m512i shift_down(__m512i x) { return _mm512_srli_epi32(x, 16); }
+
+using TileFn = void (*)(std::int64_t, std::int64_t, std::int64_t, std::int64_t, const PairRows&,
+                        const PairCols&, float*, std::int64_t, bool);
+constexpr TileFn kTiles[kRows + 1] = {nullptr, tile<1>, tile<2>, tile<3>,
+                                      tile<4>, tile<5>, tile<6>};
+
+}  // namespace
+
+void bf16_pair_product_avx512(std::int64_t m, std::int64_t n, std::int64_t pairs, PairRows a,
+                              PairCols b, float* c, std::int64_t ldc, bool accumulate) {
+  for (std::int64_t j = 0; j < n; j += 16 * kVectors) {
+    for (std::int64_t i = 0; i < m; i += kRows) {
+      const auto rows = static_cast<int>(std::min<std::int64_t>(kRows, m - i));
+      kTiles[rows](i, j, n, pairs, a, b, c, ldc, accumulate);
+    }
+  }
+}
+
+void to_bf16_rows_avx512(const float* x, std::int64_t rows, std::int64_t n, std::int64_t ldx,
+                         std::uint16_t* out, std::int64_t ldo) {
+  const __m512i low_ones = _mm512_set1_epi32(0x7FFF);
+  const __m512i one = _mm512_set1_epi32(1);
+  const __m512i quiet = _mm512_set1_epi32(0x0040);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * ldx;
+    std::uint16_t* o = out + r * ldo;
+    for (std::int64_t c = 0; c < n; c += 16) {
+      const __mmask16 m = column_mask(n - c);
+      const __m512 v = _mm512_maskz_loadu_ps(m, xr + c);
+      const __m512i bits = _mm512_castps_si512(v);
+      // Round to nearest even: add 0x7FFF plus the kept part's lowest bit, keep the top half.
+      const __m512i top = shift_down(bits);
+      const __m512i lsb = _mm512_and_si512(top, one);
+      __m512i h = shift_down(_mm512_add_epi32(bits, _mm512_add_epi32(low_ones, lsb)));
+      // NaN: the top half made quiet (never rounded into an infinity or across the sign).
+      const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+      h = _mm512_mask_or_epi32(h, nan, top, quiet);
+      _mm512_mask_storeu_epi16(o + c, static_cast<__mmask32>(m),
+                               _mm512_castsi256_si512(_mm512_cvtepi32_epi16(h)));
+    }
+    if (n % 2 != 0) o[n] = 0;
+  }
+}
+
+void interleave_row_pairs_avx512(const std::uint16_t* x, std::int64_t rows, std::int64_t n,
+                                 std::int64_t ldx, std::uint32_t* out, std::int64_t ldo) {
+  for (std::int64_t p = 0; 2 * p < rows; ++p) {
+    const std::uint16_t* lo = x + 2 * p * ldx;
+    const std::uint16_t* hi = 2 * p + 1 < rows ? lo + ldx : nullptr;
+    std::uint32_t* o = out + p * ldo;
+    for (std::int64_t j = 0; j < n; j += 16) {
+      const __mmask16 m = column_mask(n - j);
+      const __m512i l = widen(m, lo + j);
+      const __m512i h = hi != nullptr ? widen(m, hi + j) : _mm512_setzero_si512();
+      _mm512_mask_storeu_epi32(o + j, m, _mm512_or_si512(l, _mm512_slli_epi32(h, 16)));
+    }
+  }
+}
+
+}  // namespace mantissa::kernels::detail
