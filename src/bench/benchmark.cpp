@@ -21,11 +21,11 @@
 namespace mantissa::bench {
 namespace {
 
+using train::StepResult;
 using train::Trainer;
 using train::TrainerEvents;
 using train::TrainerHooks;
 using train::TrainingStateBytes;
-using train::StepResult;
 
 using Clock = std::chrono::steady_clock;
 

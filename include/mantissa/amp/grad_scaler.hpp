@@ -92,7 +92,8 @@ struct GradScalerOptions {
   double max_loss_scale = default_loss_scale();  // a finite float32 (it multiplies in float32)
   double overflow_tolerance = 0.0;               // fraction of overflowing steps tolerated
   std::optional<double> max_gradient_norm;       // DLS + GCC (ignored by static scaling)
-  // Beyond the vendor's system (their system fixes growth at 2 and backoff at 0.5; PyTorch's names):
+  // Beyond the vendor's system (their system fixes growth at 2 and backoff at 0.5; PyTorch's
+  // names):
   double growth_factor = 2.0;   // > 1
   double backoff_factor = 0.5;  // in (0, 1)
   StuckPolicy on_stuck = StuckPolicy::raise;

@@ -35,15 +35,15 @@ struct BenchResult {
   std::vector<double> step_seconds;  // timed steps, in order
   std::vector<double> losses;        // every step's loss, warm-up included
   double median_seconds = 0;
-  double items_per_second = 0;  // items_per_step / median_seconds
-  double flops_per_step = 0;    // 0 when the model's FLOPs are not modelled
-  double achieved_gflops = 0;   // flops_per_step / median_seconds
-  double gemm_peak_gflops = 0;  // measured here (0 when not measured)
-  double peak_rss_mib = 0;      // of this process, after the steps (before the peak GEMM)
-  double peak_tensor_mib = 0;   // most tensor storage alive at once during the timed steps
-  double pool_mib = 0;          // storage obtained from the system by the tensor pool
+  double items_per_second = 0;      // items_per_step / median_seconds
+  double flops_per_step = 0;        // 0 when the model's FLOPs are not modelled
+  double achieved_gflops = 0;       // flops_per_step / median_seconds
+  double gemm_peak_gflops = 0;      // measured here (0 when not measured)
+  double peak_rss_mib = 0;          // of this process, after the steps (before the peak GEMM)
+  double peak_tensor_mib = 0;       // most tensor storage alive at once during the timed steps
+  double pool_mib = 0;              // storage obtained from the system by the tensor pool
   train::TrainingStateBytes state;  // after the last step
-  std::string training_state;   // master weights and optimizer state formats, in words
+  std::string training_state;       // master weights and optimizer state formats, in words
   std::optional<kernels::ProfileTable> profile;
   double profiled_seconds = 0;  // wall time of the profiled steps
   // Data parallel (docs/distributed.md): the processes (1 without mpirun; the figures above are

@@ -1,7 +1,7 @@
 #pragma once
 // The Trainer: builds the model, data, optimizer, schedule and loss scaler from a
-// config::TrainerConfig and runs train, eval or train_and_eval in the vendor's order (forward, scaled
-// backward, unscale, clip, step or skip, update scale, zero grads; the schedule advances on
+// config::TrainerConfig and runs train, eval or train_and_eval in the vendor's order (forward,
+// scaled backward, unscale, clip, step or skip, update scale, zero grads; the schedule advances on
 // taken steps), with gradient accumulation, periodic evaluation, metrics as JSON lines,
 // and atomic checkpoints that resume bit for bit. It draws nothing: progress and log lines go
 // to the TrainerEvents the program supplies (apps/mantissa renders them on the terminal).
