@@ -32,6 +32,10 @@ static_assert(in_enum_order(kAllFormats, kFormatCount, [](Format f) { return f; 
 // The five formats narrower than float32, the ones the codec encodes to.
 inline constexpr std::array<Format, 5> kNarrowFormats = {
     Format::float16, Format::bfloat16, Format::cbfloat16, Format::float8_e4m3, Format::float8_e5m2};
+static_assert(kNarrowFormats.size() + 1 == kFormatCount &&
+                  in_enum_order(kNarrowFormats, kFormatCount - 1,
+                                [](Format f) { return static_cast<std::size_t>(f) - 1; }),
+              "kNarrowFormats must list every Format but float32, in enum order");
 
 // How the top exponent field is used.
 enum class Specials : std::uint8_t {
