@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "mantissa/kernels/fp8_cast.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
 
@@ -105,6 +106,24 @@ void decode_bench(benchmark::State& state, Format f, SimdPath path) {
   mantissa::numerics::set_simd_path(mantissa::numerics::best_simd_path());
 }
 
+// The fp8 linear layer's cast (kernels/fp8_cast.hpp): 64 MiB of float32 (or the same values
+// stored in bfloat16) scaled, counted and encoded to fp8 on all threads (ref: one thread).
+void fp8_cast_bench(benchmark::State& state, Format from, Format fp8, bool ref) {
+  Buffers& b = buffers();
+  const std::size_t n = ref ? kFloats / 16 : kFloats;
+  std::vector<std::uint8_t> src(n * 4);
+  mantissa::numerics::encode_array(b.src.data(), n, from, src.data());
+  memcpy_rate();
+  const auto start = Clock::now();
+  for (auto _ : state) {
+    const auto cast = ref ? mantissa::kernels::cast_to_fp8_ref : mantissa::kernels::cast_to_fp8;
+    benchmark::DoNotOptimize(
+        cast(src.data(), from, static_cast<std::int64_t>(n), 3.0f, fp8, b.packed.data()));
+    benchmark::ClobberMemory();
+  }
+  report(state, n * (mantissa::numerics::traits(from).storage_bytes + 1), start);
+}
+
 void register_all() {
   benchmark::RegisterBenchmark("memcpy/64MiB", BM_memcpy)->Unit(benchmark::kMillisecond);
   const SimdPath best = mantissa::numerics::best_simd_path();
@@ -122,6 +141,17 @@ void register_all() {
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("decode_ref/" + n).c_str(), decode_bench, f, SimdPath::scalar)
         ->Unit(benchmark::kMillisecond);
+  }
+  for (Format from : {Format::float32, Format::bfloat16}) {
+    for (Format fp8 : {Format::float8_e4m3, Format::float8_e5m2}) {
+      const std::string n = std::string(mantissa::numerics::name(from)) + "_to_" +
+                            std::string(mantissa::numerics::name(fp8));
+      for (const bool ref : {false, true}) {
+        benchmark::RegisterBenchmark(((ref ? "fp8_cast_ref/" : "fp8_cast/") + n).c_str(),
+                                     fp8_cast_bench, from, fp8, ref)
+            ->Unit(benchmark::kMillisecond);
+      }
+    }
   }
 }
 

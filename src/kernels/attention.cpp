@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -85,7 +86,7 @@ Operand at(const Operand& x, std::int64_t elements) {
 
 // How a head's products run. At POL 2, float16 / cbfloat16 operands are rounded to bfloat16
 // first (the one pass of every route), so the products multiply bf16 values. Every product of
-// a head takes the head's route (chosen per head shape by measurement, head_route below): the
+// a head takes the head's route (chosen per head shape by measurement, head_products below): the
 // fp32 routes multiply the head's float32 rows in the calling thread (oneDNN's sgemm, or
 // mantissa's GEMM), onednn_bf16 through oneDNN's bf16 matmul, and bf16 through mantissa's
 // GEMM or, for one-pass bf16 values, as the fused pair kernels of attention_pairs.cpp.
@@ -110,6 +111,10 @@ struct Products {
     } else {
       gemm_in_thread(s, a, b, c, accumulate, gemm);
     }
+  }
+  // Whether a head of width d runs as the fused bf16 pair kernels.
+  bool pairs(std::int64_t d) const {
+    return gemm.route == MatmulRoute::bf16 && pairs_can_run(gemm, d);
   }
   // The same products on `route`.
   Products on(MatmulRoute route) const {
@@ -137,12 +142,20 @@ HeadRows head_rows(const Operand& x, std::int64_t ld, std::int64_t t, std::int64
   return {out, d};
 }
 
+// A head's operand as the pair kernels read it: stored bf16 rows in place (no decoding and
+// encoding again) where their layout allows pair words, else decoded into float scratch
+// `slot` (head_rows) and converted into pair scratch `pair_slot`.
+Bf16Rows operand_pair_rows(const Operand& x, std::int64_t ld, std::int64_t t, std::int64_t d,
+                           const Products& pr, int slot, int pair_slot) {
+  if (x.format == numerics::Format::bfloat16 && ld % 2 == 0 &&
+      reinterpret_cast<std::uintptr_t>(x.data) % 4 == 0) {
+    return {static_cast<const std::uint16_t*>(x.data), ld};
+  }
+  return bf16_rows(head_rows(x, ld, t, d, pr, slot), t, d, pair_slot);
+}
+
 void forward_head(const Head& h, AttentionOutput o, std::int64_t ldo, float* lse, std::int64_t t,
                   std::int64_t d, float scale, const AttentionPrecision& pr, const Products& mm) {
-  if (mm.gemm.route == MatmulRoute::bf16 && pairs_can_run(mm.gemm, d)) {
-    forward_head_pairs(h, o, ldo, lse, t, d, scale, pr, mm.to_bf16);
-    return;
-  }
   float* s = sized(0, kBlock * t);
   float* tmp = sized(1, t);
   float* ob = sized(2, kBlock * d);
@@ -169,10 +182,6 @@ void backward_head(const Head& h, const HeadRows& o, const HeadRows& d_o, const 
                    const float* lse, float* dq, float* dk, float* dv, std::int64_t ld,
                    std::int64_t t, std::int64_t d, float scale, const AttentionPrecision& pr,
                    const Products& mm) {
-  if (mm.gemm.route == MatmulRoute::bf16 && pairs_can_run(mm.gemm, d)) {
-    backward_head_pairs(h, o, d_o, d_o_plain, lse, dq, dk, dv, ld, t, d, scale, pr, mm.to_bf16);
-    return;
-  }
   float* p = sized(0, kBlock * t);
   float* dp = sized(1, kBlock * t);
   float* dk_acc = sized(2, t * d);
@@ -204,17 +213,45 @@ void backward_head(const Head& h, const HeadRows& o, const HeadRows& d_o, const 
   }
 }
 
+// One head's q, k and v as stored (t rows `ld` apart), read as float rows or bf16 rows
+// depending on the route the head takes.
+struct HeadOperands {
+  Operand q, k, v;
+  std::int64_t ld;
+  Head rows(const AttentionShape& s, const Products& mm) const {
+    return {head_rows(q, ld, s.t, s.d, mm, 5), head_rows(k, ld, s.t, s.d, mm, 6),
+            head_rows(v, ld, s.t, s.d, mm, 7)};
+  }
+  PairHead pair_rows(const AttentionShape& s, const Products& mm) const {
+    return {operand_pair_rows(q, ld, s.t, s.d, mm, 5, 0),
+            operand_pair_rows(k, ld, s.t, s.d, mm, 6, 1),
+            operand_pair_rows(v, ld, s.t, s.d, mm, 7, 2)};
+  }
+};
+
+// One forward head on the products `mm`: the fused pair kernels reading the operands as
+// bf16 rows where they can run, else forward_head on float rows.
+void run_forward_head(const AttentionShape& s, const HeadOperands& ops, AttentionOutput o,
+                      std::int64_t ldo, float* lse, float scale, const AttentionPrecision& pr,
+                      const Products& mm) {
+  if (mm.pairs(s.d)) {
+    forward_head_pairs(ops.pair_rows(s, mm), o, ldo, lse, s.t, s.d, scale, pr, mm.to_bf16);
+  } else {
+    forward_head(ops.rows(s, mm), o, ldo, lse, s.t, s.d, scale, pr, mm);
+  }
+}
+
 // The route every product of a head of this shape takes: under automatic, chosen like a
 // product's (gemm_route.hpp) with one head's forward pass as the probe, so the fused bf16
 // head competes as a whole against the products of every other route.
-Products head_products(const AttentionShape& s, const Products& mm, const Head& h, float scale,
-                       const AttentionPrecision& pr) {
+Products head_products(const AttentionShape& s, const Products& mm, const HeadOperands& ops,
+                       float scale, const AttentionPrecision& pr) {
   GemmKey key{s.t, s.t, s.d, false, true, mm.gemm.format, mm.gemm.passes, false};
   key.attention_head = true;
   const MatmulRoute route = choose_route(key, mm.gemm.route, [&](MatmulRoute r) {
     float* o = sized(12, s.t * s.d);  // timed into scratch
-    forward_head(h, {o, numerics::Format::float32}, s.d, sized(13, s.t), s.t, s.d, scale, pr,
-                 mm.on(r));
+    run_forward_head(s, ops, {o, numerics::Format::float32}, s.d, sized(13, s.t), scale, pr,
+                     mm.on(r));
   });
   return mm.on(route);
 }
@@ -239,12 +276,10 @@ void attention_forward(const AttentionShape& s, const HeadLayout& in, Operand q,
   const Products mm(pr);
   const int bytes = numerics::traits(o.format).storage_bytes;
   for_each_head(s, in, out, [&](std::int64_t i, std::int64_t a, std::int64_t ot) {
-    const std::int64_t ld = in.row_stride;
-    const Head h{head_rows(at(q, a), ld, s.t, s.d, mm, 5), head_rows(at(k, a), ld, s.t, s.d, mm, 6),
-                 head_rows(at(v, a), ld, s.t, s.d, mm, 7)};
+    const HeadOperands ops{at(q, a), at(k, a), at(v, a), in.row_stride};
     const AttentionOutput oh{static_cast<char*>(o.data) + ot * bytes, o.format};
-    forward_head(h, oh, out.row_stride, lse + i * s.t, s.t, s.d, scale, pr,
-                 head_products(s, mm, h, scale, pr));
+    run_forward_head(s, ops, oh, out.row_stride, lse + i * s.t, scale, pr,
+                     head_products(s, mm, ops, scale, pr));
   });
 }
 
@@ -260,13 +295,21 @@ void attention_backward(const AttentionShape& s, const HeadLayout& in, Operand q
   const Products as_stored(plain);
   for_each_head(s, in, out, [&](std::int64_t i, std::int64_t a, std::int64_t ot) {
     const std::int64_t ld = in.row_stride, ldo = out.row_stride;
-    const Head h{head_rows(at(q, a), ld, s.t, s.d, mm, 5), head_rows(at(k, a), ld, s.t, s.d, mm, 6),
-                 head_rows(at(v, a), ld, s.t, s.d, mm, 7)};
-    const HeadRows g = head_rows(at(d_o, ot), ldo, s.t, s.d, mm, 9);
-    const HeadRows g_plain = mm.to_bf16 ? head_rows(at(d_o, ot), ldo, s.t, s.d, as_stored, 10) : g;
-    backward_head(h, head_rows(at(o, ot), ldo, s.t, s.d, as_stored, 8), g, g_plain, lse + i * s.t,
-                  dq + a, dk + a, dv + a, ld, s.t, s.d, scale, pr,
-                  head_products(s, mm, h, scale, pr));
+    const HeadOperands ops{at(q, a), at(k, a), at(v, a), ld};
+    const Products route = head_products(s, mm, ops, scale, pr);
+    const HeadRows o_rows = head_rows(at(o, ot), ldo, s.t, s.d, as_stored, 8);
+    if (route.pairs(s.d)) {
+      backward_head_pairs(ops.pair_rows(s, route),
+                          operand_pair_rows(at(d_o, ot), ldo, s.t, s.d, route, 9, 3), o_rows,
+                          head_rows(at(d_o, ot), ldo, s.t, s.d, as_stored, 10), lse + i * s.t,
+                          dq + a, dk + a, dv + a, ld, s.t, s.d, scale, pr, route.to_bf16);
+      return;
+    }
+    const HeadRows g = head_rows(at(d_o, ot), ldo, s.t, s.d, route, 9);
+    const HeadRows g_plain =
+        route.to_bf16 ? head_rows(at(d_o, ot), ldo, s.t, s.d, as_stored, 10) : g;
+    backward_head(ops.rows(s, route), o_rows, g, g_plain, lse + i * s.t, dq + a, dk + a, dv + a, ld,
+                  s.t, s.d, scale, pr, route);
   });
 }
 

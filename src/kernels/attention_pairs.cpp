@@ -24,23 +24,17 @@ std::int64_t even(std::int64_t n) {
   return n + n % 2;
 }
 
-// A t x d head operand as bf16 rows (d + d % 2 wide), in scratch `slot`.
-const std::uint16_t* bf16_rows(const HeadRows& x, std::int64_t t, std::int64_t d, int slot) {
-  std::uint16_t* out = halves(slot, t * even(d));
-  to_bf16_rows(x.p, t, d, x.ld, out, even(d));
-  return out;
-}
-
-// The pair words of bf16 rows x (t rows, dw words each) transposed: out[p * ldo + j] is
-// word p of row j, so a product reduces over the rows' own direction (d) with rows as
+// The pair words of bf16 rows x transposed: out[p * ldo + j] is word p of row j (t rows,
+// dw words each), so a product reduces over the rows' own direction (d) with rows as
 // columns. Rows t..ldo-1 are zero.
-std::uint32_t* transposed_words(const std::uint16_t* x, std::int64_t t, std::int64_t dw,
+std::uint32_t* transposed_words(const Bf16Rows& x, std::int64_t t, std::int64_t dw,
                                 std::int64_t ldo, int slot) {
   std::uint32_t* out = words(slot, dw * ldo);
-  const auto* w = reinterpret_cast<const std::uint32_t*>(x);
+  const auto* w = reinterpret_cast<const std::uint32_t*>(x.p);
+  const std::int64_t ldw = x.ld / 2;
   for (std::int64_t p = 0; p < dw; ++p) {
     std::uint32_t* o = out + p * ldo;
-    for (std::int64_t j = 0; j < t; ++j) o[j] = w[j * dw + p];
+    for (std::int64_t j = 0; j < t; ++j) o[j] = w[j * ldw + p];
     std::fill(o + t, o + ldo, 0u);
   }
   return out;
@@ -68,6 +62,11 @@ const std::uint32_t* as_words(const std::uint16_t* x) {
   return reinterpret_cast<const std::uint32_t*>(x);
 }
 
+// Rows i0.. of bf16 rows x as the left operand of a product over the rows' pairs.
+PairRows rows_from(const Bf16Rows& x, std::int64_t i0) {
+  return {as_words(x.p + i0 * x.ld), x.ld / 2, 1};
+}
+
 }  // namespace
 
 bool pairs_can_run(const GemmPrecision& gemm, std::int64_t d) {
@@ -75,20 +74,25 @@ bool pairs_can_run(const GemmPrecision& gemm, std::int64_t d) {
          bf16_pairs_available();
 }
 
-void forward_head_pairs(const Head& h, AttentionOutput o, std::int64_t ldo, float* lse,
+Bf16Rows bf16_rows(const HeadRows& x, std::int64_t t, std::int64_t d, int slot) {
+  std::uint16_t* out = halves(slot, t * even(d));
+  to_bf16_rows(x.p, t, d, x.ld, out, even(d));
+  return {out, even(d)};
+}
+
+void forward_head_pairs(const PairHead& h, AttentionOutput o, std::int64_t ldo, float* lse,
                         std::int64_t t, std::int64_t d, float scale, const AttentionPrecision& pr,
                         bool to_bf16) {
   const std::int64_t dw = d / 2, tp = even(t);
-  const std::uint16_t* q = bf16_rows(h.q, t, d, 0);
-  const std::uint32_t* k_t = transposed_words(bf16_rows(h.k, t, d, 1), t, dw, tp, 0);
-  const std::uint32_t* v_pairs = row_pairs(bf16_rows(h.v, t, d, 2), t, d, d, 1);
+  const std::uint32_t* k_t = transposed_words(h.k, t, dw, tp, 0);
+  const std::uint32_t* v_pairs = row_pairs(h.v.p, t, d, h.v.ld, 1);
   float* s = sized(0, kBlock * t);
   float* tmp = sized(1, t);
   float* ob = sized(2, kBlock * d);
-  std::uint16_t* p = halves(3, kBlock * tp);
+  std::uint16_t* p = halves(4, kBlock * tp);
   for (std::int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const std::int64_t rows = std::min(kBlock, t - i0), cols = i0 + rows, cw = even(cols) / 2;
-    bf16_pair_product(rows, cols, dw, {as_words(q) + i0 * dw, dw, 1}, {k_t, tp}, s, cols, false);
+    bf16_pair_product(rows, cols, dw, rows_from(h.q, i0), {k_t, tp}, s, cols, false);
     softmax_rows(s, i0, rows, cols, scale, pr, to_bf16, lse + i0, nullptr, tmp);
     to_bf16_rows(s, rows, cols, cols, p, 2 * cw);
     bf16_pair_product(rows, d, cw, {as_words(p), cw, 1}, {v_pairs, d}, ob, d, false);
@@ -96,20 +100,16 @@ void forward_head_pairs(const Head& h, AttentionOutput o, std::int64_t ldo, floa
   }
 }
 
-void backward_head_pairs(const Head& h, const HeadRows& o, const HeadRows& d_o,
+void backward_head_pairs(const PairHead& h, const Bf16Rows& g, const HeadRows& o,
                          const HeadRows& d_o_plain, const float* lse, float* dq, float* dk,
                          float* dv, std::int64_t ld, std::int64_t t, std::int64_t d, float scale,
                          const AttentionPrecision& pr, bool to_bf16) {
   const std::int64_t dw = d / 2, tp = even(t);
-  const std::uint16_t* q = bf16_rows(h.q, t, d, 0);
-  const std::uint16_t* k = bf16_rows(h.k, t, d, 1);
-  const std::uint16_t* v = bf16_rows(h.v, t, d, 2);
-  const std::uint16_t* g = bf16_rows(d_o, t, d, 3);
-  const std::uint32_t* k_t = transposed_words(k, t, dw, tp, 0);
-  const std::uint32_t* v_t = transposed_words(v, t, dw, tp, 1);
-  const std::uint32_t* k_pairs = row_pairs(k, t, d, d, 2);
-  const std::uint32_t* q_pairs = row_pairs(q, t, d, d, 3);
-  const std::uint32_t* g_pairs = row_pairs(g, t, d, d, 4);
+  const std::uint32_t* k_t = transposed_words(h.k, t, dw, tp, 0);
+  const std::uint32_t* v_t = transposed_words(h.v, t, dw, tp, 1);
+  const std::uint32_t* k_pairs = row_pairs(h.k.p, t, d, h.k.ld, 2);
+  const std::uint32_t* q_pairs = row_pairs(h.q.p, t, d, h.q.ld, 3);
+  const std::uint32_t* g_pairs = row_pairs(g.p, t, d, g.ld, 4);
   float* p = sized(0, kBlock * t);
   float* dp = sized(1, kBlock * t);
   float* dk_acc = sized(2, t * d);
@@ -124,14 +124,14 @@ void backward_head_pairs(const Head& h, const HeadRows& o, const HeadRows& d_o,
   for (std::int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const std::int64_t rows = std::min(kBlock, t - i0), cols = i0 + rows, cw = even(cols) / 2;
     const std::int64_t rw = even(rows) / 2;  // pair rows of the block's query rows
-    bf16_pair_product(rows, cols, dw, {as_words(q) + i0 * dw, dw, 1}, {k_t, tp}, p, cols, false);
+    bf16_pair_product(rows, cols, dw, rows_from(h.q, i0), {k_t, tp}, p, cols, false);
     softmax_rows(p, i0, rows, cols, scale, pr, to_bf16, nullptr, lse + i0, nullptr);
     // dV[0:cols] += P^T dO_block: P's rows paired, read pair-major.
     to_bf16_rows(p, rows, cols, cols, pb, 2 * cw);
     interleave_row_pairs(pb, rows, cols, 2 * cw, p_pairs, cols);
     bf16_pair_product(cols, d, rw, {p_pairs, 1, cols}, {g_pairs + i0 / 2 * d, d}, dv_acc, d, true);
     // dP = dO_block V[0:cols]^T
-    bf16_pair_product(rows, cols, dw, {as_words(g) + i0 * dw, dw, 1}, {v_t, tp}, dp, cols, false);
+    bf16_pair_product(rows, cols, dw, rows_from(g, i0), {v_t, tp}, dp, cols, false);
     row_deltas(d_o_plain, o, i0, rows, d, delta);
     score_gradients(dp, p, delta, rows, cols, scale, pr, to_bf16);
     to_bf16_rows(dp, rows, cols, cols, sb, 2 * cw);

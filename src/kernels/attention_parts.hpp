@@ -45,16 +45,32 @@ void score_gradients(float* dp, const float* p, const float* delta, std::int64_t
 void row_deltas(const HeadRows& d_o, const HeadRows& o, std::int64_t i0, std::int64_t rows,
                 std::int64_t d, float* delta);
 
+// A head's t x d operand as bf16 values, rows `ld` elements apart (ld even, rows 4-byte
+// aligned): read in place as pair words.
+struct Bf16Rows {
+  const std::uint16_t* p;
+  std::int64_t ld;
+};
+// One head's operands as bf16 rows.
+struct PairHead {
+  Bf16Rows q, k, v;
+};
+
 // Whether one head can run as bf16 pair products (attention_pairs.cpp): bf16 values in one
 // pass, an even head width and the CPU's bf16 dot instruction.
 bool pairs_can_run(const GemmPrecision& gemm, std::int64_t d);
 
+// Float rows (bf16 values, or rounded to them here) as bf16 rows in the pair kernels' scratch
+// `slot` (0..3), dense.
+Bf16Rows bf16_rows(const HeadRows& x, std::int64_t t, std::int64_t d, int slot);
+
 // The fused bf16 heads: like forward_head / backward_head of attention.cpp, every product
-// on bf16_pair_product with operands packed once per head. o rows are encoded in o.format.
-void forward_head_pairs(const Head& h, AttentionOutput o, std::int64_t ldo, float* lse,
+// on bf16_pair_product with operands laid out once per head. o rows are encoded in o.format;
+// in the backward, g (bf16) feeds the products and o with d_o_plain (float) the row sums.
+void forward_head_pairs(const PairHead& h, AttentionOutput o, std::int64_t ldo, float* lse,
                         std::int64_t t, std::int64_t d, float scale, const AttentionPrecision& pr,
                         bool to_bf16);
-void backward_head_pairs(const Head& h, const HeadRows& o, const HeadRows& d_o,
+void backward_head_pairs(const PairHead& h, const Bf16Rows& g, const HeadRows& o,
                          const HeadRows& d_o_plain, const float* lse, float* dq, float* dk,
                          float* dv, std::int64_t ld, std::int64_t t, std::int64_t d, float scale,
                          const AttentionPrecision& pr, bool to_bf16);

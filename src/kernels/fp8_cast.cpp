@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "mantissa/kernels/parallel.hpp"
@@ -15,36 +17,56 @@ namespace {
 
 using numerics::Format;
 
-// Adds the facts of x (the source values) and v = x * scale (what is encoded) to s.
+std::uint32_t magnitude_bits(float x) {
+  std::uint32_t b;
+  std::memcpy(&b, &x, sizeof(b));
+  return b & 0x7FFFFFFFu;
+}
+
+float from_bits(std::uint32_t b) {
+  float x;
+  std::memcpy(&x, &b, sizeof(x));
+  return x;
+}
+
+constexpr std::uint32_t kInfBits = 0x7F800000u;
+
+// Adds the facts of x (the source values) and v = x * scale (what is encoded) to s. On the
+// magnitudes' bit patterns, which order non-negative floats as integers do (NaNs above
+// infinity): integer compares and maxima the compiler vectorizes.
 struct Tally {
-  float max_finite, half_subnormal;
-  Fp8CastStats s;
-  bool nan = false;
-  void add(const float* x, const float* v, std::int64_t n) {
-    float amax = s.amax;
+  std::uint32_t max_finite, half_subnormal;  // as magnitude bits
+  std::uint32_t amax = 0;                    // bits of max |x| (a NaN's bits when x held one)
+  std::int64_t overflows = 0, underflows = 0;
+  void scale_and_add(const float* x, float* v, std::int64_t n, float scale) {
+    std::uint32_t top = amax;
     std::int64_t over = 0, under = 0;
     for (std::int64_t i = 0; i < n; ++i) {
-      const float a = std::fabs(x[i]), b = std::fabs(v[i]);
-      nan |= std::isnan(a);
-      amax = std::max(amax, a);
-      over += b > max_finite ? 1 : 0;
-      under += (a != 0.0f && b <= half_subnormal) ? 1 : 0;
+      v[i] = x[i] * scale;
+      const std::uint32_t a = magnitude_bits(x[i]), b = magnitude_bits(v[i]);
+      top = std::max(top, a);
+      over += (b > max_finite) & (b <= kInfBits);  // past the max, NaN excluded
+      under += (a != 0) & (b <= half_subnormal);   // nonzero, rounds to 0; NaN excluded
     }
-    s.amax = amax;
-    s.overflows += over;
-    s.underflows += under;
+    amax = top;
+    overflows += over;
+    underflows += under;
+  }
+  void merge(const Tally& t) {
+    amax = std::max(amax, t.amax);
+    overflows += t.overflows;
+    underflows += t.underflows;
   }
   Fp8CastStats result() const {
-    Fp8CastStats r = s;
-    if (nan) r.amax = NAN;
-    return r;
+    return {amax > kInfBits ? NAN : from_bits(amax), overflows, underflows};
   }
 };
 
 Tally make_tally(Format fp8) {
   const numerics::FormatTraits& t = numerics::traits(fp8);
   // Nearest-even sends exactly half the smallest subnormal to 0 (the even neighbour).
-  return {static_cast<float>(t.max), static_cast<float>(t.min_subnormal / 2), {}, false};
+  return {magnitude_bits(static_cast<float>(t.max)),
+          magnitude_bits(static_cast<float>(t.min_subnormal / 2))};
 }
 
 numerics::ConvertOptions saturating() {
@@ -68,36 +90,39 @@ Fp8CastStats cast_to_fp8(const void* src, Format src_format, std::int64_t n, flo
       const std::int64_t m = std::min(kTile, end - i);
       numerics::decode_array(static_cast<const char*>(src) + i * in_bytes,
                              static_cast<std::size_t>(m), src_format, x);
-      for (std::int64_t j = 0; j < m; ++j) v[j] = x[j] * scale;
-      t.add(x, v, m);
+      t.scale_and_add(x, v, m, scale);
       numerics::encode_array(v, static_cast<std::size_t>(m), fp8, static_cast<char*>(dst) + i,
                              saturating());
     }
   });
   Tally all = make_tally(fp8);
-  for (const Tally& t : parts) {
-    all.s.amax = std::max(all.s.amax, t.s.amax);
-    all.s.overflows += t.s.overflows;
-    all.s.underflows += t.s.underflows;
-    all.nan |= t.nan;
-  }
+  for (const Tally& t : parts) all.merge(t);
   return all.result();
 }
 
 Fp8CastStats cast_to_fp8_ref(const void* src, Format src_format, std::int64_t n, float scale,
                              Format fp8, void* dst) {
-  Tally t = make_tally(fp8);
+  // In float arithmetic, value by value: the definitions the fast tally's bit patterns follow.
+  const numerics::FormatTraits& traits = numerics::traits(fp8);
+  const auto max_finite = static_cast<float>(traits.max);
+  const auto half_subnormal = static_cast<float>(traits.min_subnormal / 2);
+  Fp8CastStats s;
+  bool nan = false;
   const int in_bytes = numerics::traits(src_format).storage_bytes;
-  const numerics::Layout& l = numerics::layout(fp8);
   for (std::int64_t i = 0; i < n; ++i) {
     float x;
     numerics::decode_array_ref(static_cast<const char*>(src) + i * in_bytes, 1, src_format, &x);
     const float v = x * scale;
-    t.add(&x, &v, 1);
-    static_cast<std::uint8_t*>(dst)[i] = static_cast<std::uint8_t>(
-        numerics::encode(v, l, numerics::Rounding::nearest_even, numerics::Overflow::saturate));
+    nan |= std::isnan(x);
+    s.amax = std::max(s.amax, std::fabs(x));
+    if (std::fabs(v) > max_finite) ++s.overflows;  // inf included, NaN not
+    // Nearest-even sends exactly half the smallest subnormal to 0 (the even neighbour).
+    if (x != 0.0f && std::fabs(v) <= half_subnormal) ++s.underflows;
+    static_cast<std::uint8_t*>(dst)[i] = static_cast<std::uint8_t>(numerics::encode(
+        v, traits.layout, numerics::Rounding::nearest_even, numerics::Overflow::saturate));
   }
-  return t.result();
+  if (nan) s.amax = NAN;
+  return s;
 }
 
 }  // namespace mantissa::kernels

@@ -67,28 +67,26 @@ void copy_into(Tensor& dst, const Tensor& src) {
 // refused first step removes it again). Kept by the optimizer, its buffers are reused.
 class Optimizer::UpdateSnapshot {
  public:
-  template <class Groups, class State, class Kahan>
-  void take(Groups& groups, const State& state, const Kahan& kahan) {
-    used_ = 0;
-    for (auto& group : groups) {
-      for (Variable& p : group.params) {
-        if (!p.grad().defined()) continue;
-        if (used_ == saved_.size()) saved_.emplace_back();
-        Saved& s = saved_[used_++];
-        s.param = p;
-        copy_into(s.value, p.value());
-        const auto it = state.find(p.id());
-        s.had_state = it != state.end();
-        if (s.had_state) {
-          s.state.resize(it->second.size());
-          for (std::size_t k = 0; k < it->second.size(); ++k) copy_into(s.state[k], it->second[k]);
-        }
-        const auto c = kahan.find(p.id());
-        s.had_kahan = c != kahan.end();
-        if (s.had_kahan) copy_into(s.kahan, c->second);
-      }
+  // A new step: nothing taken yet.
+  void begin() { used_ = 0; }
+  // p's values, state and compensation as they are before its update.
+  template <class State, class Kahan>
+  void take(Variable& p, const State& state, const Kahan& kahan) {
+    if (used_ == saved_.size()) saved_.emplace_back();
+    Saved& s = saved_[used_++];
+    s.param = p;
+    copy_into(s.value, p.value());
+    const auto it = state.find(p.id());
+    s.had_state = it != state.end();
+    if (s.had_state) {
+      s.state.resize(it->second.size());
+      for (std::size_t k = 0; k < it->second.size(); ++k) copy_into(s.state[k], it->second[k]);
     }
+    const auto c = kahan.find(p.id());
+    s.had_kahan = c != kahan.end();
+    if (s.had_kahan) copy_into(s.kahan, c->second);
   }
+  // Every parameter taken since begin() back as it was.
   template <class State, class Kahan>
   void restore(State& state, Kahan& kahan) {
     for (std::size_t i = 0; i < used_; ++i) {
@@ -302,19 +300,24 @@ bool Optimizer::step(NonFiniteUpdate on_nonfinite) {
   // Every group's values are checked before any parameter moves: no half-applied step.
   for (std::size_t g = 0; g < groups_.size(); ++g) check_values(g, step_);
   refused_.clear();
+  // Guarded, each parameter is copied just before its update and checked just after it,
+  // while its values are still in cache; the first non-finite one puts back every parameter
+  // updated so far.
   const bool guarded = on_nonfinite == NonFiniteUpdate::refuse;
   if (guarded) {
     if (!snapshot_) snapshot_ = std::make_shared<UpdateSnapshot>();
-    snapshot_->take(groups_, state_, kahan_);
+    snapshot_->begin();
   }
   std::int64_t index = 0;
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     ParamGroup& group = groups_[g];
     const double lr = group.learning_rate->value(step_);
     const double wd = group.weight_decay->value(step_);
-    for (Variable& p : group.params) {
+    for (std::size_t j = 0; j < group.params.size(); ++j) {
+      Variable& p = group.params[j];
       const std::int64_t i = index++;
       if (!p.grad().defined()) continue;
+      if (guarded) snapshot_->take(p, state_, kahan_);
       std::vector<Tensor>& s = state_for(p, g);
       const bool plain = p.value().format() == Format::float32 &&
                          p.grad().format() == Format::float32 &&
@@ -325,34 +328,28 @@ bool Optimizer::step(NonFiniteUpdate on_nonfinite) {
         staged_update(p, s, g, lr, wd, i);
       }
       p.bump_version();
-    }
-  }
-  if (guarded) {
-    refused_ = first_nonfinite_tensor();
-    if (!refused_.empty()) {
-      snapshot_->restore(state_, kahan_);
-      return false;
+      if (guarded) {
+        refused_ = nonfinite_tensor(g, j);
+        if (!refused_.empty()) {
+          snapshot_->restore(state_, kahan_);
+          return false;
+        }
+      }
     }
   }
   ++step_;
   return true;
 }
 
-std::string Optimizer::first_nonfinite_tensor() {
-  for (std::size_t g = 0; g < groups_.size(); ++g) {
-    ParamGroup& group = groups_[g];
-    for (std::size_t i = 0; i < group.params.size(); ++i) {
-      Variable& p = group.params[i];
-      if (!p.grad().defined()) continue;
-      const std::string pname = parameter_name(group, g, i);
-      if (!all_finite(p.value())) return pname;
-      const auto it = state_.find(p.id());
-      if (it == state_.end()) continue;
-      const std::vector<std::string> names = state_names(p, g);
-      for (std::size_t k = 0; k < it->second.size() && k < names.size(); ++k) {
-        if (!all_finite(it->second[k])) return pname + "." + names[k];
-      }
-    }
+std::string Optimizer::nonfinite_tensor(std::size_t g, std::size_t i) {
+  Variable& p = groups_[g].params[i];
+  const std::string pname = parameter_name(groups_[g], g, i);
+  if (!all_finite(p.value())) return pname;
+  const auto it = state_.find(p.id());
+  if (it == state_.end()) return "";
+  const std::vector<std::string> names = state_names(p, g);
+  for (std::size_t k = 0; k < it->second.size() && k < names.size(); ++k) {
+    if (!all_finite(it->second[k])) return pname + "." + names[k];
   }
   return "";
 }

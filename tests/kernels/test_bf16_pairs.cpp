@@ -243,6 +243,47 @@ TEST(Bf16Pairs, FusedAttentionHeadsMatchTheFp32Route) {
   }
 }
 
+TEST(Bf16Pairs, FusedAttentionReadsStoredBf16AsTheSameValues) {
+  // q, k, v as column thirds of [b, t, 3c] rows and dO as [b, t, c], stored once as bfloat16
+  // bits (read in place) and once as float32 holding the same values (converted per head):
+  // the same values reach the same kernels, so every result is the same bit for bit.
+  skip_without_units();
+  const std::int64_t b = 2, heads = 3, t = 70, d = 16, c = heads * d;
+  const AttentionShape s{b, heads, t, d};
+  const auto qkv = bf16_values(static_cast<std::size_t>(b * t * 3 * c), 12, 1.0f);
+  const auto g = bf16_values(static_cast<std::size_t>(b * t * c), 13, 1.0f);
+  std::vector<std::uint16_t> qkv_bits(qkv.size()), g_bits(g.size());
+  numerics::encode_array(qkv.data(), qkv.size(), Format::bfloat16, qkv_bits.data());
+  numerics::encode_array(g.data(), g.size(), Format::bfloat16, g_bits.data());
+  const HeadLayout in = HeadLayout::interleaved(s, 3 * c), out = HeadLayout::interleaved(s, c);
+  const auto pr = bf16_attention(MatmulRoute::bf16);
+  const float scale = 0.25f;
+  struct Results {
+    std::vector<float> o, lse, dq, dk, dv;
+  };
+  auto run = [&](const void* x, const void* dy, Format f) {
+    Results r{std::vector<float>(g.size()), std::vector<float>(b * heads * t),
+              std::vector<float>(qkv.size()), std::vector<float>(qkv.size()),
+              std::vector<float>(qkv.size())};
+    const int bytes = numerics::traits(f).storage_bytes;
+    auto col = [&](std::int64_t offset) {
+      return Operand{static_cast<const char*>(x) + offset * bytes, f};
+    };
+    attention_forward(s, in, col(0), col(c), col(2 * c), out, {r.o.data(), Format::float32},
+                      r.lse.data(), scale, pr);
+    attention_backward(s, in, col(0), col(c), col(2 * c), out, {r.o.data(), Format::float32},
+                       {dy, f}, r.lse.data(), r.dq.data(), r.dk.data(), r.dv.data(), scale, pr);
+    return r;
+  };
+  const Results stored = run(qkv_bits.data(), g_bits.data(), Format::bfloat16);
+  const Results floats = run(qkv.data(), g.data(), Format::float32);
+  EXPECT_EQ(stored.o, floats.o);
+  EXPECT_EQ(stored.lse, floats.lse);
+  EXPECT_EQ(stored.dq, floats.dq);
+  EXPECT_EQ(stored.dk, floats.dk);
+  EXPECT_EQ(stored.dv, floats.dv);
+}
+
 TEST(Bf16Pairs, FusedAttentionNearTheDoubleReference) {
   // The probabilities are rounded to bf16 (relative error 2^-9) before the product with v:
   // each output moves by at most 2^-9 * sum p |v| <= 2^-9 * max |v|, plus float32 sums.

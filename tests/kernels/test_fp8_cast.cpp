@@ -37,6 +37,17 @@ TEST(Fp8Cast, MatchesTheScalarTwinOnEverySourceFormat) {
         EXPECT_EQ(a.amax, b.amax);
         EXPECT_EQ(a.overflows, b.overflows);
         EXPECT_EQ(a.underflows, b.underflows);
+        // A NaN among the values: amax is NaN; NaN is neither an overflow nor an underflow.
+        std::vector<std::uint8_t> with_nan = stored;
+        const std::vector<float> nan = {NAN};
+        numerics::encode_array(nan.data(), 1, src,
+                               with_nan.data() + 1000 * numerics::traits(src).storage_bytes);
+        const Fp8CastStats c = cast_to_fp8(with_nan.data(), src, n, scale, fp8, fast.data());
+        const Fp8CastStats e = cast_to_fp8_ref(with_nan.data(), src, n, scale, fp8, ref.data());
+        ASSERT_EQ(fast, ref);
+        EXPECT_TRUE(std::isnan(c.amax) && std::isnan(e.amax));
+        EXPECT_EQ(c.overflows, e.overflows);
+        EXPECT_EQ(c.underflows, e.underflows);
       }
     }
   }

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "error_of.hpp"
 #include "mantissa/error.hpp"
@@ -60,6 +61,32 @@ TEST(NonFiniteUpdates, ANonFiniteStateIsRefusedOnTheFirstStepToo) {
   EXPECT_EQ(b.value().to_vector(), (std::vector<float>{3.0f}));
   EXPECT_TRUE(opt->state_tensors().empty());
   EXPECT_EQ(opt->step_index(), 0);
+}
+
+TEST(NonFiniteUpdates, AFailureInALaterParameterPutsBackTheEarlierOnes) {
+  // 'a' is updated (finite) before 'b', whose gradient squared overflows float32 (1e30^2):
+  // exp_avg_sq of b is inf, so the step is refused and a's weights and state go back too.
+  Variable a = with_grad({1.0f, 2.0f}, {0.5f, -0.5f}), b = with_grad({3.0f}, {1.0f});
+  auto opt = adamw({a, b}, constant(1e-3), 1e-8);
+  ASSERT_TRUE(opt->step());
+  const std::vector<float> a1 = a.value().to_vector(), b1 = b.value().to_vector();
+  std::map<std::string, std::vector<float>> state1;
+  for (const auto& [name, t] : opt->state_tensors()) state1[name] = t.to_vector();
+  b.mutable_grad() = Tensor::from_vector({1e30f}, Shape{1});
+  EXPECT_FALSE(opt->step());
+  EXPECT_EQ(opt->refused_tensor(), "b.exp_avg_sq");
+  EXPECT_EQ(a.value().to_vector(), a1);
+  EXPECT_EQ(b.value().to_vector(), b1);
+  for (const auto& [name, t] : opt->state_tensors())
+    EXPECT_EQ(t.to_vector(), state1.at(name)) << name;
+  EXPECT_EQ(opt->step_index(), 1);
+  // On a first step the later failure removes the earlier parameter's new state as well.
+  Variable c = with_grad({1.0f}, {0.5f}), d = with_grad({3.0f}, {1e30f});
+  auto first = adamw({c, d}, constant(1e-3), 1e-8);
+  EXPECT_FALSE(first->step());
+  EXPECT_EQ(first->refused_tensor(), "b.exp_avg_sq");
+  EXPECT_EQ(c.value().to_vector(), (std::vector<float>{1.0f}));
+  EXPECT_TRUE(first->state_tensors().empty());
 }
 
 TEST(NonFiniteUpdates, ApplyKeepsTheNonFiniteResultForExperiments) {

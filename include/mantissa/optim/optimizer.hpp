@@ -103,11 +103,11 @@ class Optimizer {
   TrainingState training_;
   std::map<const void*, Tensor> kahan_;  // bfloat16_kahan: each parameter's compensation
   std::string refused_;                  // the tensor the last refused step would have spoiled
-  class UpdateSnapshot;                  // what a guarded step may change, copied before it
+  class UpdateSnapshot;                  // what a guarded step changed, copied before
   std::shared_ptr<UpdateSnapshot> snapshot_;
-  // The first weight or state tensor (of the parameters that have gradients) holding a
-  // non-finite value, by name; empty when all are finite.
-  std::string first_nonfinite_tensor();
+  // The weight or first state tensor of parameter i of group g holding a non-finite value,
+  // by name; empty when all are finite.
+  std::string nonfinite_tensor(std::size_t g, std::size_t i);
   // One update of p through float32 copies of p, its gradient and its state (low-precision
   // weights or state); `index` numbers the parameter for the stochastic rounding stream.
   void staged_update(Variable& p, std::vector<Tensor>& s, std::size_t g, double lr, double wd,
