@@ -29,7 +29,10 @@ Tensor to_format(const Tensor& t, Format f, bool fresh) {
   return out;
 }
 
-void add_into(Tensor& into, const Tensor& g) {
+namespace {
+// into (float32, contiguous) op= g's values (any format), on all threads.
+template <bool kAdd>
+void combine_into(Tensor& into, const Tensor& g) {
   if (into.numel() != g.numel()) {
     throw Error("backward: gradients of " + std::to_string(into.numel()) + " and " +
                 std::to_string(g.numel()) + " elements cannot be summed");
@@ -40,9 +43,22 @@ void add_into(Tensor& into, const Tensor& g) {
     for (std::int64_t t0 = begin; t0 < end; t0 += kTileElements) {
       const std::int64_t n = std::min(kTileElements, end - t0);
       const float* b = in.range(t0, n);
-      for (std::int64_t i = 0; i < n; ++i) a[t0 + i] += b[i];
+      if constexpr (kAdd) {
+        for (std::int64_t i = 0; i < n; ++i) a[t0 + i] += b[i];
+      } else {
+        std::copy(b, b + n, a + t0);
+      }
     }
   });
+}
+}  // namespace
+
+void add_into(Tensor& into, const Tensor& g) {
+  combine_into<true>(into, g);
+}
+
+void assign_into(Tensor& into, const Tensor& g) {
+  combine_into<false>(into, g);
 }
 
 Tensor sum_as_float32(const Tensor& a, const Tensor& b) {

@@ -36,6 +36,8 @@ Tensor to_format(const Tensor& t, Format f, bool fresh);
 // into += g elementwise in float32; into is float32, contiguous and not shared, g any format
 // with the same number of elements. On all threads.
 void add_into(Tensor& into, const Tensor& g);
+// into = g's values, the same way (a leaf's first gradient after zero_grad).
+void assign_into(Tensor& into, const Tensor& g);
 
 // a + b elementwise as a new contiguous float32 tensor of a's shape (any formats, the same
 // number of elements), in one pass on all threads.

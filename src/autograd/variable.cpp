@@ -30,6 +30,11 @@ void accumulate_pending(Tensor& into, Tensor g) {
 void accumulate_leaf(VariableImpl& leaf, Tensor g) {
   kernels::ProfileScope scope(kernels::OpClass::grad_accum);
   Tensor& into = leaf.grad;
+  if (leaf.grad_zeroed) {  // the first contribution since zero_grad(): no zeros to add to
+    leaf.grad_zeroed = false;
+    detail::assign_into(into, g);
+    return;
+  }
   if (!into.defined()) {
     const bool take = g.format() == Format::float32 && g.is_contiguous() && g.owns_storage_alone();
     into = take ? std::move(g) : detail::to_format(g, Format::float32, /*fresh=*/true);
@@ -43,7 +48,8 @@ void accumulate_leaf(VariableImpl& leaf, Tensor g) {
 // rounded once, when the last one has arrived.
 void finish_bfloat16_leaf(VariableImpl& leaf, Tensor sum) {
   kernels::ProfileScope scope(kernels::OpClass::grad_accum);
-  if (leaf.grad.defined()) detail::add_into(sum, leaf.grad);
+  if (leaf.grad.defined() && !leaf.grad_zeroed) detail::add_into(sum, leaf.grad);
+  leaf.grad_zeroed = false;
   leaf.grad = detail::to_format(sum, Format::bfloat16, /*fresh=*/true);
 }
 
@@ -59,10 +65,14 @@ Variable::Variable(Tensor value, bool requires_grad) : impl_(std::make_shared<Va
 }
 
 void Variable::zero_grad() {
+  if (impl_->grad.defined()) impl_->grad_zeroed = true;
+}
+
+void Variable::settle_zeroed_grad() const {
+  if (!impl_ || !impl_->grad_zeroed) return;
+  impl_->grad_zeroed = false;
   Tensor& g = impl_->grad;
-  if (g.defined()) {
-    std::memset(g.raw_data(), 0, static_cast<std::size_t>(g.numel()) * g.element_bytes());
-  }
+  std::memset(g.raw_data(), 0, static_cast<std::size_t>(g.numel()) * g.element_bytes());
 }
 
 void Variable::set_grad_fn(std::shared_ptr<Node> fn) {

@@ -18,6 +18,30 @@ using numerics::Format;
 using tensor::Shape;
 using tensor::Tensor;
 
+// zero_grad() leaves the zeros to write until someone reads the gradient or a backward
+// arrives (whose first contribution then replaces the stale values): hand-derived values of
+// d/dx sum(k x) = k.
+TEST(ZeroGrad, ReadsAsZerosAndTheNextBackwardStartsFromThem) {
+  Variable x(Tensor::from_vector({1.0f, -2.0f, 3.0f}, Shape{3}), true);
+  autograd::backward(ag::sum(ag::scale(x, 2.0f)));
+  EXPECT_EQ(x.grad().to_vector(), (std::vector<float>{2.0f, 2.0f, 2.0f}));
+  x.zero_grad();
+  autograd::backward(ag::sum(ag::scale(x, 3.0f)));  // not 2 + 3
+  EXPECT_EQ(x.grad().to_vector(), (std::vector<float>{3.0f, 3.0f, 3.0f}));
+  autograd::backward(ag::sum(ag::scale(x, 0.5f)));  // accumulates: 3 + 0.5
+  EXPECT_EQ(x.grad().to_vector(), (std::vector<float>{3.5f, 3.5f, 3.5f}));
+  x.zero_grad();
+  EXPECT_EQ(x.grad().to_vector(), (std::vector<float>{0.0f, 0.0f, 0.0f}));
+  autograd::backward(ag::sum(ag::scale(x, 4.0f)));  // after the zeros were written
+  EXPECT_EQ(x.grad().to_vector(), (std::vector<float>{4.0f, 4.0f, 4.0f}));
+  // A bfloat16 leaf (low-precision training state) too.
+  Variable y(Tensor::from_vector({1.0f, 2.0f}, Shape{2}).to(Format::bfloat16), true);
+  autograd::backward(ag::sum(ag::scale(y, 2.0f)));
+  y.zero_grad();
+  autograd::backward(ag::sum(ag::scale(y, 0.25f)));
+  EXPECT_EQ(y.grad().to_vector(), (std::vector<float>{0.25f, 0.25f}));
+}
+
 Variable param(const Shape& s, tensor::Rng& rng, float stddev) {
   Tensor t = Tensor::empty(s);
   rng.fill_normal(t, 0.0f, stddev);

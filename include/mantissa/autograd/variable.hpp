@@ -21,6 +21,10 @@ class Node;
 struct VariableImpl {
   Tensor value;
   Tensor grad;  // float32, same shape; undefined until a backward reaches this leaf
+  // zero_grad() was called and no gradient has arrived since: grad's storage holds stale
+  // values that read as zeros (grad() writes the zeros when someone looks first; a backward's
+  // first contribution is copied in rather than added to zeros).
+  bool grad_zeroed = false;
   bool requires_grad = false;
   std::shared_ptr<Node> grad_fn;
   std::uint64_t version = 0;  // bumped whenever the value changes in place
@@ -54,9 +58,15 @@ class Variable {
   void bump_version() { ++impl_->version; }
   std::uint64_t version() const { return impl_->version; }
 
-  const Tensor& grad() const { return impl_->grad; }
-  Tensor& mutable_grad() { return impl_->grad; }
-  void zero_grad();  // zeros the gradient in place (keeps its storage)
+  const Tensor& grad() const {
+    settle_zeroed_grad();
+    return impl_->grad;
+  }
+  Tensor& mutable_grad() {
+    settle_zeroed_grad();
+    return impl_->grad;
+  }
+  void zero_grad();  // zeros the gradient (keeps its storage; the zeros are written lazily)
 
   bool requires_grad() const { return impl_ && impl_->requires_grad; }
   bool is_leaf() const { return impl_->grad_fn == nullptr; }
@@ -80,6 +90,8 @@ class Variable {
   const void* id() const { return impl_.get(); }
 
  private:
+  // Writes the zeros zero_grad() left to write, when no gradient has arrived since.
+  void settle_zeroed_grad() const;
   std::shared_ptr<VariableImpl> impl_;
 };
 
