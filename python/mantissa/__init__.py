@@ -6,8 +6,9 @@ this package checks arguments and moves arrays. docs/python.md describes every f
 
 from mantissa._core import Error
 from mantissa._arrays import decode, encode, formats, round
+from mantissa._blocks import quantize_blocks
 from mantissa._runs import read_run, report, train
 
 Error.__module__ = "mantissa"  # shown as mantissa.Error, not mantissa._core.Error
 
-__all__ = ["Error", "formats", "encode", "decode", "round", "train", "read_run", "report"]
+__all__ = ["Error", "formats", "encode", "decode", "round", "quantize_blocks", "train", "read_run", "report"]

@@ -6,6 +6,8 @@ namespace mantissa::python {
 
 // formats(), encode_into, decode_into, round_inplace: the codecs on numpy arrays.
 void bind_formats(pybind11::module_& m);
+// quantize_blocks: the block quantizers (MX, NVFP4, fp8 blocks) on 2-D float32 arrays.
+void bind_blocks(pybind11::module_& m);
 // train, read_run_log, write_report: runs.
 void bind_runs(pybind11::module_& m);
 

@@ -40,7 +40,11 @@ py::dict format_row(const FormatTraits& t) {
   row["min_subnormal"] = t.min_subnormal;
   row["epsilon"] = t.epsilon;
   row["has_infinity"] = l.has_infinity();
-  row["specials"] = l.has_infinity() ? "inf, NaN" : "no inf, NaN = S.1111.111";
+  row["has_nan"] = l.has_nan();
+  row["specials"] = std::string(numerics::specials_description(l));
+  row["use"] = t.use == numerics::FormatUse::tensor          ? "tensor"
+               : t.use == numerics::FormatUse::block_element ? "block_element"
+                                                             : "block_scale";
   row["saturates_by_default"] = t.default_overflow == numerics::Overflow::saturate;
   row["safetensors_dtype"] = t.safetensors_dtype.empty()
                                  ? py::object(py::none())

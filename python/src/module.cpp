@@ -10,5 +10,6 @@ PYBIND11_MODULE(_core, m) {
   // mantissa::Error becomes mantissa.Error (a ValueError) carrying the library's message.
   pybind11::register_exception<mantissa::Error>(m, "Error", PyExc_ValueError);
   mantissa::python::bind_formats(m);
+  mantissa::python::bind_blocks(m);
   mantissa::python::bind_runs(m);
 }

@@ -41,7 +41,10 @@ def assert_patterns(got, want, fmt):
 
 def test_formats_table():
     table = {row["name"]: row for row in mantissa.formats()}
-    assert list(table) == ["float32"] + FORMATS
+    tensor_formats = [name for name, row in table.items() if row["use"] == "tensor"]
+    assert tensor_formats == ["float32"] + FORMATS
+    assert [name for name, row in table.items() if row["use"] != "tensor"] == [
+        "float6_e2m3", "float6_e3m2", "float4_e2m1", "float8_e8m0"]
     for fmt in FORMATS:
         e, m, bias, has_inf = reference.LAYOUTS[fmt]
         row = table[fmt]

@@ -8,6 +8,7 @@
 
 #include "attention_parts.hpp"
 #include "gemm/onednn_routes.hpp"
+#include "lane_sums.hpp"
 #include "mantissa/kernels/gemm.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/kernels/scratch.hpp"
@@ -36,8 +37,7 @@ void softmax_rows(float* s, std::int64_t i0, std::int64_t rows, std::int64_t col
     if (pr.softmax_in_half) round_if(sr, valid, pr.half);
     float l;
     if (lse_out != nullptr) {
-      float m = -std::numeric_limits<float>::infinity();
-      for (std::int64_t c = 0; c < valid; ++c) m = std::max(m, sr[c]);
+      const float m = detail::row_max(sr, valid);
       l = m + std::log(detail::exp_shifted(sr, tmp, valid, m));
       lse_out[r] = l;
     } else {
@@ -68,9 +68,8 @@ void row_deltas(const HeadRows& d_o, const HeadRows& o, std::int64_t i0, std::in
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* dor = d_o.p + (i0 + r) * d_o.ld;
     const float* orow = o.p + (i0 + r) * o.ld;
-    float acc = 0;
-    for (std::int64_t c = 0; c < d; ++c) acc += dor[c] * orow[c];
-    delta[r] = acc;
+    delta[r] =
+        detail::lane_sums<1>(d, [&](std::int64_t c) { return std::array{dor[c] * orow[c]}; })[0];
   }
 }
 

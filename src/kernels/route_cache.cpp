@@ -110,7 +110,7 @@ std::optional<RouteRecord> parse_route_record_line(const std::string& line) {
   k.trans_a = trans[0] == 'T';
   k.trans_b = trans[1] == 'T';
   const std::optional<Format> f = numerics::parse_format(format);
-  if (!f) return std::nullopt;
+  if (!f || !numerics::is_tensor_format(*f)) return std::nullopt;
   k.format = *f;
   if (k.passes != 1 && k.passes != 3 && k.passes != 4) return std::nullopt;
   if (threads != "all" && threads != "thread" && threads != "head") return std::nullopt;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "lane_sums.hpp"
 #include "mantissa/error.hpp"
 
 namespace mantissa::kernels {
@@ -19,32 +20,6 @@ float row_logsumexp(const float* x, std::int64_t cols) {
   return m + std::log(s);
 }
 
-// Sums of f(c) over c in [0, n) in kLanes interleaved partial sums (lane l takes the c with
-// c % kLanes == l, in increasing c), then the lanes in order: a fixed order (the same bits on
-// every CPU and thread count) that the compiler turns into vector adds, where one running
-// float sum would wait on each add in turn. `f` returns the terms of every sum at once.
-constexpr int kLanes = 16;
-template <int Sums, class F>
-std::array<float, Sums> lane_sums(std::int64_t n, F&& f) {
-  float acc[Sums][kLanes] = {};
-  std::int64_t c = 0;
-  for (; c + kLanes <= n; c += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      const std::array<float, Sums> t = f(c + l);
-      for (int k = 0; k < Sums; ++k) acc[k][l] += t[k];
-    }
-  }
-  for (; c < n; ++c) {
-    const std::array<float, Sums> t = f(c);
-    for (int k = 0; k < Sums; ++k) acc[k][c % kLanes] += t[k];
-  }
-  std::array<float, Sums> out{};
-  for (int k = 0; k < Sums; ++k) {
-    for (int l = 0; l < kLanes; ++l) out[k] += acc[k][l];
-  }
-  return out;
-}
-
 }  // namespace
 
 void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y,
@@ -52,9 +27,10 @@ void layer_norm_forward(const float* x, const float* gamma, const float* beta, f
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * cols;
-    const float s = lane_sums<1>(cols, [&](std::int64_t c) { return std::array{xr[c]}; })[0];
+    const float s =
+        detail::lane_sums<1>(cols, [&](std::int64_t c) { return std::array{xr[c]}; })[0];
     const float mu = s / static_cast<float>(cols);
-    const float v = lane_sums<1>(cols, [&](std::int64_t c) {
+    const float v = detail::lane_sums<1>(cols, [&](std::int64_t c) {
       const float e = xr[c] - mu;
       return std::array{e * e};
     })[0];
@@ -72,7 +48,7 @@ void layer_norm_backward(const float* x, const float* gamma, const float* mean, 
     const float* xr = x + r * cols;
     const float* dyr = dy + r * cols;
     const float mu = mean[r], rs = rstd[r];
-    const std::array<float, 2> sums = lane_sums<2>(cols, [&](std::int64_t c) {
+    const std::array<float, 2> sums = detail::lane_sums<2>(cols, [&](std::int64_t c) {
       const float xhat = (xr[c] - mu) * rs;
       const float g = dyr[c] * gamma[c];
       return std::array{g, g * xhat};

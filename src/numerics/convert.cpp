@@ -34,6 +34,13 @@ detail::EncodeArgs make_args(Format format, const ConvertOptions& o) {
                             t.storage_bytes};
 }
 
+// E8M0 (no sign, no mantissa) has no vector path: scale arrays are 1/16 or 1/32 of the
+// elements, and the generic vector codec assumes a sign and a mantissa.
+bool scalar_only(Format format) {
+  return format == Format::float32 || format == Format::float8_e8m0 ||
+         active_simd_path() == SimdPath::scalar;
+}
+
 }  // namespace
 
 void encode_array_ref(const float* src, std::size_t n, Format format, void* dst,
@@ -63,7 +70,7 @@ void decode_array_ref(const void* src, std::size_t n, Format format, float* dst)
 
 void encode_array(const float* src, std::size_t n, Format format, void* dst,
                   const ConvertOptions& options) {
-  if (format == Format::float32 || active_simd_path() == SimdPath::scalar) {
+  if (scalar_only(format)) {
     encode_array_ref(src, n, format, dst, options);
     return;
   }
@@ -84,7 +91,7 @@ void encode_array(const float* src, std::size_t n, Format format, void* dst,
 }
 
 void decode_array(const void* src, std::size_t n, Format format, float* dst) {
-  if (format == Format::float32 || active_simd_path() == SimdPath::scalar) {
+  if (scalar_only(format)) {
     decode_array_ref(src, n, format, dst);
     return;
   }
@@ -127,7 +134,7 @@ void round_to_format(float* x, std::size_t n, Format format, const ConvertOption
     detail::round_float16_avx2(x, n);
     return;
   }
-  if (options.rounding == Rounding::nearest_even && active_simd_path() == SimdPath::avx2) {
+  if (options.rounding == Rounding::nearest_even && !scalar_only(format)) {
     detail::round_nearest_avx2(x, n, t.layout, overflow, static_cast<float>(t.min_normal),
                                static_cast<float>(t.max));
     return;

@@ -64,13 +64,14 @@ struct EncodeConstants {
     drop_base = set1(static_cast<std::uint32_t>(23 - m));
     max_finite = set1(l.max_finite_bits());
     // What the codec returns for a finite magnitude past max (and for infinity in fn).
-    const bool clamp = a.overflow == Overflow::saturate || a.rounding == Rounding::toward_zero;
+    // Layouts without NaN (fp6, fp4) always saturate, and give max for a NaN.
+    const bool saturate = a.overflow == Overflow::saturate || !l.has_nan();
+    const bool clamp = saturate || a.rounding == Rounding::toward_zero;
     overflow_value = set1(clamp ? l.max_finite_bits()
                                 : (l.has_infinity() ? l.infinity_bits() : l.magnitude_mask()));
     inf_value = set1(l.has_infinity() ? l.infinity_bits()
-                                      : (a.overflow == Overflow::saturate ? l.max_finite_bits()
-                                                                          : l.magnitude_mask()));
-    nan_fn = set1(l.magnitude_mask());
+                                      : (saturate ? l.max_finite_bits() : l.magnitude_mask()));
+    nan_fn = set1(l.has_nan() ? l.magnitude_mask() : l.max_finite_bits());
     infinity_bits = set1(l.infinity_bits());
     quiet_bit = set1(1u << (m - 1));
     payload_shift = set1(static_cast<std::uint32_t>(23 - m));
@@ -299,7 +300,7 @@ void encode_float16(const float* src, std::size_t n, std::uint16_t* dst, Roundin
 struct DecodeConstants {
   V mantissa_mask, exponent_mask, rebias, sub_scale;
   int m, sign_shift;
-  bool ieee, float32_subnormals;
+  bool ieee, fn, float32_subnormals;
 
   explicit DecodeConstants(const Layout& l) {
     m = l.mantissa_bits;
@@ -309,6 +310,7 @@ struct DecodeConstants {
     rebias = set1(static_cast<std::uint32_t>(127 - l.bias));
     sub_scale = _mm256_castps_si256(_mm256_set1_ps(decode(1u, l)));
     ieee = l.specials == Specials::ieee;
+    fn = l.specials == Specials::fn_nan;
     // With float32's bias, subnormals are float32 subnormals with the same fields.
     float32_subnormals = l.bias == 127;
   }
@@ -334,7 +336,7 @@ inline V decode8(V b, const DecodeConstants& c) {
   if (c.ieee) {
     const V special = _mm256_blendv_epi8(nan, set1(0x7f800000u), _mm256_cmpeq_epi32(mant, zero));
     out = _mm256_blendv_epi8(out, special, top);
-  } else {
+  } else if (c.fn) {  // Specials::none has no NaN: the top exponent holds normal numbers
     const V is_nan = _mm256_and_si256(top, _mm256_cmpeq_epi32(mant, c.mantissa_mask));
     out = _mm256_blendv_epi8(out, nan, is_nan);
   }

@@ -19,6 +19,7 @@ std::string hex_bits(std::uint32_t bits, int total_bits) {
 
 std::string binary_fields(std::uint32_t bits, const Layout& l) {
   const int e = l.exponent_bits, m = l.mantissa_bits;
+  if (l.specials == Specials::e8m0) return fmt::format("{:08b}", bits & 0xffu);  // exponent only
   return fmt::format("{:b}.{:0{}b}.{:0{}b}", (bits >> (e + m)) & 1u,
                      (bits >> m) & l.exponent_mask(), e, bits & l.mantissa_mask(), m);
 }
@@ -29,6 +30,7 @@ std::string classify(std::uint32_t bits, const Layout& l) {
   const float v = decode(bits, l);
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return "infinity";
+  if (l.specials == Specials::e8m0) return "power of two";
   if (e == 0) return f == 0 ? "zero" : "subnormal";
   return "normal";
 }
@@ -49,12 +51,20 @@ std::string format_table_report() {
                   "max", "min normal", "min subnormal", "epsilon", "specials");
   for (const FormatTraits& t : kFormatTable) {
     const Layout& l = t.layout;
-    const std::string specials = l.has_infinity() ? "inf, NaN" : "no inf, NaN = S.1111.111";
-    out += fmt::format("{:<12} {:>7} {:>5} {:>16.10g} {:>12.6g} {:>14.6g} {:>12.6g}  {}{}\n",
-                       t.name, fmt::format("1/{}/{}", l.exponent_bits, l.mantissa_bits), l.bias,
-                       t.max, t.min_normal, t.min_subnormal, t.epsilon, specials,
-                       t.default_overflow == Overflow::saturate ? "; saturates by default" : "");
+    const char* use = t.use == FormatUse::block_element ? "; block-scaled element"
+                      : t.use == FormatUse::block_scale ? "; block scale"
+                                                        : "";
+    const char* saturates =
+        t.default_overflow == Overflow::saturate ? "; saturates by default" : "";
+    out += fmt::format(
+        "{:<12} {:>7} {:>5} {:>16.10g} {:>12.6g} {:>14.6g} {:>12.6g}  {}{}{}\n", t.name,
+        fmt::format("{}/{}/{}", l.has_sign() ? 1 : 0, l.exponent_bits, l.mantissa_bits), l.bias,
+        t.max, t.min_normal, t.min_subnormal, t.epsilon, specials_description(l), saturates, use);
   }
+  out +=
+      "\nfloat4_e2m1 arrays hold one element per byte; packed, two per byte (even index in the "
+      "low nibble).\nBlock-scaled elements and scales are not tensor formats: see "
+      "numerics/block_scaling.hpp.\n";
   return out;
 }
 

@@ -11,7 +11,12 @@ std::string fp16_type_error(std::string_view given) {
   std::string names;
   for (Format h : kHalfFormats)
     names += (names.empty() ? "" : ", ") + std::string(numerics::name(h));
-  return "fp16_type: '" + std::string(given) + "' (expected one of: " + names + ")";
+  std::string out = "fp16_type: '" + std::string(given) + "' (expected one of: " + names + ")";
+  // A block-scaled element or scale format: say what it is for.
+  if (const std::optional<Format> f = numerics::parse_format(given)) {
+    if (!numerics::is_tensor_format(*f)) out += "; " + numerics::format_use_note(*f);
+  }
+  return out;
 }
 
 void Policy::validate() const {

@@ -184,6 +184,8 @@ RunRecord read_run(const Fields& f) {
   const std::string format = f.text("format");
   const std::optional<numerics::Format> parsed = numerics::parse_format(format);
   if (!parsed) f.fail("'format' is '" + format + "', not a number format");
+  if (!numerics::is_tensor_format(*parsed))
+    f.fail("'format' is '" + format + "', not a tensor format");
   r.format = *parsed;
   if (f.has("fp8")) {
     const json& v = f.required("fp8");

@@ -14,13 +14,16 @@ constexpr std::size_t kAlign = 64;
 constexpr std::size_t kHeader = 64;  // Storage header, padded so data stays 64-byte aligned
 static_assert(sizeof(Storage) <= kHeader);
 
-// Size classes of the data: 2^k and 1.5 * 2^k bytes (at most a third wasted), at least 256;
-// a block is its class plus the header, so a tensor of exactly a class's size fits it.
+// Size classes of the data: 2^k, 1.25, 1.5 and 1.75 times 2^k bytes (at most a fifth wasted),
+// at least 256; a block is its class plus the header, so a tensor of exactly a class's size
+// fits it.
 std::size_t size_class(std::size_t bytes) {
   std::size_t c = 256;
   while (c < bytes) {
-    const std::size_t mid = c + c / 2;
-    if (mid >= bytes) return mid;
+    for (std::size_t quarters = 5; quarters <= 7; ++quarters) {
+      const std::size_t step = c / 4 * quarters;
+      if (step >= bytes) return step;
+    }
     c *= 2;
   }
   return c;

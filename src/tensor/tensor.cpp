@@ -46,7 +46,13 @@ Tensor::Tensor(StorageRef storage, Shape shape, Shape strides, std::int64_t offs
       shape_(shape),
       strides_(strides),
       offset_(offset),
-      format_(format) {}
+      format_(format) {
+  // Block-scaled element and scale formats live with their scales (numerics/block_scaling),
+  // never in a Tensor: the kernels below would read them as something else.
+  if (!numerics::is_tensor_format(format)) {
+    throw Error("tensor of shape " + shape_.to_string() + ": " + numerics::format_use_note(format));
+  }
+}
 
 void Tensor::require_defined(const char* what) const {
   if (!defined()) throw Error(std::string(what) + ": the tensor is undefined");

@@ -187,7 +187,7 @@ void expect_route_matches_twin(Twin twin, const GemmPrecision& p, std::mt19937& 
 
 TEST_P(GemmIsaTest, MatchesTheScalarTwinBitForBitOnEveryShapeFormatAndThreadCount) {
   std::mt19937 rng(2);
-  for (Format f : numerics::kAllFormats) {
+  for (Format f : numerics::kTensorFormats) {
     expect_route_matches_twin(gemm_ref, {f, 1, GemmAlgorithm::automatic, GemmRoute::fp32}, rng);
     if (::testing::Test::HasFatalFailure()) return;
   }
@@ -596,7 +596,7 @@ class Bf16KernelTest : public ::testing::Test {
 
 TEST_F(Bf16KernelTest, MatchesTheScalarTwinBitForBitOnEveryShapeFormatPassAndThreadCount) {
   std::mt19937 rng(12);
-  for (Format f : numerics::kAllFormats) {
+  for (Format f : numerics::kTensorFormats) {
     if (f == Format::float32) continue;
     const bool split = f == Format::float16 || f == Format::cbfloat16;
     for (int passes : split ? std::vector<int>{1, 3, 4} : std::vector<int>{1}) {

@@ -17,7 +17,7 @@ double ref_decode(std::uint32_t bits, const RefFormat& f) {
   if (f.has_infinity && e == e_all) {
     v = frac == 0 ? std::numeric_limits<double>::infinity()
                   : std::numeric_limits<double>::quiet_NaN();
-  } else if (!f.has_infinity && e == e_all && frac == (1u << m) - 1u) {
+  } else if (!f.has_infinity && f.has_nan && e == e_all && frac == (1u << m) - 1u) {
     v = std::numeric_limits<double>::quiet_NaN();
   } else if (e == 0) {
     v = std::ldexp(static_cast<double>(frac), 1 - f.bias - m);
@@ -40,7 +40,8 @@ RefEncoder::RefEncoder(const RefFormat& f) : f_(f) {
   max_index_ = static_cast<std::uint32_t>(values_.size() - 1);
   // Spacing in the top binade: that of the largest exponent's mantissa step.
   top_spacing_ = values_[max_index_] - values_[max_index_ - 1];
-  nan_bits_ = f.has_infinity ? (inf_bits_ | (1u << (m - 1))) : (positive_patterns - 1u);
+  nan_bits_ = f.has_infinity ? (inf_bits_ | (1u << (m - 1)))
+                             : (f.has_nan ? positive_patterns - 1u : max_index_);
 }
 
 std::uint32_t RefEncoder::encode(float x, RefRounding rounding, bool saturate,
@@ -49,14 +50,14 @@ std::uint32_t RefEncoder::encode(float x, RefRounding rounding, bool saturate,
   std::memcpy(&xbits, &x, sizeof(x));
   const std::uint32_t sign = (xbits >> 31) << (f_.exponent_bits + f_.mantissa_bits);
   if (std::isnan(x)) {
-    if (!f_.has_infinity) return sign | nan_bits_;
+    if (!f_.has_infinity) return sign | nan_bits_;  // fn NaN, or max without NaN
     // Quiet bit set, the top payload bits of the float32 NaN kept.
     const std::uint32_t payload = (xbits & 0x7fffffu) >> (23 - f_.mantissa_bits);
     return sign | nan_bits_ | payload;
   }
   const std::uint32_t max_bits = max_index_;
   const std::uint32_t overflow_bits =
-      saturate ? max_bits : (f_.has_infinity ? inf_bits_ : nan_bits_);
+      saturate || !f_.has_nan ? max_bits : (f_.has_infinity ? inf_bits_ : nan_bits_);
   if (std::isinf(x)) return sign | (f_.has_infinity ? inf_bits_ : overflow_bits);
 
   const double ax = std::fabs(static_cast<double>(x));

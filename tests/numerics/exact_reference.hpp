@@ -11,7 +11,9 @@ struct RefFormat {
   int exponent_bits;
   int mantissa_bits;
   int bias;
-  bool has_infinity;  // false: OCP "fn" (only all-ones is NaN)
+  bool has_infinity;    // false: OCP "fn" (only all-ones is NaN), or no NaN at all
+  bool has_nan = true;  // false: OCP fp6 / fp4, every pattern finite; they always saturate,
+                        // and a NaN input gives +-max (mantissa's documented choice)
 };
 
 enum class RefRounding { nearest_even, toward_zero, stochastic };
@@ -22,7 +24,8 @@ double ref_decode(std::uint32_t bits, const RefFormat& f);
 class RefEncoder {
  public:
   explicit RefEncoder(const RefFormat& f);
-  // `saturate`: overflow to max instead of infinity (NaN where there is no infinity).
+  // `saturate`: overflow to max instead of infinity (NaN where there is no infinity); formats
+  // without NaN saturate whatever it says.
   // `random` is used by stochastic rounding: round away from zero exactly when
   // floor(p * 2^32) + random >= 2^32, p = (|x| - lower) / (upper - lower).
   std::uint32_t encode(float x, RefRounding rounding, bool saturate, std::uint32_t random) const;

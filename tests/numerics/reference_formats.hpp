@@ -20,13 +20,18 @@ struct FormatCase {
   int storage_bytes;
 };
 
-inline const std::array<FormatCase, 5>& narrow_format_cases() {
-  static const std::array<FormatCase, 5> cases = {{
+// The sign/exponent/mantissa formats (not E8M0, which test_block_formats.cpp covers).
+inline const std::array<FormatCase, 8>& narrow_format_cases() {
+  static const std::array<FormatCase, 8> cases = {{
       {numerics::Format::float16, {5, 10, 15, true}, 2},
       {numerics::Format::bfloat16, {8, 7, 127, true}, 2},
       {numerics::Format::cbfloat16, {6, 9, 31, true}, 2},
       {numerics::Format::float8_e4m3, {4, 3, 7, false}, 1},
       {numerics::Format::float8_e5m2, {5, 2, 15, true}, 1},
+      // OCP MX v1.0: no infinity, no NaN.
+      {numerics::Format::float6_e2m3, {2, 3, 1, false, false}, 1},
+      {numerics::Format::float6_e3m2, {3, 2, 3, false, false}, 1},
+      {numerics::Format::float4_e2m1, {2, 1, 1, false, false}, 1},
   }};
   return cases;
 }

@@ -127,10 +127,10 @@ std::vector<float> boundary_inputs(const RefFormat& r) {
   RefEncoder e(r);
   const int e_top = (1 << r.exponent_bits) - (r.has_infinity ? 2 : 1);
   const double top_ulp = std::ldexp(1.0, e_top - r.bias - r.mantissa_bits);
-  const double max =
-      ref_decode(r.has_infinity ? ((1u << r.exponent_bits) - 1u) * (1u << r.mantissa_bits) - 1u
-                                : (1u << (r.exponent_bits + r.mantissa_bits)) - 2u,
-                 r);
+  const double max = ref_decode(
+      r.has_infinity ? ((1u << r.exponent_bits) - 1u) * (1u << r.mantissa_bits) - 1u
+                     : (1u << (r.exponent_bits + r.mantissa_bits)) - (r.has_nan ? 2u : 1u),
+      r);
   const double eps = std::ldexp(1.0, -r.mantissa_bits);
   for (double k : {0.5, 1.0, 1.5, 2.0, 2.5, 3.0}) anchors.push_back(k * min_sub);
   anchors.push_back(min_norm - min_sub);

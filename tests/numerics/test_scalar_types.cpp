@@ -67,6 +67,38 @@ TEST(NumericLimits, Float8) {
   EXPECT_TRUE(E5::has_infinity);
 }
 
+TEST(NumericLimits, MicroscalingFormats) {
+  using F4 = std::numeric_limits<Float4E2M1>;
+  EXPECT_EQ(as_double(F4::max()), 6.0);
+  EXPECT_EQ(as_double(F4::lowest()), -6.0);
+  EXPECT_EQ(as_double(F4::min()), 1.0);
+  EXPECT_EQ(as_double(F4::denorm_min()), 0.5);
+  EXPECT_EQ(as_double(F4::epsilon()), 0.5);
+  EXPECT_FALSE(F4::has_infinity);
+  EXPECT_FALSE(F4::has_quiet_NaN);
+  EXPECT_EQ(F4::max_exponent, 3);  // 6 = 1.5 * 2^2 < 2^3
+  EXPECT_EQ(F4::min_exponent, 1);
+  using E2 = std::numeric_limits<Float6E2M3>;
+  EXPECT_EQ(as_double(E2::max()), 7.5);
+  EXPECT_EQ(as_double(E2::denorm_min()), 0.125);
+  using E3 = std::numeric_limits<Float6E3M2>;
+  EXPECT_EQ(as_double(E3::max()), 28.0);
+  EXPECT_EQ(as_double(E3::min()), 0.25);
+  EXPECT_EQ(as_double(E3::denorm_min()), 0.0625);
+  EXPECT_EQ(E3::max_exponent, 5);
+  using S = std::numeric_limits<Float8E8M0>;
+  EXPECT_FALSE(S::is_signed);
+  EXPECT_EQ(as_double(S::max()), std::ldexp(1.0, 127));
+  EXPECT_EQ(as_double(S::min()), std::ldexp(1.0, -127));
+  EXPECT_EQ(as_double(S::lowest()), std::ldexp(1.0, -127));
+  EXPECT_EQ(as_double(S::denorm_min()), std::ldexp(1.0, -127));
+  EXPECT_EQ(as_double(S::epsilon()), 1.0);
+  EXPECT_TRUE(std::isnan(as_double(S::quiet_NaN())));
+  EXPECT_EQ(S::quiet_NaN().bits(), 0xff);
+  EXPECT_EQ(S::min_exponent, -126);
+  EXPECT_EQ(S::max_exponent, 128);
+}
+
 TEST(ScalarTypes, ExplicitNamedConversions) {
   const Float16 h = Float16::from_float(0.1f);
   EXPECT_EQ(h.bits(), 0x2e66);
@@ -100,6 +132,12 @@ TEST(FormatTable, MatchesDesignTable) {
       {Format::cbfloat16, 6, 9, 31, 4290772992.0, std::ldexp(1.0, -30), std::ldexp(1.0, -39)},
       {Format::float8_e4m3, 4, 3, 7, 448.0, std::ldexp(1.0, -6), std::ldexp(1.0, -9)},
       {Format::float8_e5m2, 5, 2, 15, 57344.0, std::ldexp(1.0, -14), std::ldexp(1.0, -16)},
+      // OCP MX v1.0 tables: fp6 e2m3 max 1.875 * 2^2, e3m2 max 1.75 * 2^4, fp4 max 1.5 * 2^2.
+      {Format::float6_e2m3, 2, 3, 1, 7.5, 1.0, 0.125},
+      {Format::float6_e3m2, 3, 2, 3, 28.0, 0.25, 0.0625},
+      {Format::float4_e2m1, 2, 1, 1, 6.0, 1.0, 0.5},
+      {Format::float8_e8m0, 8, 0, 127, std::ldexp(1.0, 127), std::ldexp(1.0, -127),
+       std::ldexp(1.0, -127)},
   };
   for (const Row& r : rows) {
     const FormatTraits& t = traits(r.f);
@@ -112,12 +150,21 @@ TEST(FormatTable, MatchesDesignTable) {
     EXPECT_EQ(t.min_subnormal, r.min_sub) << t.name;
     EXPECT_EQ(t.epsilon, std::ldexp(1.0, -r.m)) << t.name;
   }
+  EXPECT_EQ(std::size(rows), kFormatCount);
   EXPECT_EQ(traits(Format::float8_e4m3).default_overflow, Overflow::saturate);
+  EXPECT_EQ(traits(Format::float4_e2m1).default_overflow, Overflow::saturate);
+  EXPECT_EQ(traits(Format::float8_e8m0).default_overflow, Overflow::to_infinity);
+  for (Format f : {Format::float6_e2m3, Format::float6_e3m2, Format::float4_e2m1}) {
+    EXPECT_EQ(traits(f).use, FormatUse::block_element);
+    EXPECT_EQ(traits(f).storage_bytes, 1);
+  }
+  EXPECT_EQ(traits(Format::float8_e8m0).use, FormatUse::block_scale);
+  for (Format f : kTensorFormats) EXPECT_TRUE(is_tensor_format(f)) << name(f);
   EXPECT_EQ(traits(Format::float16).default_overflow, Overflow::to_infinity);
 }
 
 TEST(FormatTable, ParseNames) {
-  for (Format f : kAllFormats) EXPECT_EQ(parse_format(name(f)), f);
+  for (const FormatTraits& t : kFormatTable) EXPECT_EQ(parse_format(t.name), t.format);
   EXPECT_FALSE(parse_format("fp16").has_value());
   try {
     parse_format_or_throw("fp16", "precision.fp16_type");
@@ -125,7 +172,8 @@ TEST(FormatTable, ParseNames) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
                  "precision.fp16_type: unknown format 'fp16' (expected one of: float32, "
-                 "float16, bfloat16, cbfloat16, float8_e4m3, float8_e5m2)");
+                 "float16, bfloat16, cbfloat16, float8_e4m3, float8_e5m2, float6_e2m3, "
+                 "float6_e3m2, float4_e2m1, float8_e8m0)");
   }
   EXPECT_EQ(parse_rounding("stochastic"), Rounding::stochastic);
   EXPECT_FALSE(parse_rounding("up").has_value());

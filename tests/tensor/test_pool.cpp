@@ -1,7 +1,7 @@
 // The tensor pool: freed blocks wait in their size class's list; a large request whose own class
 // has none may take a cached block of a larger class, up to twice its size, and that block goes
-// back to its own class when freed. Sizes below follow the classes 2^k and 1.5 * 2^k data bytes
-// plus a 64-byte header (src/tensor/storage.cpp).
+// back to its own class when freed. Sizes below follow the classes 2^k, 1.25, 1.5 and 1.75 * 2^k
+// data bytes plus a 64-byte header (src/tensor/storage.cpp).
 #include <gtest/gtest.h>
 
 #include "mantissa/tensor/storage.hpp"
@@ -27,12 +27,12 @@ TEST(Pool, ALargeRequestBorrowsACachedBlockUpToTwiceItsSizeAndItReturnsToItsClas
   }
   { const Tensor again = Tensor::empty(Shape{1'000'000}, Format::float32); }  // back in 4 MiB
   EXPECT_EQ(pool_stats().system_allocations, after_a.system_allocations);
-  // 800,000 bytes (class 1 MiB): the cached 4 MiB block is more than twice that, so it stays.
+  // 800,000 bytes (class 896 KiB): the cached 4 MiB block is more than twice that: it stays.
   { const Tensor c = Tensor::empty(Shape{400'000}, Format::bfloat16); }
   EXPECT_EQ(pool_stats().system_allocations, after_a.system_allocations + 1);
   // Small requests (below 64 KiB) only ever use their own class.
   { const Tensor big = Tensor::empty(Shape{12'000}, Format::float32); }   // 48,000 B: class 48 KiB
-  { const Tensor small = Tensor::empty(Shape{7'000}, Format::float32); }  // 28,000 B: class 32 KiB
+  { const Tensor small = Tensor::empty(Shape{7'000}, Format::float32); }  // 28,000 B: class 28 KiB
   EXPECT_EQ(pool_stats().system_allocations, after_a.system_allocations + 3);
   pool_trim();
 }

@@ -1,0 +1,36 @@
+"""Block-scaled quantization on 2-D arrays: MX, NVFP4 and fp8 blocks (docs/python.md)."""
+
+import numpy as np
+
+from mantissa import _core
+
+_DEFAULT_TILES = {"mx": (1, 32), "nvfp4": (1, 16), "fp8_blocks": (1, 128)}
+
+
+def quantize_blocks(x, recipe="mx", element="float8_e4m3", rule="floor", tile=None,
+                    rounding="nearest_even", hadamard=False, power_of_two=True, seed=0,
+                    counter=0):
+    """Quantize the 2-D array x (float32, or float64 rounded to float32 first) in tiles.
+
+    recipe: "mx" (E8M0 scales; element float8_e4m3, float8_e5m2, float6_e2m3, float6_e3m2 or
+    float4_e2m1; rule floor, rceil, ceil or even), "nvfp4" (float4_e2m1 elements, e4m3 tile
+    scales, a float32 tensor scale; hadamard=True rotates each row's groups of 16 first) or
+    "fp8_blocks" (float32 tile scales; element float8_e4m3 or float8_e5m2; power_of_two rounds
+    the scales down to powers of two; tile=x.shape is per-tensor current scaling).
+    tile: (rows, cols) of one scale's tile; default 1 x 32 (mx), 1 x 16 (nvfp4), 1 x 128.
+    Returns a dict: elements (uint8 codes, row-major; float4_e2m1 packed two per byte, the
+    even element in the low nibble), scales (float32, one per tile, the tile grid's shape),
+    scale_codes (their bit patterns), scale_format, element, tensor_scale, values (the
+    dequantized float32 array) and bits_per_element."""
+    a = np.asarray(x)
+    if a.dtype.type not in (np.float32, np.float64):
+        raise TypeError(f"x: dtype {a.dtype}, expected float32 or float64")
+    if a.ndim != 2:
+        raise ValueError(f"x: {a.ndim} dimensions, expected 2")
+    # An unknown recipe is the library's error (mantissa.Error naming the recipe words).
+    tile = _DEFAULT_TILES.get(recipe, (1, 32)) if tile is None else tuple(int(t) for t in tile)
+    if len(tile) != 2:
+        raise ValueError(f"tile: {tile}, expected (rows, cols)")
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    return _core.quantize_blocks(a, recipe, element, rule, tile, rounding, bool(hadamard),
+                                 bool(power_of_two), int(seed), int(counter))

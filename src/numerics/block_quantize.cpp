@@ -1,0 +1,137 @@
+// The block quantizers (block_scaling.hpp), band of tile rows by band: tile amaxes by an
+// unsigned max over |x|'s bits (a NaN is above every number there), the scales once per
+// tile, then each row scaled by its tiles' multipliers and encoded by the bulk codec (the
+// vector paths of convert.hpp). quantize_*_ref (block_quantize_ref.cpp) give the same bits.
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <vector>
+
+#include "block_scaling_detail.hpp"
+#include "mantissa/numerics/convert.hpp"
+#include "mantissa/numerics/fp4_packing.hpp"
+
+namespace mantissa::numerics {
+namespace {
+
+using detail::TileScale;
+
+struct ElementRule {
+  Rounding rounding;
+  std::uint64_t seed, counter;
+  bool plus_zero;  // NVFP4: a product of exactly zero encodes as +0
+};
+
+// The largest |x| bits of each tile of one row, folded into amax.
+void fold_row_amax(const float* row, std::int64_t cols, std::int64_t tile_cols,
+                   std::uint32_t* amax) {
+  if (tile_cols == 1) {  // column-wise k x 1 tiles: one amax per column, a vector max
+    for (std::int64_t c = 0; c < cols; ++c) amax[c] = std::max(amax[c], detail::abs_bits(row[c]));
+    return;
+  }
+  for (std::int64_t c0 = 0, t = 0; c0 < cols; c0 += tile_cols, ++t) {
+    const std::int64_t c1 = std::min(cols, c0 + tile_cols);
+    std::uint32_t m = amax[t];
+    for (std::int64_t c = c0; c < c1; ++c) m = std::max(m, detail::abs_bits(row[c]));
+    amax[t] = m;
+  }
+}
+
+template <class ScaleOf>
+void quantize_bands(const float* x, BlockQuantized& q, const ScaleOf& scale_of,
+                    const ElementRule& rule) {
+  const std::int64_t cols = q.cols, grid_cols = q.tile_grid_cols();
+  if (q.rows == 0 || cols == 0) return;
+  std::vector<std::uint32_t> amax(static_cast<std::size_t>(grid_cols));
+  std::vector<float> multiplier(static_cast<std::size_t>(cols)), scaled(multiplier.size());
+  std::vector<std::uint8_t> codes(multiplier.size());
+  std::vector<std::uint8_t> nan_col(multiplier.size());
+  ConvertOptions opt;
+  opt.rounding = rule.rounding;
+  opt.overflow = Overflow::saturate;
+  opt.seed = rule.seed;
+  const bool packed = q.element == Format::float4_e2m1;
+  for (std::int64_t band = 0; band < q.tile_grid_rows(); ++band) {
+    const std::int64_t r0 = band * q.tile.rows, r1 = std::min(q.rows, r0 + q.tile.rows);
+    std::fill(amax.begin(), amax.end(), 0u);
+    for (std::int64_t r = r0; r < r1; ++r)
+      fold_row_amax(x + r * cols, cols, q.tile.cols, amax.data());
+    bool any_nan = false;
+    for (std::int64_t t = 0; t < grid_cols; ++t) {
+      const TileScale s = scale_of(std::bit_cast<float>(amax[t]));
+      q.scales[static_cast<std::size_t>(band * grid_cols + t)] = s.decode;
+      const std::int64_t c0 = t * q.tile.cols, c1 = std::min(cols, c0 + q.tile.cols);
+      std::fill(multiplier.begin() + c0, multiplier.begin() + c1, s.encode);
+      std::fill(nan_col.begin() + c0, nan_col.begin() + c1, s.nan ? 1 : 0);
+      any_nan = any_nan || s.nan;
+    }
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const float* row = x + r * cols;
+      if (rule.plus_zero) {
+        for (std::int64_t c = 0; c < cols; ++c) scaled[c] = row[c] * multiplier[c] + 0.0f;
+      } else {
+        for (std::int64_t c = 0; c < cols; ++c) scaled[c] = row[c] * multiplier[c];
+      }
+      opt.counter = rule.counter + static_cast<std::uint64_t>(r * cols);
+      encode_array(scaled.data(), static_cast<std::size_t>(cols), q.element, codes.data(), opt);
+      if (any_nan) {
+        for (std::int64_t c = 0; c < cols; ++c) codes[c] = nan_col[c] ? 0 : codes[c];
+      }
+      const std::int64_t start = r * cols;
+      if (!packed) {
+        std::memcpy(q.elements.data() + start, codes.data(), static_cast<std::size_t>(cols));
+      } else if (start % 2 == 0) {
+        pack_fp4(codes.data(), static_cast<std::size_t>(cols), q.elements.data() + start / 2);
+      } else {
+        for (std::int64_t c = 0; c < cols; ++c) detail::put_code(q, start + c, codes[c]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+BlockQuantized quantize_mx(const float* x, std::int64_t rows, std::int64_t cols,
+                           const MxSettings& s) {
+  detail::check_mx(s);
+  BlockQuantized q = detail::make_result(rows, cols, s.tile, s.element, Format::float8_e8m0, "MX");
+  quantize_bands(x, q, [&](float amax) { return detail::mx_tile_scale(amax, s.element, s.rule); },
+                 {s.rounding, s.seed, s.counter, false});
+  return q;
+}
+
+BlockQuantized quantize_nvfp4(const float* x, std::int64_t rows, std::int64_t cols,
+                              const Nvfp4Settings& s) {
+  detail::check_nvfp4(s, cols);
+  BlockQuantized q =
+      detail::make_result(rows, cols, s.tile, Format::float4_e2m1, Format::float8_e4m3, "NVFP4");
+  const std::size_t n = static_cast<std::size_t>(rows * cols);
+  std::vector<float> rotated;
+  if (s.hadamard) {
+    rotated.assign(x, x + n);
+    hadamard16_rows(rotated.data(), rows, cols);
+    x = rotated.data();
+  }
+  std::uint32_t global = 0;
+  for (std::size_t i = 0; i < n; ++i) global = std::max(global, detail::abs_bits(x[i]));
+  const float global_encode = nvfp4_global_encode_scale(std::bit_cast<float>(global));
+  const float global_decode = 1.0f / global_encode;
+  q.tensor_scale = global_decode;
+  quantize_bands(
+      x, q,
+      [&](float amax) { return detail::nvfp4_tile_scale(amax, global_encode, global_decode); },
+      {s.rounding, s.seed, s.counter, true});
+  return q;
+}
+
+BlockQuantized quantize_fp8_blocks(const float* x, std::int64_t rows, std::int64_t cols,
+                                   const Fp8BlockSettings& s) {
+  detail::check_fp8_blocks(s);
+  BlockQuantized q =
+      detail::make_result(rows, cols, s.tile, s.element, Format::float32, "fp8 blocks");
+  quantize_bands(x, q, [&](float amax) { return detail::fp8_tile_scale(amax, s); },
+                 {s.rounding, s.seed, s.counter, false});
+  return q;
+}
+
+}  // namespace mantissa::numerics

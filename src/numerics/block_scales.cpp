@@ -1,0 +1,250 @@
+// The scale arithmetic of the block-scaled recipes (block_scaling.hpp), the checks and the
+// result layout the quantizers share, dequantization and NVFP4's Hadamard rotation.
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include "block_scaling_detail.hpp"
+#include "mantissa/checked.hpp"
+#include "mantissa/error.hpp"
+#include "mantissa/numerics/minifloat_codec.hpp"
+
+namespace mantissa::numerics {
+namespace {
+
+constexpr float kFltMax = std::numeric_limits<float>::max();
+
+// 2^k as float32, k in -149..127.
+float pow2f(int k) {
+  return k >= -126 ? std::bit_cast<float>(static_cast<std::uint32_t>(k + 127) << 23)
+                   : std::bit_cast<float>(1u << (k + 149));
+}
+
+// floor(log2(x)) of positive finite float32 bits.
+int floor_log2(std::uint32_t u) {
+  if (u >= 0x00800000u) return static_cast<int>(u >> 23) - 127;
+  return (31 - std::countl_zero(u)) - 149;
+}
+
+// a * b, or mantissa::Error naming `what` when it overflows int64.
+std::int64_t product_or_throw(std::int64_t a, std::int64_t b, const std::string& what) {
+  const std::optional<std::int64_t> p = checked_mul(a, b);
+  if (!p) throw Error(what + ": " + std::to_string(a) + " x " + std::to_string(b) + " overflows");
+  return *p;
+}
+
+bool power_of_two(std::uint32_t u) {
+  return u >= 0x00800000u ? (u & 0x7fffffu) == 0 : std::has_single_bit(u);
+}
+
+std::string element_names() {
+  std::string out;
+  for (Format f : kBlockElementFormats) out += (out.empty() ? "" : ", ") + std::string(name(f));
+  return out;
+}
+
+}  // namespace
+
+int mx_emax(Format element) {
+  if (std::find(kBlockElementFormats.begin(), kBlockElementFormats.end(), element) ==
+      kBlockElementFormats.end()) {
+    throw Error("MX element format: " + std::string(name(element)) +
+                " is not one (expected one of: " + element_names() + ")");
+  }
+  return std::ilogb(traits(element).max);
+}
+
+std::uint8_t mx_scale_field(float amax, Format element, MxScaleRule rule) {
+  const std::uint32_t u = detail::abs_bits(amax);
+  const int emax = mx_emax(element);
+  if (u > 0x7f800000u) return 0xff;
+  if (u == 0x7f800000u) return 0xfe;
+  if (u == 0) return 0x00;
+  int e = 0;  // the scale's exponent before clamping
+  switch (rule) {
+    case MxScaleRule::floor:
+      e = floor_log2(u) - emax;
+      break;
+    case MxScaleRule::ceil:
+      e = floor_log2(u) + (power_of_two(u) ? 0 : 1) - emax;
+      break;
+    case MxScaleRule::even: {
+      // Add half an element ulp to the float32 bits, drop the mantissa (ties away; a carry
+      // moves to the next binade).
+      const int m = layout(element).mantissa_bits;
+      const std::uint32_t rounded = u + (1u << (22 - m));
+      e = (rounded >= 0x00800000u ? static_cast<int>(rounded >> 23) - 127 : -127) - emax;
+      break;
+    }
+    case MxScaleRule::rceil: {
+      // Transformer Engine: amax times the float32 reciprocal of max, then any mantissa bit
+      // rounds the exponent up (a float32 subnormal up to 2^-127 gives 2^-127).
+      const float reciprocal = 1.0f / static_cast<float>(traits(element).max);
+      const std::uint32_t q = std::bit_cast<std::uint32_t>(std::fabs(amax) * reciprocal);
+      std::uint32_t field = q >> 23;
+      const std::uint32_t mantissa = q & 0x7fffffu;
+      if (mantissa > 0 && field != 0xfe && !(field == 0 && mantissa <= 0x400000u)) ++field;
+      return static_cast<std::uint8_t>(std::min<std::uint32_t>(field, 0xfe));
+    }
+  }
+  return static_cast<std::uint8_t>(std::clamp(e, -127, 127) + 127);
+}
+
+float fp8_encode_scale(float amax, Format element, bool power_of_two_scale, float epsilon) {
+  if (amax < epsilon) amax = epsilon;
+  if (std::isinf(amax) || amax == 0.0f || std::isnan(amax)) return 1.0f;
+  float scale = static_cast<float>(traits(element).max) / amax;
+  if (std::isinf(scale)) scale = kFltMax;
+  if (power_of_two_scale) {
+    scale = std::bit_cast<float>(std::bit_cast<std::uint32_t>(scale) & 0xff800000u);
+  }
+  return scale;
+}
+
+float nvfp4_global_encode_scale(float global_amax) {
+  float encode = detail::min_nan((448.0f * 6.0f) / global_amax, kFltMax);
+  if (global_amax == 0.0f || encode == 0.0f) encode = 1.0f;
+  return encode;
+}
+
+std::vector<std::uint8_t> BlockQuantized::scale_codes() const {
+  const int width = traits(scale_format).storage_bytes;
+  std::vector<std::uint8_t> out(scales.size() * static_cast<std::size_t>(width));
+  for (std::size_t i = 0; i < scales.size(); ++i) {
+    const std::uint32_t bits =
+        scale_format == Format::float32
+            ? std::bit_cast<std::uint32_t>(scales[i])
+            : encode(scales[i], layout(scale_format), Rounding::nearest_even, Overflow::saturate);
+    for (int b = 0; b < width; ++b) out[i * width + b] = static_cast<std::uint8_t>(bits >> (8 * b));
+  }
+  return out;
+}
+
+double BlockQuantized::bits_per_element() const {
+  const double tile_elements = static_cast<double>(tile.rows) * static_cast<double>(tile.cols);
+  return layout(element).total_bits() + layout(scale_format).total_bits() / tile_elements;
+}
+
+namespace detail {
+
+TileScale mx_tile_scale(float amax, Format element, MxScaleRule rule) {
+  const std::uint8_t field = mx_scale_field(amax, element, rule);
+  if (field == 0xff) return {std::numeric_limits<float>::quiet_NaN(), 0.0f, true};
+  const int k = static_cast<int>(field) - 127;
+  return {pow2f(k), pow2f(-k), false};
+}
+
+TileScale nvfp4_tile_scale(float amax, float global_encode, float global_decode) {
+  const float multiplier = global_encode * (1.0f / 6.0f);
+  float decode_scale = min_nan(amax * multiplier, kFltMax);
+  decode_scale = min_nan(decode_scale, 448.0f);  // amax >= 0: the lower clamp never acts
+  const Layout& e4m3 = layout(Format::float8_e4m3);
+  decode_scale =
+      decode(encode(decode_scale, e4m3, Rounding::nearest_even, Overflow::saturate), e4m3);
+  if (std::isnan(decode_scale)) return {decode_scale, 0.0f, true};
+  return {decode_scale, min_nan(1.0f / (decode_scale * global_decode), kFltMax), false};
+}
+
+TileScale fp8_tile_scale(float amax, const Fp8BlockSettings& s) {
+  const float scale = fp8_encode_scale(amax, s.element, s.power_of_two, s.epsilon);
+  return {1.0f / scale, scale, false};
+}
+
+BlockQuantized make_result(std::int64_t rows, std::int64_t cols, TileShape tile, Format element,
+                           Format scale_format, const char* recipe) {
+  if (rows < 0 || cols < 0) {
+    throw Error(std::string(recipe) + ": matrix of " + std::to_string(rows) + " x " +
+                std::to_string(cols) + " (expected sizes >= 0)");
+  }
+  if (tile.rows < 1 || tile.cols < 1) {
+    throw Error(std::string(recipe) + ": tile of " + std::to_string(tile.rows) + " x " +
+                std::to_string(tile.cols) + " (expected both >= 1)");
+  }
+  BlockQuantized q;
+  q.rows = rows;
+  q.cols = cols;
+  q.tile = tile;
+  q.element = element;
+  q.scale_format = scale_format;
+  const auto n =
+      static_cast<std::size_t>(product_or_throw(rows, cols, std::string(recipe) + " matrix size"));
+  q.elements.assign(element == Format::float4_e2m1 ? n / 2 + n % 2 : n, 0);
+  q.scales.assign(static_cast<std::size_t>(q.tile_grid_rows() * q.tile_grid_cols()), 0.0f);
+  return q;
+}
+
+void check_mx(const MxSettings& s) {
+  mx_emax(s.element);
+}
+
+void check_nvfp4(const Nvfp4Settings& s, std::int64_t cols) {
+  if (s.hadamard && !(s.tile == TileShape{1, 16})) {
+    throw Error("NVFP4 hadamard: the rotation needs 1 x 16 tiles, not " +
+                std::to_string(s.tile.rows) + " x " + std::to_string(s.tile.cols));
+  }
+  if (s.hadamard && cols % 16 != 0) {
+    throw Error("NVFP4 hadamard: " + std::to_string(cols) + " columns (expected a multiple of 16)");
+  }
+}
+
+void check_fp8_blocks(const Fp8BlockSettings& s) {
+  if (s.element != Format::float8_e4m3 && s.element != Format::float8_e5m2) {
+    throw Error("fp8 block element format: " + std::string(name(s.element)) +
+                " (expected float8_e4m3 or float8_e5m2)");
+  }
+  if (!(s.epsilon >= 0.0f) || std::isinf(s.epsilon)) {
+    throw Error("fp8 block epsilon: " + std::to_string(s.epsilon) +
+                " (expected a finite value >= 0)");
+  }
+}
+
+}  // namespace detail
+
+void dequantize(const BlockQuantized& q, float* out) {
+  std::array<float, 256> value{};
+  const int patterns = 1 << layout(q.element).total_bits();
+  for (int c = 0; c < patterns; ++c) {
+    value[static_cast<std::size_t>(c)] = decode(static_cast<std::uint32_t>(c), layout(q.element));
+  }
+  const bool packed = q.element == Format::float4_e2m1;
+  const std::int64_t grid_cols = q.tile_grid_cols();
+  for (std::int64_t r = 0; r < q.rows; ++r) {
+    const float* scale_row = q.scales.data() + (r / q.tile.rows) * grid_cols;
+    for (std::int64_t c = 0; c < q.cols; ++c) {
+      const std::int64_t i = r * q.cols + c;
+      const std::uint8_t code =
+          packed ? static_cast<std::uint8_t>(
+                       (q.elements[static_cast<std::size_t>(i / 2)] >> (4 * (i % 2))) & 0x0fu)
+                 : q.elements[static_cast<std::size_t>(i)];
+      out[i] = (value[code] * scale_row[c / q.tile.cols]) * q.tensor_scale;
+    }
+  }
+}
+
+void hadamard16_rows(float* x, std::int64_t rows, std::int64_t cols) {
+  if (cols % 16 != 0) {
+    throw Error("hadamard16_rows: " + std::to_string(cols) +
+                " columns (expected a multiple of 16)");
+  }
+  const std::int64_t groups = product_or_throw(rows, cols / 16, "hadamard16_rows size");
+  for (std::int64_t g = 0; g < groups; ++g) {
+    float* v = x + g * 16;
+    for (int i = 0; i < 16; ++i) v[i] *= static_cast<float>(kNvfp4HadamardSigns[i]);
+    for (int h = 1; h < 16; h *= 2) {
+      for (int i = 0; i < 16; i += 2 * h) {
+        for (int j = i; j < i + h; ++j) {
+          const float a = v[j], b = v[j + h];
+          v[j] = a + b;
+          v[j + h] = a - b;
+        }
+      }
+    }
+    for (int i = 0; i < 16; ++i) v[i] *= 0.25f;
+  }
+}
+
+}  // namespace mantissa::numerics
