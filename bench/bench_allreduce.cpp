@@ -1,4 +1,4 @@
-// Gradient all-reduce time per step for GPT-ref's gradients (DESIGN.md section 8: 10.9M
+// Gradient all-reduce time per step for GPT-ref's gradients (docs/design.md section 8: 10.9M
 // parameters in their real shapes and order), over float32 and bfloat16 wires, for the
 // scaling model of docs/distributed.md. Run under mpirun; rank 0 prints.
 //   OMP_NUM_THREADS=1 mpirun -np 2 --oversubscribe --allow-run-as-root

@@ -1,4 +1,4 @@
-// GEMM GFLOP/s by route and operand storage on the GPT-ref shapes (DESIGN.md section 8), with
+// GEMM GFLOP/s by route and operand storage on the GPT-ref shapes (docs/design.md section 8), with
 // oneDNN's fp32 matmul (the peer) on the same shapes in the same run, and the fused causal
 // attention forward+backward at GPT-ref size, and the fused bf16 attention's block product.
 //   build/bench/bench_gemm --benchmark_repetitions=3 --benchmark_report_aggregates_only=true

@@ -50,6 +50,7 @@ while [[ $# -gt 0 ]]; do
     --mem-steps) mem_steps=$2; shift 2 ;;
     --peer-steps) peer_steps=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare_with_peer.sh: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
   esac
 done

@@ -267,7 +267,7 @@ def read_config(path):
 
     d = section(doc, "trainer.fit.train_dataloader", path)
     w = f"{path}: trainer.fit.train_dataloader"
-    # Defaults: mantissa's DataloaderConfig (include/mantissa/train/config.hpp).
+    # Defaults: mantissa's DataloaderConfig (include/mantissa/config/config.hpp).
     batch = take(d, "batch_size", w, int, 8, low=1)
     context = take(d, "context", w, int, 128, low=1)
     if context > c["max_position_embeddings"]:
@@ -486,7 +486,7 @@ def main():
     median = statistics.median(times)
     tokens = B * T * accum
     tokens_per_s = tokens / median
-    # The FLOP count of mantissa's benchmark (src/train/benchmark.cpp): 6 N tokens + attention.
+    # The FLOP count of mantissa's benchmark (src/bench/benchmark.cpp): 6 N tokens + attention.
     flops = accum * (6.0 * n_params * B * T + 12.0 * c["num_hidden_layers"] * c["hidden_size"] * T * T * B)
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
     label = f"{a.precision} {a.attention} {'compiled' if a.compile else 'eager'}"

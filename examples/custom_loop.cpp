@@ -1,4 +1,4 @@
-// A hand-written mixed-precision training loop in the shape of the seeds' example usage:
+// A hand-written mixed-precision training loop in the shape of the vendor's example usage:
 // scale the loss, backward, unscale, clip, step if finite, update the scale. It trains a
 // small MLP on synthetic data under float16 with dynamic loss scaling and prints the loss.
 //   build/examples/custom_loop

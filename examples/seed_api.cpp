@@ -1,4 +1,4 @@
-// The seeds' example usage (docs 000: cerebras.pytorch.amp), transcribed line for line into
+// The vendor's example usage (cerebras.pytorch.amp), transcribed line for line into
 // mantissa's C++ API. Each Python line is quoted above its C++ twin. It trains a small MLP on
 // synthetic data in cbfloat16 and prints the last step.
 //   build/examples/seed_api

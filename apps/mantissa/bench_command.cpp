@@ -1,11 +1,12 @@
-// `mantissa bench train`: training throughput of a config (train/benchmark.hpp).
+// `mantissa bench train`: training throughput of a config (bench/benchmark.hpp).
 #include <string>
 
 #include "bible_corpus.hpp"
 #include "commands.hpp"
+#include "mantissa/bench/benchmark.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
-#include "mantissa/train/benchmark.hpp"
+#include "mantissa/optim/training_state.hpp"
 #include "mantissa/write_file.hpp"
 #include "precision_overrides.hpp"
 #include "together.hpp"
@@ -18,33 +19,30 @@ struct BenchArgs {
   int opt_level = -1;
   bool interleave = false;
   std::vector<std::string> overrides;
-  train::BenchOptions options;
+  bench::BenchOptions options;
 };
 
 // The config a run trains with: the file, the user's --set, then the precision's overrides
 // (none: the config's precision) and the other precision options.
-train::TrainerConfig make_config(const BenchArgs& a, std::optional<TrainingPrecision> precision) {
+config::TrainerConfig make_config(const BenchArgs& a, std::optional<TrainingPrecision> precision) {
   std::vector<std::string> overrides = a.overrides;
   for (const std::string& s : precision_overrides(precision, a.loss_scaling, a.opt_level, a.route))
     overrides.push_back(s);
   if (!a.master_weights.empty()) {
     overrides.push_back("trainer.init.precision.master_weights=" + a.master_weights);
   }
-  train::TrainerConfig c = train::load_config(a.config, overrides);
+  config::TrainerConfig c = config::load_config(a.config, overrides);
   if (!a.state_dtype.empty()) {
-    const std::optional<numerics::Format> f = numerics::parse_format(a.state_dtype);
-    if (f != numerics::Format::float32 && f != numerics::Format::bfloat16) {
-      throw Error("--state-dtype: '" + a.state_dtype + "' (expected float32 or bfloat16)");
-    }
-    c.optimizer.state_format = *f;
+    c.optimizer.state_format =
+        parse_named(optim::kStateFormatNames, a.state_dtype, "--state-dtype");
   }
   return c;
 }
 
-void append_json(const std::string& path, const train::BenchResult& r) {
+void append_json(const std::string& path, const bench::BenchResult& r) {
   if (path.empty()) return;
   try {
-    append_file(path, train::bench_result_json(r) + "\n", "--json records");
+    append_file(path, bench::bench_result_json(r) + "\n", "--json records");
   } catch (const Error& e) {
     throw Error(std::string("--json: ") + e.what());
   }
@@ -58,21 +56,21 @@ int run_interleaved(const BenchArgs& a, const dist::Communicator& world) {
         "--interleave needs --precision with the runs to interleave (e.g. "
         "float32,bfloat16)");
   }
-  std::vector<train::TrainerConfig> configs;
+  std::vector<config::TrainerConfig> configs;
   for (const TrainingPrecision p : parse_training_precisions(a.precision, "--precision")) {
     configs.push_back(make_config(a, p));
   }
-  const std::vector<train::BenchResult> rs = train::run_interleaved_benchmark(
+  const std::vector<bench::BenchResult> rs = bench::run_interleaved_benchmark(
       configs, a.options, [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); },
       bible_kjv_text);
-  for (const train::BenchResult& r : rs) {
-    std::printf("%s\n", train::format_bench_report(r).c_str());
+  for (const bench::BenchResult& r : rs) {
+    std::printf("%s\n", bench::format_bench_report(r).c_str());
     append_json(a.json, r);
   }
   std::printf("%s\n", kernels::route_table_text(rs.back().routes).c_str());
   std::printf("interleaved in one process: %s per second against %s's (median step)\n",
               rs.front().unit.c_str(), rs.front().precision.c_str());
-  for (const train::BenchResult& r : rs) {
+  for (const bench::BenchResult& r : rs) {
     std::printf("  %-28s %10.0f  %.3fx\n", r.precision.c_str(), r.items_per_second,
                 r.items_per_second / rs.front().items_per_second);
   }
@@ -83,25 +81,17 @@ int run_interleaved(const BenchArgs& a, const dist::Communicator& world) {
 // AVX2-only CPU runs); mantissa::Error naming the option when unknown or not on this CPU.
 void choose_gemm_isa(const std::string& word) {
   if (word.empty()) return;
-  std::string names;
-  for (kernels::GemmIsa isa :
-       {kernels::GemmIsa::scalar, kernels::GemmIsa::avx2, kernels::GemmIsa::avx512}) {
-    if (kernels::gemm_isa_name(isa) == word) {
-      if (!kernels::cpu_supports(isa)) {
-        throw Error("--gemm-isa: this CPU cannot run the '" + word + "' micro-kernels");
-      }
-      kernels::set_gemm_isa(isa);
-      return;
-    }
-    names += (names.empty() ? "" : ", ") + std::string(kernels::gemm_isa_name(isa));
+  const kernels::GemmIsa isa = parse_named(kernels::kGemmIsaNames, word, "--gemm-isa");
+  if (!kernels::cpu_supports(isa)) {
+    throw Error("--gemm-isa: this CPU cannot run the '" + word + "' micro-kernels");
   }
-  throw Error("--gemm-isa: '" + word + "' (expected one of: " + names + ")");
+  kernels::set_gemm_isa(isa);
 }
 
 int run(BenchArgs a, const dist::Communicator& world) {
   choose_gemm_isa(a.gemm_isa);
   if (a.interleave) return run_interleaved(a, world);
-  train::TrainerConfig c;
+  config::TrainerConfig c;
   together(world, [&] {
     if (a.precision.find(',') != std::string::npos) {
       throw Error("--precision: '" + a.precision +
@@ -111,11 +101,11 @@ int run(BenchArgs a, const dist::Communicator& world) {
                            ? std::nullopt
                            : std::optional(parse_training_precision(a.precision, "--precision")));
   });
-  const train::BenchResult r = train::run_train_benchmark(
+  const bench::BenchResult r = bench::run_train_benchmark(
       c, a.options, [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); },
       bible_kjv_text, world);
   if (!world.is_root()) return 0;  // rank 0 reports for the job
-  std::printf("%s\n%s", train::format_bench_report(r).c_str(),
+  std::printf("%s\n%s", bench::format_bench_report(r).c_str(),
               kernels::route_table_text(r.routes).c_str());
   append_json(a.json, r);
   return 0;
@@ -130,26 +120,29 @@ Action register_bench_command(CLI::App& app, const dist::Communicator& world) {
       "train", "Time training steps of a config: median throughput, GFLOP/s, MFU, peak RSS");
   auto a = std::make_shared<BenchArgs>();
   cmd->add_option("--config", a->config, "The YAML config (docs/config.md)")->required();
-  cmd->add_option("--precision", a->precision,
-                  "float32 | bfloat16 | float16 | cbfloat16 | fp8 (default: the config's; float16 "
-                  "and cbfloat16 get dynamic loss scaling unless --loss-scaling says otherwise; "
-                  "fp8: fp8 linear layers, the rest in bfloat16). With --interleave, a "
-                  "comma-separated list");
+  cmd->add_option(
+      "--precision", a->precision,
+      names_of(kTrainingPrecisionNames) +
+          " (default: the config's; float16 "
+          "and cbfloat16 get dynamic loss scaling unless --loss-scaling says otherwise; "
+          "fp8: fp8 linear layers, the rest in bfloat16). With --interleave, a "
+          "comma-separated list");
   cmd->add_option("--opt-level", a->opt_level, "precision_opt_level 0 | 1 | 2 (default: config's)");
   cmd->add_option("--loss-scaling", a->loss_scaling, "dynamic or a number (the loss scale)");
   cmd->add_option("--route", a->route,
                   "Matrix products: " + names_of(precision::kMatmulRouteNames) +
                       " (default: the config's "
                       "precision.matmul_route, automatic)");
-  cmd->add_option("--master-weights", a->master_weights,
-                  "float32 | bfloat16 | bfloat16_stochastic | bfloat16_kahan (default: the "
-                  "config's precision.master_weights)");
+  cmd->add_option(
+      "--master-weights", a->master_weights,
+      names_of(optim::kMasterWeightsNames) + " (default: the config's precision.master_weights)");
   cmd->add_option("--state-dtype", a->state_dtype,
-                  "The optimizer's moments: float32 | bfloat16 (default: the config's "
-                  "optimizer state_dtype)");
+                  "The optimizer's moments: " + names_of(optim::kStateFormatNames) +
+                      " (default: the config's optimizer state_dtype)");
   cmd->add_option("--gemm-isa", a->gemm_isa,
-                  "The fp32 route's GEMM micro-kernels: scalar | avx2 | avx512 (default: the best "
-                  "this CPU has; avx2 on an AVX-512 CPU times the code an AVX2-only CPU runs)");
+                  "The fp32 route's GEMM micro-kernels: " + names_of(kernels::kGemmIsaNames) +
+                      " (default: the best this CPU has; avx2 on an AVX-512 CPU times the code an "
+                      "AVX2-only CPU runs)");
   cmd->add_option("--steps", a->options.steps, "Timed steps (default 10)");
   cmd->add_option("--warmup", a->options.warmup, "Untimed steps first (default 2)");
   cmd->add_flag("--profile", a->options.profile, "Print time per step by op class");

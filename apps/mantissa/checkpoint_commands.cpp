@@ -6,11 +6,11 @@
 #include <filesystem>
 
 #include "commands.hpp"
+#include "mantissa/config/config.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/nn/models.hpp"
 #include "mantissa/tensor/random.hpp"
 #include "mantissa/train/checkpoint.hpp"
-#include "mantissa/train/config.hpp"
 #include "mantissa/train/trainer.hpp"
 #include "terminal_text.hpp"
 
@@ -38,10 +38,10 @@ struct GenerateArgs {
 std::unique_ptr<nn::Gpt> load_gpt(const std::string& path) {
   const train::Checkpoint ck = train::load_checkpoint(path);
   const train::CheckpointMeta meta = train::decode_checkpoint_meta(ck.metadata, path);
-  const train::TrainerConfig c = train::parse_config(meta.config, {}, path + " (its config)");
-  if (c.model.kind != train::ModelKind::gpt) {
+  const config::TrainerConfig c = config::parse_config(meta.config, {}, path + " (its config)");
+  if (c.model.kind != config::ModelKind::gpt) {
     throw Error(path + ": generate needs a GPT checkpoint (this is " +
-                std::string(name_of(train::kModelNames, c.model.kind)) + ")");
+                std::string(name_of(config::kModelNames, c.model.kind)) + ")");
   }
   const auto weights = train::under_prefix(train::kModelPrefix, ck.tensors);
   std::int64_t held = 0;

@@ -7,8 +7,8 @@
 
 #include "child_process.hpp"
 #include "commands.hpp"
+#include "mantissa/config/config.hpp"
 #include "mantissa/error.hpp"
-#include "mantissa/train/config.hpp"
 #include "precision_overrides.hpp"
 #include "report_output.hpp"
 
@@ -41,7 +41,7 @@ int run(const CompareArgs& a) {
   std::vector<std::string> dirs;
   for (const TrainingPrecision f : formats) {
     dirs.push_back((std::filesystem::path(out) / name_of(kTrainingPrecisionNames, f)).string());
-    train::load_config(a.config, run_overrides(a, f, dirs.back()));  // every error before work
+    config::load_config(a.config, run_overrides(a, f, dirs.back()));  // every error before work
   }
   std::vector<std::string> drawn;
   std::string formats_text;
@@ -70,7 +70,7 @@ int run(const CompareArgs& a) {
   }
   if (drawn.empty()) throw Error("compare: no run wrote metrics; there is nothing to report");
   const std::string report = (std::filesystem::path(out) / "report.html").string();
-  train::ReportOptions options;
+  report::ReportOptions options;
   options.subtitle = a.config + " in " + formats_text;
   write_report(drawn, report, options);
   std::printf("report: %s\n", report.c_str());
@@ -85,9 +85,10 @@ Action register_compare_command(CLI::App& app) {
       "Train one config in several formats (same seed and batches) and draw the precision report");
   auto a = std::make_shared<CompareArgs>();
   cmd->add_option("--config", a->config, "The YAML config (docs/config.md)")->required();
-  cmd->add_option("--formats", a->formats,
-                  "Comma-separated: float32, bfloat16, float16, cbfloat16, fp8 (default the first "
-                  "four, in that order; fp8: fp8 linear layers, the rest in bfloat16)");
+  cmd->add_option(
+      "--formats", a->formats,
+      "Comma-separated: " + names_of(kTrainingPrecisionNames) +
+          " (default the first four, in that order; fp8: fp8 linear layers, the rest in bfloat16)");
   cmd->add_option("--steps", a->steps, "Training steps per format (default: the config's)");
   cmd->add_option("--out", a->out,
                   "Directory for the runs (one per format) and report.html (default "

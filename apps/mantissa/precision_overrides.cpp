@@ -48,7 +48,7 @@ std::vector<std::string> precision_overrides(std::optional<TrainingPrecision> pr
     o.push_back(key + "fp16_type=" +
                 std::string(fp8 ? "bfloat16" : name_of(kTrainingPrecisionNames, *precision)));
     if (fp8) o.push_back(key + "fp8.enabled=true");
-    // float16 and cbfloat16 need loss scaling (DESIGN.md section 4): dynamic unless told.
+    // float16 and cbfloat16 need loss scaling (docs/design.md section 4): dynamic unless told.
     if ((*precision == TrainingPrecision::float16 || *precision == TrainingPrecision::cbfloat16) &&
         loss_scaling.empty()) {
       o.push_back(key + "loss_scaling_factor=dynamic");

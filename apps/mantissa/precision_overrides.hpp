@@ -20,6 +20,8 @@ inline constexpr NameTable<TrainingPrecision, 5> kTrainingPrecisionNames = {{
     {"cbfloat16", TrainingPrecision::cbfloat16},
     {"fp8", TrainingPrecision::fp8},
 }};
+static_assert(in_enum_order(kTrainingPrecisionNames,
+                            static_cast<std::size_t>(TrainingPrecision::fp8) + 1));
 
 // `word` as a TrainingPrecision; mantissa::Error naming `option` and the words otherwise.
 TrainingPrecision parse_training_precision(std::string_view word, std::string_view option);

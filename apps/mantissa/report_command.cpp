@@ -26,7 +26,7 @@ Action register_report_command(CLI::App& app) {
   cmd->add_option("--title", a->title, "The page's title (default: mantissa precision report)");
   return [cmd, a]() -> int {
     if (!cmd->parsed()) return -1;
-    train::ReportOptions options;
+    report::ReportOptions options;
     if (!a->title.empty()) options.title = a->title;
     write_report(a->run_dirs, a->out, options);
     std::printf("report: %s\n", a->out.c_str());

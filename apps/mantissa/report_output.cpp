@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "mantissa/error.hpp"
-#include "mantissa/train/metrics.hpp"
+#include "mantissa/report/metrics.hpp"
 #include "mantissa/write_file.hpp"
 
 namespace mantissa::app {
@@ -31,12 +31,12 @@ void check_not_a_run_file(const std::string& out, const std::vector<std::string>
 }  // namespace
 
 void write_report(const std::vector<std::string>& run_dirs, const std::string& out,
-                  const train::ReportOptions& options) {
+                  const report::ReportOptions& options) {
   check_not_a_run_file(out, run_dirs);
   require_regular_or_absent(out, "the report");
-  std::vector<train::RunLog> logs;
-  for (const std::string& dir : run_dirs) logs.push_back(train::read_run_log(dir));
-  const std::string page = train::render_report(logs, options);
+  std::vector<report::RunLog> logs;
+  for (const std::string& dir : run_dirs) logs.push_back(report::read_run_log(dir));
+  const std::string page = report::render_report(logs, options);
   namespace fs = std::filesystem;
   const fs::path path(out);
   std::error_code ec;

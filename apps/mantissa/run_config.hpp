@@ -3,13 +3,13 @@
 #include <string>
 #include <vector>
 
-#include "mantissa/train/config.hpp"
+#include "mantissa/config/config.hpp"
 
 namespace mantissa::app {
 
-// train::load_config(path, overrides), with the run directory runs/<config file's stem> when
+// config::load_config(path, overrides), with the run directory runs/<config file's stem> when
 // the config names none. Throws mantissa::Error as load_config does.
-train::TrainerConfig load_run_config(const std::string& path,
-                                     const std::vector<std::string>& overrides);
+config::TrainerConfig load_run_config(const std::string& path,
+                                      const std::vector<std::string>& overrides);
 
 }  // namespace mantissa::app

@@ -82,7 +82,7 @@ int job_signal(const dist::Communicator& world) {
 
 int run(const TrainArgs& a, const std::string& default_mode, const dist::Communicator& world) {
   train::RunMode mode{};
-  train::TrainerConfig c;
+  config::TrainerConfig c;
   train::ResumeSettings settings = train::ResumeSettings::must_match;
   together(world, [&] {
     mode = parse_named(train::kRunModeNames, a.mode.empty() ? default_mode : a.mode, "--mode");
@@ -98,10 +98,11 @@ int run(const TrainArgs& a, const std::string& default_mode, const dist::Communi
   if (mode == train::RunMode::train || mode == train::RunMode::train_and_eval) signals.emplace();
   TerminalEvents events;
   train::Trainer trainer(c, {&events, bible_kjv_text, world, &g_stop});
-  const std::optional<std::string> resume =
+  // eval_all reads every checkpoint; eval without --resume the latest.
+  const train::ResumeFrom resume =
       a.resume.empty()
-          ? (mode == train::RunMode::eval ? std::optional<std::string>("latest") : std::nullopt)
-          : std::optional<std::string>(a.resume);  // eval_all reads every checkpoint
+          ? (mode == train::RunMode::eval ? train::ResumeFrom::latest() : train::ResumeFrom{})
+          : train::parse_resume(a.resume, "--resume");
   const train::RunSummary s = trainer.run(mode, resume, settings);
   const int signo = s.interrupted ? job_signal(world) : 0;  // every rank stopped alike
   if (!world.is_root()) return s.interrupted ? kExitInterrupted + signo : 0;

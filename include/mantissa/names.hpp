@@ -4,6 +4,7 @@
 // command line); below that, code decides on the enum, never on the word.
 #include <array>
 #include <cstddef>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,6 +37,26 @@ std::string names_of(const NameTable<E, N>& table) {
   std::string out;
   for (const Named<E>& n : table) out += (out.empty() ? "" : ", ") + std::string(n.name);
   return out;
+}
+
+// Whether a table indexed by an enum holds one entry per value of the enum (`count` of
+// them), entry i being the value i. Beside every enum-indexed table:
+//   static_assert(in_enum_order(kTable, kCount, [](const Entry& e) { return e.kind; }));
+// so a value added to the enum and not to the table (or a table out of order) does not build.
+template <class Table, class Key>
+constexpr bool in_enum_order(const Table& table, std::size_t count, Key key) {
+  if (std::size(table) != count) return false;
+  std::size_t i = 0;
+  for (const auto& entry : table) {
+    if (static_cast<std::size_t>(key(entry)) != i++) return false;
+  }
+  return true;
+}
+// A name table whose entries are the enum's values in order (it then doubles as the
+// enum-indexed array of its words).
+template <class E, std::size_t N>
+constexpr bool in_enum_order(const NameTable<E, N>& table, std::size_t count) {
+  return in_enum_order(table, count, [](const Named<E>& n) { return n.value; });
 }
 
 template <class E, std::size_t N>

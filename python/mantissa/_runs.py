@@ -34,7 +34,7 @@ def train(config_path, overrides=None, progress=None, messages=None, mode="train
 
 
 class RunLog:
-    """A run directory's metrics.jsonl as mantissa reads it (train/metrics.hpp): `run` (the run
+    """A run directory's metrics.jsonl as mantissa reads it (report/metrics.hpp): `run` (the run
     record: format, model, settings, ...), `windows` (one record per logged window), `evals`
     and `skips`. The three lists are pandas DataFrames when pandas is installed and
     frames is not False."""

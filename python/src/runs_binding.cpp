@@ -1,5 +1,5 @@
 // Runs from Python: the trainer in-process (progress and messages through Python callables),
-// a run directory's metrics.jsonl as Python objects (train/metrics.hpp's reader), and the
+// a run directory's metrics.jsonl as Python objects (report/metrics.hpp's reader), and the
 // precision report written to a file. The trainer runs with the GIL released; callbacks take
 // it back. A Ctrl-C pending at a trainer event (seen there whether or not a callback is given)
 // asks the run to checkpoint and stop at the next step boundary, as SIGINT does to
@@ -15,7 +15,7 @@
 #include "bible_corpus.hpp"
 #include "bindings.hpp"
 #include "mantissa/names.hpp"
-#include "mantissa/train/metrics.hpp"
+#include "mantissa/report/metrics.hpp"
 #include "mantissa/train/trainer.hpp"
 #include "report_output.hpp"
 #include "run_config.hpp"
@@ -94,7 +94,7 @@ py::dict train_run(const std::string& config_path, const std::vector<std::string
                    const std::string& mode_word, const std::optional<std::string>& resume,
                    py::object progress, py::object message) {
   const train::RunMode mode = parse_named(train::kRunModeNames, mode_word, "mode");
-  const train::TrainerConfig config = app::load_run_config(config_path, overrides);
+  const config::TrainerConfig config = app::load_run_config(config_path, overrides);
   std::atomic<bool> stop{false};
   PythonEvents events(std::move(progress), std::move(message), stop);
   train::RunSummary s;
@@ -102,10 +102,9 @@ py::dict train_run(const std::string& config_path, const std::vector<std::string
   {
     py::gil_scoped_release unlocked;
     train::Trainer trainer(config, {&events, app::bible_kjv_text, {}, &stop});
-    const std::optional<std::string> from =
-        resume
-            ? resume
-            : (mode == train::RunMode::eval ? std::optional<std::string>("latest") : std::nullopt);
+    const train::ResumeFrom from =
+        resume ? train::parse_resume(*resume, "resume")
+               : (mode == train::RunMode::eval ? train::ResumeFrom::latest() : train::ResumeFrom{});
     s = trainer.run(mode, from);
     run_dir = trainer.run_dir();
   }
@@ -121,11 +120,11 @@ py::dict train_run(const std::string& config_path, const std::vector<std::string
   return d;
 }
 
-py::dict run_record_dict(const train::RunRecord& r) {
+py::dict run_record_dict(const report::RunRecord& r) {
   py::dict d;
   d["format"] = std::string(numerics::name(r.format));
   d["fp8"] = r.fp8;
-  d["loss_scaling"] = std::string(name_of(train::kLossScalingModeNames, r.loss_scaling));
+  d["loss_scaling"] = std::string(name_of(report::kLossScalingModeNames, r.loss_scaling));
   d["model"] = r.model;
   d["parameters"] = r.parameters;
   d["unit"] = r.unit;
@@ -140,7 +139,7 @@ py::dict run_record_dict(const train::RunRecord& r) {
   return d;
 }
 
-py::dict window_dict(const train::WindowRecord& w) {
+py::dict window_dict(const report::WindowRecord& w) {
   py::dict d;
   d["step"] = w.step;
   d["loss"] = w.loss;
@@ -154,7 +153,7 @@ py::dict window_dict(const train::WindowRecord& w) {
     d["fp8_overflows"] = w.fp8->overflows;
     d["fp8_underflows"] = w.fp8->underflows;
     py::dict tensors;
-    for (const train::Fp8TensorCounts& t : w.fp8->tensors) {
+    for (const precision::Fp8TensorCounts& t : w.fp8->tensors) {
       py::dict c;
       c["overflows"] = t.overflows;
       c["underflows"] = t.underflows;
@@ -165,7 +164,7 @@ py::dict window_dict(const train::WindowRecord& w) {
   return d;
 }
 
-py::dict eval_record_dict(const train::EvalRecord& e) {
+py::dict eval_record_dict(const report::EvalRecord& e) {
   py::dict d;
   d["step"] = e.step;
   d["loss"] = e.loss;
@@ -175,7 +174,7 @@ py::dict eval_record_dict(const train::EvalRecord& e) {
   return d;
 }
 
-py::dict skip_record_dict(const train::SkipRecord& s) {
+py::dict skip_record_dict(const report::SkipRecord& s) {
   py::dict d;
   d["step"] = s.step;
   d["loss_scale"] = s.loss_scale;
@@ -184,10 +183,10 @@ py::dict skip_record_dict(const train::SkipRecord& s) {
 }
 
 py::dict read_run_log(const std::string& run_dir) {
-  train::RunLog log;
+  report::RunLog log;
   {
     py::gil_scoped_release unlocked;
-    log = train::read_run_log(run_dir);
+    log = report::read_run_log(run_dir);
   }
   py::dict d;
   d["source"] = log.source;
@@ -204,7 +203,7 @@ py::dict read_run_log(const std::string& run_dir) {
 
 void write_report(const std::vector<std::string>& run_dirs, const std::string& out,
                   const std::optional<std::string>& title, const std::string& subtitle) {
-  train::ReportOptions options;
+  report::ReportOptions options;
   if (title) options.title = *title;
   options.subtitle = subtitle;
   py::gil_scoped_release unlocked;

@@ -375,7 +375,7 @@ void GradScaler::load_state(const ScalerState& s) {
   state_ = s;
 }
 
-// One update of the dynamic scale (DESIGN.md section 4, with growth_factor, backoff_factor
+// One update of the dynamic scale (docs/design.md section 4, with growth_factor, backoff_factor
 // and hysteresis).
 void GradScaler::adapt_scale() {
   ScalerState& s = state_;

@@ -1,5 +1,8 @@
 #include "mantissa/amp/mixed_precision.hpp"
 
+#include <tuple>
+#include <type_traits>
+
 #include "mantissa/kernels/gemm_route.hpp"
 
 #include "mantissa/error.hpp"
@@ -11,25 +14,63 @@ bool scales(const LossScaling& s) {
   return !std::holds_alternative<NoLossScaling>(s);
 }
 
+// Each setting a scaler takes as it is, with the option it sets: the one list of the mapping.
+// An optional setting sets its option only when given (else the format's default stays).
+// Clipping is not among them: max_gradient_norm and max_gradient_value reach the step as
+// finish_step's arguments only (optimizer_step.hpp).
+template <class From, class To>
+struct ScalerField {
+  From MixedPrecision::*from;
+  To GradScalerOptions::*to;
+};
+template <class T>
+constexpr bool kIsOptional = false;
+template <class T>
+constexpr bool kIsOptional<std::optional<T>> = true;
+
+constexpr auto kScalerFields = std::tuple{
+    ScalerField<std::optional<double>, double>{&MixedPrecision::initial_loss_scale,
+                                               &GradScalerOptions::init_scale},
+    ScalerField<std::optional<std::int64_t>, std::int64_t>{&MixedPrecision::steps_per_increase,
+                                                           &GradScalerOptions::steps_per_increase},
+    ScalerField<std::optional<double>, double>{&MixedPrecision::min_loss_scale,
+                                               &GradScalerOptions::min_loss_scale},
+    ScalerField<std::optional<double>, double>{&MixedPrecision::max_loss_scale,
+                                               &GradScalerOptions::max_loss_scale},
+    ScalerField<double, double>{&MixedPrecision::overflow_tolerance,
+                                &GradScalerOptions::overflow_tolerance},
+    ScalerField<double, double>{&MixedPrecision::growth_factor, &GradScalerOptions::growth_factor},
+    ScalerField<double, double>{&MixedPrecision::backoff_factor,
+                                &GradScalerOptions::backoff_factor},
+    ScalerField<StuckPolicy, StuckPolicy>{&MixedPrecision::on_stuck, &GradScalerOptions::on_stuck},
+    ScalerField<int, int>{&MixedPrecision::hysteresis, &GradScalerOptions::hysteresis},
+    ScalerField<bool, bool>{&MixedPrecision::consecutive_hysteresis,
+                            &GradScalerOptions::consecutive_hysteresis},
+    ScalerField<NonFinitePolicy, NonFinitePolicy>{&MixedPrecision::on_nonfinite,
+                                                  &GradScalerOptions::on_nonfinite},
+    ScalerField<std::int64_t, std::int64_t>{&MixedPrecision::max_consecutive_skipped_steps,
+                                            &GradScalerOptions::max_consecutive_skips},
+};
+
 // The scaler options the settings describe (loss scaling must be set).
 GradScalerOptions scaler_options(const MixedPrecision& m) {
   GradScalerOptions o = GradScalerOptions::defaults_for(m.policy().half);
   const auto* fixed = std::get_if<StaticLossScaling>(&m.loss_scaling);
   o.dynamic = fixed == nullptr;
   o.static_scale = fixed != nullptr ? fixed->scale : 1.0;
-  if (m.initial_loss_scale) o.init_scale = *m.initial_loss_scale;
-  if (m.steps_per_increase) o.steps_per_increase = *m.steps_per_increase;
-  if (m.min_loss_scale) o.min_loss_scale = *m.min_loss_scale;
-  if (m.max_loss_scale) o.max_loss_scale = *m.max_loss_scale;
-  o.max_gradient_norm = m.max_gradient_norm;
-  o.overflow_tolerance = m.overflow_tolerance;
-  o.growth_factor = m.growth_factor;
-  o.backoff_factor = m.backoff_factor;
-  o.on_stuck = m.on_stuck;
-  o.hysteresis = m.hysteresis;
-  o.consecutive_hysteresis = m.consecutive_hysteresis;
-  o.on_nonfinite = m.on_nonfinite;
-  o.max_consecutive_skips = m.max_consecutive_skipped_steps;
+  std::apply(
+      [&](const auto&... field) {
+        (
+            [&](const auto& f) {
+              if constexpr (kIsOptional<std::remove_cvref_t<decltype(m.*f.from)>>) {
+                if (m.*f.from) o.*f.to = *(m.*f.from);
+              } else {
+                o.*f.to = m.*f.from;
+              }
+            }(field),
+            ...);
+      },
+      kScalerFields);
   return o;
 }
 
@@ -93,13 +134,17 @@ precision::Policy MixedPrecision::policy() const {
   return {enabled ? fp16_type : numerics::Format::float32, precision_opt_level, matmul_route, f};
 }
 
+bool MixedPrecision::scales_loss() const {
+  return enabled && scales(loss_scaling) && fp16_type != Format::bfloat16;
+}
+
 std::unique_ptr<GradScaler> MixedPrecision::make_scaler(
     std::function<void(const std::string&)> log) const {
   validate();
-  if (!enabled || !scales(loss_scaling)) return nullptr;
-  if (fp16_type == Format::bfloat16) {
-    if (log)
+  if (!scales_loss()) {
+    if (log && enabled && scales(loss_scaling)) {
       log("bfloat16 has float32's range: loss scaling settings are ignored (no loss scaling)");
+    }
     return nullptr;
   }
   GradScalerOptions o = scaler_options(*this);
@@ -113,7 +158,6 @@ std::unique_ptr<GradScaler> MixedPrecision::make_step_guard(
   GradScalerOptions o;
   o.dynamic = false;
   o.static_scale = 1.0;
-  o.max_gradient_norm = max_gradient_norm;
   o.on_nonfinite = on_nonfinite;
   o.max_consecutive_skips = max_consecutive_skipped_steps;
   o.log = std::move(log);

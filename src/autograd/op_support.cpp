@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "kernels/parallel.hpp"
-#include "kernels/scratch.hpp"
+#include "mantissa/kernels/parallel.hpp"
+#include "mantissa/kernels/scratch.hpp"
 
 namespace mantissa::autograd::detail {
 namespace {

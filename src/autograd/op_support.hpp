@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/parallel.hpp"
 #include "mantissa/autograd/variable.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/gemm.hpp"
+#include "mantissa/kernels/parallel.hpp"
 #include "mantissa/kernels/profiler.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/precision/policy.hpp"

@@ -1,6 +1,6 @@
 // add, sub, mul, scale, sum, mean.
-#include "kernels/parallel.hpp"
 #include "mantissa/autograd/ops.hpp"
+#include "mantissa/kernels/parallel.hpp"
 #include "op_support.hpp"
 
 namespace mantissa::autograd {
@@ -171,7 +171,7 @@ Variable reduce_all(const Variable& a, bool average) {
     for (std::int64_t i = 0; i < len; ++i) acc += p[i];
   }
   const float factor = average ? 1.0f / static_cast<float>(n) : 1.0f;
-  // The result of a reduction stays float32 (DESIGN.md section 3).
+  // The result of a reduction stays float32 (docs/design.md section 3).
   return make_result(Tensor::scalar(static_cast<float>(acc * factor)), {a}, [&] {
     auto node = std::make_shared<SumNode>();
     node->shape = a.shape();

@@ -1,9 +1,9 @@
 // matmul and linear: the matmul class (inputs in H, fp32 accumulation). Inputs go to the GEMM
 // in their stored format (it decodes them while packing); results are written in H straight
 // from the GEMM's finished blocks, with the bias added on the way.
-#include "kernels/parallel.hpp"
 #include "linear_support.hpp"
 #include "mantissa/autograd/ops.hpp"
+#include "mantissa/kernels/parallel.hpp"
 
 namespace mantissa::autograd {
 namespace {

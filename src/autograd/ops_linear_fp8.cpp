@@ -1,9 +1,9 @@
 // linear in fp8 (precision/fp8.hpp): the inputs of each product cast to fp8 with per-tensor
 // scales, products accumulated in float32 and scaled back, everything else in H.
-#include "kernels/parallel.hpp"
 #include "linear_support.hpp"
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/kernels/fp8_cast.hpp"
+#include "mantissa/kernels/parallel.hpp"
 
 namespace mantissa::autograd {
 namespace {

@@ -1,8 +1,8 @@
 // layer_norm, softmax, log_softmax, cross_entropy: fp32 reductions over the last dimension,
 // a tile of rows at a time (inputs decoded per tile, results encoded per tile).
-#include "kernels/scratch.hpp"
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/kernels/rows.hpp"
+#include "mantissa/kernels/scratch.hpp"
 #include "op_support.hpp"
 
 namespace mantissa::autograd {

@@ -11,8 +11,8 @@
 #include "lane_sums.hpp"
 #include "mantissa/kernels/gemm.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
+#include "mantissa/kernels/scratch.hpp"
 #include "mantissa/numerics/convert.hpp"
-#include "scratch.hpp"
 #include "vector_exp.hpp"
 
 namespace mantissa::kernels {

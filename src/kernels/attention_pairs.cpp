@@ -5,8 +5,8 @@
 
 #include "attention_parts.hpp"
 #include "mantissa/kernels/bf16_pairs.hpp"
+#include "mantissa/kernels/scratch.hpp"
 #include "mantissa/numerics/convert.hpp"
-#include "scratch.hpp"
 
 namespace mantissa::kernels::attention_detail {
 namespace {

@@ -73,7 +73,9 @@ __m512i widen(__mmask16 m, const std::uint16_t* x) {
 }
 
 // The top 16 bits of each lane, moved down.
-__m512i shift_down(__m512i x) { return _mm512_srli_epi32(x, 16); }
+__m512i shift_down(__m512i x) {
+  return _mm512_srli_epi32(x, 16);
+}
 
 using TileFn = void (*)(std::int64_t, std::int64_t, std::int64_t, std::int64_t, const PairRows&,
                         const PairCols&, float*, std::int64_t, bool);

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "kernels/parallel.hpp"
+#include "mantissa/kernels/parallel.hpp"
 
 namespace mantissa::kernels {
 

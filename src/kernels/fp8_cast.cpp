@@ -8,9 +8,9 @@
 #include <cstring>
 #include <vector>
 
+#include "mantissa/kernels/parallel.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
-#include "parallel.hpp"
 
 namespace mantissa::kernels {
 namespace {

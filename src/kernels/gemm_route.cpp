@@ -52,15 +52,7 @@ std::string cpuid_identity() {
 }  // namespace
 
 std::string_view gemm_isa_name(GemmIsa isa) {
-  switch (isa) {
-    case GemmIsa::scalar:
-      return "scalar";
-    case GemmIsa::avx2:
-      return "avx2";
-    case GemmIsa::avx512:
-      return "avx512";
-  }
-  return "?";
+  return name_of(kGemmIsaNames, isa);
 }
 
 bool cpu_supports(GemmIsa isa) {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/parallel.hpp"
+#include "mantissa/kernels/parallel.hpp"
 #include "vector_exp.hpp"
 
 namespace mantissa::kernels {

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "mantissa/names.hpp"
+
 namespace mantissa::kernels {
 namespace {
 
@@ -55,20 +57,34 @@ Phase set_phase(Phase p) {
 }
 }  // namespace detail
 
+// The words of the profile's rows and columns, one per value, in enum order (checked below).
+constexpr NameTable<OpClass, kOpClassCount> kOpClassNames = {{
+    {"gemm", OpClass::gemm},
+    {"attention", OpClass::attention},
+    {"layer norm", OpClass::norm},
+    {"softmax / loss", OpClass::softmax_loss},
+    {"pointwise", OpClass::pointwise},
+    {"layout / embedding", OpClass::layout},
+    {"convert (H)", OpClass::convert},
+    {"grad accumulate", OpClass::grad_accum},
+    {"optimizer step", OpClass::optimizer},
+    {"data", OpClass::data},
+}};
+static_assert(in_enum_order(kOpClassNames, kOpClassCount));
+constexpr NameTable<Phase, kPhaseCount> kPhaseNames = {{
+    {"forward", Phase::forward},
+    {"backward", Phase::backward},
+    {"step", Phase::step},
+}};
+static_assert(in_enum_order(kPhaseNames, kPhaseCount));
+
+// The names are string literals: their views end in a NUL.
 const char* name(OpClass c) {
-  static constexpr const char* kNames[kOpClassCount] = {"gemm",           "attention",
-                                                        "layer norm",     "softmax / loss",
-                                                        "pointwise",      "layout / embedding",
-                                                        "convert (H)",    "grad accumulate",
-                                                        "optimizer step", "data"};
-  const int i = static_cast<int>(c);
-  return i >= 0 && i < kOpClassCount ? kNames[i] : "?";
+  return name_of(kOpClassNames, c).data();
 }
 
 const char* name(Phase p) {
-  static constexpr const char* kNames[kPhaseCount] = {"forward", "backward", "step"};
-  const int i = static_cast<int>(p);
-  return i >= 0 && i < kPhaseCount ? kNames[i] : "?";
+  return name_of(kPhaseNames, p).data();
 }
 
 void profiler_start() {

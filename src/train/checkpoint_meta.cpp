@@ -12,6 +12,16 @@
 namespace mantissa::train {
 namespace {
 
+// "float32, float16, bfloat16 or cbfloat16": the formats a run computes in, from the table.
+std::string compute_formats_text() {
+  std::string out(numerics::name(numerics::Format::float32));
+  const auto& halves = precision::kHalfFormats;
+  for (std::size_t i = 0; i < halves.size(); ++i) {
+    out += (i + 1 == halves.size() ? " or " : ", ") + std::string(numerics::name(halves[i]));
+  }
+  return out;
+}
+
 using json = nlohmann::json;
 
 class Fields {
@@ -92,7 +102,7 @@ CheckpointMeta decode_checkpoint_meta(const std::map<std::string, std::string>& 
   if (meta.config.empty()) f.bad("config", "the run's YAML config");
   const std::optional<numerics::Format> format = numerics::parse_format(f.text("fp16_type"));
   if (!format || !(*format == numerics::Format::float32 || precision::is_half_format(*format))) {
-    f.bad("fp16_type", "float32, float16, bfloat16 or cbfloat16");
+    f.bad("fp16_type", compute_formats_text());
   }
   meta.fp16_type = *format;
   const char* loader_form = "{\"epoch\": <integer >= 0>, \"position\": <integer >= 0>}";

@@ -29,7 +29,7 @@ std::string attempt(const std::function<void()>& work) {
 
 }  // namespace
 
-DataParallel::DataParallel(const dist::Communicator& world, const DistConfig& config)
+DataParallel::DataParallel(const dist::Communicator& world, const config::DistConfig& config)
     : comm_(world), root_work_(world), config_(config) {
   comm_.set_timeout_seconds(config.timeout_seconds);
   root_work_.set_timeout_seconds(std::max(config.timeout_seconds, kRootWorkSeconds));
@@ -157,7 +157,7 @@ std::vector<std::vector<T>> gathered(const dist::Communicator& comm, const std::
 
 }  // namespace
 
-Fp8Layers::Agreement DataParallel::fp8_agreement() const {
+amp::Fp8Layers::Agreement DataParallel::fp8_agreement() const {
   if (!distributed()) return {};
   return [this](std::vector<float>& amax, std::vector<std::int64_t>& counts) {
     const auto amaxes = gathered(comm_, amax);

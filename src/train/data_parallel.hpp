@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "fp8_layers.hpp"
+#include "mantissa/amp/fp8_layers.hpp"
 #include "mantissa/amp/grad_scaler.hpp"
 #include "mantissa/autograd/variable.hpp"
+#include "mantissa/config/config.hpp"
 #include "mantissa/dist/communicator.hpp"
 #include "mantissa/dist/gradient_reducer.hpp"
 #include "mantissa/tensor/random.hpp"
-#include "mantissa/train/config.hpp"
 
 namespace mantissa::train {
 
@@ -26,7 +26,7 @@ class DataParallel {
  public:
   // `world`: the job's processes (a one-rank communicator without mpirun). Its waits for a
   // silent peer give up after config.timeout_seconds.
-  DataParallel(const dist::Communicator& world, const DistConfig& config);
+  DataParallel(const dist::Communicator& world, const config::DistConfig& config);
   ~DataParallel();
   DataParallel(const DataParallel&) = delete;
   DataParallel& operator=(const DataParallel&) = delete;
@@ -76,7 +76,7 @@ class DataParallel {
   // What the fp8 layers use to combine their step figures (empty with one process):
   // collective, the max of every process's amax (non-finite anywhere: NaN) and the sum of
   // their counts, so every process's scales follow the whole global batch, as one process's.
-  Fp8Layers::Agreement fp8_agreement() const;
+  amp::Fp8Layers::Agreement fp8_agreement() const;
   // Collective: the mean of every process's `value` (summed in rank order, then / N).
   double mean(double value) const;
   // Collective: whether `flag` holds on any process.
@@ -91,7 +91,7 @@ class DataParallel {
  private:
   dist::Communicator comm_;
   dist::Communicator root_work_;  // the same processes, waiting up to kRootWorkSeconds
-  DistConfig config_;
+  config::DistConfig config_;
   std::unique_ptr<dist::GradientReducer> reducer_;
 };
 

@@ -13,7 +13,7 @@ namespace {
 
 const std::string kParams = "trainer.init.optimizer: params";
 
-bool matches(const ParamGroupConfig& entry, const std::string& name) {
+bool matches(const config::ParamGroupConfig& entry, const std::string& name) {
   return std::any_of(entry.globs.begin(), entry.globs.end(), [&](const std::string& glob) {
     return ::fnmatch(glob.c_str(), name.c_str(), 0) == 0;
   });
@@ -27,12 +27,13 @@ struct Group {
 
 // The optimizer's settings with the fields each of `entries` sets; two entries setting one
 // field is an error.
-optim::OptimizerSettings merged(const TrainerConfig& c, const std::vector<std::size_t>& entries,
+optim::OptimizerSettings merged(const config::TrainerConfig& c,
+                                const std::vector<std::size_t>& entries,
                                 const std::string& example) {
   optim::OptimizerSettings out = c.optimizer.settings;
   std::map<std::string, std::string> set_by;  // field -> tag
   for (std::size_t i : entries) {
-    const ParamGroupConfig& e = c.optimizer.params[i];
+    const config::ParamGroupConfig& e = c.optimizer.params[i];
     for (const std::string& f : e.fields) {
       if (!set_by.emplace(f, e.tag).second) {
         throw Error(kParams + ": the entries tagged " + set_by[f] + " and " + e.tag + " both set " +
@@ -56,7 +57,7 @@ optim::OptimizerSettings merged(const TrainerConfig& c, const std::vector<std::s
   return out;
 }
 
-std::vector<Group> partition(const TrainerConfig& c,
+std::vector<Group> partition(const config::TrainerConfig& c,
                              const std::vector<std::pair<std::string, autograd::Variable>>& named) {
   std::vector<Group> groups;
   std::vector<bool> used(c.optimizer.params.size(), false);
@@ -95,7 +96,7 @@ std::vector<Group> partition(const TrainerConfig& c,
   return groups;
 }
 
-bool applies(const SchedulerConfig& s, const optim::ParamGroup& g) {
+bool applies(const config::SchedulerConfig& s, const optim::ParamGroup& g) {
   if (!s.tags) return true;
   if (g.tags.empty()) return s.tags->count("") != 0;  // null: the untagged groups
   return std::any_of(g.tags.begin(), g.tags.end(),
@@ -110,14 +111,14 @@ std::string describe(const optim::ParamGroup& g) {
 }
 
 // The scheduler of `key` that applies to `g`, if any; two are an error.
-const SchedulerConfig* scheduler_for(const TrainerConfig& c, ScheduledKey key,
-                                     const optim::ParamGroup& g) {
-  const SchedulerConfig* found = nullptr;
-  for (const SchedulerConfig& s : c.schedulers) {
+const config::SchedulerConfig* scheduler_for(const config::TrainerConfig& c,
+                                             config::ScheduledKey key, const optim::ParamGroup& g) {
+  const config::SchedulerConfig* found = nullptr;
+  for (const config::SchedulerConfig& s : c.schedulers) {
     if (s.key != key || !applies(s, g)) continue;
     if (found != nullptr) {
       throw Error(found->where + " and " + s.where + " both drive " +
-                  std::string(name_of(kScheduledKeyNames, key)) + " of " + describe(g));
+                  std::string(name_of(config::kScheduledKeyNames, key)) + " of " + describe(g));
     }
     found = &s;
   }
@@ -127,14 +128,14 @@ const SchedulerConfig* scheduler_for(const TrainerConfig& c, ScheduledKey key,
 }  // namespace
 
 std::vector<optim::ParamGroup> build_param_groups(
-    const TrainerConfig& c,
+    const config::TrainerConfig& c,
     const std::vector<std::pair<std::string, autograd::Variable>>& named_parameters) {
   std::vector<Group> groups = partition(c, named_parameters);
   std::vector<optim::ParamGroup> out;
   for (Group& x : groups) {
     optim::ParamGroup& g = x.group;
-    const SchedulerConfig* lr = scheduler_for(c, ScheduledKey::learning_rate, g);
-    const SchedulerConfig* wd = scheduler_for(c, ScheduledKey::weight_decay, g);
+    const config::SchedulerConfig* lr = scheduler_for(c, config::ScheduledKey::learning_rate, g);
+    const config::SchedulerConfig* wd = scheduler_for(c, config::ScheduledKey::weight_decay, g);
     g.learning_rate = lr != nullptr ? lr->schedule : optim::constant(c.optimizer.learning_rate);
     // adjust_learning_rate scales the learning rate (the vendor wraps every learning-rate
     // scheduler in ScalePerParamLR when a group has one), and the weight decay of a
@@ -148,7 +149,7 @@ std::vector<optim::ParamGroup> build_param_groups(
     }
     out.push_back(std::move(g));
   }
-  for (const SchedulerConfig& s : c.schedulers) {
+  for (const config::SchedulerConfig& s : c.schedulers) {
     if (std::none_of(out.begin(), out.end(),
                      [&](const optim::ParamGroup& g) { return applies(s, g); })) {
       throw Error(s.where + ": its param_group_tags match no parameter group");

@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "mantissa/config/config.hpp"
 #include "mantissa/optim/optimizer.hpp"
-#include "mantissa/train/config.hpp"
 
 namespace mantissa::train {
 
@@ -18,7 +18,7 @@ namespace mantissa::train {
 // settings'). Throws mantissa::Error when an entry matches no parameter, a tagged scheduler
 // applies to no group, or two schedulers drive one key of one group.
 std::vector<optim::ParamGroup> build_param_groups(
-    const TrainerConfig& config,
+    const config::TrainerConfig& config,
     const std::vector<std::pair<std::string, autograd::Variable>>& named_parameters);
 
 }  // namespace mantissa::train

@@ -1,7 +1,7 @@
 // Trainer::restore: a checkpoint's state into the run, after its settings were held against
 // the config's (a precision or optimizer that differs is an error unless the caller says
 // which one wins).
-#include "fp8_layers.hpp"
+#include "mantissa/amp/fp8_layers.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/train/checkpoint.hpp"
 #include "mantissa/train/trainer.hpp"
@@ -27,32 +27,35 @@ std::string both(const std::string& key, const std::string& theirs, const std::s
   return key + " is " + theirs + " in the checkpoint, " + ours + " in the config";
 }
 
-Differences compare(const TrainerConfig& theirs, const TrainerConfig& ours) {
+Differences compare(const config::TrainerConfig& theirs, const config::TrainerConfig& ours) {
   Differences d;
   if (!(theirs.precision == ours.precision)) {
-    d.precision.push_back(both("trainer.init.precision", config_section(theirs.yaml, "precision"),
-                               config_section(ours.yaml, "precision")));
+    d.precision.push_back(both("trainer.init.precision",
+                               config::config_section(theirs.yaml, "precision"),
+                               config::config_section(ours.yaml, "precision")));
   }
   const optim::OptimizerSettings &a = theirs.optimizer.settings, &b = ours.optimizer.settings;
   if (!optim::same_settings(a, b) ||
       theirs.optimizer.learning_rate != ours.optimizer.learning_rate ||
       theirs.optimizer.params.size() != ours.optimizer.params.size()) {
-    d.optimizer.push_back(both("trainer.init.optimizer", config_section(theirs.yaml, "optimizer"),
-                               config_section(ours.yaml, "optimizer")));
+    d.optimizer.push_back(both("trainer.init.optimizer",
+                               config::config_section(theirs.yaml, "optimizer"),
+                               config::config_section(ours.yaml, "optimizer")));
   }
   // (Without schedulers the schedule is the learning rate, compared above.)
   const bool scheduled = !theirs.schedulers.empty() || !ours.schedulers.empty();
   if (scheduled && (theirs.schedule_text != ours.schedule_text ||
                     theirs.schedulers.size() != ours.schedulers.size())) {
-    d.optimizer.push_back(both("trainer.init.schedulers", config_section(theirs.yaml, "schedulers"),
-                               config_section(ours.yaml, "schedulers")));
+    d.optimizer.push_back(both("trainer.init.schedulers",
+                               config::config_section(theirs.yaml, "schedulers"),
+                               config::config_section(ours.yaml, "schedulers")));
   }
   return d;
 }
 
 }  // namespace
 
-void Trainer::reconcile_settings(const std::string& path, const TrainerConfig& theirs,
+void Trainer::reconcile_settings(const std::string& path, const config::TrainerConfig& theirs,
                                  ResumeSettings settings, bool& take_optimizer_state,
                                  bool& take_scaler_state) {
   const Differences d = compare(theirs, config_);
@@ -71,8 +74,8 @@ void Trainer::reconcile_settings(const std::string& path, const TrainerConfig& t
       config_.optimizer = theirs.optimizer;
       config_.schedulers = theirs.schedulers;
       config_.schedule_text = theirs.schedule_text;
-      config_.yaml =
-          with_sections(config_.yaml, theirs.yaml, {"precision", "optimizer", "schedulers"});
+      config_.yaml = config::with_sections(config_.yaml, theirs.yaml,
+                                           {"precision", "optimizer", "schedulers"});
       build_optimizer_and_scaler();
       log("resuming with the checkpoint's settings, not the config's: " + d.text());
       return;
@@ -111,7 +114,8 @@ void Trainer::restore(const std::string& path, const Checkpoint& c, bool for_tra
   }
   bool take_optimizer_state = true, take_scaler_state = true;
   if (for_training) {
-    const TrainerConfig theirs = parse_config(meta.config, {}, path + " (its config)");
+    const config::TrainerConfig theirs =
+        config::parse_config(meta.config, {}, path + " (its config)");
     reconcile_settings(path, theirs, settings, take_optimizer_state, take_scaler_state);
   }
   try {
@@ -124,7 +128,7 @@ void Trainer::restore(const std::string& path, const Checkpoint& c, bool for_tra
     } else {
       optimizer_->set_step_index(meta.optimizer_step);
     }
-    fp8_->load_state_tensors(under_prefix(kFp8Prefix, c.tensors));
+    fp8_->load_state_tensors(under_prefix(amp::kFp8Prefix, c.tensors));
     task_->set_loader_state(meta.train_loader);
     task_->set_rng_state(meta.rng);
     take_routes(meta.routes);

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "mantissa/kernels/gemm_route.hpp"
-#include "number_text.hpp"
+#include "support/number_text.hpp"
 
 namespace mantissa::train::detail {
 namespace {
@@ -23,18 +23,19 @@ std::string route_text(const precision::Policy& policy) {
 
 // loss_scaling_factor as configured: "dynamic" or the static scale.
 std::string factor_text(const amp::LossScaling& scaling) {
-  if (const auto* s = std::get_if<amp::StaticLossScaling>(&scaling)) return scale_text(s->scale);
+  if (const auto* s = std::get_if<amp::StaticLossScaling>(&scaling))
+    return support::scale_text(s->scale);
   return "dynamic";
 }
 
-void dynamic_rows(const amp::GradScalerOptions& o, std::vector<SettingRow>& rows) {
-  std::string initial = scale_text(o.init_scale);
+void dynamic_rows(const amp::GradScalerOptions& o, std::vector<report::SettingRow>& rows) {
+  std::string initial = support::scale_text(o.init_scale);
   if (o.init_scale > o.max_loss_scale) {
-    initial += ", above max_loss_scale: starts at " + scale_text(o.max_loss_scale);
+    initial += ", above max_loss_scale: starts at " + support::scale_text(o.max_loss_scale);
   }
   rows.emplace_back("initial_loss_scale", initial);
-  rows.emplace_back("min_loss_scale", scale_text(o.min_loss_scale));
-  rows.emplace_back("max_loss_scale", scale_text(o.max_loss_scale));
+  rows.emplace_back("min_loss_scale", support::scale_text(o.min_loss_scale));
+  rows.emplace_back("max_loss_scale", support::scale_text(o.max_loss_scale));
   rows.emplace_back("steps_per_increase", std::to_string(o.steps_per_increase));
   rows.emplace_back("growth_factor", fmt::format("{:g}", o.growth_factor));
   rows.emplace_back("backoff_factor", fmt::format("{:g}", o.backoff_factor));
@@ -47,15 +48,16 @@ void dynamic_rows(const amp::GradScalerOptions& o, std::vector<SettingRow>& rows
 
 }  // namespace
 
-LossScalingMode loss_scaling_mode(const amp::GradScaler* scaler) {
-  if (scaler == nullptr) return LossScalingMode::none;
-  return scaler->options().dynamic ? LossScalingMode::dynamic : LossScalingMode::fixed;
+report::LossScalingMode loss_scaling_mode(const amp::GradScaler* scaler) {
+  if (scaler == nullptr) return report::LossScalingMode::none;
+  return scaler->options().dynamic ? report::LossScalingMode::dynamic
+                                   : report::LossScalingMode::fixed;
 }
 
-std::vector<SettingRow> precision_settings(const amp::MixedPrecision& settings,
-                                           const precision::Policy& policy,
-                                           const amp::GradScaler* scaler) {
-  std::vector<SettingRow> rows;
+std::vector<report::SettingRow> precision_settings(const amp::MixedPrecision& settings,
+                                                   const precision::Policy& policy,
+                                                   const amp::GradScaler* scaler) {
+  std::vector<report::SettingRow> rows;
   rows.emplace_back("enabled", settings.enabled ? "true" : "false: float32 throughout");
   if (settings.enabled) {
     rows.emplace_back("fp16_type", std::string(numerics::name(settings.fp16_type)));
@@ -75,7 +77,7 @@ std::vector<SettingRow> precision_settings(const amp::MixedPrecision& settings,
   }
   const bool configured = !std::holds_alternative<amp::NoLossScaling>(settings.loss_scaling);
   switch (loss_scaling_mode(scaler)) {
-    case LossScalingMode::none:
+    case report::LossScalingMode::none:
       if (!configured) {
         rows.emplace_back("loss_scaling_factor", "unset: no loss scaling");
       } else {
@@ -85,11 +87,11 @@ std::vector<SettingRow> precision_settings(const amp::MixedPrecision& settings,
                                                 : "mixed precision is off (no scaler)"));
       }
       break;
-    case LossScalingMode::fixed:
+    case report::LossScalingMode::fixed:
       rows.emplace_back("loss_scaling_factor",
-                        scale_text(scaler->options().static_scale) + " (static)");
+                        support::scale_text(scaler->options().static_scale) + " (static)");
       break;
-    case LossScalingMode::dynamic:
+    case report::LossScalingMode::dynamic:
       rows.emplace_back("loss_scaling_factor", "dynamic");
       dynamic_rows(scaler->options(), rows);
       break;

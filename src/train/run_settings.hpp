@@ -10,15 +10,15 @@
 #include "mantissa/amp/grad_scaler.hpp"
 #include "mantissa/amp/mixed_precision.hpp"
 #include "mantissa/precision/policy.hpp"
-#include "mantissa/train/metrics.hpp"
+#include "mantissa/report/metrics.hpp"
 
 namespace mantissa::train::detail {
 
 // scaler: the run's loss scaler, or null when it has none (mixed precision off, bfloat16,
 // no loss_scaling_factor).
-LossScalingMode loss_scaling_mode(const amp::GradScaler* scaler);
-std::vector<SettingRow> precision_settings(const amp::MixedPrecision& settings,
-                                           const precision::Policy& policy,
-                                           const amp::GradScaler* scaler);
+report::LossScalingMode loss_scaling_mode(const amp::GradScaler* scaler);
+std::vector<report::SettingRow> precision_settings(const amp::MixedPrecision& settings,
+                                                   const precision::Policy& policy,
+                                                   const amp::GradScaler* scaler);
 
 }  // namespace mantissa::train::detail

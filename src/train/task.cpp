@@ -36,9 +36,9 @@ auto validation_loader(F&& make) {
 
 class TextTask final : public Task {
  public:
-  TextTask(const TrainerConfig& c, const data::CorpusProvider& kjv_corpus)
+  TextTask(const config::TrainerConfig& c, const data::CorpusProvider& kjv_corpus)
       : gpt_(fitting(c.model.gpt, "gpt"), c.seed), train_cfg_(c.train_data) {
-    const data::ByteText all = c.train_data.dataset == DatasetKind::kjv
+    const data::ByteText all = c.train_data.dataset == config::DatasetKind::kjv
                                    ? data::load_kjv(c.train_data.data_dir, kjv_corpus)
                                    : data::load_text_file(c.train_data.path);
     for (int32_t t : all.tokens) {
@@ -50,11 +50,11 @@ class TextTask final : public Task {
     auto [train, val] = data::split_by_position(all, c.train_data.val_fraction);
     train_text_ = std::move(train);
     val_text_ = std::move(val);
-    DataloaderConfig v = c.train_data;  // without a val_dataloader: the held-out tail
-    v.split = Split::val;
+    config::DataloaderConfig v = c.train_data;  // without a val_dataloader: the held-out tail
+    v.split = config::Split::val;
     if (c.val_data) v = *c.val_data;
-    const auto part = [this](Split split) -> const data::ByteText& {
-      return split == Split::val ? val_text_ : train_text_;
+    const auto part = [this](config::Split split) -> const data::ByteText& {
+      return split == config::Split::val ? val_text_ : train_text_;
     };
     eval_text_ = &part(v.split);
     train_ =
@@ -115,15 +115,15 @@ class TextTask final : public Task {
 
  private:
   nn::Gpt gpt_;
-  DataloaderConfig train_cfg_;
+  config::DataloaderConfig train_cfg_;
   data::ByteText train_text_, val_text_;
   const data::ByteText* eval_text_ = nullptr;  // the split validation reads
   std::unique_ptr<data::TextLoader> train_, val_;
   std::int64_t val_context_ = 0, val_batch_ = 0;
 };
 
-data::ImageSplit image_split(Split s) {
-  return s == Split::test ? data::ImageSplit::test : data::ImageSplit::train;
+data::ImageSplit image_split(config::Split s) {
+  return s == config::Split::test ? data::ImageSplit::test : data::ImageSplit::train;
 }
 
 // The images of `d` (read from the dataloader at `key`) give the model `pixels` inputs each:
@@ -139,17 +139,17 @@ void check_image_size(const data::ImageDataset& d, std::int64_t pixels, const st
 
 class ImageTask final : public Task {
  public:
-  explicit ImageTask(const TrainerConfig& c) : cfg_(c) {
+  explicit ImageTask(const config::TrainerConfig& c) : cfg_(c) {
     const std::string dir = c.train_data.path.empty() ? data::kFashionMnistDir : c.train_data.path;
     train_set_ = data::load_fashion_mnist(image_split(c.train_data.split), dir);
-    const DataloaderConfig v = c.val_data.value_or(c.train_data);
+    const config::DataloaderConfig v = c.val_data.value_or(c.train_data);
     val_set_ = data::load_fashion_mnist(c.val_data ? image_split(v.split) : data::ImageSplit::test,
                                         v.path.empty() ? dir : v.path);
     const std::string train_key = "trainer.fit.train_dataloader (" + dir + ")";
     const std::string val_key =
         c.val_data ? "trainer.fit.val_dataloader (" + (v.path.empty() ? dir : v.path) + ")"
                    : train_key;
-    if (c.model.kind == ModelKind::mlp) {
+    if (c.model.kind == config::ModelKind::mlp) {
       const std::string input = "trainer.init.model.input_size";
       check_image_size(train_set_, c.model.mlp.input_size, train_key, input);
       check_image_size(val_set_, c.model.mlp.input_size, val_key + " (validation)", input);
@@ -228,7 +228,7 @@ class ImageTask final : public Task {
   }
 
  private:
-  TrainerConfig cfg_;
+  config::TrainerConfig cfg_;
   data::ImageDataset train_set_, val_set_;
   std::unique_ptr<data::ImageLoader> train_, val_;
   std::int64_t val_batch_ = 0;
@@ -251,9 +251,10 @@ void check_model_fits(std::int64_t parameters, const std::string& what) {
   }
 }
 
-std::unique_ptr<Task> make_task(const TrainerConfig& config,
+std::unique_ptr<Task> make_task(const config::TrainerConfig& config,
                                 const data::CorpusProvider& kjv_corpus) {
-  if (config.model.kind == ModelKind::gpt) return std::make_unique<TextTask>(config, kjv_corpus);
+  if (config.model.kind == config::ModelKind::gpt)
+    return std::make_unique<TextTask>(config, kjv_corpus);
   return std::make_unique<ImageTask>(config);
 }
 

@@ -3,9 +3,9 @@
 #include <memory>
 #include <string>
 
+#include "mantissa/config/config.hpp"
 #include "mantissa/data/loaders.hpp"
 #include "mantissa/nn/models.hpp"
-#include "mantissa/train/config.hpp"
 #include "mantissa/train/trainer.hpp"
 
 namespace mantissa::train {
@@ -36,7 +36,7 @@ class Task {
 };
 
 // `kjv_corpus` supplies the KJV text when the kjv dataset is not cached yet.
-std::unique_ptr<Task> make_task(const TrainerConfig& config,
+std::unique_ptr<Task> make_task(const config::TrainerConfig& config,
                                 const data::CorpusProvider& kjv_corpus);
 
 }  // namespace mantissa::train

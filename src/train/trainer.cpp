@@ -8,16 +8,16 @@
 
 #include "data_parallel.hpp"
 #include "digest.hpp"
-#include "fp8_layers.hpp"
-#include "machine.hpp"
+#include "mantissa/amp/fp8_layers.hpp"
 #include "mantissa/amp/optimizer_step.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/report/metrics.hpp"
 #include "mantissa/train/checkpoint.hpp"
-#include "mantissa/train/metrics.hpp"
-#include "number_text.hpp"
 #include "param_groups.hpp"
 #include "run_dir.hpp"
 #include "run_settings.hpp"
+#include "support/machine.hpp"
+#include "support/number_text.hpp"
 #include "task.hpp"
 
 namespace mantissa::train {
@@ -56,14 +56,14 @@ std::string skipped_step_line(std::int64_t step, double loss, const amp::StepRep
            "' non-finite (inf or NaN; the gradients were finite): not applied";
   }
   line += std::string("non-finite ") + (std::isfinite(loss) ? "gradients" : "loss") +
-          " at loss scale " + detail::scale_text(r.loss_scale);
+          " at loss scale " + support::scale_text(r.loss_scale);
   if (!r.nonfinite_params.empty()) line += " in " + some_names(r.nonfinite_params);
   return line;
 }
 
 }  // namespace
 
-Trainer::Trainer(TrainerConfig config, TrainerHooks hooks)
+Trainer::Trainer(config::TrainerConfig config, TrainerHooks hooks)
     : config_(std::move(config)),
       events_(hooks.events != nullptr ? hooks.events : &silent_),
       external_stop_(hooks.stop) {
@@ -79,7 +79,7 @@ Trainer::Trainer(TrainerConfig config, TrainerHooks hooks)
   dp_->root_first([&] {
     task_ = make_task(config_, hooks.kjv_corpus);
     task_->set_batch_part(part);
-    fp8_ = std::make_unique<Fp8Layers>(task_->module(), config_.precision.policy().fp8);
+    fp8_ = std::make_unique<amp::Fp8Layers>(task_->module(), config_.precision.policy().fp8);
     build_optimizer_and_scaler();
   });
   // Every process runs the same config (after --set) on the same data, or none starts: a
@@ -105,7 +105,7 @@ void Trainer::build_optimizer_and_scaler() {
   optimizer_->set_training_state(
       {config_.precision.master_weights, config_.optimizer.state_format, config_.seed});
   scaler_ = config_.precision.make_step_guard([this](const std::string& l) { log(l); });
-  scales_loss_ = config_.precision.make_scaler() != nullptr;
+  scales_loss_ = config_.precision.scales_loss();
   policy_ = config_.precision.policy();
 }
 
@@ -142,7 +142,7 @@ void Trainer::record_new_routes() {
     log(line);
   }
   routes_recorded_ = routes.size();
-  write_metrics(metrics_line(RoutesRecord{global_step_, routes}));
+  write_metrics(report::metrics_line(report::RoutesRecord{global_step_, routes}));
 }
 
 void Trainer::write_metrics(const std::string& json_line) {
@@ -156,7 +156,7 @@ bool Trainer::stop_requested() const {
 std::map<std::string, tensor::Tensor> Trainer::state_tensors() const {
   std::map<std::string, tensor::Tensor> t = with_prefix(kModelPrefix, task_->module().state_dict());
   t.merge(with_prefix(kOptimizerPrefix, optimizer_->state_tensors()));
-  t.merge(with_prefix(kFp8Prefix, fp8_->state_tensors()));
+  t.merge(with_prefix(amp::kFp8Prefix, fp8_->state_tensors()));
   return t;
 }
 
@@ -206,7 +206,7 @@ EvalResult Trainer::evaluate() {
   task_->module().eval();
   const EvalResult r = task_->evaluate(config_.loop.eval_steps);
   task_->module().train();
-  EvalRecord record{global_step_, r.loss, std::nullopt, std::nullopt, r.steps};
+  report::EvalRecord record{global_step_, r.loss, std::nullopt, std::nullopt, r.steps};
   std::string line =
       "eval at step " + std::to_string(global_step_) + ": loss " + fmt_double(r.loss);
   if (r.text) {
@@ -216,7 +216,7 @@ EvalResult Trainer::evaluate() {
     record.accuracy = r.accuracy;
     line += ", accuracy " + fmt_double(r.accuracy);
   }
-  write_metrics(metrics_line(record));
+  write_metrics(report::metrics_line(record));
   log(line);
   events_->evaluated(r, global_step_);
   return r;
@@ -257,19 +257,19 @@ StepResult Trainer::train_step() {
   return r;
 }
 
-RunRecord Trainer::run_record() const {
-  RunRecord r;
+report::RunRecord Trainer::run_record() const {
+  report::RunRecord r;
   r.format = policy_.half;
   r.fp8 = policy_.fp8.enabled;
   r.loss_scaling = detail::loss_scaling_mode(scales_loss_ ? scaler_.get() : nullptr);
-  r.model = name_of(kModelNames, config_.model.kind);
+  r.model = name_of(config::kModelNames, config_.model.kind);
   r.parameters = parameter_count();
   r.unit = item_unit();
   r.items_per_step = items_per_step();
   r.start_step = global_step_;
   r.max_steps = config_.loop.max_steps;
   r.seed = config_.seed;
-  r.cpu = detail::cpu_name();
+  r.cpu = support::cpu_name();
   r.settings = detail::precision_settings(config_.precision, policy_,
                                           scales_loss_ ? scaler_.get() : nullptr);
   r.settings.emplace_back("optimizer", optimizer_->name());
@@ -324,12 +324,17 @@ RunSummary Trainer::evaluate_all() {
   return summary;
 }
 
-RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume,
-                        ResumeSettings settings) {
+ResumeFrom parse_resume(const std::string& word, const std::string& what) {
+  if (word.empty()) throw Error(what + ": an empty value (latest, or a checkpoint path)");
+  return word == "latest" ? ResumeFrom::latest() : ResumeFrom::checkpoint(word);
+}
+
+RunSummary Trainer::run(RunMode mode, const ResumeFrom& resume, ResumeSettings settings) {
   if (mode == RunMode::eval_all) return evaluate_all();
   const bool training = mode != RunMode::eval;
   if (!training && !resume) throw Error("eval: give --resume latest or a checkpoint path");
-  if (!training && !std::filesystem::is_directory(run_dir_) && resume == "latest") {
+  const bool latest = resume.kind == ResumeFrom::Kind::latest;
+  if (!training && !std::filesystem::is_directory(run_dir_) && latest) {
     throw Error("eval: no checkpoint in " + run_dir_ + " to evaluate (train first)");
   }
   // Before the first step: the run directory (locked, writable), the checkpoint, which
@@ -342,9 +347,9 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume,
     dp_->on_root([&] {
       lock.emplace(run_dir_, training ? RunDirLock::Use::train : RunDirLock::Use::evaluate);
       std::optional<LoadedCheckpoint> newest;
-      if (resume == "latest") newest = load_latest_checkpoint(run_dir_);
-      if (resume == "latest" && newest) chosen = newest->path;
-      if (resume && *resume != "latest") chosen = *resume;
+      if (latest) newest = load_latest_checkpoint(run_dir_);
+      if (latest && newest) chosen = newest->path;
+      if (resume.kind == ResumeFrom::Kind::checkpoint) chosen = resume.path;
       if (chosen.empty() && !training) {
         throw Error("eval: no checkpoint in " + run_dir_ + " to evaluate (train first)");
       }
@@ -355,14 +360,16 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume,
     });
   });
   chosen = dp_->from_root(chosen);
-  if (resume && *resume != "latest") chosen = *resume;  // each process the file it was given
+  // Each process the file it was given.
+  if (resume.kind == ResumeFrom::Kind::checkpoint) chosen = resume.path;
   if (!chosen.empty()) {
     std::int64_t written_by = 1, their_batch = config_.train_data.batch_size;
     dp_->together([&] {
       const Checkpoint c = load_checkpoint(chosen);
       const CheckpointMeta meta = decode_checkpoint_meta(c.metadata, chosen);
       written_by = meta.dist_ranks;
-      their_batch = parse_config(meta.config, {}, chosen + " (its config)").train_data.batch_size;
+      their_batch =
+          config::parse_config(meta.config, {}, chosen + " (its config)").train_data.batch_size;
       restore(chosen, c, training, settings);
     });
     // Every process read the same file: the same state, or an Error naming the one that
@@ -401,7 +408,7 @@ RunSummary Trainer::run(RunMode mode, const std::optional<std::string>& resume,
 }
 
 RunSummary Trainer::train_loop(RunMode mode) {
-  log("training " + std::string(name_of(kModelNames, config_.model.kind)) + " (" +
+  log("training " + std::string(name_of(config::kModelNames, config_.model.kind)) + " (" +
       std::to_string(task_->module().parameter_count()) + " parameters), precision " +
       policy_.describe() + ", " + optimizer_->name() + ", lr " + config_.schedule_text +
       ", run directory " + run_dir_);
@@ -422,7 +429,7 @@ RunSummary Trainer::train_loop(RunMode mode) {
   RunSummary summary;
   std::int64_t saved_at = -1;  // the step the last periodic checkpoint holds
   try {
-    write_metrics(metrics_line(run_record()));
+    write_metrics(report::metrics_line(run_record()));
     train_steps(summary, eval_every, saved_at);
   } catch (const MetricsWriteError& e) {
     // A metrics record that cannot be written stops the run, after a checkpoint of the state
@@ -472,7 +479,8 @@ void Trainer::train_steps(RunSummary& summary, std::int64_t eval_every, std::int
       const std::vector<std::string> where = report.refused_update.empty()
                                                  ? report.nonfinite_params
                                                  : std::vector<std::string>{report.refused_update};
-      write_metrics(metrics_line(SkipRecord{global_step_, report.loss_scale, where}));
+      write_metrics(
+          report::metrics_line(report::SkipRecord{global_step_, report.loss_scale, where}));
     }
     window_items += items_per_step();
     loss_sum += step_loss;
@@ -497,11 +505,12 @@ void Trainer::train_steps(RunSummary& summary, std::int64_t eval_every, std::int
       p.eta_seconds = elapsed / done * static_cast<double>(config_.loop.max_steps - global_step_);
       const std::optional<double> logged_scale =
           config_.precision.logs_loss_scale() ? p.loss_scale : std::nullopt;
-      WindowRecord w{p.step,          p.loss,      p.learning_rate,    logged_scale,
-                     p.skipped_steps, p.grad_norm, p.items_per_second, detail::peak_rss_mib(),
-                     std::nullopt};
+      report::WindowRecord w{
+          p.step,          p.loss,      p.learning_rate,    logged_scale,
+          p.skipped_steps, p.grad_norm, p.items_per_second, support::peak_rss_mib(),
+          std::nullopt};
       if (!fp8_->empty()) w.fp8 = fp8_->take_window();
-      write_metrics(metrics_line(w, p.unit));
+      write_metrics(report::metrics_line(w, p.unit));
       events_->progress(p);
       window_start = Clock::now();
       window_items = 0;

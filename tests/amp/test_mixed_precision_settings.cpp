@@ -1,6 +1,6 @@
 // Every MixedPrecision rule rejects bad settings with an error naming the setting. (Words
 // that are not values at all, fp16_type: fp16 or on_stuck: panic, are the config parser's to
-// refuse: tests/train/test_config.cpp.)
+// refuse: tests/config/test_config.cpp.)
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -142,6 +142,72 @@ TEST(MixedPrecisionSettings, ScalersByFormat) {
   m.enabled = false;
   EXPECT_FALSE(m.make_scaler());
   EXPECT_FALSE(m.policy().enabled());
+}
+
+// Every setting the scaler takes arrives, each set to a value no default has; clipping does
+// not (max_gradient_norm reaches the step as finish_step's argument only).
+TEST(MixedPrecisionSettings, EveryScalerSettingReachesTheScaler) {
+  MixedPrecision m = base();
+  m.initial_loss_scale = 1024.0;
+  m.steps_per_increase = 77;
+  m.min_loss_scale = 0.25;
+  m.max_loss_scale = 4096.0;
+  m.overflow_tolerance = 0.125;
+  m.growth_factor = 4.0;
+  m.backoff_factor = 0.25;
+  m.on_stuck = amp::StuckPolicy::keep_going;
+  m.hysteresis = 3;
+  m.consecutive_hysteresis = true;
+  m.max_consecutive_skipped_steps = 9;
+  m.max_gradient_norm = 1.5;
+  m.validate();
+  const auto s = m.make_scaler();
+  ASSERT_TRUE(s);
+  const amp::GradScalerOptions& o = s->options();
+  EXPECT_TRUE(o.dynamic);
+  EXPECT_EQ(o.init_scale, 1024.0);
+  EXPECT_EQ(o.steps_per_increase, 77);
+  EXPECT_EQ(o.min_loss_scale, 0.25);
+  EXPECT_EQ(o.max_loss_scale, 4096.0);
+  EXPECT_EQ(o.overflow_tolerance, 0.125);
+  EXPECT_EQ(o.growth_factor, 4.0);
+  EXPECT_EQ(o.backoff_factor, 0.25);
+  EXPECT_EQ(o.on_stuck, amp::StuckPolicy::keep_going);
+  EXPECT_EQ(o.hysteresis, 3);
+  EXPECT_TRUE(o.consecutive_hysteresis);
+  EXPECT_EQ(o.max_consecutive_skips, 9);
+  EXPECT_FALSE(o.max_gradient_norm);
+  EXPECT_EQ(s->get_scale(), 1024.0);
+
+  // Static scaling: the scale, and the non-finite guard's settings.
+  m = base();
+  m.loss_scaling = amp::StaticLossScaling{128.0};
+  m.on_nonfinite = amp::NonFinitePolicy::raise;
+  m.max_consecutive_skipped_steps = 5;
+  const auto fixed = m.make_scaler();
+  ASSERT_TRUE(fixed);
+  EXPECT_FALSE(fixed->options().dynamic);
+  EXPECT_EQ(fixed->options().static_scale, 128.0);
+  EXPECT_EQ(fixed->options().on_nonfinite, amp::NonFinitePolicy::raise);
+  EXPECT_EQ(fixed->options().max_consecutive_skips, 5);
+  // Unset optional settings keep the format's defaults: 2^15 for float16.
+  EXPECT_EQ(fixed->options().init_scale, 32768.0);
+}
+
+TEST(MixedPrecisionSettings, WhichSettingsScaleTheLoss) {
+  MixedPrecision m = base();
+  EXPECT_TRUE(m.scales_loss());
+  m.fp16_type = Format::cbfloat16;
+  EXPECT_TRUE(m.scales_loss());
+  m.fp16_type = Format::bfloat16;
+  EXPECT_FALSE(m.scales_loss());
+  m.fp16_type = Format::float16;
+  m.loss_scaling = amp::NoLossScaling{};
+  EXPECT_FALSE(m.scales_loss());
+  m.loss_scaling = amp::StaticLossScaling{8.0};
+  EXPECT_TRUE(m.scales_loss());
+  m.enabled = false;
+  EXPECT_FALSE(m.scales_loss());
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Scripted overflow sequences give exactly the scale and counter trajectories of the
-// algorithm (DESIGN.md section 4), derived by hand in the comments.
+// algorithm (docs/design.md section 4), derived by hand in the comments.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -197,7 +197,7 @@ TEST(ScalerTrajectory, SkippedStepsNameTheParameters) {
   t.step(true);
   EXPECT_EQ(t.scaler.last_nonfinite_params(), std::vector<std::string>{"w"});
   // The caller reports the skip (it knows the step's number: the trainer's line and metrics
-  // record, tests/train/test_metrics_log.cpp); the scaler's log is for a stuck scale.
+  // record, tests/report/test_metrics_log.cpp); the scaler's log is for a stuck scale.
   EXPECT_TRUE(t.logs.empty());
 }
 

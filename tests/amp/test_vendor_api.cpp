@@ -1,6 +1,6 @@
-// Issue 27: the seeds' own words, in C++. Their defaults as printed (2e15, 2e-14) are taken
+// Issue 27: the vendor's own words, in C++. Their defaults as printed (2e15, 2e-14) are taken
 // as written and the likely intent (2^15, 2^-14) is said; GradScalerOptions{} follows
-// set_half_dtype; the seeds' calls compile as they read (string overloads, a temporary
+// set_half_dtype; the vendor's calls compile as they read (string overloads, a temporary
 // parameter list for clip_grad_norm_, the scaler by reference, a plain parameter list).
 #include <gtest/gtest.h>
 

@@ -135,7 +135,7 @@ hostile_case(escape_sequences_in_names_are_made_visible 2
   NOT "${esc}"
   COMMAND train --config "@D@/e${esc}[31m.yaml")
 
-# --- The seeds' defaults as printed: 2e15 taken as written, the likely 2^15 said ------------------
+# --- The vendor's defaults as printed: 2e15 taken as written, the likely 2^15 said ------------------
 hostile_case(vendor_2e15_is_taken_as_written_and_said 0
   "initial_loss_scale: 2e\\+15 is 2 x 10\\^15 as written; the vendor's documentation writes 2e15 for 2\\^15 \\(32768\\): write 32768 if that is meant"
   COMMAND ${train_tiny} --set trainer.init.loop.max_steps=2

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "mantissa/config/config.hpp"
 #include "mantissa/error.hpp"
-#include "mantissa/train/config.hpp"
 
 namespace {
 
@@ -23,7 +23,7 @@ void load_from_a_fifo(const std::vector<std::string>& overrides) {
   ::unlink(path.c_str());
   if (::mkfifo(path.c_str(), 0600) != 0) return;
   try {
-    mantissa::train::load_config(path, overrides);
+    mantissa::config::load_config(path, overrides);
   } catch (const mantissa::Error&) {
   }
   ::unlink(path.c_str());
@@ -49,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
   try {
-    mantissa::train::parse_config(yaml, overrides, "fuzz");
+    mantissa::config::parse_config(yaml, overrides, "fuzz");
   } catch (const mantissa::Error&) {
   }
   return 0;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # install_and_use.sh BUILD_DIR SOURCE_DIR WORK_DIR
 # Installs the built mantissa into WORK_DIR/prefix, then builds examples/custom_loop.cpp (and,
-# with CMake, examples/seed_api.cpp: the seeds' example transcribed) against the installed
+# with CMake, examples/seed_api.cpp: the vendor's example transcribed) against the installed
 # package twice, as a user would: with CMake (find_package) and with
 # pkg-config, and runs both. Nothing from the source or build tree is on either path.
 set -euo pipefail
@@ -21,7 +21,7 @@ grep -q "mantissa_DIR:PATH=$prefix/" "$work/cmake-build/CMakeCache.txt" ||
   { echo "find_package did not take mantissa from $prefix"; exit 1; }
 cmake --build "$work/cmake-build" -j1 >/dev/null
 echo "cmake consumer: $("$work/cmake-build/custom_loop" | tail -n 1)"
-echo "cmake consumer of the seeds' example: $("$work/cmake-build/seed_api" | tail -n 1)"
+echo "cmake consumer of the vendor's example: $("$work/cmake-build/seed_api" | tail -n 1)"
 
 # pkg-config.
 export PKG_CONFIG_PATH=$(dirname "$(find "$prefix" -name mantissa.pc)")

@@ -1,5 +1,5 @@
 #pragma once
-// The formats of DESIGN.md section 2, written down again for the tests (not read from the
+// The formats of docs/design.md section 2, written down again for the tests (not read from the
 // library's traits table), each paired with the library's Format.
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Scalar value types and their std::numeric_limits, against values derived by hand from
-// DESIGN.md section 2; the traits table against the same values.
+// docs/design.md section 2; the traits table against the same values.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// The precision Policy's rules (DESIGN.md section 3): which formats it takes, the bf16 pass
+// The precision Policy's rules (docs/design.md section 3): which formats it takes, the bf16 pass
 // count of matmuls per format and POL, where attention's softmax runs, and the Autocast scope.
 #include <gtest/gtest.h>
 
@@ -37,7 +37,7 @@ TEST(Policy, TakesFloat32OrAHalfFormatAndPol0To2) {
 }
 
 TEST(Policy, MatmulPassesFollowTheTable) {
-  // DESIGN.md: float16/cbfloat16 4 passes at POL 0, 3 at POL 1, 1 at POL 2; bfloat16, fp8
+  // docs/design.md: float16/cbfloat16 4 passes at POL 0, 3 at POL 1, 1 at POL 2; bfloat16, fp8
   // and float32 always 1.
   const int split[3] = {4, 3, 1};
   for (int pol = 0; pol <= 2; ++pol) {

@@ -19,7 +19,7 @@ TEST(TrainerEvents, EverythingReachesTheEventsAndNothingTheTerminal) {
   ::testing::internal::CaptureStderr();
   ::testing::internal::CaptureStdout();
   Trainer(r.config(), {&rec, {}}).run(RunMode::train_and_eval);
-  Trainer(r.config(), {}).run(RunMode::train_and_eval, "latest");  // no events: silent
+  Trainer(r.config(), {}).run(RunMode::train_and_eval, ResumeFrom::latest());  // no events: silent
   EXPECT_EQ(::testing::internal::GetCapturedStdout(), "");
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
   ASSERT_EQ(rec.progress_seen.size(), 2u);  // log_steps 2 of 4 steps

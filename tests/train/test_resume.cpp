@@ -18,6 +18,8 @@ namespace mantissa::train {
 namespace {
 
 namespace fs = std::filesystem;
+using config::parse_config;
+using config::TrainerConfig;
 
 std::string config_yaml(const std::string& text_path, const std::string& dir, int steps) {
   return R"(
@@ -73,7 +75,7 @@ ResumePair run_pair(const std::string& name, const std::vector<std::string>& ove
   Trainer first(parse_config(config_yaml(text, (dir / "b").string(), 6), overrides, "b"));
   first.run(RunMode::train);
   Trainer second(parse_config(config_yaml(text, (dir / "b").string(), 12), overrides, "b"));
-  const RunSummary sb = second.run(RunMode::train, "latest");
+  const RunSummary sb = second.run(RunMode::train, ResumeFrom::latest());
   EXPECT_EQ(sb.global_step, 12);
   r.straight = straight.state_tensors();
   r.resumed = second.state_tensors();
@@ -118,7 +120,7 @@ TEST(Resume, TakesTheCheckpointsRoutes) {
   ASSERT_FALSE(recorded.empty());
   kernels::clear_routes();
   Trainer second(parse_config(config_yaml(text, (dir / "b").string(), 6), {}, "b"));
-  second.run(RunMode::train, "latest");
+  second.run(RunMode::train, ResumeFrom::latest());
   std::map<kernels::GemmKey, kernels::RouteRecord> now;
   for (const kernels::RouteRecord& r : kernels::route_records()) now[r.key] = r;
   for (const kernels::RouteRecord& r : recorded) {

@@ -111,7 +111,7 @@ TEST(RunDir, AResumedRunHoldsTheCheckpointsSettingsAgainstTheConfigs) {
   const std::string ckpt = (r.dir / "run" / "ckpt-00000004.safetensors").string();
   const TrainerConfig sgd = r.config(
       "text", {"trainer.init.optimizer={SGD: {lr: 0.01}}", "trainer.init.loop.max_steps=6"});
-  const std::string e = error_of([&] { Trainer(sgd).run(RunMode::train, "latest"); });
+  const std::string e = error_of([&] { Trainer(sgd).run(RunMode::train, ResumeFrom::latest()); });
   EXPECT_EQ(e.rfind(ckpt + ": the checkpoint was trained with other settings than the "
                            "config's: trainer.init.optimizer is {AdamW: {learning_rate: 1.0e-3}} "
                            "in the checkpoint, {SGD: {lr: 0.01}} in the config. Say which win:",
@@ -121,11 +121,23 @@ TEST(RunDir, AResumedRunHoldsTheCheckpointsSettingsAgainstTheConfigs) {
   // The checkpoint's win: AdamW goes on, and the next checkpoint's config says so.
   Recorder rec;
   Trainer resumed(sgd, {&rec, {}});
-  EXPECT_EQ(resumed.run(RunMode::train, "latest", ResumeSettings::checkpoint).global_step, 6);
+  EXPECT_EQ(
+      resumed.run(RunMode::train, ResumeFrom::latest(), ResumeSettings::checkpoint).global_step, 6);
   EXPECT_TRUE(rec.said("resuming with the checkpoint's settings, not the config's"));
   const Checkpoint next = load_checkpoint((r.dir / "run" / "ckpt-00000006.safetensors").string());
   EXPECT_NE(next.metadata.at("config").find("AdamW"), std::string::npos);
   EXPECT_NE(next.tensors.count("optimizer.wte.weight.exp_avg"), 0u);
+}
+
+TEST(ResumeFrom, TheWordsBecomeTypedValues) {
+  EXPECT_EQ(parse_resume("latest", "--resume"), ResumeFrom::latest());
+  EXPECT_EQ(parse_resume("runs/a/checkpoint_6.safetensors", "--resume"),
+            ResumeFrom::checkpoint("runs/a/checkpoint_6.safetensors"));
+  // A path is never read as the word: ./latest is a file called latest.
+  EXPECT_EQ(parse_resume("./latest", "--resume").kind, ResumeFrom::Kind::checkpoint);
+  EXPECT_FALSE(ResumeFrom{});
+  EXPECT_EQ(error_of([] { parse_resume("", "--resume"); }),
+            "--resume: an empty value (latest, or a checkpoint path)");
 }
 
 }  // namespace

@@ -7,12 +7,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mantissa/train/metrics.hpp"
+#include "mantissa/report/metrics.hpp"
 #include "run_settings.hpp"
 #include "tiny_run.hpp"
 
 namespace mantissa::train {
 namespace {
+
+using report::SettingRow;
 
 using Rows = std::vector<SettingRow>;
 
@@ -71,7 +73,7 @@ TEST(RunSettings, ADynamicScalerRecordsEveryOption) {
 
 TEST(RunSettings, DefaultsAreFilledInPerFormat) {
   std::string route;
-  // cbfloat16's scale defaults are 2^31 (DESIGN.md section 4); the rest are the documented
+  // cbfloat16's scale defaults are 2^31 (docs/design.md section 4); the rest are the documented
   // defaults (docs/mixed_precision.md).
   const Rows rows = rows_of({"fp16_type=cbfloat16", "max_gradient_norm=1.0"}, route);
   const Rows expected = {

@@ -68,7 +68,8 @@ TEST(VendorRuns, EvalAllValidatesEveryCheckpointOldestFirst) {
   EXPECT_NE(all.evals[1].checkpoint.find("ckpt-00000004.safetensors"), std::string::npos);
   EXPECT_EQ(rec.evaluations, (std::vector<std::int64_t>{2, 4}));
   // Each is that checkpoint's validation: the one eval of the same file agrees.
-  const RunSummary one = Trainer(c, {}).run(RunMode::eval, all.evals[0].checkpoint);
+  const RunSummary one =
+      Trainer(c, {}).run(RunMode::eval, ResumeFrom::checkpoint(all.evals[0].checkpoint));
   EXPECT_EQ(one.eval->loss, all.evals[0].result.loss);
   EXPECT_NE(all.evals[0].result.loss, all.evals[1].result.loss);
   TinyRun empty("vendor_eval_all_empty");

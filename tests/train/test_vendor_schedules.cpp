@@ -1,6 +1,6 @@
 // The vendor's scheduler classes (tests/train/compat/schedulers.yaml), each as *LR and *WD,
-// against their closed forms (vendor_api.md section 5) computed by hand; parameter groups and
-// param_group_tags (compat/param_groups.yaml) against the vendor's rules.
+// against their closed forms (the vendor's scheduler documentation) computed by hand; parameter
+// groups and param_group_tags (compat/param_groups.yaml) against the vendor's rules.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +13,8 @@
 
 namespace mantissa::train {
 namespace {
+
+using config::SchedulerConfig;
 
 constexpr double kPi = std::numbers::pi;
 

@@ -8,6 +8,7 @@
 namespace mantissa::train {
 namespace {
 
+using config::LoopConfig;
 using numerics::Format;
 
 void expect_error(const std::string& file, std::size_t doc, const std::vector<std::string>& set,

@@ -12,6 +12,10 @@
 
 namespace mantissa::train {
 
+using config::load_config;
+using config::parse_config;
+using config::TrainerConfig;
+
 struct Recorder final : TrainerEvents {
   std::vector<std::string> messages;
   std::vector<Progress> progress_seen;

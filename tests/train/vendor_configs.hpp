@@ -5,9 +5,13 @@
 #include <string>
 #include <vector>
 
-#include "mantissa/train/config.hpp"
+#include "mantissa/config/config.hpp"
 
 namespace mantissa::train {
+
+using config::parse_config;
+using config::ScheduledKey;
+using config::TrainerConfig;
 
 inline std::string compat_path(const std::string& file) {
   return std::string(MANTISSA_SOURCE_DIR) + "/tests/train/compat/" + file;

@@ -1,6 +1,6 @@
 #pragma once
 // GradScaler: static and dynamic loss scaling, with global gradient clipping (DLS + GCC),
-// exactly the algorithm of DESIGN.md section 4 and the seeds (000, 001), with PyTorch's
+// exactly the algorithm of docs/design.md section 4 and the vendor's documentation, with PyTorch's
 // per-optimizer protocol:
 //   scale(loss) = loss * S; unscale_(opt) multiplies every gradient by 1/S and, in the same
 //   pass, sums each tensor's squares (double) and notes non-finite elements; step(opt) or
@@ -40,7 +40,7 @@ using StepAgreement = std::function<GradientFacts(const GradientFacts&)>;
 
 // What update() does when a decrease would take S below min_loss_scale.
 enum class StuckPolicy {
-  raise,       // throw mantissa::Error (the seeds' trainer behaviour; the default)
+  raise,       // throw mantissa::Error (the vendor's trainer behaviour; the default)
   keep_going,  // log and continue at the minimum
   fall_back,   // log, stop scaling, and ask the caller to switch to a wider format
 };
@@ -49,6 +49,8 @@ inline constexpr NameTable<StuckPolicy, 3> kStuckPolicyNames = {{
     {"keep_going", StuckPolicy::keep_going},
     {"fall_back", StuckPolicy::fall_back},
 }};
+static_assert(in_enum_order(kStuckPolicyNames,
+                            static_cast<std::size_t>(StuckPolicy::fall_back) + 1));
 
 // What a step whose loss or gradients hold inf or NaN does when the scale does not adapt
 // (static scaling, or no scaling: float32, bfloat16). Dynamic scaling always skips such a
@@ -63,6 +65,8 @@ inline constexpr NameTable<NonFinitePolicy, 3> kNonFinitePolicyNames = {{
     {"raise", NonFinitePolicy::raise},
     {"apply", NonFinitePolicy::apply},
 }};
+static_assert(in_enum_order(kNonFinitePolicyNames,
+                            static_cast<std::size_t>(NonFinitePolicy::apply) + 1));
 
 // The vendor's documentation lists the scaler's defaults as 2e15 and 2e-14, meaning 2^15 and
 // 2^-14. For a value 2 x 10^k (k != 0) as written: a note saying how it is taken and what was
@@ -88,7 +92,8 @@ struct GradScalerOptions {
   double max_loss_scale = default_loss_scale();  // a finite float32 (it multiplies in float32)
   double overflow_tolerance = 0.0;               // fraction of overflowing steps tolerated
   std::optional<double> max_gradient_norm;       // DLS + GCC (ignored by static scaling)
-  // Beyond the seeds (their system fixes growth at 2 and backoff at 0.5; PyTorch's names):
+  // Beyond the vendor's system (their system fixes growth at 2 and backoff at 0.5; PyTorch's
+  // names):
   double growth_factor = 2.0;   // > 1
   double backoff_factor = 0.5;  // in (0, 1)
   StuckPolicy on_stuck = StuckPolicy::raise;
@@ -150,7 +155,7 @@ enum class OptimizerStage { ready, unscaled, stepped };
 class GradScaler {
  public:
   explicit GradScaler(GradScalerOptions options);
-  // The seeds' GradScaler(loss_scale="dynamic"): "dynamic" (the defaults for half_dtype()),
+  // The vendor's GradScaler(loss_scale="dynamic"): "dynamic" (the defaults for half_dtype()),
   // or a number (static scaling at it); anything else throws mantissa::Error.
   explicit GradScaler(std::string_view loss_scale);
 

@@ -1,5 +1,5 @@
 #pragma once
-// The MixedPrecision settings of the seeds' trainer (003), typed: validated as that system
+// The MixedPrecision settings of the vendor's trainer, typed: validated as that system
 // does, and turned into a precision Policy and (where one applies) a GradScaler. The words
 // of a config (fp16_type: float16, loss_scaling_factor: dynamic, on_stuck: raise) become
 // these values in the config parser (train/config.cpp), once.
@@ -41,12 +41,12 @@ struct MixedPrecision {
   std::optional<double> max_gradient_norm;
   std::optional<double> max_gradient_value;
   int precision_opt_level = 1;
-  // Which hardware runs the matrix products (kernels/gemm_route.hpp); beyond the seeds.
+  // Which hardware runs the matrix products (kernels/gemm_route.hpp); beyond the vendor's system.
   precision::MatmulRoute matmul_route = precision::MatmulRoute::automatic;
   // Record the loss scale in every metrics record; unset: when scaling is dynamic (the
   // vendor's default).
   std::optional<bool> log_loss_scale;
-  // Beyond the seeds (see docs/mixed_precision.md):
+  // Beyond the vendor's system (see docs/mixed_precision.md):
   double overflow_tolerance = 0.0;
   double growth_factor = 2.0;
   double backoff_factor = 0.5;
@@ -69,7 +69,12 @@ struct MixedPrecision {
   // Throws mantissa::Error naming the setting and the allowed values.
   void validate() const;
   precision::Policy policy() const;
-  // The scaler these settings call for: none when disabled, for bfloat16 (any scaling
+  // Whether these settings scale the loss: enabled, loss scaling set, and a format narrower
+  // in range than float32 (float16, cbfloat16; bfloat16 ignores the scaling settings).
+  bool scales_loss() const;
+  // The scaler these settings call for (clipping aside: max_gradient_norm and
+  // max_gradient_value are finish_step's arguments, the one road by which they reach a step):
+  // none when disabled, for bfloat16 (any scaling
   // settings are then ignored with one line to `log`), or when loss scaling is unset.
   std::unique_ptr<GradScaler> make_scaler(std::function<void(const std::string&)> log = {}) const;
   // The scaler a training step runs through: make_scaler's, or where that makes none a

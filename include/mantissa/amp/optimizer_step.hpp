@@ -1,5 +1,5 @@
 #pragma once
-// optimizer_step: the seeds' one-call mixed-precision step, for one optimizer or several.
+// optimizer_step: the vendor's one-call mixed-precision step, for one optimizer or several.
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,7 +19,7 @@ struct StepReport {
   std::string refused_update;
 };
 
-// The seeds' signature: optimizer_step(loss, optimizer, grad_scaler, max_gradient_norm).
+// The vendor's signature: optimizer_step(loss, optimizer, grad_scaler, max_gradient_norm).
 StepReport optimizer_step(const Variable& loss, optim::Optimizer& optimizer, GradScaler& scaler,
                           std::optional<double> max_gradient_norm = std::nullopt,
                           std::optional<double> max_gradient_value = std::nullopt);

@@ -141,7 +141,7 @@ bool grad_enabled();
 // Back-propagates from a one-element `root`, seeding its gradient with `seed` (1 by
 // default), in iterative topological order. Leaf gradients accumulate in float32;
 // gradients flowing between ops are rounded to the half format of the policy their
-// consumer ran under (DESIGN.md section 3). Each node is freed, with the tensors it saved,
+// consumer ran under (docs/design.md section 3). Each node is freed, with the tensors it saved,
 // once its backward has run, so a graph is back-propagated once (as in PyTorch without
 // retain_graph): a second backward through it throws mantissa::Error.
 void backward(const Variable& root, float seed = 1.0f);

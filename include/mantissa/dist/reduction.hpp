@@ -16,6 +16,7 @@ inline constexpr NameTable<WireFormat, 2> kWireFormatNames = {{
     {"float32", WireFormat::float32},
     {"bfloat16", WireFormat::bfloat16},
 }};
+static_assert(in_enum_order(kWireFormatNames, static_cast<std::size_t>(WireFormat::bfloat16) + 1));
 int wire_bytes(WireFormat wire);  // 4 or 2
 
 // float32 -> wire (nearest-even; inf and NaN stay what they are) and back (exact).

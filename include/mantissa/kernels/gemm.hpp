@@ -1,5 +1,5 @@
 #pragma once
-// Matrix products with the mixed-precision semantics of DESIGN.md section 3: operands hold
+// Matrix products with the mixed-precision semantics of docs/design.md section 3: operands hold
 // values of a format H (stored packed in H's own width, or as float32), products are
 // accumulated in float32. Two routes, chosen per call from the precision's route preference
 // and what this CPU has (gemm_route.hpp):

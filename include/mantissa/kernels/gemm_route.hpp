@@ -1,6 +1,6 @@
 #pragma once
 // Which code and hardware run mantissa's matrix products on this CPU, chosen by measurement
-// (DESIGN.md section 3, docs/engine.md "Matrix products: routes"). Under `automatic`, the
+// (docs/design.md section 3, docs/engine.md "Matrix products: routes"). Under `automatic`, the
 // first product of each shape class times every route this CPU can run for a few
 // milliseconds and keeps the fastest; the choices and their measured rates are kept in a
 // table the program prints (`mantissa formats`, `mantissa bench train`), writes into a run's
@@ -24,6 +24,12 @@ enum class GemmIsa : std::uint8_t {
   avx2,    // AVX2 + FMA, 6 x 16 blocks
   avx512,  // AVX-512F, 12 x 32 blocks
 };
+inline constexpr NameTable<GemmIsa, 3> kGemmIsaNames = {{
+    {"scalar", GemmIsa::scalar},
+    {"avx2", GemmIsa::avx2},
+    {"avx512", GemmIsa::avx512},
+}};
+static_assert(in_enum_order(kGemmIsaNames, static_cast<std::size_t>(GemmIsa::avx512) + 1));
 std::string_view gemm_isa_name(GemmIsa isa);
 bool cpu_supports(GemmIsa isa);
 GemmIsa best_gemm_isa();
@@ -132,6 +138,7 @@ inline constexpr NameTable<RouteSource, 4> kRouteSourceNames = {{
     {"pinned", RouteSource::pinned},
     {"asked", RouteSource::asked},
 }};
+static_assert(in_enum_order(kRouteSourceNames, static_cast<std::size_t>(RouteSource::asked) + 1));
 
 struct RouteRecord {
   GemmKey key;

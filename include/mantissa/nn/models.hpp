@@ -52,6 +52,7 @@ class Gpt : public Module {
 enum class Activation { relu, gelu };
 inline constexpr NameTable<Activation, 2> kActivationNames = {
     {{"relu", Activation::relu}, {"gelu", Activation::gelu}}};
+static_assert(in_enum_order(kActivationNames, static_cast<std::size_t>(Activation::gelu) + 1));
 
 struct MlpConfig {
   std::int64_t input_size = 784;

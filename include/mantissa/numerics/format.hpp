@@ -1,11 +1,13 @@
 #pragma once
 // The number formats mantissa computes in or quantizes to, their bit layouts, and one traits
-// table indexed by format (DESIGN.md section 2).
+// table indexed by format (docs/design.md section 2).
 #include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "mantissa/names.hpp"
 
 namespace mantissa::numerics {
 
@@ -25,7 +27,9 @@ enum class Format : std::uint8_t {
   float8_e8m0,
 };
 
-inline constexpr std::size_t kFormatCount = 10;
+// The number of formats: the last enumerator + 1 (update it with the enum; every table
+// indexed by Format is checked against it at compile time).
+inline constexpr std::size_t kFormatCount = static_cast<std::size_t>(Format::float8_e8m0) + 1;
 
 // What a format is for.
 enum class FormatUse : std::uint8_t {
@@ -44,6 +48,10 @@ inline constexpr std::array<Format, 9> kNarrowFormats = {
     Format::float16,     Format::bfloat16,    Format::cbfloat16,
     Format::float8_e4m3, Format::float8_e5m2, Format::float6_e2m3,
     Format::float6_e3m2, Format::float4_e2m1, Format::float8_e8m0};
+static_assert(kNarrowFormats.size() + 1 == kFormatCount &&
+                  in_enum_order(kNarrowFormats, kFormatCount - 1,
+                                [](Format f) { return static_cast<std::size_t>(f) - 1; }),
+              "kNarrowFormats must list every Format but float32, in enum order");
 
 // The element formats of block-scaled tensors (MX: fp8, fp6, fp4; NVFP4: fp4).
 inline constexpr std::array<Format, 5> kBlockElementFormats = {
@@ -179,6 +187,10 @@ inline constexpr std::array<FormatTraits, kFormatCount> kFormatTable = {
     detail::make_traits(Format::float8_e8m0, "float8_e8m0", "", {8, 0, 127, Specials::e8m0},
                         FormatUse::block_scale, Overflow::to_infinity),
 };
+
+static_assert(in_enum_order(kFormatTable, kFormatCount,
+                            [](const FormatTraits& t) { return t.format; }),
+              "kFormatTable must hold every Format, in enum order");
 
 constexpr const FormatTraits& traits(Format f) {
   return kFormatTable[static_cast<std::size_t>(f)];

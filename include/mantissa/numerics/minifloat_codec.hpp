@@ -2,7 +2,7 @@
 // The generic minifloat codec: float32 <-> any Layout, on integer arithmetic only. It is the
 // definition of every conversion in mantissa; the vectorized paths must match it bit for bit.
 //
-// Encoding rules (DESIGN.md section 2):
+// Encoding rules (docs/design.md section 2):
 // - NaN stays NaN with its sign: in IEEE-style layouts the quiet bit is set and the top
 //   payload bits are kept; in fn layouts (float8_e4m3) the result is S.1111.111. Layouts with
 //   no NaN (Specials::none: fp6, fp4) give +-max: a NaN is as far from every finite value as

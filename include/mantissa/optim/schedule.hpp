@@ -1,7 +1,7 @@
 #pragma once
 // Schedules: learning rate (or weight decay) as a pure function of the global optimizer step
-// (the seeds' static-graph rule). The optimizer step with index k (from 0) uses value(k).
-// Parameter names follow the seeds' system (initial_learning_rate, end_learning_rate,
+// (the vendor's static-graph rule). The optimizer step with index k (from 0) uses value(k).
+// Parameter names follow the vendor's system (initial_learning_rate, end_learning_rate,
 // total_iters, ...). Constructors validate and throw mantissa::Error naming the parameter.
 #include <cstdint>
 #include <functional>
@@ -60,6 +60,7 @@ inline constexpr NameTable<CyclicMode, 3> kCyclicModeNames = {{
     {"triangular2", CyclicMode::triangular2},
     {"exp_range", CyclicMode::exp_range},
 }};
+static_assert(in_enum_order(kCyclicModeNames, static_cast<std::size_t>(CyclicMode::exp_range) + 1));
 SchedulePtr cyclic(double base_lr, double max_lr, std::int64_t step_size_up,
                    std::int64_t step_size_down = 0, CyclicMode mode = CyclicMode::triangular,
                    double gamma = 1.0);
@@ -67,6 +68,7 @@ SchedulePtr cyclic(double base_lr, double max_lr, std::int64_t step_size_up,
 enum class Anneal { cos, linear };
 inline constexpr NameTable<Anneal, 2> kAnnealNames = {
     {{"cos", Anneal::cos}, {"linear", Anneal::linear}}};
+static_assert(in_enum_order(kAnnealNames, static_cast<std::size_t>(Anneal::linear) + 1));
 // PyTorch OneCycleLR, with initial = max_lr / div_factor and final = initial /
 // final_div_factor; three_phase as PyTorch.
 SchedulePtr one_cycle(double max_lr, std::int64_t total_steps, double pct_start = 0.3,
@@ -84,7 +86,7 @@ SchedulePtr scaled(SchedulePtr schedule, double factor);
 // Any function of the step.
 SchedulePtr lambda(std::function<double(std::int64_t)> fn, std::string description = "lambda");
 
-// The schedule classes of the seeds' system, one per factory above (lambda aside): the
+// The schedule classes of the vendor's system, one per factory above (lambda aside): the
 // config's scheduler registry has one entry per kind, checked at compile time.
 enum class ScheduleKind {
   constant,

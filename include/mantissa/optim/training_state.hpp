@@ -27,10 +27,18 @@ inline constexpr NameTable<MasterWeights, 4> kMasterWeightsNames = {{
     {"bfloat16_stochastic", MasterWeights::bfloat16_stochastic},
     {"bfloat16_kahan", MasterWeights::bfloat16_kahan},
 }};
+static_assert(in_enum_order(kMasterWeightsNames,
+                            static_cast<std::size_t>(MasterWeights::bfloat16_kahan) + 1));
+
+// The formats of the moment buffers (the config's state_dtype, `bench train --state-dtype`).
+inline constexpr NameTable<numerics::Format, 2> kStateFormatNames = {{
+    {"float32", numerics::Format::float32},
+    {"bfloat16", numerics::Format::bfloat16},
+}};
 
 struct TrainingState {
   MasterWeights master_weights = MasterWeights::float32;
-  numerics::Format state_format = numerics::Format::float32;  // float32 | bfloat16
+  numerics::Format state_format = numerics::Format::float32;  // one of kStateFormats
   std::uint64_t seed = 0;  // the stochastic rounding stream (the run's seed)
 
   bool low_precision_weights() const { return master_weights != MasterWeights::float32; }

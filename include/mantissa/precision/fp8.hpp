@@ -15,6 +15,7 @@
 // overflows); nonzero values that round to 0 are counted as underflows.
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "mantissa/names.hpp"
@@ -32,6 +33,7 @@ inline constexpr NameTable<Fp8Recipe, 2> kFp8RecipeNames = {{
     {"hybrid", Fp8Recipe::hybrid},
     {"e4m3", Fp8Recipe::e4m3},
 }};
+static_assert(in_enum_order(kFp8RecipeNames, static_cast<std::size_t>(Fp8Recipe::e4m3) + 1));
 
 enum class AmaxCompute : std::uint8_t {
   max,          // the largest amax in the history window
@@ -41,6 +43,8 @@ inline constexpr NameTable<AmaxCompute, 2> kAmaxComputeNames = {{
     {"max", AmaxCompute::max},
     {"most_recent", AmaxCompute::most_recent},
 }};
+static_assert(in_enum_order(kAmaxComputeNames,
+                            static_cast<std::size_t>(AmaxCompute::most_recent) + 1));
 
 struct Fp8Settings {
   bool enabled = false;
@@ -62,6 +66,7 @@ inline constexpr NameTable<Fp8Slot, 3> kFp8SlotNames = {{
     {"weight", Fp8Slot::weight},
     {"grad", Fp8Slot::grad},
 }};
+static_assert(in_enum_order(kFp8SlotNames, static_cast<std::size_t>(Fp8Slot::grad) + 1));
 
 // One linear layer's fp8 scaling state: per slot, the scale in use, the amax history and
 // this step's amax and overflow / underflow counts.
@@ -110,6 +115,17 @@ class Fp8Meta {
   std::array<float, kFp8Slots> scale_{1.0f, 1.0f, 1.0f};
   std::array<float, kFp8Slots> amax_{};  // this step's
   std::array<Counts, kFp8Slots> counts_{}, last_{};
+};
+
+// The fp8 casts' overflows and underflows over a window (precision.fp8): the totals, and each
+// tensor ("<layer>.<slot>", slots input, weight, grad) that had any.
+struct Fp8TensorCounts {
+  std::string tensor;
+  std::int64_t overflows = 0, underflows = 0;
+};
+struct Fp8WindowCounts {
+  std::int64_t overflows = 0, underflows = 0;
+  std::vector<Fp8TensorCounts> tensors;
 };
 
 }  // namespace mantissa::precision

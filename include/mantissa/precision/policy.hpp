@@ -1,6 +1,6 @@
 #pragma once
 // The precision Policy: the half format H and precision_opt_level (POL), read by every op,
-// set for a scope by the Autocast guard (DESIGN.md section 3).
+// set for a scope by the Autocast guard (docs/design.md section 3).
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -33,6 +33,7 @@ inline constexpr NameTable<MatmulRoute, kMatmulRouteCount> kMatmulRouteNames = {
     {"bf16", MatmulRoute::bf16},
     {"onednn_bf16", MatmulRoute::onednn_bf16},
 }};
+static_assert(in_enum_order(kMatmulRouteNames, kMatmulRouteCount));
 static_assert(static_cast<std::size_t>(MatmulRoute::onednn_bf16) + 1 == kMatmulRouteCount);
 inline constexpr std::string_view route_name(MatmulRoute route) {
   return name_of(kMatmulRouteNames, route);
@@ -93,7 +94,7 @@ inline Format activation_format(const Policy& p = current_policy()) {
 }
 
 // Matmul-class ops: how many bf16 passes the exact decomposition uses for inputs of format
-// H at this POL (DESIGN.md section 3): float16/cbfloat16 4 at POL 0, 3 at POL 1, 1 at POL 2
+// H at this POL (docs/design.md section 3): float16/cbfloat16 4 at POL 0, 3 at POL 1, 1 at POL 2
 // (inputs rounded to bfloat16); bfloat16 and fp8 always 1; float32 1 (plain fp32 GEMM).
 int matmul_passes(Format h, int opt_level);
 

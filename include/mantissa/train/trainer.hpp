@@ -1,7 +1,7 @@
 #pragma once
 // The Trainer: builds the model, data, optimizer, schedule and loss scaler from a
-// TrainerConfig and runs train, eval or train_and_eval in the seeds' order (forward, scaled
-// backward, unscale, clip, step or skip, update scale, zero grads; the schedule advances on
+// config::TrainerConfig and runs train, eval or train_and_eval in the vendor's order (forward,
+// scaled backward, unscale, clip, step or skip, update scale, zero grads; the schedule advances on
 // taken steps), with gradient accumulation, periodic evaluation, metrics as JSON lines,
 // and atomic checkpoints that resume bit for bit. It draws nothing: progress and log lines go
 // to the TrainerEvents the program supplies (apps/mantissa renders them on the terminal).
@@ -14,15 +14,17 @@
 #include <vector>
 
 #include "mantissa/amp/optimizer_step.hpp"
+#include "mantissa/config/config.hpp"
 #include "mantissa/data/datasets.hpp"
 #include "mantissa/dist/gradient_reducer.hpp"
 #include "mantissa/names.hpp"
-#include "mantissa/train/config.hpp"
-#include "mantissa/train/metrics.hpp"
+#include "mantissa/report/metrics.hpp"
+
+namespace mantissa::amp {
+class Fp8Layers;
+}  // namespace mantissa::amp
 
 namespace mantissa::train {
-
-class Fp8Layers;
 
 // eval: one checkpoint; eval_all: every checkpoint of the run directory, oldest first.
 enum class RunMode { train, eval, train_and_eval, eval_all };
@@ -31,6 +33,7 @@ inline constexpr NameTable<RunMode, 4> kRunModeNames = {
      {"eval", RunMode::eval},
      {"train_and_eval", RunMode::train_and_eval},
      {"eval_all", RunMode::eval_all}}};
+static_assert(in_enum_order(kRunModeNames, static_cast<std::size_t>(RunMode::eval_all) + 1));
 
 struct EvalResult {
   bool text = false;      // perplexity (text) or accuracy (images)
@@ -119,6 +122,30 @@ struct TrainerHooks {
 enum class ResumeSettings { must_match, config, checkpoint };
 inline constexpr NameTable<ResumeSettings, 2> kResumeSettingsNames = {
     {{"config", ResumeSettings::config}, {"checkpoint", ResumeSettings::checkpoint}}};
+// must_match has no word (it is what leaving --resume-settings out means): every other value
+// has one, in enum order after it.
+static_assert(kResumeSettingsNames.size() + 1 ==
+                  static_cast<std::size_t>(ResumeSettings::checkpoint) + 1 &&
+              kResumeSettingsNames[0].value == ResumeSettings::config &&
+              kResumeSettingsNames[1].value == ResumeSettings::checkpoint);
+
+// Which checkpoint a run starts from: none (a fresh run), the newest of the run directory
+// (if any: never skipped, a corrupt one is an error), or a given checkpoint file or run
+// directory. The word `latest` exists only where text enters (the command line, Python):
+// parse_resume turns it into ResumeFrom::latest().
+struct ResumeFrom {
+  enum class Kind { none, latest, checkpoint };
+  Kind kind = Kind::none;
+  std::string path;  // Kind::checkpoint only
+
+  static ResumeFrom latest() { return {Kind::latest, {}}; }
+  static ResumeFrom checkpoint(std::string path) { return {Kind::checkpoint, std::move(path)}; }
+  explicit operator bool() const { return kind != Kind::none; }
+  bool operator==(const ResumeFrom&) const = default;
+};
+// "latest" -> ResumeFrom::latest(); any other non-empty word -> that checkpoint path; ""
+// throws mantissa::Error naming `what`.
+ResumeFrom parse_resume(const std::string& word, const std::string& what);
 
 // Throws mantissa::Error, naming `what`, when a model of `parameters` parameters cannot fit
 // this machine's memory: its float32 weights and gradients (8 bytes a parameter) must.
@@ -131,15 +158,14 @@ struct Checkpoint;
 
 class Trainer {
  public:
-  explicit Trainer(TrainerConfig config, TrainerHooks hooks = {});
+  explicit Trainer(config::TrainerConfig config, TrainerHooks hooks = {});
   ~Trainer();
 
-  // resume: "latest" (the newest checkpoint in the run directory, if any: never skipped, a
-  // corrupt one is an error) or a checkpoint path; eval needs one; eval_all reads every
+  // resume: which checkpoint to start from (ResumeFrom); eval needs one; eval_all reads every
   // checkpoint of the run directory instead. Everything is checked before the first step:
   // the run directory (locked, writable, holding no checkpoint this run may not replace),
   // the metrics file, the validation data, the schedules' values, the checkpoint.
-  RunSummary run(RunMode mode, const std::optional<std::string>& resume = std::nullopt,
+  RunSummary run(RunMode mode, const ResumeFrom& resume = {},
                  ResumeSettings settings = ResumeSettings::must_match);
   EvalResult evaluate();
   // One training step: grad_accum_steps micro-batches (forward, scaled backward), then
@@ -168,7 +194,7 @@ class Trainer {
   std::string run_dir() const { return run_dir_; }
   std::string save_checkpoint_now();
   // The settings this run trains under, as its metrics.jsonl records them first.
-  RunRecord run_record() const;
+  report::RunRecord run_record() const;
 
  private:
   // Loads a checkpoint: for training, every part of the state (settings as `settings` says);
@@ -176,7 +202,7 @@ class Trainer {
   void restore(const std::string& path, const Checkpoint& checkpoint, bool for_training,
                ResumeSettings settings);
   // The checkpoint's run settings against the config's, applied as `settings` says.
-  void reconcile_settings(const std::string& path, const TrainerConfig& theirs,
+  void reconcile_settings(const std::string& path, const config::TrainerConfig& theirs,
                           ResumeSettings settings, bool& take_optimizer_state,
                           bool& take_scaler_state);
   void build_optimizer_and_scaler();
@@ -193,7 +219,7 @@ class Trainer {
   // After a step that chose new routes: a routes record, and at the first, a line saying so.
   void record_new_routes();
 
-  TrainerConfig config_;
+  config::TrainerConfig config_;
   TrainerEvents* events_;
   const std::atomic<bool>* external_stop_;
   TrainerEvents silent_;
@@ -201,7 +227,7 @@ class Trainer {
   std::unique_ptr<Task> task_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<amp::GradScaler> scaler_;
-  std::unique_ptr<Fp8Layers> fp8_;
+  std::unique_ptr<amp::Fp8Layers> fp8_;
   // Whether scaler_ scales the loss (float16, cbfloat16 with loss scaling), or only guards
   // the steps (scale 1: float32, bfloat16, no loss scaling).
   bool scales_loss_ = false;  // the fp8 linear layers' scaling states (may be empty)

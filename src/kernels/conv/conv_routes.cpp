@@ -7,11 +7,11 @@
 #include <string>
 
 #include "../gemm/passes.hpp"
-#include "../parallel.hpp"
-#include "../scratch.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/conv.hpp"
 #include "mantissa/kernels/conv_route.hpp"
+#include "mantissa/kernels/parallel.hpp"
+#include "mantissa/kernels/scratch.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "onednn_conv.hpp"
 

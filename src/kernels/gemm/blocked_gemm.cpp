@@ -6,7 +6,7 @@
 #include <atomic>
 #include <new>
 
-#include "../scratch.hpp"
+#include "mantissa/kernels/scratch.hpp"
 #include "packing.hpp"
 
 namespace mantissa::kernels::gemm_detail {

@@ -9,9 +9,9 @@
 #include <tuple>
 #include <type_traits>
 
-#include "../parallel.hpp"
-#include "../scratch.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/kernels/parallel.hpp"
+#include "mantissa/kernels/scratch.hpp"
 #include "packing.hpp"
 
 namespace mantissa::kernels {

@@ -1,5 +1,5 @@
 #pragma once
-// Internal: the exact bf16 decomposition as a list of passes (DESIGN.md section 3). Pass p
+// Internal: the exact bf16 decomposition as a list of passes (docs/design.md section 3). Pass p
 // multiplies one part of A by one part of B over the whole inner dimension; the product is the
 // sum over the concatenated inner dimension of all passes, in pass order.
 #include <bit>

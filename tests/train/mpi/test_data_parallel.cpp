@@ -24,9 +24,9 @@ namespace mantissa::testing {
 namespace {
 
 namespace fs = std::filesystem;
+using config::TrainerConfig;
 using train::RunMode;
 using train::Trainer;
-using train::TrainerConfig;
 
 // Rank 0's string on every rank.
 std::string from_root(const std::string& mine) {
@@ -65,7 +65,7 @@ struct SharedDir {
 // trainer.init.
 TrainerConfig tiny_gpt(const SharedDir& d, const std::string& run_dir, const std::string& precision,
                        const std::string& loop, const std::vector<std::string>& overrides = {}) {
-  return train::parse_config(R"(
+  return config::parse_config(R"(
 trainer:
   init:
     seed: 5
@@ -77,15 +77,15 @@ trainer:
     precision: )" + precision + R"(
     loop: )" + loop + R"(
     checkpoint: {dir: )" + run_dir +
-                                 R"(, keep: 10}
+                                  R"(, keep: 10}
     logging: {log_steps: 1}
     dist: {timeout_seconds: 20}
   fit:
     train_dataloader: {dataset: text, path: )" +
-                                 d.text() +
-                                 R"(, batch_size: 4, context: 16}
+                                  d.text() +
+                                  R"(, batch_size: 4, context: 16}
 )",
-                             overrides, "tiny_gpt");
+                              overrides, "tiny_gpt");
 }
 
 std::vector<std::byte> bytes_of(const std::string& s) {
@@ -273,7 +273,7 @@ TEST(DataParallelTrainer, ResumeWithTheSameNumberOfRanksIsBitExact) {
     first.run(RunMode::train);
   }
   Trainer second(cfg(b, 12), {nullptr, {}, world()});
-  const train::RunSummary sb = second.run(RunMode::train, "latest");
+  const train::RunSummary sb = second.run(RunMode::train, train::ResumeFrom::latest());
   EXPECT_EQ(sb.global_step, 12);
   const auto ta = straight.state_tensors(), tb = second.state_tensors();
   ASSERT_EQ(ta.size(), tb.size());
@@ -306,8 +306,8 @@ TEST(DataParallelTrainer, ResumeWithAnotherNumberOfProcessesCarriesOn) {
   train::Recorder rec;
   Trainer resumed(cfg(d.mine("resumed"), 12), {&rec, {}, {}});
   Trainer continued(cfg(d.mine("straight"), 12));
-  resumed.run(RunMode::train, ckpt);
-  continued.run(RunMode::train, "latest");
+  resumed.run(RunMode::train, train::ResumeFrom::checkpoint(ckpt));
+  continued.run(RunMode::train, train::ResumeFrom::latest());
   EXPECT_TRUE(rec.said("the checkpoint was written by 2 processes, this run has 1"));
   const auto mr = resumed.state_metadata(), mc = continued.state_metadata();
   for (const char* key : {"global_step", "optimizer_step", "train_loader", "rng"}) {
@@ -340,7 +340,7 @@ TEST(DataParallelTrainer, RanksThatRestoreDifferentStatesAreNamed) {
                                                                  : "ckpt-00000006.safetensors"))
                                .string();
   try {
-    t.run(RunMode::train, mine);
+    t.run(RunMode::train, train::ResumeFrom::checkpoint(mine));
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("a mismatch across ranks in the state restored from"),
@@ -362,7 +362,7 @@ TEST(DataParallelTrainer, AStopAskedOfOneRankStopsEveryRankAtTheSameStep) {
   }
   Trainer t(tiny_gpt(d, dir, kFloat32, "{max_steps: 50}"), {nullptr, {}, world()});
   if (world().rank() == 1) t.request_stop();
-  const train::RunSummary s = t.run(RunMode::train, "latest");
+  const train::RunSummary s = t.run(RunMode::train, train::ResumeFrom::latest());
   EXPECT_TRUE(s.interrupted);
   EXPECT_EQ(s.global_step, 3);
   EXPECT_EQ(s.last_checkpoint, (fs::path(dir) / "ckpt-00000003.safetensors").string());

@@ -1,0 +1,66 @@
+#include "yaml_document.hpp"
+
+#include <yaml-cpp/depthguard.h>
+
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "mantissa/error.hpp"
+
+namespace mantissa::config::detail {
+
+YAML::Node load_yaml_document(const std::string& text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    throw Error(source + ": nested too deeply for the YAML parser (line " +
+                std::to_string(e.mark.line + 1) + "; no config nests more than " +
+                std::to_string(kMaxYamlDepth) + " levels)");
+  } catch (const YAML::Exception& e) {
+    throw Error(source + ": not valid YAML (" + e.what() + ")");
+  }
+  check_yaml_document(root, source);
+  return root;
+}
+
+void check_yaml_document(const YAML::Node& root, const std::string& source) {
+  struct Item {
+    YAML::Node node;
+    std::string path;
+    int depth;
+  };
+  const auto at = [](const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  };
+  std::vector<Item> todo{{root, "", 0}};  // a walk without recursion
+  while (!todo.empty()) {
+    Item item = std::move(todo.back());
+    todo.pop_back();
+    if (item.depth > kMaxYamlDepth) {
+      throw Error(source + ": " + (item.path.empty() ? "the document" : item.path) +
+                  " is nested more than " + std::to_string(kMaxYamlDepth) +
+                  " levels deep (no config nests this deep)");
+    }
+    if (item.node.IsSequence()) {
+      for (std::size_t i = 0; i < item.node.size(); ++i) {
+        todo.push_back({item.node[i], item.path + "[" + std::to_string(i) + "]", item.depth + 1});
+      }
+    } else if (item.node.IsMap()) {
+      std::set<std::string> seen;
+      for (const auto& kv : item.node) {
+        if (!kv.first.IsScalar()) continue;  // the reader names a list or mapping used as a key
+        const std::string& key = kv.first.Scalar();
+        if (!seen.insert(key).second) {
+          throw Error(source + ": " + at(item.path, key) +
+                      ": the key is given twice in one mapping (YAML allows it once; which "
+                      "value is meant?)");
+        }
+        todo.push_back({kv.second, at(item.path, key), item.depth + 1});
+      }
+    }
+  }
+}
+
+}  // namespace mantissa::config::detail

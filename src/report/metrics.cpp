@@ -1,0 +1,409 @@
+#include "mantissa/report/metrics.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <tuple>
+
+#include "mantissa/error.hpp"
+#include "mantissa/read_file.hpp"
+#include "support/untrusted_json.hpp"
+
+namespace mantissa::report {
+namespace {
+
+using json = nlohmann::json;
+
+// The record kinds' first keys.
+constexpr const char* kRun = "run";
+constexpr const char* kStep = "step";
+constexpr const char* kEvalStep = "eval_step";
+constexpr const char* kSkippedStep = "skipped_step";
+constexpr const char* kRoutes = "routes";
+
+std::string per_second_key(std::string_view unit) {
+  return std::string(unit) + "_per_s";
+}
+
+const char* type_word(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "a boolean";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::array:
+      return "a list";
+    case json::value_t::object:
+      return "an object";
+    default:
+      return "a number";
+  }
+}
+
+// The fields of one record, read with errors that name the file, the line and the key.
+class Fields {
+ public:
+  Fields(const json& object, std::string where, const char* kind)
+      : j_(object), where_(std::move(where)), kind_(kind) {}
+
+  const json& required(const std::string& key) const {
+    const auto it = j_.find(key);
+    if (it == j_.end()) fail("the " + std::string(kind_) + " record has no '" + key + "' field");
+    return *it;
+  }
+  bool has(const std::string& key) const { return j_.contains(key); }
+  // A number; null (how non-finite values are written) reads as NaN.
+  double number(const std::string& key) const {
+    const json& v = required(key);
+    if (v.is_null()) return std::numeric_limits<double>::quiet_NaN();
+    if (!v.is_number()) mistyped(key, v, "a number");
+    return v.get<double>();
+  }
+  std::optional<double> optional_number(const std::string& key) const {
+    if (!has(key)) return std::nullopt;
+    return number(key);
+  }
+  std::int64_t integer(const std::string& key) const {
+    const json& v = required(key);
+    if (!v.is_number_integer()) mistyped(key, v, "an integer");
+    return v.get<std::int64_t>();
+  }
+  std::string text(const std::string& key) const {
+    const json& v = required(key);
+    if (!v.is_string()) mistyped(key, v, "a string");
+    return v.get<std::string>();
+  }
+  std::vector<std::string> texts(const std::string& key) const {
+    const json& v = required(key);
+    bool ok = v.is_array();
+    for (const json& e : v) ok = ok && e.is_string();
+    if (!ok) mistyped(key, v, "a list of strings");
+    return v.get<std::vector<std::string>>();
+  }
+  [[noreturn]] void fail(const std::string& what) const { throw Error(where_ + ": " + what); }
+
+ private:
+  [[noreturn]] void mistyped(const std::string& key, const json& v, const char* expected) const {
+    fail("'" + key + "' is " + type_word(v) + ", expected " + expected);
+  }
+  const json& j_;
+  std::string where_;
+  const char* kind_;
+};
+
+// One field list per record kind, read and written by the same code: a key and a member.
+template <class R, class T>
+struct Field {
+  const char* key;
+  T R::*member;
+};
+
+constexpr auto kWindowFields = std::make_tuple(
+    Field<WindowRecord, std::int64_t>{kStep, &WindowRecord::step},
+    Field<WindowRecord, double>{"loss", &WindowRecord::loss},
+    Field<WindowRecord, double>{"lr", &WindowRecord::learning_rate},
+    Field<WindowRecord, std::optional<double>>{"loss_scale", &WindowRecord::loss_scale},
+    Field<WindowRecord, std::int64_t>{"skipped_steps", &WindowRecord::skipped_steps},
+    Field<WindowRecord, double>{"grad_norm", &WindowRecord::grad_norm},
+    Field<WindowRecord, std::optional<double>>{"peak_rss_mib", &WindowRecord::peak_rss_mib});
+// ... and items_per_second, under "<unit>_per_s" (tokens_per_s, samples_per_s).
+
+constexpr auto kEvalFields =
+    std::make_tuple(Field<EvalRecord, std::int64_t>{kEvalStep, &EvalRecord::step},
+                    Field<EvalRecord, double>{"loss", &EvalRecord::loss},
+                    Field<EvalRecord, std::int64_t>{"steps", &EvalRecord::batches},
+                    Field<EvalRecord, std::optional<double>>{"perplexity", &EvalRecord::perplexity},
+                    Field<EvalRecord, std::optional<double>>{"accuracy", &EvalRecord::accuracy});
+
+constexpr auto kSkipFields = std::make_tuple(
+    Field<SkipRecord, std::int64_t>{kSkippedStep, &SkipRecord::step},
+    Field<SkipRecord, double>{"loss_scale", &SkipRecord::loss_scale},
+    Field<SkipRecord, std::vector<std::string>>{"overflowed", &SkipRecord::overflowed});
+
+constexpr auto kRunFields =
+    std::make_tuple(Field<RunRecord, std::string>{"model", &RunRecord::model},
+                    Field<RunRecord, std::int64_t>{"parameters", &RunRecord::parameters},
+                    Field<RunRecord, std::string>{"unit", &RunRecord::unit},
+                    Field<RunRecord, std::int64_t>{"items_per_step", &RunRecord::items_per_step},
+                    Field<RunRecord, std::int64_t>{"start_step", &RunRecord::start_step},
+                    Field<RunRecord, std::int64_t>{"max_steps", &RunRecord::max_steps},
+                    Field<RunRecord, std::uint64_t>{"seed", &RunRecord::seed},
+                    Field<RunRecord, std::string>{"cpu", &RunRecord::cpu});
+// ... and format, loss_scaling (names) and settings ([name, value] pairs).
+
+void read_value(const Fields& f, const char* key, std::int64_t& v) {
+  v = f.integer(key);
+}
+void read_value(const Fields& f, const char* key, std::uint64_t& v) {
+  v = static_cast<std::uint64_t>(f.integer(key));
+}
+void read_value(const Fields& f, const char* key, double& v) {
+  v = f.number(key);
+}
+void read_value(const Fields& f, const char* key, std::optional<double>& v) {
+  v = f.optional_number(key);
+}
+void read_value(const Fields& f, const char* key, std::string& v) {
+  v = f.text(key);
+}
+void read_value(const Fields& f, const char* key, std::vector<std::string>& v) {
+  v = f.texts(key);
+}
+
+template <class T>
+void write_value(json& j, const char* key, const T& v) {
+  j[key] = v;  // a non-finite double is written as null
+}
+void write_value(json& j, const char* key, const std::optional<double>& v) {
+  if (v) j[key] = *v;
+}
+
+template <class R, class Table>
+R read_fields(const Fields& f, const Table& table) {
+  R r;
+  std::apply([&](const auto&... field) { (read_value(f, field.key, r.*field.member), ...); },
+             table);
+  return r;
+}
+
+template <class R, class Table>
+json write_fields(const R& r, const Table& table) {
+  json j = json::object();
+  std::apply([&](const auto&... field) { (write_value(j, field.key, r.*field.member), ...); },
+             table);
+  return j;
+}
+
+RunRecord read_run(const Fields& f) {
+  RunRecord r = read_fields<RunRecord>(f, kRunFields);
+  const std::string format = f.text("format");
+  const std::optional<numerics::Format> parsed = numerics::parse_format(format);
+  if (!parsed) f.fail("'format' is '" + format + "', not a number format");
+  if (!numerics::is_tensor_format(*parsed))
+    f.fail("'format' is '" + format + "', not a tensor format");
+  r.format = *parsed;
+  if (f.has("fp8")) {
+    const json& v = f.required("fp8");
+    if (!v.is_boolean())
+      f.fail("'fp8' is " + std::string(type_word(v)) + ", expected true or false");
+    r.fp8 = v.get<bool>();
+  }
+  const std::string scaling = f.text("loss_scaling");
+  const std::optional<LossScalingMode> mode = find_named(kLossScalingModeNames, scaling);
+  if (!mode) {
+    f.fail("'loss_scaling' is '" + scaling +
+           "' (expected one of: " + names_of(kLossScalingModeNames) + ")");
+  }
+  r.loss_scaling = *mode;
+  const json& rows = f.required("settings");
+  bool ok = rows.is_array();
+  for (const json& row : rows)
+    ok = ok && row.is_array() && row.size() == 2 && row[0].is_string() && row[1].is_string();
+  if (!ok) f.fail("'settings' is not a list of [name, value] string pairs");
+  for (const json& row : rows)
+    r.settings.emplace_back(row[0].get<std::string>(), row[1].get<std::string>());
+  return r;
+}
+
+// One product of a routes record: its key and rates as the route line that
+// kernels::parse_route_record_line checks, and its source.
+kernels::RouteRecord read_route(const Fields& f, const json& p, std::size_t index) {
+  const std::string what = "products[" + std::to_string(index) + "]";
+  const auto need = [&](const char* key, bool ok) {
+    if (!p.contains(key) || !ok) f.fail("'" + what + "." + key + "' is missing or mistyped");
+  };
+  need("m", p.is_object() && p.contains("m") && p["m"].is_number_integer());
+  need("n", p.contains("n") && p["n"].is_number_integer());
+  need("k", p.contains("k") && p["k"].is_number_integer());
+  for (const char* key : {"trans", "format", "threads", "route", "source"}) {
+    need(key, p.contains(key) && p[key].is_string());
+  }
+  need("passes", p.contains("passes") && p["passes"].is_number_integer());
+  need("gflops", p.contains("gflops") && p["gflops"].is_object());
+  std::ostringstream line;
+  // A convolution's product: its kind and shape first ("conv_fwd 128 16 14 14 32 3 3 1 1 bias").
+  if (p.contains("product")) {
+    need("product", p["product"].is_string());
+    line << p["product"].get<std::string>() << ' ';
+  }
+  line << p["m"].get<std::int64_t>() << ' ' << p["n"].get<std::int64_t>() << ' '
+       << p["k"].get<std::int64_t>() << ' ' << p["trans"].get<std::string>() << ' '
+       << p["format"].get<std::string>() << ' ' << p["passes"].get<std::int64_t>() << ' '
+       << p["threads"].get<std::string>() << ' ' << p["route"].get<std::string>();
+  // Rates in the table's order (the RouteRecord's index); automatic is never measured.
+  for (const auto& named : precision::kMatmulRouteNames) {
+    const auto it = p["gflops"].find(std::string(named.name));
+    line << ' ' << (it != p["gflops"].end() && it->is_number() ? it->get<double>() : 0.0);
+  }
+  std::optional<kernels::RouteRecord> r = kernels::parse_route_record_line(line.str());
+  const std::optional<kernels::RouteSource> source =
+      find_named(kernels::kRouteSourceNames, p["source"].get<std::string>());
+  if (!r || !source) f.fail("'" + what + "' is not a product with a route and its rates");
+  r->source = *source;
+  return *r;
+}
+
+RoutesRecord read_routes(const Fields& f) {
+  RoutesRecord r;
+  r.step = f.integer(kRoutes);
+  const json& products = f.required("products");
+  if (!products.is_array()) f.fail("'products' is not a list");
+  for (std::size_t i = 0; i < products.size(); ++i) {
+    r.products.push_back(read_route(f, products[i], i));
+  }
+  return r;
+}
+
+template <class Record>
+void drop_after(std::vector<Record>& v, std::int64_t step) {
+  v.erase(std::remove_if(v.begin(), v.end(), [&](const Record& r) { return r.step > step; }),
+          v.end());
+}
+
+}  // namespace
+
+std::string metrics_line(const RunRecord& r) {
+  json run = write_fields(r, kRunFields);
+  run["format"] = numerics::name(r.format);
+  if (r.fp8) run["fp8"] = true;
+  run["loss_scaling"] = name_of(kLossScalingModeNames, r.loss_scaling);
+  run["settings"] = json::array();
+  for (const auto& [name, value] : r.settings) run["settings"].push_back({name, value});
+  return json{{kRun, run}}.dump();
+}
+
+std::string metrics_line(const WindowRecord& r, std::string_view unit) {
+  json j = write_fields(r, kWindowFields);
+  j[per_second_key(unit)] = r.items_per_second;
+  if (r.fp8) {
+    j["fp8_overflows"] = r.fp8->overflows;
+    j["fp8_underflows"] = r.fp8->underflows;
+    json tensors = json::object();
+    for (const precision::Fp8TensorCounts& c : r.fp8->tensors) {
+      tensors[c.tensor] = {{"overflows", c.overflows}, {"underflows", c.underflows}};
+    }
+    j["fp8_tensors"] = tensors;
+  }
+  return j.dump();
+}
+
+std::string metrics_line(const EvalRecord& r) {
+  return write_fields(r, kEvalFields).dump();
+}
+
+std::string metrics_line(const SkipRecord& r) {
+  return write_fields(r, kSkipFields).dump();
+}
+
+std::string metrics_line(const RoutesRecord& r) {
+  json products = json::array();
+  for (const kernels::RouteRecord& rec : r.products) {
+    const kernels::GemmKey& k = rec.key;
+    json rates = json::object();
+    for (const auto& named : precision::kMatmulRouteNames) {
+      const double g = rec.gflops[static_cast<std::size_t>(named.value)];
+      if (g > 0) rates[std::string(named.name)] = g;
+    }
+    products.push_back({{"m", k.m},
+                        {"n", k.n},
+                        {"k", k.k},
+                        {"trans", std::string(k.trans_a ? "T" : "N") + (k.trans_b ? "T" : "N")},
+                        {"format", numerics::name(k.format)},
+                        {"passes", k.passes},
+                        {"threads", k.all_threads ? "all" : "thread"},
+                        {"route", precision::route_name(rec.route)},
+                        {"source", name_of(kernels::kRouteSourceNames, rec.source)},
+                        {"gflops", rates}});
+    if (k.kind != kernels::ProductKind::matmul) {
+      products.back()["product"] = kernels::product_prefix(k);
+    }
+  }
+  return json{{kRoutes, r.step}, {"products", products}}.dump();
+}
+
+namespace {
+
+// A window's fp8 counts: the totals and fp8_tensors {name: {overflows, underflows}}.
+precision::Fp8WindowCounts read_fp8_counts(const Fields& f) {
+  precision::Fp8WindowCounts c{f.integer("fp8_overflows"), f.integer("fp8_underflows"), {}};
+  const json& tensors = f.required("fp8_tensors");
+  if (!tensors.is_object())
+    f.fail("'fp8_tensors' is " + std::string(type_word(tensors)) + ", expected an object");
+  for (const auto& [name, counts] : tensors.items()) {
+    if (!counts.is_object() || !counts.contains("overflows") || !counts.contains("underflows") ||
+        !counts.at("overflows").is_number_integer() ||
+        !counts.at("underflows").is_number_integer()) {
+      f.fail("fp8_tensors['" + name + "'] is not {overflows: integer, underflows: integer}");
+    }
+    c.tensors.push_back({name, counts.at("overflows").get<std::int64_t>(),
+                         counts.at("underflows").get<std::int64_t>()});
+  }
+  return c;
+}
+
+}  // namespace
+
+RunLog parse_metrics(std::string_view text, const std::string& source) {
+  RunLog log;
+  log.source = source;
+  bool have_run = false;
+  std::size_t line_number = 0;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t end = std::min(text.find('\n', pos), text.size());
+    const std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_number;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    const std::string where = source + ":" + std::to_string(line_number);
+    const json j = support::parse_untrusted_json(line, where, /*allow_invalid=*/true);
+    if (j.is_discarded() || !j.is_object()) {
+      throw Error(where + ": not one JSON object (a torn or truncated line?)");
+    }
+    if (j.contains(kRun)) {
+      const json& run = j.at(kRun);
+      if (!run.is_object())
+        throw Error(where + ": 'run' is " + type_word(run) + ", expected an object");
+      log.run = read_run(Fields(run, where, "run"));
+      have_run = true;
+      drop_after(log.windows, log.run.start_step);
+      drop_after(log.evals, log.run.start_step);
+      drop_after(log.skips, log.run.start_step);
+      drop_after(log.routes, log.run.start_step);
+      continue;
+    }
+    if (!have_run) {
+      throw Error(where + ": a record before the run record (every run writes one first; " +
+                  "this file was not written by mantissa train, or by an older version)");
+    }
+    if (j.contains(kStep)) {
+      const Fields f(j, where, kStep);
+      log.windows.push_back(read_fields<WindowRecord>(f, kWindowFields));
+      log.windows.back().items_per_second = f.number(per_second_key(log.run.unit));
+      if (f.has("fp8_overflows")) log.windows.back().fp8 = read_fp8_counts(f);
+    } else if (j.contains(kEvalStep)) {
+      log.evals.push_back(read_fields<EvalRecord>(Fields(j, where, kEvalStep), kEvalFields));
+    } else if (j.contains(kSkippedStep)) {
+      log.skips.push_back(read_fields<SkipRecord>(Fields(j, where, kSkippedStep), kSkipFields));
+    } else if (j.contains(kRoutes)) {
+      log.routes.push_back(read_routes(Fields(j, where, kRoutes)));
+    } else {
+      throw Error(where + ": not a run, step, eval_step, skipped_step or routes record");
+    }
+  }
+  if (!have_run) throw Error(source + ": no run record (is this a mantissa metrics.jsonl?)");
+  return log;
+}
+
+RunLog read_run_log(const std::string& run_dir) {
+  const std::string path = run_dir + "/metrics.jsonl";
+  return parse_metrics(read_file(path, "the metrics file (is " + run_dir + " a run directory?)"),
+                       path);
+}
+
+}  // namespace mantissa::report

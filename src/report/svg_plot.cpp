@@ -1,0 +1,393 @@
+#include "svg_plot.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+namespace mantissa::report::plot {
+namespace {
+
+constexpr double kPlotRight = kWidth - kRight;
+constexpr double kPlotBottom = kHeight - kBottom;
+constexpr double kMarkerRadius = 4;
+constexpr double kLegendTop = 40, kLegendRowHeight = 16;
+constexpr const char* kFont = "font-family=\"sans-serif\"";
+
+double log_base(double v, Scale s) {
+  return s == Scale::log2 ? std::log2(v) : std::log10(v);
+}
+double base(Scale s) {
+  return s == Scale::log2 ? 2.0 : 10.0;
+}
+
+// The smallest of 1, 2, 5 x 10^k at least `raw`.
+double nice_step(double raw) {
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  for (const double m : {1.0, 2.0, 5.0}) {
+    if (m * magnitude >= raw * (1 - 1e-12)) return m * magnitude;
+  }
+  return 10.0 * magnitude;
+}
+
+double linear_step(const Range& r) {
+  return nice_step((r.hi - r.lo) / 5.0);
+}
+
+// Every `stride`-th exponent of a log range, stride a power of two, at most 9 ticks.
+int log_stride(const Range& r, Scale s) {
+  const double span = log_base(r.hi, s) - log_base(r.lo, s);
+  int stride = 1;
+  while (span / stride > 8) stride *= 2;
+  return stride;
+}
+
+std::string px(double v) {
+  return fmt::format("{:.1f}", v);
+}
+
+std::string superscript(std::string_view mantissa, int exponent) {
+  return fmt::format("{}<tspan dy=\"-5\" font-size=\"9\">{}</tspan>", mantissa, exponent);
+}
+
+std::string marker_svg(Marker m, double x, double y, const std::string& colour) {
+  const double r = kMarkerRadius;
+  const std::string fill = fmt::format("fill=\"{}\" stroke=\"#fff\" stroke-width=\"0.8\"", colour);
+  switch (m) {
+    case Marker::none:
+      return "";
+    case Marker::circle:
+      return fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"{}\" {}/>", px(x), px(y), px(r), fill);
+    case Marker::square:
+      return fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" {}/>", px(x - r * 0.9),
+                         px(y - r * 0.9), px(r * 1.8), px(r * 1.8), fill);
+    case Marker::triangle:
+      return fmt::format("<path d=\"M{} {}L{} {}L{} {}Z\" {}/>", px(x), px(y - r * 1.1),
+                         px(x + r * 1.05), px(y + r * 0.8), px(x - r * 1.05), px(y + r * 0.8),
+                         fill);
+    case Marker::diamond:
+      return fmt::format("<path d=\"M{} {}L{} {}L{} {}L{} {}Z\" {}/>", px(x), px(y - r * 1.2),
+                         px(x + r), px(y), px(x), px(y + r * 1.2), px(x - r), px(y), fill);
+    case Marker::cross:
+      return fmt::format(
+          "<path d=\"M{} {}L{} {}M{} {}L{} {}\" stroke=\"{}\" stroke-width=\"2\" fill=\"none\"/>",
+          px(x - r), px(y - r), px(x + r), px(y + r), px(x - r), px(y + r), px(x + r), px(y - r),
+          colour);
+  }
+  return "";
+}
+
+std::string dash_attribute(const Style& s) {
+  return s.dash.empty() ? "" : " stroke-dasharray=\"" + s.dash + "\"";
+}
+
+// A 30-pixel line sample (if `line`) with the marker in its middle, from (x, y).
+std::string sample_svg(const Style& s, double x, double y, bool line) {
+  std::string out;
+  if (line) {
+    out += fmt::format("<path d=\"M{} {}H{}\" stroke=\"{}\" stroke-width=\"2\" fill=\"none\"{}/>",
+                       px(x), px(y), px(x + 30), s.colour, dash_attribute(s));
+  }
+  return out + marker_svg(s.marker, x + 15, y, s.colour);
+}
+
+std::string legend_svg(const std::vector<LegendEntry>& entries) {
+  std::string out = "<g class=\"legend\">";
+  double x = kLeft, y = kLegendTop;
+  for (const LegendEntry& e : entries) {
+    const double w = 44 + 7.0 * static_cast<double>(e.label.size());
+    if (x + w > kPlotRight && x > kLeft) {
+      x = kLeft;
+      y += kLegendRowHeight;
+    }
+    out += sample_svg(e.style, x, y, e.line);
+    out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"12\" dy=\"0.32em\">{}</text>",
+                       px(x + 36), px(y), escape(e.label));
+    x += w;
+  }
+  return out + "</g>";
+}
+
+std::string path_of(const Series& s, const AxisMap& mx, const AxisMap& my) {
+  std::string d;
+  bool open = false;
+  for (const auto& [x, y] : s.points) {
+    if (!mx.drawable(x) || !my.drawable(y)) {
+      open = false;
+      continue;
+    }
+    const double X = mx(x), Y = my(y);
+    if (!open) {
+      d += fmt::format("M{:.1f} {:.1f}", X, Y);
+    } else if (s.draw == Draw::staircase) {
+      d += fmt::format("V{:.1f}H{:.1f}", Y, X);
+    } else {
+      d += fmt::format("L{:.1f} {:.1f}", X, Y);
+    }
+    open = true;
+  }
+  return d;
+}
+
+std::string series_svg(const Series& s, const AxisMap& mx, const AxisMap& my) {
+  std::size_t drawable = 0;
+  for (const auto& [x, y] : s.points) drawable += mx.drawable(x) && my.drawable(y) ? 1 : 0;
+  std::string out =
+      fmt::format("<g class=\"series\" data-run=\"{}\" data-kind=\"{}\" data-points=\"{}\">",
+                  escape(s.run), escape(s.kind), drawable);
+  if (s.draw == Draw::markers) {
+    for (const auto& [x, y] : s.points) {
+      if (mx.drawable(x) && my.drawable(y))
+        out += marker_svg(s.style.marker, mx(x), my(y), s.style.colour);
+    }
+  } else {
+    out += fmt::format(
+        "<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\" "
+        "stroke-linejoin=\"round\"{}/>",
+        path_of(s, mx, my), s.style.colour, px(s.width), dash_attribute(s.style));
+  }
+  return out + "</g>";
+}
+
+// The data range of one axis over every drawable value (log axes: the positive ones).
+std::optional<Range> data_range(const std::vector<Series>& series, bool x_axis, Scale scale) {
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (const Series& s : series) {
+    for (const auto& p : s.points) {
+      const double v = x_axis ? p.first : p.second;
+      if (!std::isfinite(v) || (scale != Scale::linear && v <= 0)) continue;
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+  }
+  if (lo > hi) return std::nullopt;
+  return Range{lo, hi};
+}
+
+std::string axis_svg(const Range& xr, const Axis& x, const Range& yr, const Axis& y,
+                     const AxisMap& mx, const AxisMap& my) {
+  std::string out = "<g class=\"axes\" font-size=\"11\" fill=\"#222\">";
+  for (const double t : ticks(xr, x.scale)) {
+    const double X = mx(t);
+    out += fmt::format("<path d=\"M{} {}V{}\" stroke=\"#ddd\"/>", px(X), px(kTop), px(kPlotBottom));
+    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>", px(X),
+                       px(kPlotBottom + 15), tick_label(t, x.scale, xr));
+  }
+  for (const double t : ticks(yr, y.scale)) {
+    const double Y = my(t);
+    out += fmt::format("<path d=\"M{} {}H{}\" stroke=\"#ddd\"/>", px(kLeft), px(Y), px(kPlotRight));
+    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" dy=\"0.32em\">{}</text>",
+                       px(kLeft - 6), px(Y), tick_label(t, y.scale, yr));
+  }
+  out += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#777\"/>",
+      px(kLeft), px(kTop), px(kPlotRight - kLeft), px(kPlotBottom - kTop));
+  out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"12\">{}</text>",
+                     px((kLeft + kPlotRight) / 2), px(kHeight - 10), escape(x.label));
+  const double mid = (kTop + kPlotBottom) / 2;
+  out += fmt::format(
+      "<text x=\"14\" y=\"{}\" text-anchor=\"middle\" font-size=\"12\" "
+      "transform=\"rotate(-90 14 {})\">{}</text>",
+      px(mid), px(mid), escape(y.label));
+  return out + "</g>";
+}
+
+}  // namespace
+
+Range nice_range(double lo, double hi, Scale scale, bool include_zero) {
+  if (scale == Scale::linear) {
+    if (include_zero) {
+      lo = std::min(lo, 0.0);
+      hi = std::max(hi, 0.0);
+    }
+    if (hi <= lo) {
+      const double pad = lo == 0 ? 1.0 : std::abs(lo) * 0.1;
+      lo -= pad;
+      hi += pad;
+    }
+    const double step = nice_step((hi - lo) / 5.0);
+    return {std::floor(lo / step + 1e-9) * step, std::ceil(hi / step - 1e-9) * step};
+  }
+  // Whole decades or octaves, one more where the data would touch the frame.
+  const double t_lo = log_base(lo, scale), t_hi = log_base(hi, scale);
+  double e_lo = std::floor(t_lo + 1e-9), e_hi = std::ceil(t_hi - 1e-9);
+  if (t_lo - e_lo < 1e-9) e_lo -= 1;
+  if (e_hi - t_hi < 1e-9) e_hi += 1;
+  return {std::pow(base(scale), e_lo), std::pow(base(scale), e_hi)};
+}
+
+std::vector<double> ticks(const Range& r, Scale scale) {
+  std::vector<double> out;
+  if (scale == Scale::linear) {
+    const double step = linear_step(r);
+    const double first = std::ceil(r.lo / step - 1e-9);
+    for (double k = first; k * step <= r.hi + step * 1e-9; k += 1) {
+      out.push_back(std::abs(k * step) < step * 1e-9 ? 0.0 : k * step);
+    }
+    return out;
+  }
+  const int stride = log_stride(r, scale);
+  const int e_lo = static_cast<int>(std::ceil(log_base(r.lo, scale) - 1e-9));
+  const int e_hi = static_cast<int>(std::floor(log_base(r.hi, scale) + 1e-9));
+  for (int e = e_lo; e <= e_hi; ++e) {
+    if (e % stride == 0) out.push_back(std::pow(base(scale), e));
+  }
+  return out;
+}
+
+std::string tick_label(double v, Scale scale, const Range& r) {
+  if (scale == Scale::linear) {
+    const double step = linear_step(r);
+    const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));
+    return fmt::format("{:.{}f}", v, decimals);
+  }
+  const int e = static_cast<int>(std::lround(log_base(v, scale)));
+  if (scale == Scale::log2) return superscript("2", e);
+  if (e >= -3 && e <= 4) return fmt::format("{:g}", v);
+  return superscript("10", e);
+}
+
+AxisMap::AxisMap(Range range, Scale scale, double px_from, double px_to)
+    : scale_(scale), px_from_(px_from), px_to_(px_to) {
+  t_lo_ = t(range.lo);
+  t_hi_ = t(range.hi);
+}
+
+double AxisMap::t(double v) const {
+  return scale_ == Scale::linear ? v : log_base(v, scale_);
+}
+
+double AxisMap::operator()(double v) const {
+  return px_from_ + (t(v) - t_lo_) / (t_hi_ - t_lo_) * (px_to_ - px_from_);
+}
+
+bool AxisMap::drawable(double v) const {
+  return std::isfinite(v) && (scale_ == Scale::linear || v > 0);
+}
+
+std::string render(const LineChart& c) {
+  const std::optional<Range> xd = data_range(c.series, true, c.x.scale);
+  std::optional<Range> yd = data_range(c.series, false, c.y.scale);
+  if (yd && c.reference_y)
+    yd = Range{std::min(yd->lo, *c.reference_y), std::max(yd->hi, *c.reference_y)};
+  const Range xr = xd ? nice_range(xd->lo, xd->hi, c.x.scale, c.x.include_zero)
+                      : nice_range(c.x.scale == Scale::linear ? 0 : 1,
+                                   c.x.scale == Scale::linear ? 1 : 10, c.x.scale);
+  const Range yr = yd ? nice_range(yd->lo, yd->hi, c.y.scale, c.y.include_zero)
+                      : nice_range(c.y.scale == Scale::linear ? 0 : 1,
+                                   c.y.scale == Scale::linear ? 1 : 10, c.y.scale);
+  const AxisMap mx(xr, c.x.scale, kLeft, kPlotRight);
+  const AxisMap my(yr, c.y.scale, kPlotBottom, kTop);
+  std::string out = fmt::format(
+      "<svg id=\"{}\" class=\"chart\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" {} "
+      "role=\"img\" aria-label=\"{}\">",
+      escape(c.id), kWidth, kHeight, kWidth, kHeight, kFont, escape(c.title));
+  out += fmt::format("<text x=\"{}\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}</text>",
+                     px(kLeft), escape(c.title));
+  out += legend_svg(c.legend);
+  out += axis_svg(xr, c.x, yr, c.y, mx, my);
+  if (c.reference_y) {
+    const double Y = my(*c.reference_y);
+    out += fmt::format(
+        "<path class=\"reference\" d=\"M{} {}H{}\" stroke=\"#000\" stroke-width=\"1.2\"/>",
+        px(kLeft), px(Y), px(kPlotRight));
+    out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text>", px(kLeft + 4),
+                       px(Y - 4), escape(c.reference_label));
+  }
+  bool any = false;
+  for (const Series& s : c.series) {
+    out += series_svg(s, mx, my);
+    for (const auto& [x, y] : s.points) any = any || (mx.drawable(x) && my.drawable(y));
+  }
+  if (!any && !c.empty_text.empty()) {
+    out += fmt::format(
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"13\" fill=\"#555\">{}</text>",
+        px((kLeft + kPlotRight) / 2), px((kTop + kPlotBottom) / 2), escape(c.empty_text));
+  }
+  return out + "</svg>";
+}
+
+std::string render(const BarChart& c) {
+  constexpr double label_width = 120, value_width = 130, row = 30, top = 34;
+  const double height = top + row * static_cast<double>(c.bars.size()) + 8;
+  const double bar_space = kWidth - label_width - value_width;
+  double largest = 0;
+  const auto usable = [](double v) { return std::isfinite(v) && v > 0 ? v : 0.0; };
+  for (const Bar& b : c.bars) {
+    largest = std::max(largest, usable(b.value));
+    if (b.range) largest = std::max(largest, usable(b.range->hi));
+  }
+  const auto length = [&](double v) { return largest > 0 ? usable(v) / largest * bar_space : 0; };
+  std::string out = fmt::format(
+      "<svg id=\"{}\" class=\"chart\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" {} "
+      "role=\"img\" aria-label=\"{}\">",
+      escape(c.id), kWidth, px(height), kWidth, px(height), kFont, escape(c.title));
+  out += fmt::format("<text x=\"0\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{}</text>",
+                     escape(c.title));
+  double y = top;
+  for (const Bar& b : c.bars) {
+    const double mid = y + row / 2 - 2;
+    double end = label_width + length(b.value);  // where the bar (or its whisker) ends
+    out += fmt::format("<g class=\"bar\" data-run=\"{}\" data-value=\"{:g}\">", escape(b.run),
+                       b.value);
+    out += fmt::format(
+        "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"end\" dy=\"0.32em\">{}</text>",
+        px(label_width - 8), px(mid), escape(b.label));
+    out += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#000\" "
+        "stroke-width=\"0.8\"/>",
+        px(label_width), px(y + 3), px(length(b.value)), px(row - 10), b.style.colour);
+    if (b.range) {
+      const double lo = label_width + length(b.range->lo), hi = label_width + length(b.range->hi);
+      const std::string d = fmt::format("M{0} {1}H{2}M{0} {3}V{4}M{2} {3}V{4}", px(lo), px(mid),
+                                        px(hi), px(mid - 6), px(mid + 6));
+      // A white halo keeps the whisker visible on a dark bar.
+      out += fmt::format(
+          "<path class=\"range\" d=\"{0}\" stroke=\"#fff\" stroke-width=\"4\" fill=\"none\"/>"
+          "<path class=\"range\" d=\"{0}\" stroke=\"#000\" stroke-width=\"1.5\" fill=\"none\"/>",
+          d);
+      end = std::max(end, hi);
+    }
+    out += marker_svg(b.style.marker, end + 8, mid, b.style.colour);
+    out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"12\" dy=\"0.32em\">{}</text>",
+                       px(end + 20), px(mid), escape(b.value_text));
+    out += "</g>";
+    y += row;
+  }
+  return out + "</svg>";
+}
+
+std::string swatch(const Style& style) {
+  return "<svg class=\"swatch\" width=\"32\" height=\"12\" viewBox=\"0 0 32 12\">" +
+         sample_svg(style, 1, 6, true) + "</svg>";
+}
+
+std::string escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += ch;
+    }
+  }
+  return out;
+}
+
+}  // namespace mantissa::report::plot

@@ -1,0 +1,120 @@
+#pragma once
+// Internal: line and bar charts as inline SVG for the report (report.cpp). Pure string
+// building: no script, and nothing fetched (text uses the reader's own sans-serif font).
+// Every series is a <g class="series" data-run=... data-kind=... data-points=...>, so a test
+// (or a reader of the page's DOM) can tell which series a chart holds.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace mantissa::report::plot {
+
+enum class Scale { linear, log10, log2 };
+
+struct Range {
+  double lo = 0, hi = 1;
+};
+
+// A line chart's geometry in pixels: the plot area spans x in [kLeft, kWidth - kRight] and
+// y in [kTop, kHeight - kBottom] (y grows downward, as in SVG).
+inline constexpr double kWidth = 580, kHeight = 340;
+inline constexpr double kLeft = 72, kRight = 18, kTop = 72, kBottom = 50;
+
+// The range an axis draws for data in [lo, hi]: linear ends on multiples of the tick step
+// (from 0 when include_zero and the data is all on one side); log10 on whole decades, log2 on
+// whole powers of two, one further where the data lies on a decade or power (so that it does
+// not run along the frame). lo == hi widens to a visible range.
+Range nice_range(double lo, double hi, Scale scale, bool include_zero = false);
+// The tick values of a nice range: linear every 1, 2 or 5 x 10^k (4 to 10 of them); log axes
+// at decades or powers of two, every 2^j-th one so that at most 9 are labelled.
+std::vector<double> ticks(const Range& range, Scale scale);
+// A tick's label as SVG text content: "0.25", "300", "0.001"; "10<tspan ..>-5</tspan>" and
+// "2<tspan ..>15</tspan>" (a superscript exponent) on log axes.
+std::string tick_label(double value, Scale scale, const Range& range);
+
+// Data to pixels along one axis: range.lo maps to px_from, range.hi to px_to.
+class AxisMap {
+ public:
+  AxisMap(Range range, Scale scale, double px_from, double px_to);
+  double operator()(double value) const;
+  bool drawable(double value) const;  // finite, and > 0 on a log axis
+
+ private:
+  double t(double value) const;
+  Scale scale_;
+  double t_lo_, t_hi_, px_from_, px_to_;
+};
+
+enum class Marker { none, circle, square, triangle, diamond, cross };
+
+struct Style {
+  std::string colour;  // "#0072B2"
+  std::string dash;    // stroke-dasharray; empty: solid
+  Marker marker = Marker::circle;
+};
+
+enum class Draw {
+  line,       // a polyline (broken where a value is not drawable)
+  markers,    // the style's marker at every point
+  staircase,  // each point's value holds from the previous point's step up to its own
+};
+
+struct Series {
+  std::string run;   // data-run: the run the series belongs to
+  std::string kind;  // data-kind: training, validation, skipped, ...
+  Style style;
+  Draw draw = Draw::line;
+  double width = 2;                               // stroke width
+  std::vector<std::pair<double, double>> points;  // (x, y) in data units
+};
+
+struct LegendEntry {
+  std::string label;
+  Style style;
+  bool line = true;  // a line sample with the marker; false: the marker alone
+};
+
+struct Axis {
+  std::string label;
+  Scale scale = Scale::linear;
+  bool include_zero = false;
+};
+
+struct LineChart {
+  std::string id, title;
+  Axis x, y;
+  std::vector<LegendEntry> legend;
+  std::vector<Series> series;
+  std::optional<double> reference_y;  // a dark horizontal line at this value (e.g. 0)
+  std::string reference_label;        // written on it
+  std::string empty_text;             // shown in the plot area when nothing is drawable
+};
+
+// <svg id=...> of kWidth x kHeight: title, legend, grid, ticks, axis labels, series.
+std::string render(const LineChart& chart);
+
+struct Bar {
+  std::string run, label, value_text;
+  double value = 0;  // the bar's length, relative to the largest value or range end
+  Style style;
+  std::optional<Range> range;  // a whisker over the bar (e.g. the slowest and fastest window)
+};
+
+struct BarChart {
+  std::string id, title;
+  std::vector<Bar> bars;
+};
+
+// Horizontal bars, one per run, labelled with the run and the value, with a whisker where a
+// bar has a range.
+std::string render(const BarChart& chart);
+
+// A small standalone <svg> of a style's line and marker, for tables and text.
+std::string swatch(const Style& style);
+
+// Text for HTML and SVG: & < > " ' escaped.
+std::string escape(std::string_view text);
+
+}  // namespace mantissa::report::plot

@@ -1,0 +1,299 @@
+// Each kind of bad configuration gets its message: unknown key, wrong type, out of range,
+// mutually exclusive clipping, cbfloat16 without dynamic scaling, missing file; and --set.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "mantissa/config/config.hpp"
+#include "mantissa/error.hpp"
+#include "mantissa/train/trainer.hpp"
+
+namespace mantissa::config {
+namespace {
+
+const char* kBase = R"(
+trainer:
+  init:
+    seed: 3
+    model: {name: mlp, input_size: 784, hidden_sizes: [32], num_classes: 10}
+    optimizer: {AdamW: {learning_rate: 1.0e-3, weight_decay: 0.01}}
+    schedulers:
+      - SequentialLR:
+          schedulers:
+            - LinearLR: {initial_learning_rate: 0.0, end_learning_rate: 1.0e-3, total_iters: 10}
+            - CosineDecayLR: {initial_learning_rate: 1.0e-3, end_learning_rate: 0.0, total_iters: 90}
+          milestones: [10]
+    precision: {fp16_type: float16, loss_scaling_factor: dynamic, max_gradient_norm: 1.0}
+    loop: {max_steps: 100}
+  fit:
+    train_dataloader: {dataset: fashion_mnist, batch_size: 64}
+)";
+
+void expect_error(const std::vector<std::string>& overrides, const std::string& fragment) {
+  try {
+    parse_config(kBase, overrides, "test.yaml");
+    FAIL() << "expected: " << fragment;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(Config, ParsesTheSeedsLayout) {
+  const TrainerConfig c = parse_config(kBase, {}, "test.yaml");
+  EXPECT_EQ(c.seed, 3u);
+  EXPECT_EQ(c.model.kind, ModelKind::mlp);
+  EXPECT_EQ(c.model.mlp.hidden_sizes, std::vector<std::int64_t>{32});
+  EXPECT_EQ(c.model.mlp.activation, nn::Activation::relu);
+  ASSERT_TRUE(std::holds_alternative<optim::AdamW>(c.optimizer.settings));
+  EXPECT_EQ(std::get<optim::AdamW>(c.optimizer.settings).weight_decay, 0.01);
+  EXPECT_EQ(std::get<optim::AdamW>(c.optimizer.settings).beta2, 0.999);  // the default
+  ASSERT_EQ(c.schedulers.size(), 1u);
+  EXPECT_EQ(c.schedulers[0].key, ScheduledKey::learning_rate);
+  EXPECT_DOUBLE_EQ(c.schedulers[0].schedule->value(5), 0.5e-3);
+  EXPECT_DOUBLE_EQ(c.schedulers[0].schedule->value(10), 1.0e-3);
+  EXPECT_EQ(c.precision.fp16_type, numerics::Format::float16);
+  EXPECT_TRUE(std::holds_alternative<amp::DynamicLossScaling>(c.precision.loss_scaling));
+  EXPECT_EQ(c.precision.on_stuck, amp::StuckPolicy::raise);
+  EXPECT_EQ(c.train_data.dataset, DatasetKind::fashion_mnist);
+  EXPECT_EQ(c.train_data.split, Split::train);
+  EXPECT_EQ(c.loop.max_steps, 100);
+  EXPECT_EQ(c.train_data.batch_size, 64);
+}
+
+TEST(Config, OverridesApplyBeforeValidation) {
+  const TrainerConfig c = parse_config(
+      kBase, {"trainer.init.loop.max_steps=7", "trainer.init.logging.log_steps=2"}, "t");
+  EXPECT_EQ(c.loop.max_steps, 7);
+  EXPECT_EQ(c.logging.log_steps, 2);
+  expect_error({"nonsense"}, "--set 'nonsense': expected key.path=value");
+}
+
+TEST(Config, WordsBecomeTypedValues) {
+  const TrainerConfig c = parse_config(
+      kBase,
+      {"trainer.init.precision.loss_scaling_factor=128",
+       "trainer.init.precision.on_stuck=fall_back", "trainer.init.precision.fp16_type=bfloat16",
+       "trainer.init.model.activation=gelu",
+       "trainer.init.optimizer={SGD: {learning_rate: 0.1, momentum: 0.9, nesterov: true}}",
+       "trainer.fit.train_dataloader.split=test"},
+      "t");
+  ASSERT_TRUE(std::holds_alternative<amp::StaticLossScaling>(c.precision.loss_scaling));
+  EXPECT_EQ(std::get<amp::StaticLossScaling>(c.precision.loss_scaling).scale, 128.0);
+  EXPECT_EQ(c.precision.on_stuck, amp::StuckPolicy::fall_back);
+  EXPECT_EQ(c.precision.fp16_type, numerics::Format::bfloat16);
+  EXPECT_EQ(c.model.mlp.activation, nn::Activation::gelu);
+  ASSERT_TRUE(std::holds_alternative<optim::Sgd>(c.optimizer.settings));
+  EXPECT_EQ(std::get<optim::Sgd>(c.optimizer.settings).momentum, 0.9);
+  EXPECT_TRUE(std::get<optim::Sgd>(c.optimizer.settings).nesterov);
+  EXPECT_EQ(c.optimizer.learning_rate, 0.1);
+  EXPECT_EQ(c.train_data.split, Split::test);
+}
+
+TEST(Config, EachWordHasOneMessage) {
+  expect_error({"trainer.init.precision.fp16_type=fp16"},
+               "trainer.init.precision.fp16_type: 'fp16' (expected one of: float16, bfloat16, "
+               "cbfloat16)");
+  expect_error({"trainer.init.precision.fp16_type=float8_e4m3"},
+               "trainer.init.precision.fp16_type: 'float8_e4m3' (expected one of: float16, "
+               "bfloat16, cbfloat16)");
+  expect_error({"trainer.init.precision.loss_scaling_factor=lots"},
+               "trainer.init.precision.loss_scaling_factor: 'lots' is neither \"dynamic\" nor a "
+               "finite number > 0");
+  expect_error({"trainer.init.precision.loss_scaling_factor=-4"},
+               "trainer.init.precision.loss_scaling_factor: '-4' is neither \"dynamic\" nor a "
+               "finite number > 0");
+  expect_error({"trainer.init.precision.on_stuck=panic"},
+               "trainer.init.precision.on_stuck: 'panic' (expected one of: raise, keep_going, "
+               "fall_back)");
+  expect_error({"trainer.init.model.activation=tanh"},
+               "trainer.init.model.activation: 'tanh' (expected one of: relu, gelu)");
+  expect_error({"trainer.fit.train_dataloader.split=valid"},
+               "trainer.fit.train_dataloader.split: 'valid' (expected one of: train, val, test)");
+  expect_error({"trainer.fit.train_dataloader.split=val"},
+               "trainer.fit.train_dataloader.split: 'val' (expected train or test)");
+  expect_error({"trainer.init.optimizer={AdamW: {beta1: 1.5}}"},
+               "trainer.init.optimizer.AdamW.beta1: 1.5 must be in [0, 1)");
+  expect_error({"trainer.init.optimizer={SGD: {nesterov: 1.0e-3}}"},
+               "trainer.init.optimizer.SGD.nesterov: '1.0e-3' is not true or false");
+  expect_error({"trainer.init.schedulers=[{CyclicLR: {base_lr: 0.1, max_lr: 1, step_size_up: 2, "
+                "mode: sawtooth}}]"},
+               "trainer.init.schedulers[0].CyclicLR.mode: 'sawtooth' (expected one of: triangular, "
+               "triangular2, exp_range)");
+  expect_error({"trainer.init.schedulers=[{OneCycleLR: {max_lr: 1, total_steps: 10, "
+                "anneal_strategy: cosine}}]"},
+               "trainer.init.schedulers[0].OneCycleLR.anneal_strategy: 'cosine' (expected one of: "
+               "cos, linear)");
+  expect_error({"trainer.init.schedulers=[{CosineLR: {}}]"},
+               "trainer.init.schedulers[0]: unknown scheduler 'CosineLR' (expected one of: "
+               "ConstantLR, ConstantWD, LinearLR, LinearWD");
+}
+
+TEST(Config, EachKindOfBadInputIsNamed) {
+  expect_error({"trainer.init.loop.max_stepz=5"},
+               "trainer.init.loop.max_stepz: unknown key (expected one of:");
+  expect_error({"trainer.init.loop.max_steps=many"},
+               "trainer.init.loop.max_steps: 'many' is not an integer");
+  expect_error({"trainer.init.loop.max_steps=0"}, "trainer.init.loop.max_steps: 0 must be >= 1");
+  expect_error(
+      {"trainer.init.precision.max_gradient_value=2.0"},
+      "trainer.init.precision.max_gradient_norm and max_gradient_value are mutually exclusive");
+  expect_error({"trainer.init.precision.fp16_type=cbfloat16",
+                "trainer.init.precision.loss_scaling_factor=64"},
+               "cbfloat16 requires dynamic loss scaling");
+  expect_error({"trainer.init.precision.precision_opt_level=4"},
+               "precision_opt_level: 4 (expected one of: 0, 1, 2)");
+  expect_error({"trainer.init.model.name=transformer"},
+               "trainer.init.model.name: 'transformer' (expected one of: gpt, mlp, cnn)");
+  expect_error({"trainer.init.optimizer={Adamm: {}}"}, "unknown name 'adamm'");
+  expect_error({"trainer.init.optimizer={AdamW: {beta3: 0.1}}"},
+               "trainer.init.optimizer.AdamW.beta3: unknown key");
+  expect_error({"trainer.init.schedulers=[{CosineDecayLR: {initial_learning_rate: 1, "
+                "end_learning_rate: 0, total_iters: 0}}]"},
+               "trainer.init.schedulers[0]: schedule CosineDecay: total_iters must be > 0");
+  expect_error({"trainer.fit.train_dataloader.dataset=imagenet"},
+               "(expected one of: kjv, text, fashion_mnist)");
+  expect_error({"trainer.fit.train_dataloader.dataset=kjv"}, "does not suit model 'mlp'");
+  expect_error(
+      {"trainer.init.model={name: gpt, num_heads: 5}", "trainer.fit.train_dataloader.dataset=kjv"},
+      "model.num_heads: 5 must divide hidden_size 384");
+  expect_error({"trainer.init.model={name: gpt}", "trainer.fit.train_dataloader={dataset: kjv}",
+                "trainer.fit.val_dataloader={dataset: kjv, split: val, val_fraction: 0.2}"},
+               "trainer.fit.val_dataloader.val_fraction: must match the train_dataloader's");
+  try {
+    load_config("/no/such/config.yaml", {});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/no/such/config.yaml: cannot open"), std::string::npos);
+  }
+  try {
+    parse_config("trainer: [1, 2", {}, "broken.yaml");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("broken.yaml: not valid YAML"), std::string::npos);
+  }
+}
+
+// Every value of each enum the config names has one word, and the word finds the value.
+template <class E, std::size_t N>
+void expect_one_word_each(const NameTable<E, N>& table, std::size_t values) {
+  std::set<std::string_view> words;
+  std::set<E> seen;
+  for (const Named<E>& n : table) {
+    words.insert(n.name);
+    seen.insert(n.value);
+    EXPECT_EQ(find_named(table, n.name), n.value) << n.name;
+    EXPECT_EQ(name_of(table, n.value), n.name);
+  }
+  EXPECT_EQ(words.size(), values);
+  EXPECT_EQ(seen.size(), values);
+}
+
+TEST(Config, NameTablesCoverTheirEnums) {
+  expect_one_word_each(kModelNames, 3);
+  expect_one_word_each(kDatasetNames, 3);
+  expect_one_word_each(kSplitNames, 3);
+  expect_one_word_each(train::kRunModeNames, 4);
+  expect_one_word_each(kScheduledKeyNames, 2);
+  expect_one_word_each(nn::kActivationNames, 2);
+  expect_one_word_each(amp::kStuckPolicyNames, 3);
+  expect_one_word_each(optim::kCyclicModeNames, 3);
+  expect_one_word_each(optim::kAnnealNames, 2);
+  expect_one_word_each(precision::kMatmulRouteNames, precision::kMatmulRouteCount);
+  EXPECT_EQ(find_named(kModelNames, "GPT"), std::nullopt);  // words are exact
+}
+
+// Issue 17's settings: fp8 linear layers, bfloat16 master weights, the optimizer's state format.
+TEST(Config, Fp8AndTrainingStateSettings) {
+  const TrainerConfig c = parse_config(
+      kBase,
+      {"trainer.init.precision.fp16_type=bfloat16",
+       "trainer.init.precision.fp8={enabled: true, recipe: e4m3, history_length: 16, "
+       "amax_compute: most_recent, margin: 1}",
+       "trainer.init.precision.master_weights=bfloat16_kahan",
+       "trainer.init.optimizer={AdamW: {learning_rate: 1.0e-3, state_dtype: bfloat16}}"},
+      "test.yaml");
+  EXPECT_TRUE(c.precision.fp8.enabled);
+  EXPECT_EQ(c.precision.fp8.recipe, precision::Fp8Recipe::e4m3);
+  EXPECT_EQ(c.precision.fp8.history_length, 16);
+  EXPECT_EQ(c.precision.fp8.amax_compute, precision::AmaxCompute::most_recent);
+  EXPECT_EQ(c.precision.fp8.margin, 1);
+  EXPECT_TRUE(c.precision.policy().fp8.enabled);
+  EXPECT_EQ(c.precision.master_weights, optim::MasterWeights::bfloat16_kahan);
+  EXPECT_EQ(c.optimizer.state_format, numerics::Format::bfloat16);
+  // Defaults: off, float32.
+  const TrainerConfig d = parse_config(kBase, {}, "test.yaml");
+  EXPECT_FALSE(d.precision.policy().fp8.enabled);
+  EXPECT_EQ(d.precision.master_weights, optim::MasterWeights::float32);
+  EXPECT_EQ(d.optimizer.state_format, numerics::Format::float32);
+}
+
+TEST(Config, Fp8AndTrainingStateErrorsNameTheKey) {
+  expect_error({"trainer.init.precision.fp8={enabled: true, recipe: e5m2}"},
+               "trainer.init.precision.fp8.recipe: 'e5m2' (expected one of: hybrid, e4m3)");
+  expect_error({"trainer.init.precision.fp8={enabled: true, history_length: 0}"},
+               "trainer.init.precision.fp8.history_length: 0 (expected 1 to 65536)");
+  expect_error({"trainer.init.precision.fp8={enabled: true, margin: -1}"},
+               "trainer.init.precision.fp8.margin: -1 (expected 0 to 64)");
+  expect_error({"trainer.init.precision.fp8={enabled: true, window: 3}"},
+               "trainer.init.precision.fp8.window");
+  expect_error({"trainer.init.precision.enabled=false", "trainer.init.precision.fp8.enabled=true"},
+               "trainer.init.precision.fp8.enabled: true needs enabled: true");
+  expect_error({"trainer.init.precision.master_weights=bfloat16_kahan"},
+               "trainer.init.precision.master_weights: bfloat16_kahan needs enabled: true and "
+               "fp16_type: bfloat16");
+  expect_error({"trainer.init.precision.master_weights=float64"},
+               "trainer.init.precision.master_weights: 'float64' (expected one of: float32, "
+               "bfloat16, bfloat16_stochastic, bfloat16_kahan)");
+  expect_error({"trainer.init.optimizer={AdamW: {state_dtype: float16}}"},
+               "trainer.init.optimizer.AdamW.state_dtype: 'float16' (expected one of: float32, "
+               "bfloat16)");
+}
+
+}  // namespace
+}  // namespace mantissa::config
+
+namespace mantissa::config {
+namespace {
+
+std::string config_error(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  try {
+    parse_config(yaml, sets, "c.yaml");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Issue 27: YAML's own rules hold: a key once per mapping, a quoted scalar is a string, and
+// no setting takes an empty string; nesting is bounded before any key is read.
+TEST(Config, DuplicateKeysQuotedScalarsAndEmptyStringsAreRefused) {
+  EXPECT_EQ(config_error("trainer:\n  init:\n    seed: 2\n    seed: 3\n"),
+            "c.yaml: trainer.init.seed: the key is given twice in one mapping (YAML allows it "
+            "once; which value is meant?)");
+  EXPECT_EQ(config_error(std::string(kBase) + "  fit:\n    train_dataloader: {dataset: kjv}\n"),
+            "c.yaml: trainer.fit: the key is given twice in one mapping (YAML allows it once; "
+            "which value is meant?)");
+  EXPECT_EQ(config_error(kBase, {"trainer.init.seed=\"1\""}),
+            "trainer.init.seed: '1' is quoted, so a string (expected a non-negative integer: "
+            "write it without quotes)");
+  EXPECT_EQ(config_error(kBase, {"trainer.fit.train_dataloader.shuffle='false'"}),
+            "trainer.fit.train_dataloader.shuffle: 'false' is quoted, so a string (expected "
+            "true or false: write it without quotes)");
+  EXPECT_EQ(config_error(kBase, {"trainer.init.checkpoint.dir=''"}),
+            "trainer.init.checkpoint.dir: an empty string (expected a string; leave the key out "
+            "for the default)");
+  EXPECT_EQ(config_error(kBase, {"trainer.init.loop.eval_frequency='5'"})
+                .rfind("trainer.init.loop.eval_frequency: 5 (expected a positive integer", 0),
+            0u);
+  EXPECT_EQ(config_error(kBase, {"trainer.init.seed=7"}), "(no error)");
+  const std::string deep = "a: " + std::string(100000, '[') + std::string(100000, ']') + "\n";
+  EXPECT_EQ(config_error(deep).substr(0, 53),
+            "c.yaml: nested too deeply for the YAML parser (line 1");
+  std::string nested = "trainer: ";  // 70 flow levels: under yaml-cpp's bound, over ours
+  for (int i = 0; i < 70; ++i) nested += "{a: ";
+  nested += "1" + std::string(70, '}') + "\n";
+  EXPECT_NE(config_error(nested).find("is nested more than 64 levels deep"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mantissa::config

@@ -1,0 +1,175 @@
+// The report's charts (src/report/svg_plot.hpp): axis ranges and ticks, and points drawn at
+// the pixels computed by hand from the plot area [72, 562] x [72, 290].
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "svg_plot.hpp"
+
+namespace mantissa::report::plot {
+namespace {
+
+// The plot area the tests compute with (svg_plot.hpp's geometry).
+constexpr double kX0 = 72, kX1 = 562, kY0 = 290, kY1 = 72;
+
+TEST(SvgPlot, TheGeometryIsTheOneTheTestsComputeWith) {
+  EXPECT_EQ(kLeft, kX0);
+  EXPECT_EQ(kWidth - kRight, kX1);
+  EXPECT_EQ(kHeight - kBottom, kY0);
+  EXPECT_EQ(kTop, kY1);
+}
+
+TEST(SvgPlot, LinearAxesMapProportionally) {
+  const AxisMap x({0, 100}, Scale::linear, kX0, kX1);
+  EXPECT_DOUBLE_EQ(x(0), 72);
+  EXPECT_DOUBLE_EQ(x(25), 72 + 0.25 * 490);  // 194.5
+  EXPECT_DOUBLE_EQ(x(100), 562);
+  const AxisMap y({-0.2, 0.1}, Scale::linear, kY0, kY1);
+  EXPECT_NEAR(y(0), 290 - 218 * 2.0 / 3.0, 1e-9);
+}
+
+TEST(SvgPlot, LogAxesPlaceDecadesAndOctavesEvenly) {
+  const AxisMap y({0.01, 100}, Scale::log10, kY0, kY1);  // four decades over 218 pixels
+  EXPECT_NEAR(y(0.01), 290, 1e-9);
+  EXPECT_NEAR(y(0.1), 290 - 54.5, 1e-9);
+  EXPECT_NEAR(y(1), 290 - 109, 1e-9);
+  EXPECT_NEAR(y(10), 290 - 163.5, 1e-9);
+  EXPECT_NEAR(y(100), 72, 1e-9);
+  EXPECT_NEAR(y(std::sqrt(10.0)), 290 - 109 - 27.25, 1e-9);  // half a decade above 1
+  const AxisMap s({1024, 1048576}, Scale::log2, kY0, kY1);   // 2^10 .. 2^20
+  EXPECT_NEAR(s(32768), 290 - 0.5 * 218, 1e-9);              // 2^15: halfway
+  EXPECT_NEAR(s(2048), 290 - 0.1 * 218, 1e-9);
+  EXPECT_FALSE(s.drawable(0));
+  EXPECT_FALSE(s.drawable(-1));
+  EXPECT_FALSE(s.drawable(NAN));
+  EXPECT_TRUE(AxisMap({0, 1}, Scale::linear, 0, 1).drawable(-1));
+}
+
+TEST(SvgPlot, NiceRanges) {
+  auto eq = [](Range r, double lo, double hi) {
+    EXPECT_NEAR(r.lo, lo, 1e-12 * std::max(1.0, std::abs(lo)));
+    EXPECT_NEAR(r.hi, hi, 1e-12 * std::max(1.0, std::abs(hi)));
+  };
+  eq(nice_range(0.3, 4.7, Scale::linear), 0, 5);                 // step 1
+  eq(nice_range(2.46, 5.53, Scale::linear), 2, 6);               // step 1
+  eq(nice_range(10, 300, Scale::linear, true), 0, 300);          // step 100 (a fifth: 60)
+  eq(nice_range(-0.17, 0.05, Scale::linear, true), -0.2, 0.05);  // step 0.05 (0.044)
+  eq(nice_range(3, 3, Scale::linear), 2.6, 3.4);                 // widened by 10% each way
+  eq(nice_range(0.5, 3.2, Scale::log10), 0.1, 10);
+  eq(nice_range(1, 100, Scale::log10), 0.1, 1000);  // on decades: one more each way
+  eq(nice_range(32768, 2147483648.0, Scale::log2), 16384, 4294967296.0);
+  eq(nice_range(3000, 3000, Scale::log2), 2048, 4096);
+}
+
+TEST(SvgPlot, Ticks) {
+  EXPECT_EQ(ticks({0, 5}, Scale::linear), (std::vector<double>{0, 1, 2, 3, 4, 5}));
+  const std::vector<double> small = ticks({0, 0.003}, Scale::linear);  // step 0.001
+  ASSERT_EQ(small.size(), 4u);
+  EXPECT_NEAR(small[3], 0.003, 1e-15);
+  EXPECT_EQ(ticks({0.1, 1000}, Scale::log10), (std::vector<double>{0.1, 1, 10, 100, 1000}));
+  // 2^14 .. 2^32 is 18 octaves: every 4th power is labelled.
+  EXPECT_EQ(ticks({16384, 4294967296.0}, Scale::log2),
+            (std::vector<double>{65536, 1048576, 16777216, 268435456, 4294967296.0}));
+}
+
+TEST(SvgPlot, TickLabels) {
+  EXPECT_EQ(tick_label(0.002, Scale::linear, {0, 0.003}), "0.002");
+  EXPECT_EQ(tick_label(200, Scale::linear, {0, 300}), "200");
+  EXPECT_EQ(tick_label(2.5, Scale::linear, {2, 3}), "2.5");  // step 0.2
+  EXPECT_EQ(tick_label(0.001, Scale::log10, {1e-5, 1}), "0.001");
+  EXPECT_EQ(tick_label(1e-5, Scale::log10, {1e-5, 1}),
+            "10<tspan dy=\"-5\" font-size=\"9\">-5</tspan>");
+  EXPECT_EQ(tick_label(32768, Scale::log2, {1, 65536}),
+            "2<tspan dy=\"-5\" font-size=\"9\">15</tspan>");
+}
+
+LineChart chart_with(Series s, Axis y = {"y"}) {
+  LineChart c;
+  c.id = "c";
+  c.title = "t";
+  c.x = {"step", Scale::linear, true};
+  c.y = y;
+  c.series.push_back(std::move(s));
+  return c;
+}
+
+Series points(std::vector<std::pair<double, double>> p, Draw draw = Draw::line) {
+  Series s;
+  s.run = "float16";
+  s.kind = "training";
+  s.style = {"#D55E00", "2 3", Marker::triangle};
+  s.draw = draw;
+  s.points = std::move(p);
+  return s;
+}
+
+// x: 0..100 (step 20), y: 1..5 (step 1): (50, 3) is at (72 + 245, 290 - 109).
+TEST(SvgPlot, ASeriesIsDrawnThroughItsPixels) {
+  const std::string svg = render(chart_with(points({{0, 1}, {50, 3}, {100, 5}})));
+  EXPECT_NE(svg.find("<g class=\"series\" data-run=\"float16\" data-kind=\"training\" "
+                     "data-points=\"3\"><path d=\"M72.0 290.0L317.0 181.0L562.0 72.0\""),
+            std::string::npos)
+      << svg;
+  EXPECT_NE(svg.find("stroke=\"#D55E00\""), std::string::npos);
+  EXPECT_NE(svg.find("stroke-dasharray=\"2 3\""), std::string::npos);
+  EXPECT_EQ(svg.rfind("<svg id=\"c\"", 0), 0u);
+}
+
+TEST(SvgPlot, AValueThatIsNotDrawableBreaksTheLine) {
+  const std::string svg = render(chart_with(points({{0, 1}, {50, NAN}, {100, 5}})));
+  EXPECT_NE(svg.find("data-points=\"2\"><path d=\"M72.0 290.0M562.0 72.0\""), std::string::npos)
+      << svg;
+  // On a log axis zero has no place either; 1..100 lies on decades: 0.1..1000, four of them.
+  const std::string log =
+      render(chart_with(points({{0, 1}, {50, 0}, {100, 100}}), {"y", Scale::log10}));
+  EXPECT_NE(log.find("data-points=\"2\"><path d=\"M72.0 235.5M562.0 126.5\""), std::string::npos)
+      << log;
+}
+
+TEST(SvgPlot, MarkersAndStaircases) {
+  const std::string m = render(chart_with(points({{50, 3}, {0, 1}, {100, 5}}, Draw::markers)));
+  // A triangle around (317, 181): apex 4.4 pixels above.
+  EXPECT_NE(m.find("<path d=\"M317.0 176.6L"), std::string::npos) << m;
+  const std::string s = render(chart_with(points({{0, 1}, {100, 5}}, Draw::staircase)));
+  EXPECT_NE(s.find("<path d=\"M72.0 290.0V72.0H562.0\""), std::string::npos) << s;
+}
+
+TEST(SvgPlot, NothingToDrawSaysSo) {
+  LineChart c = chart_with(points({}));
+  c.empty_text = "no run scales its loss";
+  EXPECT_NE(render(c).find(">no run scales its loss</text>"), std::string::npos);
+}
+
+TEST(SvgPlot, BarsAreProportional) {
+  BarChart b{"bars", "Throughput", {}};
+  b.bars.push_back(
+      {"float32", "float32", "100 tokens/s", 100, {"#000000", "", Marker::circle}, std::nullopt});
+  b.bars.push_back(
+      {"float16", "float16", "50 tokens/s", 50, {"#D55E00", "", Marker::circle}, std::nullopt});
+  const std::string svg = render(b);
+  // 330 pixels for the largest (580 - 120 label - 130 value), half for half.
+  EXPECT_NE(svg.find("width=\"330.0\" height=\"20.0\" fill=\"#000000\""), std::string::npos) << svg;
+  EXPECT_NE(svg.find("width=\"165.0\" height=\"20.0\" fill=\"#D55E00\""), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">50 tokens/s</text>"), std::string::npos);
+}
+
+// A whisker from 50 to 200 makes 200 the full 330 pixels: the bar of 100 gets 165, and the
+// whisker runs from 120 + 82.5 to 120 + 330 across the first row's middle (34 + 15 - 2).
+TEST(SvgPlot, AWhiskerSpansItsRange) {
+  BarChart b{"bars", "Throughput", {}};
+  b.bars.push_back(
+      {"float32", "float32", "100 tokens/s", 100, {"#000000", "", Marker::circle}, Range{50, 200}});
+  const std::string svg = render(b);
+  EXPECT_NE(svg.find("width=\"165.0\" height=\"20.0\" fill=\"#000000\""), std::string::npos) << svg;
+  EXPECT_NE(
+      svg.find("<path class=\"range\" d=\"M202.5 47.0H450.0M202.5 41.0V53.0M450.0 41.0V53.0\""),
+      std::string::npos)
+      << svg;
+}
+
+TEST(SvgPlot, TextIsEscaped) {
+  EXPECT_EQ(escape("a<b & \"c\" 'd'>"), "a&lt;b &amp; &quot;c&quot; &#39;d&#39;&gt;");
+}
+
+}  // namespace
+}  // namespace mantissa::report::plot
