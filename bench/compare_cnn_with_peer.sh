@@ -20,6 +20,7 @@ threads=2 steps=40
 out="bench-results/cnn-$(date -u +%Y%m%dT%H%M%SZ)"
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     --threads) threads=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
