@@ -12,7 +12,8 @@ namespace mantissa::kernels::attention_detail {
 // Query rows per block: scores exist for kBlock rows x (keys up to the block's last row).
 constexpr std::int64_t kBlock = 64;
 
-// Per-thread float scratch that only grows (slots 0..11): no allocation once warm.
+// Per-thread float scratch that only grows (slots 0..13; 12 and 13 for the route probe): no
+// allocation once warm.
 float* sized(int slot, std::int64_t n);
 
 // A head's t x d operand as float32 rows `ld` apart.
