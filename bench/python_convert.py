@@ -8,8 +8,8 @@ time of --repeats calls.
 
 Two tables. "new result": each call allocates its result, as `astype` does (the kernel then
 zeroes every page the conversion first touches). "into out": the result goes into an array
-allocated once (mantissa's out=; np.copyto for the peer, the same cast as astype). Both
-sides convert on one thread. Each conversion is checked bit for bit against the peer's
+allocated once (mantissa's out=; np.copyto for the peer, the same cast as astype). The
+peer converts on one thread, mantissa on OMP_NUM_THREADS (its default: every core). Each conversion is checked bit for bit against the peer's
 before it is timed. Needs the package (scripts/install-python.sh or pip install .) and
 ml_dtypes.
 """
