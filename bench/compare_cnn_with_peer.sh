@@ -33,6 +33,7 @@ py=${MANTISSA_PEER_DIR:-/opt/mantissa-peer}/venv/bin/python
 [[ -x build/mantissa ]] || { echo "compare_cnn_with_peer.sh: build/mantissa is missing" >&2; exit 2; }
 [[ -x $py ]] || { echo "compare_cnn_with_peer.sh: no peer at $py (bench/install-peer.sh)" >&2; exit 2; }
 mkdir -p "$out"
+out=$(cd "$out" && pwd)  # absolute: the peer runs from another directory
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $threads threads, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # samples/s of one precision in an interleaved bench log
@@ -52,7 +53,7 @@ for spec in "configs/fashion_mnist/cnn-float32.yaml 16 32" "configs/bench/cnn-wi
     for compile in "" --compile; do
       (cd /tmp && "$py" "$OLDPWD/bench/peer_torch_cnn.py" --threads "$threads" --conv1 "$c1" \
         --conv2 "$c2" --precision "$prec" $compile --steps "$steps" --warmup 5 \
-        --json "$OLDPWD/$out/$name-peer.jsonl") >> "$out/$name-peer.txt" 2>&1
+        --json "$out/$name-peer.jsonl") >> "$out/$name-peer.txt" 2>&1
     done
   done
   of=$(ours "$out/$name-ours.txt" float32) ob=$(ours "$out/$name-ours.txt" bfloat16)
