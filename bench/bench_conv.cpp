@@ -7,10 +7,10 @@
 // oneDNN's convolution primitives.
 #include <benchmark/benchmark.h>
 
-#include <random>
 #include <string>
 #include <vector>
 
+#include "bench_values.hpp"
 #include "mantissa/kernels/conv_route.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/numerics/convert.hpp"
@@ -23,16 +23,8 @@ using k::MatmulRoute;
 using k::ProductKind;
 using mantissa::numerics::Format;
 
-// n values of format f, stored in f's own width.
 std::vector<std::uint8_t> values(std::size_t n, Format f, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  std::vector<std::uint8_t> out(
-      n * static_cast<std::size_t>(mantissa::numerics::traits(f).storage_bytes));
-  mantissa::numerics::encode_array(v.data(), n, f, out.data());
-  return out;
+  return mantissa::bench_inputs::stored_values(n, f, seed);
 }
 
 void BM_conv(benchmark::State& state, ProductKind kind, k::ConvKey c, Format f, MatmulRoute route) {

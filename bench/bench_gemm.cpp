@@ -7,10 +7,10 @@
 #include <benchmark/benchmark.h>
 
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "bench_values.hpp"
 #include "mantissa/kernels/attention.hpp"
 #include "mantissa/kernels/bf16_pairs.hpp"
 #include "mantissa/kernels/gemm.hpp"
@@ -26,16 +26,8 @@ using k::GemmRoute;
 using k::GemmShape;
 using mantissa::numerics::Format;
 
-// n values of format f, stored in f's own width (float32 when f is float32).
 std::vector<std::uint8_t> values(std::size_t n, Format f, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  std::vector<std::uint8_t> out(
-      n * static_cast<std::size_t>(mantissa::numerics::traits(f).storage_bytes));
-  mantissa::numerics::encode_array(v.data(), n, f, out.data());
-  return out;
+  return mantissa::bench_inputs::stored_values(n, f, seed);
 }
 
 GemmShape layout(std::int64_t m, std::int64_t n, std::int64_t kk, const std::string& form) {

@@ -3,9 +3,9 @@
 //   build/bench/bench_rows --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
-#include <random>
 #include <vector>
 
+#include "bench_values.hpp"
 #include "mantissa/kernels/rows.hpp"
 
 namespace {
@@ -15,11 +15,7 @@ namespace k = mantissa::kernels;
 constexpr std::int64_t kRows = 2048, kCols = 384;
 
 std::vector<float> values(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
+  return mantissa::bench_inputs::normal_values(n, seed);
 }
 
 struct Data {
