@@ -5,10 +5,19 @@ import numpy as np
 from mantissa import _core
 
 _DEFAULT_TILES = {"mx": (1, 32), "nvfp4": (1, 16), "fp8_blocks": (1, 128)}
+# The settings each recipe reads, with their defaults; any other one given is an error rather
+# than silently ignored.
+_RECIPE_SETTINGS = {
+    "mx": {"element": "float8_e4m3", "rule": "floor"},
+    "nvfp4": {"hadamard": False},
+    "fp8_blocks": {"element": "float8_e4m3", "power_of_two": True},
+}
+_ALL_SETTINGS = {"element": "float8_e4m3", "rule": "floor", "hadamard": False,
+                 "power_of_two": True}
 
 
-def quantize_blocks(x, recipe="mx", element="float8_e4m3", rule="floor", tile=None,
-                    rounding="nearest_even", hadamard=False, power_of_two=True, seed=0,
+def quantize_blocks(x, recipe="mx", element=None, rule=None, tile=None,
+                    rounding="nearest_even", hadamard=None, power_of_two=None, seed=0,
                     counter=0):
     """Quantize the 2-D array x (float32, or float64 rounded to float32 first) in tiles.
 
@@ -21,7 +30,8 @@ def quantize_blocks(x, recipe="mx", element="float8_e4m3", rule="floor", tile=No
     Returns a dict: elements (uint8 codes, row-major; float4_e2m1 packed two per byte, the
     even element in the low nibble), scales (float32, one per tile, the tile grid's shape),
     scale_codes (their bit patterns), scale_format, element, tensor_scale, values (the
-    dequantized float32 array) and bits_per_element."""
+    dequantized float32 array) and bits_per_element. A setting the recipe does not read
+    (element or rule for nvfp4, hadamard for mx, ...) is a ValueError."""
     a = np.asarray(x)
     if a.dtype.type not in (np.float32, np.float64):
         raise TypeError(f"x: dtype {a.dtype}, expected float32 or float64")
@@ -31,6 +41,15 @@ def quantize_blocks(x, recipe="mx", element="float8_e4m3", rule="floor", tile=No
     tile = _DEFAULT_TILES.get(recipe, (1, 32)) if tile is None else tuple(int(t) for t in tile)
     if len(tile) != 2:
         raise ValueError(f"tile: {tile}, expected (rows, cols)")
+    given = {"element": element, "rule": rule, "hadamard": hadamard,
+             "power_of_two": power_of_two}
+    reads = _RECIPE_SETTINGS.get(recipe, _ALL_SETTINGS)
+    for name, value in given.items():
+        if value is not None and name not in reads:
+            raise ValueError(f"{name}: recipe {recipe!r} does not use it (it reads: "
+                             f"{', '.join(reads)})")
+    s = {k: (given[k] if given[k] is not None else v) for k, v in _ALL_SETTINGS.items()}
     a = np.ascontiguousarray(a, dtype=np.float32)
-    return _core.quantize_blocks(a, recipe, element, rule, tile, rounding, bool(hadamard),
-                                 bool(power_of_two), int(seed), int(counter))
+    return _core.quantize_blocks(a, recipe, s["element"], s["rule"], tile, rounding,
+                                 bool(s["hadamard"]), bool(s["power_of_two"]), int(seed),
+                                 int(counter))

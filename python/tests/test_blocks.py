@@ -69,6 +69,13 @@ def test_errors_name_the_argument():
         mantissa.quantize_blocks(x, "mx", rule="round")
     with pytest.raises(mantissa.Error, match="MX element format: bfloat16"):
         mantissa.quantize_blocks(x, "mx", element="bfloat16")
+    # A setting the recipe does not read is refused, not ignored.
+    with pytest.raises(ValueError, match="element: recipe 'nvfp4' does not use it"):
+        mantissa.quantize_blocks(x, "nvfp4", element="float8_e5m2")
+    with pytest.raises(ValueError, match="rule: recipe 'fp8_blocks' does not use it"):
+        mantissa.quantize_blocks(x, "fp8_blocks", rule="ceil")
+    with pytest.raises(ValueError, match="hadamard: recipe 'mx' does not use it"):
+        mantissa.quantize_blocks(x, "mx", hadamard=True)
     with pytest.raises(ValueError, match="2 dimensions|expected 2"):
         mantissa.quantize_blocks(np.zeros(4, np.float32))
     with pytest.raises(TypeError):
