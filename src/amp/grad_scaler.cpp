@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "mantissa/amp/autocast.hpp"
+#include "mantissa/autograd/nonfinite_watch.hpp"
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/grad_reductions.hpp"
@@ -287,6 +288,8 @@ bool GradScaler::step_if_finite(optim::Optimizer& optimizer) {
                        (nonfinite_loss_ ? "loss" : "gradients") + " at loss scale " +
                        num(state_.loss_scale);
     for (std::size_t i = 0; i < nonfinite_.size(); ++i) what += (i ? ", " : " in ") + nonfinite_[i];
+    const autograd::NonfiniteWatch* watch = autograd::NonfiniteWatch::active();
+    if (watch != nullptr && watch->first()) what += "; first in " + describe(*watch->first());
     throw Error(what + " (precision.on_nonfinite is raise; skip leaves such steps out)");
   }
   ++state_.num_skipped_steps;

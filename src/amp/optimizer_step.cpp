@@ -40,6 +40,7 @@ StepReport optimizer_step(const Variable& loss, optim::Optimizer& optimizer, Gra
 StepReport optimizer_step(const Variable& loss, const std::vector<optim::Optimizer*>& optimizers,
                           GradScaler* scaler, std::optional<double> max_gradient_norm,
                           std::optional<double> max_gradient_value) {
+  const autograd::NonfiniteWatch watch;
   autograd::backward(scaler != nullptr ? scaler->scale(loss) : loss);
   return finish_step(optimizers, scaler, max_gradient_norm, max_gradient_value);
 }
@@ -97,6 +98,10 @@ StepReport finish_step(const std::vector<optim::Optimizer*>& optimizers, GradSca
     r.refused_update = scaler->refused_update();
     scaler->update();
     r.skipped_steps = scaler->num_skipped_steps();
+  }
+  const autograd::NonfiniteWatch* watch = autograd::NonfiniteWatch::active();
+  if (!r.stepped && r.refused_update.empty() && watch != nullptr) {
+    r.nonfinite_origin = watch->first();
   }
   for (optim::Optimizer* o : optimizers) o->zero_grad();
   return r;

@@ -23,6 +23,29 @@ Shape linear_output_shape(const Shape& x, std::int64_t out) {
   return ys;
 }
 
+kernels::GemmEpilogue write_rows(Tensor& y, std::int64_t base, std::int64_t ld, const float* bias,
+                                 const RoundingProbe* probe, std::optional<float> factor) {
+  if (y.format() == Format::float32) probe = nullptr;  // nothing is rounded
+  return [&y, base, ld, bias, probe, factor](const kernels::GemmTile& t) {
+    std::optional<precision::QuantStats> lost;
+    if (probe != nullptr) lost.emplace(y.format());
+    for (std::int64_t r = 0; r < t.rows; ++r) {
+      float* v = t.values + r * t.ld;
+      if (factor) {
+        for (std::int64_t j = 0; j < t.cols; ++j) {
+          v[j] = v[j] * *factor + (bias != nullptr ? bias[t.col0 + j] : 0.0f);
+        }
+      } else if (bias != nullptr) {
+        for (std::int64_t j = 0; j < t.cols; ++j) v[j] += bias[t.col0 + j];
+      }
+      const std::int64_t at = base + (t.row0 + r) * ld + t.col0;
+      write_values(y, at, v, t.cols);
+      if (lost) probe->add_written(*lost, v, y, at, t.cols);
+    }
+    if (lost) probe->record(*lost);
+  };
+}
+
 Tensor bias_gradient(const Tensor& g, std::int64_t rows, std::int64_t out) {
   Tensor db = Tensor::zeros(Shape{out});
   float* d = db.f32();

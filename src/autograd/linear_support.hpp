@@ -1,6 +1,9 @@
 #pragma once
 // Internal: what linear and its fp8 form share: the shape checks and the bias gradient.
+#include <optional>
+
 #include "op_support.hpp"
+#include "rounding_probe.hpp"
 
 namespace mantissa::autograd::detail {
 
@@ -13,6 +16,14 @@ LinearSizes linear_sizes(const Variable& x, const Variable& weight, const Variab
 
 // The output's shape: x's with the last dimension `out`.
 Shape linear_output_shape(const Shape& x, std::int64_t out);
+
+// An epilogue writing finished blocks into rows of `y` (contiguous, `ld` elements per row,
+// starting at element `base`): each value times `factor` when given (fp8's scales undone),
+// plus `bias` per column when given, encoded to y's format. With a probe (a sampled step),
+// what the encoding lost is recorded.
+kernels::GemmEpilogue write_rows(Tensor& y, std::int64_t base, std::int64_t ld, const float* bias,
+                                 const RoundingProbe* probe = nullptr,
+                                 std::optional<float> factor = std::nullopt);
 
 // The bias gradient: column sums of g [rows, out] (any format) in float32, in row order.
 Tensor bias_gradient(const Tensor& g, std::int64_t rows, std::int64_t out);

@@ -125,6 +125,7 @@ Variable make_result(Tensor value, const std::vector<Variable>& inputs, MakeNode
     node->next.reserve(inputs.size());
     for (const Variable& v : inputs) node->next.push_back(v.edge());
     node->policy = precision::current_policy();
+    node->layer = precision::current_layer();
     out.set_grad_fn(std::move(node));
   }
   return out;

@@ -4,12 +4,16 @@
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/kernels/attention.hpp"
 #include "op_support.hpp"
+#include "rounding_probe.hpp"
 
 namespace mantissa::autograd {
 namespace {
 using namespace detail;
 using kernels::AttentionShape;
 using kernels::HeadLayout;
+using precision::QuantRole;
+
+constexpr const char* kOp = "causal_attention";
 
 kernels::AttentionPrecision attention_precision(const Policy& p) {
   return {p.half, precision::attention_softmax_in_half(p), gemm_precision(p)};
@@ -28,7 +32,7 @@ struct AttentionNode : Node {
   HeadLayout in_layout, out_layout;
   bool fused = false;
   float scale = 1;
-  const char* name() const override { return "causal_attention"; }
+  const char* name() const override { return kOp; }
   kernels::OpClass op_class() const override { return kernels::OpClass::attention; }
   std::vector<Tensor> apply(const Tensor& g) override {
     const kernels::AttentionPrecision pr = attention_precision(policy);
@@ -61,6 +65,18 @@ Variable attend(const std::vector<Variable>& inputs, Operands in, const Attentio
   kernels::attention_forward(s, in_layout, operand(in.q), operand(in.k, in.k_offset),
                              operand(in.v, in.v_offset), out_layout, {o.raw_data(), o.format()},
                              lse.f32(), scale, attention_precision(p));
+  // On a sampled step: what rounding the output to H lost, against the same attention with a
+  // float32 output (the products and sums as above, only the last rounding left out).
+  const RoundingProbe lost(QuantRole::output, kOp);
+  if (lost.active() && o.format() != Format::float32) {
+    Tensor o32 = Tensor::empty(out_shape);
+    Tensor lse32 = Tensor::empty(lse.shape());
+    kernels::attention_forward(s, in_layout, operand(in.q), operand(in.k, in.k_offset),
+                               operand(in.v, in.v_offset), out_layout,
+                               {o32.raw_data(), Format::float32}, lse32.f32(), scale,
+                               attention_precision(p));
+    lost.rounded(o32, o);
+  }
   const Tensor saved_o = o;
   return make_result(std::move(o), inputs, [&] {
     auto node = std::make_shared<AttentionNode>();
@@ -88,6 +104,10 @@ Variable causal_attention(const Variable& q, const Variable& k, const Variable& 
   }
   const Policy& p = precision::current_policy();
   Operands in{q.value_rounded_to(p.half), k.value_rounded_to(p.half), v.value_rounded_to(p.half)};
+  const RoundingProbe rounded(QuantRole::input, kOp);
+  rounded.rounded(q.value(), in.q);
+  rounded.rounded(k.value(), in.k);
+  rounded.rounded(v.value(), in.v);
   const AttentionShape shape{s[0], s[1], s[2], s[3]};
   const HeadLayout dense = HeadLayout::dense(shape);
   return attend({q, k, v}, std::move(in), shape, dense, dense, s, false);
@@ -104,6 +124,7 @@ Variable causal_self_attention(const Variable& qkv, std::int64_t heads) {
   const std::int64_t c = s[2] / 3;
   const AttentionShape shape{s[0], heads, s[1], c / heads};
   const Tensor x = qkv.value_rounded_to(precision::current_policy().half);
+  RoundingProbe(QuantRole::input, kOp).rounded(qkv.value(), x);
   Operands in{x, x, x, c, 2 * c};
   return attend({qkv}, std::move(in), shape, HeadLayout::interleaved(shape, 3 * c),
                 HeadLayout::interleaved(shape, c), Shape{s[0], s[1], c}, true);

@@ -7,10 +7,12 @@
 #include "mantissa/kernels/conv.hpp"
 #include "mantissa/kernels/conv_route.hpp"
 #include "op_support.hpp"
+#include "rounding_probe.hpp"
 
 namespace mantissa::autograd {
 namespace {
 using namespace detail;
+using precision::QuantRole;
 
 struct Conv2dNode : Node {
   Tensor x, w;  // the input and the weight in H, as the forward multiplied them
@@ -104,6 +106,8 @@ Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
   const Format format = result_format(p);
   const Tensor& wh = weight.value_rounded_to(p.half);
   const Tensor xh = to_format(x.value(), format, false);  // the input in H, once
+  RoundingProbe(QuantRole::input, "conv2d").rounded(x.value(), xh);
+  RoundingProbe(QuantRole::weight, "conv2d").rounded(weight.value(), wh);
   const Tensor b32 = bias.defined() ? to_format(bias.value(), Format::float32, false) : Tensor();
   const Shape out_shape{xs[0], ws[0], geo.out_h(), geo.out_w()};
   // The float32 result, then rounded to H (the product's one rounding).
@@ -115,6 +119,7 @@ Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
   b.y = y32.f32();
   kernels::conv2d_product(kernels::ProductKind::conv_forward, shape, b, gemm_precision(p));
   Tensor y = format == Format::float32 ? std::move(y32) : to_format(y32, format, true);
+  if (format != Format::float32) RoundingProbe(QuantRole::output, "conv2d").rounded(y32, y);
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
   return make_result(std::move(y), inputs, [&] {

@@ -4,26 +4,13 @@
 #include "linear_support.hpp"
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/kernels/parallel.hpp"
+#include "rounding_probe.hpp"
 
 namespace mantissa::autograd {
 namespace {
 using namespace detail;
 using kernels::GemmShape;
-using kernels::GemmTile;
-
-// An epilogue writing finished blocks into rows of `y` (contiguous, `ld` elements per row,
-// starting at element `base`), plus `bias` per column when given, encoded to y's format.
-kernels::GemmEpilogue write_rows(Tensor& y, std::int64_t base, std::int64_t ld, const float* bias) {
-  return [&y, base, ld, bias](const GemmTile& t) {
-    for (std::int64_t r = 0; r < t.rows; ++r) {
-      float* v = t.values + r * t.ld;
-      if (bias != nullptr) {
-        for (std::int64_t j = 0; j < t.cols; ++j) v[j] += bias[t.col0 + j];
-      }
-      write_values(y, base + (t.row0 + r) * ld + t.col0, v, t.cols);
-    }
-  };
-}
+using precision::QuantRole;
 
 struct MatmulNode : Node {
   Tensor a, b;  // the operands in H (as the forward multiplied them)
@@ -35,6 +22,7 @@ struct MatmulNode : Node {
     const kernels::GemmPrecision gp = gemm_precision(policy);
     const Tensor gc = g.contiguous();
     // dB sums over the batch when B is shared: float32 then.
+    const RoundingProbe lost(QuantRole::input_grad, name(), layer);
     Tensor da = Tensor::empty(a.shape(), grad_format(0));
     Tensor db = batched_b ? Tensor::empty(b.shape(), grad_format(1)) : Tensor::zeros(b.shape());
     for (std::int64_t i = 0; i < batch; ++i) {
@@ -43,10 +31,10 @@ struct MatmulNode : Node {
       const kernels::Operand ai = operand(a, i * m * k);
       // dA = G B^T ; dB (+)= A^T G
       kernels::gemm(GemmShape::dense(m, k, n, false, true), gi, bi,
-                    write_rows(da, i * m * k, k, nullptr), gp);
+                    write_rows(da, i * m * k, k, nullptr, lost.if_active()), gp);
       if (batched_b) {
         kernels::gemm(GemmShape::dense(k, n, m, true, false), ai, gi,
-                      write_rows(db, i * k * n, n, nullptr), gp);
+                      write_rows(db, i * k * n, n, nullptr, lost.if_active()), gp);
       } else {
         kernels::gemm(GemmShape::dense(k, n, m, true, false), ai, gi, db.f32(), true, gp);
       }
@@ -68,15 +56,16 @@ struct LinearNode : Node {
     // finished blocks, in the format its receiver wants; only those an input receives (the
     // first layer's input batch needs no dx).
     Tensor dx, dw;
+    const RoundingProbe lost(QuantRole::input_grad, name(), layer);
     if (needs_grad(0)) {
       dx = Tensor::empty(x.shape(), grad_format(0));
       kernels::gemm(GemmShape::dense(rows, in, out), operand(gc), operand(w),
-                    write_rows(dx, 0, in, nullptr), gp);
+                    write_rows(dx, 0, in, nullptr, lost.if_active()), gp);
     }
     if (needs_grad(1)) {
       dw = Tensor::empty(Shape{out, in}, grad_format(1));
       kernels::gemm(GemmShape::dense(out, in, rows, true, false), operand(gc), operand(x),
-                    write_rows(dw, 0, in, nullptr), gp);
+                    write_rows(dw, 0, in, nullptr, lost.if_active()), gp);
     }
     const Tensor db = has_bias && needs_grad(2) ? bias_gradient(gc, rows, out) : Tensor();
     return {dx, dw, db};
@@ -104,13 +93,17 @@ Variable matmul(const Variable& a, const Variable& b) {
   const std::int64_t batch = m * k > 0 ? as.numel() / (m * k) : 0;
   const Policy& p = precision::current_policy();
   const Tensor ah = a.value_rounded_to(p.half), bh = b.value_rounded_to(p.half);
+  RoundingProbe(QuantRole::input, "matmul").rounded(a.value(), ah);
+  RoundingProbe(QuantRole::weight, "matmul").rounded(b.value(), bh);
   Shape ys(as.begin(), as.end() - 1);
   ys.push_back(n);
   Tensor y = Tensor::empty(ys, result_format(p));
   const kernels::GemmPrecision gp = gemm_precision(p);
+  const RoundingProbe lost(QuantRole::output, "matmul");
   for (std::int64_t i = 0; i < batch; ++i) {
     kernels::gemm(GemmShape::dense(m, n, k), operand(ah, i * m * k),
-                  operand(bh, batched_b ? i * k * n : 0), write_rows(y, i * m * n, n, nullptr), gp);
+                  operand(bh, batched_b ? i * k * n : 0),
+                  write_rows(y, i * m * n, n, nullptr, lost.if_active()), gp);
   }
   return make_result(std::move(y), {a, b}, [&] {
     auto node = std::make_shared<MatmulNode>();
@@ -135,11 +128,15 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   const Policy& p = precision::current_policy();
   const Tensor xh = x.value_rounded_to(p.half);        // free when x came from an op
   const Tensor& wh = weight.value_rounded_to(p.half);  // the weight's H copy, once per step
+  RoundingProbe(QuantRole::input, "linear").rounded(x.value(), xh);
+  RoundingProbe(QuantRole::weight, "linear").rounded(weight.value(), wh);
   Tensor y = Tensor::empty(linear_output_shape(xs, out), result_format(p));
   const Tensor b32 = bias.defined() ? to_format(bias.value(), Format::float32, false) : Tensor();
   // The product, the bias add and the rounding to H in one pass over each finished block.
+  const RoundingProbe lost(QuantRole::output, "linear");
   kernels::gemm(GemmShape::dense(rows, out, in, false, true), operand(xh), operand(wh),
-                write_rows(y, 0, out, bias.defined() ? b32.f32() : nullptr), gemm_precision(p));
+                write_rows(y, 0, out, bias.defined() ? b32.f32() : nullptr, lost.if_active()),
+                gemm_precision(p));
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
   return make_result(std::move(y), inputs, [&] {

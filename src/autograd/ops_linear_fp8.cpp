@@ -11,16 +11,34 @@ using namespace detail;
 using kernels::GemmShape;
 using precision::Fp8Meta;
 using precision::Fp8Slot;
+using precision::QuantRole;
+
+constexpr const char* kOp = "linear_fp8";
+
+// The probe's role of a slot's cast.
+QuantRole role_of(Fp8Slot slot) {
+  switch (slot) {
+    case Fp8Slot::input:
+      return QuantRole::input;
+    case Fp8Slot::weight:
+      return QuantRole::weight;
+    case Fp8Slot::grad:
+      break;
+  }
+  return QuantRole::grad;
+}
 
 // t cast to fp8 with the slot's scale; what the cast found is recorded while gradients are on
-// (a training step), not in evaluation.
-Tensor cast(const Tensor& t, Fp8Meta& meta, Fp8Slot slot, bool record) {
+// (a training step), not in evaluation, and on a sampled step what it lost (`layer`'s).
+Tensor cast(const Tensor& t, Fp8Meta& meta, Fp8Slot slot, bool record,
+            const precision::LayerName& layer) {
   kernels::ProfileScope scope(kernels::OpClass::convert);
   const Tensor c = t.contiguous();
   Tensor out = Tensor::empty(c.shape(), meta.format(slot));
   const kernels::Fp8CastStats s = kernels::cast_to_fp8(
       c.raw_data(), c.format(), c.numel(), meta.scale(slot), out.format(), out.raw_data());
   if (record) meta.record(slot, s.amax, s.overflows, s.underflows);
+  RoundingProbe(role_of(slot), kOp, layer).rounded(c, out, meta.scale(slot), /*note_scale=*/true);
   return out;
 }
 
@@ -51,13 +69,13 @@ struct LinearFp8Node : Node {
   std::shared_ptr<Fp8Meta> meta;
   std::int64_t rows, in, out;
   bool has_bias;
-  const char* name() const override { return "linear_fp8"; }
+  const char* name() const override { return kOp; }
   kernels::OpClass op_class() const override { return kernels::OpClass::gemm; }
   std::vector<Tensor> apply(const Tensor& g) override {
     const kernels::GemmPrecision gp = fp8_gemm(policy);
     const Tensor gc = g.contiguous();
     const float g_scale = meta->scale(Fp8Slot::grad);
-    const Tensor gq = cast(gc, *meta, Fp8Slot::grad, true);
+    const Tensor gq = cast(gc, *meta, Fp8Slot::grad, true, layer);
     Tensor dx = Tensor::empty(Shape{rows, in});
     Tensor dw = Tensor::empty(Shape{out, in});
     // dx = G W ; dW = G^T X, each scaled back; db = column sums of G (in H, fp32 sums)
@@ -85,25 +103,18 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias,
   const std::int64_t rows = sizes.rows, in = sizes.in, out = sizes.out;
   const bool record = grad_enabled();
   const float x_scale = fp8->scale(Fp8Slot::input), w_scale = fp8->scale(Fp8Slot::weight);
-  const Tensor xq = cast(x.value(), *fp8, Fp8Slot::input, record);
-  const Tensor wq = cast(weight.value(), *fp8, Fp8Slot::weight, record);
+  const precision::LayerName& layer = precision::current_layer();
+  const Tensor xq = cast(x.value(), *fp8, Fp8Slot::input, record, layer);
+  const Tensor wq = cast(weight.value(), *fp8, Fp8Slot::weight, record, layer);
   Tensor y = Tensor::empty(linear_output_shape(xs, out), result_format(p));
   const Tensor b32 = bias.defined() ? to_format(bias.value(), Format::float32, false) : Tensor();
   const float* bp = bias.defined() ? b32.f32() : nullptr;
   const float factor = dequant(x_scale, w_scale);
-  // The product scaled back, the bias added and the result rounded to H, block by block.
-  kernels::gemm(
-      GemmShape::dense(rows, out, in, false, true), operand(xq), operand(wq),
-      [&](const kernels::GemmTile& t) {
-        for (std::int64_t r = 0; r < t.rows; ++r) {
-          float* v = t.values + r * t.ld;
-          for (std::int64_t j = 0; j < t.cols; ++j) {
-            v[j] = v[j] * factor + (bp != nullptr ? bp[t.col0 + j] : 0.0f);
-          }
-          write_values(y, (t.row0 + r) * out + t.col0, v, t.cols);
-        }
-      },
-      fp8_gemm(p));
+  // The product scaled back, the bias added and the result rounded to H, block by block (and
+  // on a sampled step, what the rounding lost).
+  const RoundingProbe lost(QuantRole::output, kOp, layer);
+  kernels::gemm(GemmShape::dense(rows, out, in, false, true), operand(xq), operand(wq),
+                write_rows(y, 0, out, bp, lost.if_active(), factor), fp8_gemm(p));
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
   return make_result(std::move(y), inputs, [&] {

@@ -3,8 +3,11 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "mantissa/autograd/nonfinite_watch.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/kernels/grad_reductions.hpp"
 #include "op_support.hpp"
+#include "rounding_probe.hpp"
 
 namespace mantissa::autograd {
 namespace {
@@ -57,7 +60,47 @@ bool bfloat16_leaf(const VariableImpl& leaf) {
   return leaf.value.format() == Format::bfloat16;
 }
 
+bool holds_nonfinite(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  return kernels::any_nonfinite(c.raw_data(), c.format(), c.numel());
+}
+
+thread_local NonfiniteWatch* t_watch = nullptr;
+
+// A watched backward: whether the gradients node n made for other nodes hold inf or NaN
+// (gradients for leaves are the optimizer step's to check).
+bool made_nonfinite(const Node& n, const std::vector<Tensor>& grads) {
+  for (std::size_t i = 0; i < grads.size() && i < n.next.size(); ++i) {
+    if (n.next[i].fn != nullptr && grads[i].defined() && holds_nonfinite(grads[i])) return true;
+  }
+  return false;
+}
+
+NonfiniteOrigin origin_of(const Node& n, NonfiniteGradient which) {
+  return {n.name(), n.layer ? *n.layer : std::string(), which};
+}
+
 }  // namespace
+
+std::string describe(const NonfiniteOrigin& o) {
+  const std::string where = o.layer.empty() ? " at the model's top level" : " in " + o.layer;
+  return o.gradient == NonfiniteGradient::input_grad
+             ? "the backward of " + o.op + where
+             : "the output gradient of " + o.op + where + ", rounded to the half format";
+}
+
+NonfiniteWatch::NonfiniteWatch() : previous_(t_watch) {
+  t_watch = this;
+}
+NonfiniteWatch::~NonfiniteWatch() {
+  t_watch = previous_;
+}
+NonfiniteWatch* NonfiniteWatch::active() {
+  return t_watch;
+}
+void NonfiniteWatch::found(NonfiniteOrigin origin) {
+  if (!first_) first_ = std::move(origin);
+}
 
 Variable::Variable(Tensor value, bool requires_grad) : impl_(std::make_shared<VariableImpl>()) {
   impl_->value = std::move(value);
@@ -176,6 +219,7 @@ void backward(const Variable& root, float seed, const LeafReadyHook& on_leaf_rea
   // that has run lets go of its edges: the nodes after it are then held only by this loop (or
   // by consumers still to run), and each is destroyed, with the tensors it saved, as soon as
   // it has run. Activation memory shrinks as the backward proceeds.
+  NonfiniteWatch* const watch = NonfiniteWatch::active();
   std::unordered_map<Node*, Tensor> pending;
   pending[top.get()] = seed_tensor;
   std::vector<std::shared_ptr<Node>> ready{top};
@@ -191,14 +235,26 @@ void backward(const Variable& root, float seed, const LeafReadyHook& on_leaf_rea
     std::vector<Tensor> grads;
     if (g.defined()) {
       kernels::ProfileScope scope(n->op_class());
+      const bool watching = watch != nullptr && !watch->first();
       // The gradient of an op's output is rounded to the H it ran under, and kept packed.
       if (n->policy.enabled() && g.format() != n->policy.half) {
         kernels::ProfileScope convert(kernels::OpClass::convert);
+        const detail::RoundingProbe lost(precision::QuantRole::grad, n->name(), n->layer);
+        const Tensor before = lost.active() ? g : Tensor();
         g = detail::to_format(g, n->policy.half, /*fresh=*/false);
+        if (lost.active()) lost.rounded(before, g);
+        // The gradients that were summed into g were found finite: the sum or its rounding
+        // overflowed.
+        if (watching && holds_nonfinite(g)) {
+          watch->found(origin_of(*n, NonfiniteGradient::output_grad));
+        }
       }
       set_grad_formats(*n);
       grads = n->apply(g);
       g = Tensor();  // so an input gradient that is g itself can be taken over, not copied
+      if (watching && !watch->first() && made_nonfinite(*n, grads)) {
+        watch->found(origin_of(*n, NonfiniteGradient::input_grad));
+      }
     }
     const std::vector<Edge> next = std::move(n->next);
     n->next.clear();

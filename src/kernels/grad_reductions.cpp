@@ -1,7 +1,12 @@
 #include "mantissa/kernels/grad_reductions.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <vector>
+
+#include "mantissa/kernels/parallel.hpp"
+#include "mantissa/numerics/convert.hpp"
 
 namespace mantissa::kernels {
 namespace {
@@ -54,7 +59,58 @@ double blocked(float* x, std::int64_t n, float scale) {
   return total;
 }
 
+// Patterns p with (p & mask) == mask are inf or NaN: the exponent field all ones (IEEE-style
+// formats), or every magnitude bit set (the OCP fn formats' only NaN).
+template <class Bits>
+bool block_has_pattern(const Bits* p, std::int64_t n, Bits mask) {
+  Bits hit = 0;
+  for (std::int64_t i = 0; i < n; ++i) hit |= static_cast<Bits>((p[i] & mask) == mask);
+  return hit != 0;
+}
+
+template <class Bits>
+bool any_pattern(const void* data, std::int64_t n, Bits mask) {
+  constexpr std::int64_t kScanBlock = 1 << 13;
+  const Bits* p = static_cast<const Bits*>(data);
+  std::atomic<bool> found{false};
+  parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t b = begin; b < end && !found.load(std::memory_order_relaxed);
+         b += kScanBlock) {
+      if (block_has_pattern(p + b, std::min(kScanBlock, end - b), mask)) {
+        found.store(true, std::memory_order_relaxed);
+      }
+    }
+  });
+  return found.load();
+}
+
 }  // namespace
+
+bool any_nonfinite(const void* data, numerics::Format format, std::int64_t n) {
+  const numerics::Layout l = numerics::layout(format);
+  if (!l.has_nan()) return false;
+  const std::uint32_t mask = l.specials == numerics::Specials::ieee
+                                 ? l.exponent_mask() << l.mantissa_bits
+                                 : l.magnitude_mask();
+  switch (numerics::traits(format).storage_bytes) {
+    case 4:
+      return any_pattern<std::uint32_t>(data, n, mask);
+    case 2:
+      return any_pattern<std::uint16_t>(data, n, static_cast<std::uint16_t>(mask));
+    default:
+      return any_pattern<std::uint8_t>(data, n, static_cast<std::uint8_t>(mask));
+  }
+}
+
+bool any_nonfinite_ref(const void* data, numerics::Format format, std::int64_t n) {
+  const std::int64_t bytes = numerics::traits(format).storage_bytes;
+  for (std::int64_t i = 0; i < n; ++i) {
+    float v = 0;
+    numerics::decode_array_ref(static_cast<const char*>(data) + i * bytes, 1, format, &v);
+    if (!std::isfinite(v)) return true;
+  }
+  return false;
+}
 
 double scale_and_sum_squares(float* x, std::int64_t n, float scale) {
   return scale == 1.0f ? blocked<false>(x, n, scale) : blocked<true>(x, n, scale);

@@ -23,6 +23,7 @@ Linear::Linear(std::int64_t in, std::int64_t out, bool with_bias, tensor::Rng& r
 }
 
 Variable Linear::forward(const Variable& x) const {
+  const precision::LayerScope layer(layer_name());
   return ag::linear(x, weight, bias, fp8);
 }
 
@@ -43,6 +44,7 @@ Embedding::Embedding(std::int64_t num, std::int64_t dim, tensor::Rng& rng, float
 }
 
 Variable Embedding::forward(const std::vector<std::int32_t>& ids, const Shape& ids_shape) const {
+  const precision::LayerScope layer(layer_name());
   return ag::embedding(weight, ids, ids_shape);
 }
 
@@ -52,6 +54,7 @@ LayerNorm::LayerNorm(std::int64_t dim, float e) : eps(e) {
 }
 
 Variable LayerNorm::forward(const Variable& x) const {
+  const precision::LayerScope layer(layer_name());
   return ag::layer_norm(x, weight, bias, eps);
 }
 
@@ -67,6 +70,7 @@ CausalSelfAttention::CausalSelfAttention(std::int64_t dim, std::int64_t h, tenso
 }
 
 Variable CausalSelfAttention::forward(const Variable& x) const {
+  const precision::LayerScope layer(layer_name());
   return proj->forward(ag::causal_self_attention(qkv->forward(x), heads));
 }
 
@@ -82,6 +86,7 @@ TransformerBlock::TransformerBlock(std::int64_t dim, std::int64_t heads, std::in
 }
 
 Variable TransformerBlock::forward(const Variable& x, tensor::Rng& rng) const {
+  const precision::LayerScope layer(layer_name());
   const bool training = is_training();
   Variable h = ag::add(x, ag::dropout(attn->forward(ln1->forward(x)), dropout, training, rng));
   return ag::add(
@@ -98,6 +103,7 @@ Conv2d::Conv2d(std::int64_t in, std::int64_t out, std::int64_t kernel, std::int6
 }
 
 Variable Conv2d::forward(const Variable& x) const {
+  const precision::LayerScope layer(layer_name());
   return ag::conv2d(x, weight, bias, stride, padding);
 }
 

@@ -66,7 +66,10 @@ Gpt::Gpt(const GptConfig& c, std::uint64_t seed) : config_(c), dropout_rng_(seed
   if (!c.tie_embeddings) {
     head_ = register_module(
         "head", std::make_shared<Linear>(c.hidden_size, c.vocab_size, false, rng, c.init_std));
+  } else {
+    tied_head_ = std::make_shared<const std::string>("head");  // wte's weight as the head
   }
+  name_layers();
 }
 
 Variable Gpt::logits(const std::vector<std::int32_t>& ids, std::int64_t batch, std::int64_t t) {
@@ -82,7 +85,10 @@ Variable Gpt::logits(const std::vector<std::int32_t>& ids, std::int64_t batch, s
   x = ag::dropout(x, config_.dropout_rate, is_training(), dropout_rng_);
   for (const auto& b : blocks_) x = b->forward(x, dropout_rng_);
   const Variable h = lnf_->forward(x);
-  const Variable y = head_ ? head_->forward(h) : ag::linear(h, wte_->weight, Variable());
+  const Variable y = head_ ? head_->forward(h) : [&] {
+    const precision::LayerScope layer(tied_head_);
+    return ag::linear(h, wte_->weight, Variable());
+  }();
   return ag::reshape(y, Shape{batch * t, config_.vocab_size});
 }
 
@@ -121,6 +127,7 @@ Mlp::Mlp(const MlpConfig& c, std::uint64_t seed) : config_(c) {
                                       std::make_shared<Linear>(in, widths[i], true, rng, std_dev)));
     in = widths[i];
   }
+  name_layers();
 }
 
 Variable Mlp::logits(const Variable& x) {
@@ -162,6 +169,7 @@ Cnn::Cnn(const CnnConfig& c, std::uint64_t seed) : config_(c) {
   head_ =
       register_module("head", std::make_shared<Linear>(flat, c.num_classes, true, rng,
                                                        1.0f / std::sqrt(static_cast<float>(flat))));
+  name_layers();
 }
 
 Variable Cnn::logits(const Variable& x) {

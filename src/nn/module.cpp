@@ -14,6 +14,12 @@ void Module::for_each_module(const std::function<void(const std::string&, Module
   visit("", fn);
 }
 
+void Module::name_layers() {
+  for_each_module([](const std::string& name, Module& m) {
+    m.layer_ = name.empty() ? nullptr : std::make_shared<const std::string>(name);
+  });
+}
+
 void Module::visit(const std::string& name,
                    const std::function<void(const std::string&, Module&)>& fn) {
   fn(name, *this);

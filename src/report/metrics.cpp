@@ -10,12 +10,14 @@
 
 #include "mantissa/error.hpp"
 #include "mantissa/read_file.hpp"
+#include "precision_stats_record.hpp"
+#include "record_fields.hpp"
 #include "support/untrusted_json.hpp"
 
 namespace mantissa::report {
 namespace {
 
-using json = nlohmann::json;
+using namespace detail;
 
 // The record kinds' first keys.
 constexpr const char* kRun = "run";
@@ -27,81 +29,6 @@ constexpr const char* kRoutes = "routes";
 std::string per_second_key(std::string_view unit) {
   return std::string(unit) + "_per_s";
 }
-
-const char* type_word(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::boolean:
-      return "a boolean";
-    case json::value_t::string:
-      return "a string";
-    case json::value_t::array:
-      return "a list";
-    case json::value_t::object:
-      return "an object";
-    default:
-      return "a number";
-  }
-}
-
-// The fields of one record, read with errors that name the file, the line and the key.
-class Fields {
- public:
-  Fields(const json& object, std::string where, const char* kind)
-      : j_(object), where_(std::move(where)), kind_(kind) {}
-
-  const json& required(const std::string& key) const {
-    const auto it = j_.find(key);
-    if (it == j_.end()) fail("the " + std::string(kind_) + " record has no '" + key + "' field");
-    return *it;
-  }
-  bool has(const std::string& key) const { return j_.contains(key); }
-  // A number; null (how non-finite values are written) reads as NaN.
-  double number(const std::string& key) const {
-    const json& v = required(key);
-    if (v.is_null()) return std::numeric_limits<double>::quiet_NaN();
-    if (!v.is_number()) mistyped(key, v, "a number");
-    return v.get<double>();
-  }
-  std::optional<double> optional_number(const std::string& key) const {
-    if (!has(key)) return std::nullopt;
-    return number(key);
-  }
-  std::int64_t integer(const std::string& key) const {
-    const json& v = required(key);
-    if (!v.is_number_integer()) mistyped(key, v, "an integer");
-    return v.get<std::int64_t>();
-  }
-  std::string text(const std::string& key) const {
-    const json& v = required(key);
-    if (!v.is_string()) mistyped(key, v, "a string");
-    return v.get<std::string>();
-  }
-  std::vector<std::string> texts(const std::string& key) const {
-    const json& v = required(key);
-    bool ok = v.is_array();
-    for (const json& e : v) ok = ok && e.is_string();
-    if (!ok) mistyped(key, v, "a list of strings");
-    return v.get<std::vector<std::string>>();
-  }
-  [[noreturn]] void fail(const std::string& what) const { throw Error(where_ + ": " + what); }
-
- private:
-  [[noreturn]] void mistyped(const std::string& key, const json& v, const char* expected) const {
-    fail("'" + key + "' is " + type_word(v) + ", expected " + expected);
-  }
-  const json& j_;
-  std::string where_;
-  const char* kind_;
-};
-
-// One field list per record kind, read and written by the same code: a key and a member.
-template <class R, class T>
-struct Field {
-  const char* key;
-  T R::*member;
-};
 
 constexpr auto kWindowFields = std::make_tuple(
     Field<WindowRecord, std::int64_t>{kStep, &WindowRecord::step},
@@ -135,49 +62,6 @@ constexpr auto kRunFields =
                     Field<RunRecord, std::uint64_t>{"seed", &RunRecord::seed},
                     Field<RunRecord, std::string>{"cpu", &RunRecord::cpu});
 // ... and format, loss_scaling (names) and settings ([name, value] pairs).
-
-void read_value(const Fields& f, const char* key, std::int64_t& v) {
-  v = f.integer(key);
-}
-void read_value(const Fields& f, const char* key, std::uint64_t& v) {
-  v = static_cast<std::uint64_t>(f.integer(key));
-}
-void read_value(const Fields& f, const char* key, double& v) {
-  v = f.number(key);
-}
-void read_value(const Fields& f, const char* key, std::optional<double>& v) {
-  v = f.optional_number(key);
-}
-void read_value(const Fields& f, const char* key, std::string& v) {
-  v = f.text(key);
-}
-void read_value(const Fields& f, const char* key, std::vector<std::string>& v) {
-  v = f.texts(key);
-}
-
-template <class T>
-void write_value(json& j, const char* key, const T& v) {
-  j[key] = v;  // a non-finite double is written as null
-}
-void write_value(json& j, const char* key, const std::optional<double>& v) {
-  if (v) j[key] = *v;
-}
-
-template <class R, class Table>
-R read_fields(const Fields& f, const Table& table) {
-  R r;
-  std::apply([&](const auto&... field) { (read_value(f, field.key, r.*field.member), ...); },
-             table);
-  return r;
-}
-
-template <class R, class Table>
-json write_fields(const R& r, const Table& table) {
-  json j = json::object();
-  std::apply([&](const auto&... field) { (write_value(j, field.key, r.*field.member), ...); },
-             table);
-  return j;
-}
 
 RunRecord read_run(const Fields& f) {
   RunRecord r = read_fields<RunRecord>(f, kRunFields);
@@ -297,7 +181,14 @@ std::string metrics_line(const EvalRecord& r) {
 }
 
 std::string metrics_line(const SkipRecord& r) {
-  return write_fields(r, kSkipFields).dump();
+  json j = write_fields(r, kSkipFields);
+  if (r.first_nonfinite) {
+    const autograd::NonfiniteOrigin& o = *r.first_nonfinite;
+    j["first_nonfinite"] = {{"op", o.op},
+                            {"layer", o.layer},
+                            {"gradient", name_of(autograd::kNonfiniteGradientNames, o.gradient)}};
+  }
+  return j.dump();
 }
 
 std::string metrics_line(const RoutesRecord& r) {
@@ -346,6 +237,23 @@ precision::Fp8WindowCounts read_fp8_counts(const Fields& f) {
   return c;
 }
 
+// A skipped step's first_nonfinite: {"op", "layer", "gradient"}.
+autograd::NonfiniteOrigin read_origin(const Fields& f) {
+  const json& o = f.required("first_nonfinite");
+  for (const char* key : {"op", "layer", "gradient"}) {
+    if (!o.is_object() || !o.contains(key) || !o[key].is_string()) {
+      f.fail(std::string("'first_nonfinite.") + key + "' is missing or not a string");
+    }
+  }
+  const std::string word = o["gradient"].get<std::string>();
+  const auto gradient = find_named(autograd::kNonfiniteGradientNames, word);
+  if (!gradient) {
+    f.fail("'first_nonfinite.gradient' is '" + word +
+           "' (expected one of: " + names_of(autograd::kNonfiniteGradientNames) + ")");
+  }
+  return {o["op"].get<std::string>(), o["layer"].get<std::string>(), *gradient};
+}
+
 }  // namespace
 
 RunLog parse_metrics(std::string_view text, const std::string& source) {
@@ -375,6 +283,7 @@ RunLog parse_metrics(std::string_view text, const std::string& source) {
       drop_after(log.evals, log.run.start_step);
       drop_after(log.skips, log.run.start_step);
       drop_after(log.routes, log.run.start_step);
+      drop_after(log.precision_stats, log.run.start_step);
       continue;
     }
     if (!have_run) {
@@ -389,11 +298,16 @@ RunLog parse_metrics(std::string_view text, const std::string& source) {
     } else if (j.contains(kEvalStep)) {
       log.evals.push_back(read_fields<EvalRecord>(Fields(j, where, kEvalStep), kEvalFields));
     } else if (j.contains(kSkippedStep)) {
-      log.skips.push_back(read_fields<SkipRecord>(Fields(j, where, kSkippedStep), kSkipFields));
+      const Fields f(j, where, kSkippedStep);
+      log.skips.push_back(read_fields<SkipRecord>(f, kSkipFields));
+      if (f.has("first_nonfinite")) log.skips.back().first_nonfinite = read_origin(f);
     } else if (j.contains(kRoutes)) {
       log.routes.push_back(read_routes(Fields(j, where, kRoutes)));
+    } else if (j.contains(kPrecisionStats)) {
+      log.precision_stats.push_back(read_precision_stats(Fields(j, where, kPrecisionStats)));
     } else {
-      throw Error(where + ": not a run, step, eval_step, skipped_step or routes record");
+      throw Error(where +
+                  ": not a run, step, eval_step, skipped_step, routes or precision_stats record");
     }
   }
   if (!have_run) throw Error(source + ": no run record (is this a mantissa metrics.jsonl?)");

@@ -18,6 +18,8 @@ constexpr const char* kStyle = R"(
 body { font-family: sans-serif; color: #111; background: #fff; margin: 24px auto; max-width: 1200px; padding: 0 12px; }
 h1 { font-size: 24px; margin: 0 0 4px; }
 h2 { font-size: 18px; margin: 28px 0 10px; border-bottom: 1px solid #bbb; padding-bottom: 3px; }
+h3 { font-size: 15px; margin: 18px 0 6px; }
+.heatmaps { display: flex; flex-wrap: wrap; gap: 18px 28px; }
 p, li, figcaption { font-size: 14px; line-height: 1.4; }
 .subtitle { color: #333; margin: 0 0 6px; }
 .glance { list-style: none; padding: 0; margin: 10px 0; }
@@ -34,6 +36,20 @@ th { background: #eee; }
 .note, footer { color: #444; font-size: 12.5px; }
 footer { margin-top: 28px; border-top: 1px solid #bbb; padding-top: 6px; }
 )";
+
+constexpr const char* kPrecisionIntro =
+    "<p>On sampled steps (<code>trainer.init.logging.precision_stats_steps</code>), every "
+    "rounding of a matrix op to the half format H or to an fp8 or block format is measured "
+    "against the float32 values it rounds: one row per site (layer &middot; op &middot; role: "
+    "<code>input</code>, <code>weight</code> and <code>grad</code> are a product's forward "
+    "input, weight and output gradient; <code>output</code> and <code>input_grad</code> the "
+    "results rounded to H). The first map is the signal-to-noise ratio in dB, 10 log<sub>10</sub>"
+    "(&Sigma;x<sup>2</sup> / &Sigma;(x &minus; q)<sup>2</sup>): each bit of precision is about "
+    "6 dB (bfloat16 rounds to about 52 dB, float16 to about 76 dB, e4m3 to about 28 dB), and a "
+    "dark cell is a site losing far more than its format should, usually to range: values "
+    "flushed to zero, made subnormal or clamped. The second map is the fraction of elements "
+    "flushed to zero: gradients underflowing float16 show there, and loss scaling exists to "
+    "keep it white. docs/mixed_precision.md explains the figures.</p>\n";
 
 std::string job_line(const RunRecord& r) {
   return fmt::format("{}, {} parameters; {} {} per step; {} steps; seed {}{}", r.model,
@@ -79,9 +95,13 @@ std::string render_report(const std::vector<RunLog>& logs, const ReportOptions& 
   out += "<h2>Final metrics</h2>\n" + detail::final_metrics_table(runs);
   out += "<h2>Mixed-precision settings</h2>\n" + detail::settings_table(runs);
   out +=
-      "<h2>Overflows</h2>\n<p>Steps skipped for non-finite gradients, and the parameters "
-      "whose gradients held inf or NaN in them.</p>\n" +
+      "<h2>Overflows</h2>\n<p>Steps skipped for non-finite gradients: where each backward "
+      "first went non-finite (the first op, in backward order, whose backward made an inf or "
+      "NaN), and the parameters whose gradients held inf or NaN by the end of it (usually all "
+      "of them: the value spreads backward).</p>\n" +
       detail::overflow_section(runs);
+  out += "<h2 id=\"which-layer\">Which layer loses what</h2>\n" + std::string(kPrecisionIntro) +
+         detail::precision_stats_section(runs);
   out += "<h2>The formats</h2>\n" + detail::formats_table(runs);
   out += "<footer>Drawn by mantissa from";
   for (const RunLog& l : logs) out += " <code>" + escape(l.source) + "</code>";

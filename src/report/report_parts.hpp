@@ -19,4 +19,8 @@ std::string settings_table(const std::vector<ReportRun>& runs);
 std::string overflow_section(const std::vector<ReportRun>& runs);
 std::string formats_table(const std::vector<ReportRun>& runs);
 
+// "Which layer loses what": per run, heat maps of its rounding sites x sampled steps (SNR in
+// dB, fraction flushed to zero) and a table of the sites that lose most.
+std::string precision_stats_section(const std::vector<ReportRun>& runs);
+
 }  // namespace mantissa::report::detail

@@ -60,6 +60,30 @@ std::string format_value(double v) {
                                    : decimal;
 }
 
+// How many skipped steps first went non-finite in each op (SkipRecord::first_nonfinite), per
+// run: the cause, where the parameters' table shows only where it spread.
+std::string origins_table(const std::vector<ReportRun>& runs) {
+  std::vector<std::pair<std::string, std::vector<int>>> rows;  // in the order first seen
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    for (const SkipRecord& s : runs[i].log->skips) {
+      if (!s.first_nonfinite) continue;
+      const std::string what = autograd::describe(*s.first_nonfinite);
+      auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first == what; });
+      if (it == rows.end()) it = rows.insert(rows.end(), {what, std::vector<int>(runs.size())});
+      ++it->second[i];
+    }
+  }
+  if (rows.empty()) return "";
+  std::string out = "<table class=\"origins\" id=\"overflow-origins\">\n" +
+                    run_header(runs, "where the backward first went non-finite (skipped steps)");
+  for (const auto& [what, per_run] : rows) {
+    out += "<tr><td>" + escape(what) + "</td>";
+    for (const int v : per_run) out += "<td>" + (v ? std::to_string(v) : std::string("")) + "</td>";
+    out += "</tr>\n";
+  }
+  return out + "</table>\n";
+}
+
 }  // namespace
 
 std::string final_metrics_table(const std::vector<ReportRun>& runs) {
@@ -147,6 +171,7 @@ std::string overflow_section(const std::vector<ReportRun>& runs) {
     }
   }
   out += "</ul>\n";
+  out += origins_table(runs);
   if (counts.empty()) return out;
   std::vector<std::pair<std::string, std::vector<int>>> rows(counts.begin(), counts.end());
   const auto total = [](const std::vector<int>& c) {

@@ -10,6 +10,7 @@
 #include "digest.hpp"
 #include "mantissa/amp/fp8_layers.hpp"
 #include "mantissa/amp/optimizer_step.hpp"
+#include "mantissa/autograd/nonfinite_watch.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/report/metrics.hpp"
 #include "mantissa/train/checkpoint.hpp"
@@ -57,7 +58,15 @@ std::string skipped_step_line(std::int64_t step, double loss, const amp::StepRep
   }
   line += std::string("non-finite ") + (std::isfinite(loss) ? "gradients" : "loss") +
           " at loss scale " + support::scale_text(r.loss_scale);
-  if (!r.nonfinite_params.empty()) line += " in " + some_names(r.nonfinite_params);
+  const std::size_t n = r.nonfinite_params.size();
+  if (r.nonfinite_origin) {
+    // The op where the backward first went non-finite says where; the parameters it reached
+    // (usually all of them) are in the metrics record.
+    line += ", first in " + autograd::describe(*r.nonfinite_origin);
+    if (n > 0) line += " (reached " + std::to_string(n) + " parameter" + (n == 1 ? ")" : "s)");
+  } else if (n > 0) {
+    line += " in " + some_names(r.nonfinite_params);
+  }
   return line;
 }
 
@@ -226,8 +235,14 @@ StepResult Trainer::train_step() {
   const std::int64_t accum = config_.loop.grad_accum_steps;
   StepResult r;
   task_->module().train();  // dropout on
+  // A sampled step measures what every rounding loses (rank 0, on its part of the batch: it
+  // writes the record).
+  std::optional<precision::QuantProbe> probe;
+  if (dp_->is_root() && config_.logging.samples_precision(global_step_ + 1)) probe.emplace();
   {
     precision::Autocast cast(policy_);
+    const precision::ProbeScope probing(probe ? &*probe : nullptr);
+    const autograd::NonfiniteWatch watch;  // names where a skipped step went non-finite
     // Each micro-batch's loss weighted by its share of the step's: 1/accum, and 1/N with N
     // processes (each holds 1/N of the global batch), so every backward carries the gradients
     // one process would for these samples, with the same magnitudes (hence the same float16
@@ -253,6 +268,10 @@ StepResult Trainer::train_step() {
     log("precision falls back to " + std::string(numerics::name(*wider)) + " from here on");
   }
   ++global_step_;
+  if (probe) {
+    write_metrics(
+        report::metrics_line(report::precision_stats_record(global_step_, probe->entries())));
+  }
   if (!r.report.stepped) log(skipped_step_line(global_step_, r.loss, r.report));
   return r;
 }
@@ -479,8 +498,8 @@ void Trainer::train_steps(RunSummary& summary, std::int64_t eval_every, std::int
       const std::vector<std::string> where = report.refused_update.empty()
                                                  ? report.nonfinite_params
                                                  : std::vector<std::string>{report.refused_update};
-      write_metrics(
-          report::metrics_line(report::SkipRecord{global_step_, report.loss_scale, where}));
+      write_metrics(report::metrics_line(
+          report::SkipRecord{global_step_, report.loss_scale, where, report.nonfinite_origin}));
     }
     window_items += items_per_step();
     loss_sum += step_loss;

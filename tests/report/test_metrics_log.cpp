@@ -40,8 +40,12 @@ std::string expect_error(const std::string& text) {
 }
 
 TEST(MetricsLines, AreTheDocumentedJson) {
-  EXPECT_EQ(metrics_line(SkipRecord{5, 1024.0, {"wte.weight", "head.weight"}}),
+  EXPECT_EQ(metrics_line(SkipRecord{5, 1024.0, {"wte.weight", "head.weight"}, std::nullopt}),
             R"({"loss_scale":1024.0,"overflowed":["wte.weight","head.weight"],"skipped_step":5})");
+  EXPECT_EQ(metrics_line(SkipRecord{6, 2.0, {"wte.weight"},
+                                    autograd::NonfiniteOrigin{"linear", "blocks.3.fc"}}),
+            R"({"first_nonfinite":{"gradient":"input_grad","layer":"blocks.3.fc","op":"linear"},)"
+            R"("loss_scale":2.0,"overflowed":["wte.weight"],"skipped_step":6})");
   EXPECT_EQ(metrics_line(WindowRecord{10, 2.5, 0.001, 32768.0, 1, 0.75, 1500.0, 96.5, std::nullopt},
                          "tokens"),
             R"({"grad_norm":0.75,"loss":2.5,"loss_scale":32768.0,"lr":0.001,)"
@@ -230,7 +234,8 @@ TEST(MetricsReader, BrokenFilesAreNamedByFileAndLine) {
   EXPECT_EQ(expect_error(head + R"({"skipped_step":3,"loss_scale":1.0,"overflowed":"w"})"),
             "runs/x/metrics.jsonl:2: 'overflowed' is a string, expected a list of strings");
   EXPECT_EQ(expect_error(head + R"({"what":1})"),
-            "runs/x/metrics.jsonl:2: not a run, step, eval_step, skipped_step or routes record");
+            "runs/x/metrics.jsonl:2: not a run, step, eval_step, skipped_step, routes or "
+            "precision_stats record");
   EXPECT_EQ(expect_error(good),
             "runs/x/metrics.jsonl:1: a record before the run record (every run writes one first; "
             "this file was not written by mantissa train, or by an older version)");

@@ -8,6 +8,7 @@
 
 #include "mantissa/kernels/profiler.hpp"
 #include "mantissa/precision/policy.hpp"
+#include "mantissa/precision/quant_probe.hpp"
 #include "mantissa/tensor/tensor.hpp"
 
 namespace mantissa::autograd {
@@ -121,6 +122,7 @@ class Node {
 
   std::vector<Edge> next;            // one per input, in the op's input order
   precision::Policy policy;          // in force when the op ran
+  precision::LayerName layer;        // the layer the op ran in (precision::current_layer())
   bool released = false;             // its backward has run (a graph is back-propagated once)
   std::vector<Format> grad_formats;  // per input (grad_format); set by backward()
 };

@@ -101,6 +101,13 @@ struct CheckpointConfig {
 
 struct LoggingConfig {
   std::int64_t log_steps = 10;
+  // "Which layer loses what" (docs/mixed_precision.md): every this many steps, and on step 1,
+  // what each rounding to H, fp8 or a block format lost, per layer and role, as a
+  // precision_stats record of metrics.jsonl. 0 (the default): never.
+  std::int64_t precision_stats_steps = 0;
+  bool samples_precision(std::int64_t step) const {
+    return precision_stats_steps > 0 && (step == 1 || step % precision_stats_steps == 0);
+  }
 };
 
 // trainer.init.dist: data-parallel training under mpirun (docs/distributed.md); unused in a

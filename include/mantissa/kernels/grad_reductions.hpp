@@ -7,6 +7,8 @@
 // result does not depend on the number of threads.
 #include <cstdint>
 
+#include "mantissa/numerics/format.hpp"
+
 namespace mantissa::kernels {
 
 // x[i] *= scale (skipped when scale == 1); returns the sum of x[i]^2 after scaling.
@@ -15,5 +17,13 @@ double sum_squares(const float* x, std::int64_t n);
 
 // The scalar twin: one sequential double sum.
 double scale_and_sum_squares_ref(float* x, std::int64_t n, float scale);
+
+// Whether any of n elements stored in `format` is inf or NaN, read as bit patterns (a format
+// without either: false). Stops at the first block that holds one; on all threads (unless
+// inside a parallel region). The overflow attribution of a backward checks each gradient an op
+// makes with it (autograd/nonfinite_watch.hpp).
+bool any_nonfinite(const void* data, numerics::Format format, std::int64_t n);
+// The scalar twin: each element decoded by the scalar codec and tested with std::isfinite.
+bool any_nonfinite_ref(const void* data, numerics::Format format, std::int64_t n);
 
 }  // namespace mantissa::kernels

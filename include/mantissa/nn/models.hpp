@@ -46,6 +46,7 @@ class Gpt : public Module {
   std::vector<std::shared_ptr<TransformerBlock>> blocks_;
   std::shared_ptr<LayerNorm> lnf_;
   std::shared_ptr<Linear> head_;
+  precision::LayerName tied_head_;  // the layer the tied head's product runs in
   tensor::Rng dropout_rng_;
 };
 

@@ -34,6 +34,14 @@ class Module {
   // registration order (names like "blocks.0.fc").
   void for_each_module(const std::function<void(const std::string&, Module&)>& fn);
 
+  // Gives every module under this one its name ("blocks.0.fc") as the layer its forward's ops
+  // run in (precision::LayerScope): what "which layer loses what" and the overflow attribution
+  // name. This module itself (the root) gets none. The models call it when built; a module
+  // built by hand calls it once its children are registered.
+  void name_layers();
+  // The layer name name_layers() gave this module (null before, and for the root).
+  const precision::LayerName& layer_name() const { return layer_; }
+
   std::map<std::string, Tensor> state_dict() const;
   // Copies values into the parameters. Every parameter must be present with its shape
   // (else mantissa::Error naming the key); extra keys are errors too.
@@ -53,6 +61,7 @@ class Module {
   std::vector<std::pair<std::string, Variable>> params_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
+  precision::LayerName layer_;
 };
 
 }  // namespace mantissa::nn

@@ -1,12 +1,15 @@
 #pragma once
 // metrics.jsonl: what a training run records, one JSON object per line, and the reader that
 // turns a run directory's file back into typed records (report/report.hpp draws from them).
-// Four kinds of line, told apart by their first key (docs/config.md "Outputs"):
+// Six kinds of line, told apart by their first key (docs/config.md "Outputs"):
 //   {"run": {...}}                   the run's settings; first line of every run() that trains
 //   {"step": N, "loss": ..., ...}    one logging window (every logging.log_steps steps)
 //   {"eval_step": N, ...}            one validation run
-//   {"skipped_step": N, ...}         a step skipped for non-finite gradients, with the
+//   {"skipped_step": N, ...}         a step skipped for non-finite gradients, with the op
+//                                    where the backward first went non-finite and the
 //                                    parameters whose gradients overflowed
+//   {"routes": N, ...}               the matrix-product routes chosen so far
+//   {"precision_stats": N, ...}      what each rounding site lost on a sampled step
 // Steps count from 1: "step": N is the state after N optimizer steps of the loop.
 #include <cstdint>
 #include <optional>
@@ -15,10 +18,12 @@
 #include <utility>
 #include <vector>
 
+#include "mantissa/autograd/nonfinite_watch.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/names.hpp"
 #include "mantissa/numerics/format.hpp"
 #include "mantissa/precision/fp8.hpp"
+#include "mantissa/precision/quant_probe.hpp"
 
 namespace mantissa::report {
 
@@ -74,7 +79,34 @@ struct SkipRecord {
   std::int64_t step = 0;
   double loss_scale = 1;                // the scale the skipped step used
   std::vector<std::string> overflowed;  // parameters whose gradients held inf or NaN
+  // The first op, in backward order, whose backward made a non-finite gradient
+  // (autograd/nonfinite_watch.hpp); none when the backward stayed finite (the overflow came
+  // later: in a sum of gradients, the optimizer's check) or the record is older.
+  std::optional<autograd::NonfiniteOrigin> first_nonfinite;
 };
+
+// "Which layer loses what" on one sampled step (logging.precision_stats_steps): a row per
+// rounding site (layer, op, role, format), written {"precision_stats": <step>, "sites":
+// [{"layer", "op", "role", "format", "elements", "flushed", "subnormal", "saturated",
+// "overflowed", "nonfinite", "snr_db", "scale_min", "scale_max"}]}; snr_db is null when
+// nothing was lost, the scale range is there only where the format has a scale.
+struct PrecisionSite {
+  std::string layer;  // "" for ops outside every named module
+  std::string op;
+  precision::QuantRole role = precision::QuantRole::input;
+  numerics::Format format = numerics::Format::float32;
+  precision::QuantCounts counts;
+  std::optional<double> snr_db;  // nullopt: no error (every value kept exactly)
+  std::optional<precision::QuantStats::ScaleRange> scale;
+  bool operator==(const PrecisionSite&) const = default;
+};
+struct PrecisionStatsRecord {
+  std::int64_t step = 0;
+  std::vector<PrecisionSite> sites;
+};
+// The record of a sampled step's probe entries.
+PrecisionStatsRecord precision_stats_record(std::int64_t step,
+                                            const std::vector<precision::QuantProbe::Entry>& e);
 
 // The matrix-product routes the run has chosen so far (kernels::route_records()), written
 // after the first step that chose a new one: {"routes": <step>, "products": [{"m", "n",
@@ -90,6 +122,7 @@ std::string metrics_line(const WindowRecord& r, std::string_view unit);
 std::string metrics_line(const EvalRecord& r);
 std::string metrics_line(const SkipRecord& r);
 std::string metrics_line(const RoutesRecord& r);
+std::string metrics_line(const PrecisionStatsRecord& r);
 
 // A run as its metrics.jsonl tells it. A run record starts a run over: records of steps
 // after its start_step (from an earlier run in the same directory, or past the checkpoint a
@@ -101,6 +134,7 @@ struct RunLog {
   std::vector<EvalRecord> evals;
   std::vector<SkipRecord> skips;
   std::vector<RoutesRecord> routes;
+  std::vector<PrecisionStatsRecord> precision_stats;
 };
 
 // Parses metrics.jsonl text. Throws mantissa::Error "<source>:<line>: ..." for a line that is

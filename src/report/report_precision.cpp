@@ -1,0 +1,214 @@
+// The report's "which layer loses what" section (report_parts.hpp): per run, heat maps of the
+// rounding sites x sampled steps (signal-to-noise ratio, fraction flushed to zero) and a table
+// of the sites that lose most on the last sampled step.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "report_parts.hpp"
+#include "svg_heatmap.hpp"
+
+namespace mantissa::report::detail {
+namespace {
+
+using plot::escape;
+
+constexpr std::size_t kTableRows = 30;
+
+// What tells a site apart within a run.
+using SiteKey = std::tuple<std::string, std::string, precision::QuantRole, numerics::Format>;
+SiteKey key_of(const PrecisionSite& s) {
+  return {s.layer, s.op, s.role, s.format};
+}
+
+bool forward_role(precision::QuantRole r) {
+  return r == precision::QuantRole::input || r == precision::QuantRole::weight ||
+         r == precision::QuantRole::output;
+}
+
+std::string layer_text(const std::string& layer) {
+  return layer.empty() ? "(top level)" : layer;
+}
+
+// A run's sites in the order the maps draw them: layers in the order the forward first
+// rounded in them (a layer with backward sites only, such as a block's residual adds, where
+// its first sub-layer is), then within a layer its ops as first seen and the roles in order.
+std::vector<SiteKey> ordered_sites(const RunLog& log) {
+  std::map<std::string, std::size_t> forward_rank, seen_rank;
+  std::map<std::pair<std::string, std::string>, std::size_t> op_rank;
+  std::vector<SiteKey> keys;
+  std::size_t n = 0;
+  for (const PrecisionStatsRecord& rec : log.precision_stats) {
+    for (const PrecisionSite& s : rec.sites) {
+      ++n;
+      if (forward_role(s.role)) forward_rank.emplace(s.layer, n);
+      seen_rank.emplace(s.layer, n);
+      op_rank.emplace(std::pair{s.layer, s.op}, n);
+      if (std::find(keys.begin(), keys.end(), key_of(s)) == keys.end()) keys.push_back(key_of(s));
+    }
+  }
+  const auto rank = [&](const std::string& layer) {
+    std::size_t best = std::numeric_limits<std::size_t>::max();
+    for (const auto& [name, r] : forward_rank) {
+      if (name == layer || (name.size() > layer.size() && name.compare(0, layer.size(), layer) == 0 &&
+                            name[layer.size()] == '.')) {
+        best = std::min(best, r);
+      }
+    }
+    return best != std::numeric_limits<std::size_t>::max() ? best : n + seen_rank.at(layer);
+  };
+  std::map<std::string, std::size_t> layer_rank;
+  for (const SiteKey& k : keys) layer_rank.emplace(std::get<0>(k), rank(std::get<0>(k)));
+  std::stable_sort(keys.begin(), keys.end(), [&](const SiteKey& a, const SiteKey& b) {
+    const auto order = [&](const SiteKey& k) {
+      return std::tuple{layer_rank.at(std::get<0>(k)), std::get<0>(k),
+                        op_rank.at({std::get<0>(k), std::get<1>(k)}), std::get<2>(k),
+                        std::get<3>(k)};
+    };
+    return order(a) < order(b);
+  });
+  return keys;
+}
+
+// "blocks.0.fc · linear · weight", the format added where a label would repeat (a run that
+// fell back to a wider H).
+std::vector<std::string> site_labels(const std::vector<SiteKey>& keys) {
+  std::vector<std::string> labels;
+  std::map<std::string, int> uses;
+  for (const SiteKey& k : keys) {
+    labels.push_back(layer_text(std::get<0>(k)) + " \u00b7 " + std::get<1>(k) + " \u00b7 " +
+                     std::string(name_of(precision::kQuantRoleNames, std::get<2>(k))));
+    ++uses[labels.back()];
+  }
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (uses[labels[i]] > 1) labels[i] += " (" + std::string(numerics::name(std::get<3>(keys[i]))) + ")";
+  }
+  return labels;
+}
+
+double flushed_fraction(const PrecisionSite& s) {
+  return s.counts.elements > 0
+             ? static_cast<double>(s.counts.flushed) / static_cast<double>(s.counts.elements)
+             : 0.0;
+}
+
+double snr_value(const PrecisionSite& s) {
+  return s.snr_db ? *s.snr_db : std::numeric_limits<double>::infinity();
+}
+
+template <class Value>
+plot::HeatMap heat_map(const RunLog& log, const std::vector<SiteKey>& keys,
+                       const std::vector<std::string>& labels, Value value) {
+  plot::HeatMap m;
+  m.rows = labels;
+  m.column_label = "sampled step";
+  for (const PrecisionStatsRecord& rec : log.precision_stats)
+    m.columns.push_back(std::to_string(rec.step));
+  m.values.assign(keys.size(),
+                  std::vector<std::optional<double>>(log.precision_stats.size(), std::nullopt));
+  for (std::size_t c = 0; c < log.precision_stats.size(); ++c) {
+    for (const PrecisionSite& s : log.precision_stats[c].sites) {
+      const auto row = std::find(keys.begin(), keys.end(), key_of(s)) - keys.begin();
+      m.values[static_cast<std::size_t>(row)][c] = value(s);
+    }
+  }
+  return m;
+}
+
+std::string percent(std::int64_t count, std::int64_t total) {
+  if (count == 0) return "0";
+  return fmt::format("{:.3g}%", 100.0 * static_cast<double>(count) / static_cast<double>(total));
+}
+
+std::string snr_text(const std::optional<double>& snr) {
+  return snr ? fmt::format("{:.2f}", *snr) : "exact";
+}
+
+// The sites of the last sampled step that lose most (lowest SNR first), with the worst SNR
+// each had over the sampled steps.
+std::string sites_table(const RunLog& log, std::size_t index) {
+  const PrecisionStatsRecord& last = log.precision_stats.back();
+  std::map<SiteKey, std::pair<double, std::int64_t>> worst;  // lowest SNR and its step
+  for (const PrecisionStatsRecord& rec : log.precision_stats) {
+    for (const PrecisionSite& s : rec.sites) {
+      auto [it, fresh] = worst.emplace(key_of(s), std::pair{snr_value(s), rec.step});
+      if (!fresh && snr_value(s) < it->second.first) it->second = {snr_value(s), rec.step};
+    }
+  }
+  std::vector<const PrecisionSite*> rows;
+  for (const PrecisionSite& s : last.sites) rows.push_back(&s);
+  std::stable_sort(rows.begin(), rows.end(), [](const PrecisionSite* a, const PrecisionSite* b) {
+    return snr_value(*a) < snr_value(*b);
+  });
+  std::string out = fmt::format(
+      "<table class=\"sites\" id=\"sites-{}\">\n<tr><th>layer</th><th>op</th><th>role</th>"
+      "<th>format</th><th>elements</th><th>flushed to 0</th><th>subnormal</th><th>saturated</th>"
+      "<th>overflowed</th><th>inf/NaN before</th><th>SNR (dB), step {}</th><th>lowest SNR (dB) [step]</th>"
+      "<th>scale range</th></tr>\n",
+      index, last.step);
+  for (std::size_t k = 0; k < rows.size() && k < kTableRows; ++k) {
+    const PrecisionSite& s = *rows[k];
+    const auto& [low, low_step] = worst.at(key_of(s));
+    const std::int64_t n = s.counts.elements;
+    out += fmt::format(
+        "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} [{}]</td><td>{}</td></tr>\n",
+        escape(layer_text(s.layer)), escape(s.op), name_of(precision::kQuantRoleNames, s.role),
+        numerics::name(s.format), n, percent(s.counts.flushed, n), percent(s.counts.subnormal, n),
+        percent(s.counts.saturated, n), percent(s.counts.overflowed, n),
+        percent(s.counts.nonfinite, n),
+        snr_text(s.snr_db), std::isfinite(low) ? fmt::format("{:.2f}", low) : "exact", low_step,
+        s.scale ? fmt::format("{:.4g} &ndash; {:.4g}", s.scale->min, s.scale->max) : "&mdash;");
+  }
+  out += "</table>\n";
+  if (rows.size() > kTableRows) {
+    out += fmt::format("<p class=\"note\">and {} more sites (every one is in the maps).</p>\n",
+                       rows.size() - kTableRows);
+  }
+  return out;
+}
+
+std::string run_part(const ReportRun& r, std::size_t index) {
+  const RunLog& log = *r.log;
+  std::string out = "<h3>" + plot::swatch(r.style) + " " + escape(r.label) + "</h3>\n";
+  if (log.precision_stats.empty()) {
+    return out +
+           "<p class=\"note\">No sampled steps: this run did not measure them "
+           "(trainer.init.logging.precision_stats_steps).</p>\n";
+  }
+  const std::vector<SiteKey> keys = ordered_sites(log);
+  if (keys.empty()) {
+    return out + "<p class=\"note\">Nothing was rounded on the sampled steps (a float32 run).</p>\n";
+  }
+  const std::vector<std::string> labels = site_labels(keys);
+  plot::HeatMap snr = heat_map(log, keys, labels, snr_value);
+  snr.id = fmt::format("heat-snr-{}", index);
+  snr.title = "Signal-to-noise ratio of each rounding (" + r.label + ")";
+  snr.value_label = "SNR (dB)";
+  snr.special_label = "exact";
+  snr.unit = " dB";
+  plot::HeatMap flushed = heat_map(log, keys, labels, flushed_fraction);
+  flushed.id = fmt::format("heat-flushed-{}", index);
+  flushed.title = "Fraction flushed to zero (" + r.label + ")";
+  flushed.value_label = "fraction flushed to 0";
+  flushed.scale = plot::Scale::log10;
+  flushed.high_is_bad = true;
+  flushed.special_label = "none";
+  out += "<div class=\"heatmaps\" data-run=\"" + escape(r.label) + "\">" + plot::render(snr) +
+         plot::render(flushed) + "</div>\n";
+  return out + sites_table(log, index);
+}
+
+}  // namespace
+
+std::string precision_stats_section(const std::vector<ReportRun>& runs) {
+  std::string out;
+  for (std::size_t i = 0; i < runs.size(); ++i) out += run_part(runs[i], i);
+  return out;
+}
+
+}  // namespace mantissa::report::detail
