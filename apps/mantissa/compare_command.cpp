@@ -18,6 +18,8 @@ namespace {
 struct CompareArgs {
   std::string config, formats = "float32,bfloat16,float16,cbfloat16", out;
   std::optional<std::int64_t> steps;  // unset: the config's max_steps
+  // logging.precision_stats_steps for every run; unset: the config's
+  std::optional<std::int64_t> precision_stats;
   std::vector<std::string> overrides;
 };
 
@@ -28,6 +30,9 @@ std::vector<std::string> run_overrides(const CompareArgs& a, TrainingPrecision f
   std::vector<std::string> o = a.overrides;
   o.push_back("trainer.init.checkpoint.dir=" + dir);
   if (a.steps) o.push_back("trainer.init.loop.max_steps=" + std::to_string(*a.steps));
+  if (a.precision_stats) {
+    o.push_back("trainer.init.logging.precision_stats_steps=" + std::to_string(*a.precision_stats));
+  }
   for (std::string& s : precision_overrides(format, "", -1, "")) o.push_back(std::move(s));
   return o;
 }
@@ -35,6 +40,10 @@ std::vector<std::string> run_overrides(const CompareArgs& a, TrainingPrecision f
 int run(const CompareArgs& a) {
   if (a.steps && *a.steps < 1)
     throw Error("--steps: " + std::to_string(*a.steps) + " must be at least 1");
+  if (a.precision_stats && *a.precision_stats < 0) {
+    throw Error("--precision-stats: " + std::to_string(*a.precision_stats) +
+                " must be at least 0 (0: no sampled steps)");
+  }
   const std::vector<TrainingPrecision> formats = parse_training_precisions(a.formats, "--formats");
   const std::string out =
       a.out.empty() ? "runs/compare-" + std::filesystem::path(a.config).stem().string() : a.out;
@@ -90,6 +99,9 @@ Action register_compare_command(CLI::App& app) {
       "Comma-separated: " + names_of(kTrainingPrecisionNames) +
           " (default the first four, in that order; fp8: fp8 linear layers, the rest in bfloat16)");
   cmd->add_option("--steps", a->steps, "Training steps per format (default: the config's)");
+  cmd->add_option("--precision-stats", a->precision_stats,
+                  "Sample what every rounding loses, per layer, every N steps and on step 1 "
+                  "(logging.precision_stats_steps; the report's heat maps)");
   cmd->add_option("--out", a->out,
                   "Directory for the runs (one per format) and report.html (default "
                   "runs/compare-<config name>)");

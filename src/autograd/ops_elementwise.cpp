@@ -55,10 +55,12 @@ enum class Kind { add, sub, mul };
 
 struct BinaryNode : Node {
   Kind kind;
+  const char* op;  // add, sub or mul: what profiles, precision statistics and overflow
+                   // attribution name
   std::int64_t inner;
   Shape b_shape;
   Tensor a, b;  // kept for mul only
-  const char* name() const override { return "binary"; }
+  const char* name() const override { return op; }
   std::vector<Tensor> apply(const Tensor& g) override {
     const std::int64_t n = g.numel();
     const bool full = inner == n;
@@ -128,6 +130,7 @@ Variable binary(const char* op, Kind kind, const Variable& a, const Variable& b)
   return make_result(std::move(y), {a, b}, [&] {
     auto node = std::make_shared<BinaryNode>();
     node->kind = kind;
+    node->op = op;
     node->inner = inner;
     node->b_shape = b.shape();
     if (kind == Kind::mul) {

@@ -35,8 +35,9 @@ std::string layer_text(const std::string& layer) {
 }
 
 // A run's sites in the order the maps draw them: layers in the order the forward first
-// rounded in them (a layer with backward sites only, such as a block's residual adds, where
-// its first sub-layer is), then within a layer its ops as first seen and the roles in order.
+// rounded in them (a layer with backward sites only, such as a block's residual adds, just
+// before its first sub-layer), then within a layer its ops as first seen and the roles in
+// order.
 std::vector<SiteKey> ordered_sites(const RunLog& log) {
   std::map<std::string, std::size_t> forward_rank, seen_rank;
   std::map<std::pair<std::string, std::string>, std::size_t> op_rank;
@@ -52,6 +53,7 @@ std::vector<SiteKey> ordered_sites(const RunLog& log) {
     }
   }
   const auto rank = [&](const std::string& layer) {
+    if (const auto own = forward_rank.find(layer); own != forward_rank.end()) return own->second;
     std::size_t best = std::numeric_limits<std::size_t>::max();
     for (const auto& [name, r] : forward_rank) {
       if (name == layer || (name.size() > layer.size() && name.compare(0, layer.size(), layer) == 0 &&
@@ -172,7 +174,30 @@ std::string sites_table(const RunLog& log, std::size_t index) {
   return out;
 }
 
-std::string run_part(const ReportRun& r, std::size_t index) {
+// The ranges the maps of every run share, so that a colour means the same in each.
+struct SharedRanges {
+  std::optional<plot::Range> snr, flushed;
+};
+
+SharedRanges shared_ranges(const std::vector<ReportRun>& runs) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  plot::Range snr{kInf, -kInf}, flushed{kInf, -kInf};
+  for (const ReportRun& r : runs) {
+    for (const PrecisionStatsRecord& rec : r.log->precision_stats) {
+      for (const PrecisionSite& s : rec.sites) {
+        if (s.snr_db) snr = {std::min(snr.lo, *s.snr_db), std::max(snr.hi, *s.snr_db)};
+        const double f = flushed_fraction(s);
+        if (f > 0) flushed = {std::min(flushed.lo, f), std::max(flushed.hi, f)};
+      }
+    }
+  }
+  SharedRanges out;
+  if (snr.lo <= snr.hi) out.snr = snr;
+  if (flushed.lo <= flushed.hi) out.flushed = flushed;
+  return out;
+}
+
+std::string run_part(const ReportRun& r, std::size_t index, const SharedRanges& ranges) {
   const RunLog& log = *r.log;
   std::string out = "<h3>" + plot::swatch(r.style) + " " + escape(r.label) + "</h3>\n";
   if (log.precision_stats.empty()) {
@@ -191,6 +216,7 @@ std::string run_part(const ReportRun& r, std::size_t index) {
   snr.value_label = "SNR (dB)";
   snr.special_label = "exact";
   snr.unit = " dB";
+  snr.range = ranges.snr;
   plot::HeatMap flushed = heat_map(log, keys, labels, flushed_fraction);
   flushed.id = fmt::format("heat-flushed-{}", index);
   flushed.title = "Fraction flushed to zero (" + r.label + ")";
@@ -198,6 +224,7 @@ std::string run_part(const ReportRun& r, std::size_t index) {
   flushed.scale = plot::Scale::log10;
   flushed.high_is_bad = true;
   flushed.special_label = "none";
+  flushed.range = ranges.flushed;
   out += "<div class=\"heatmaps\" data-run=\"" + escape(r.label) + "\">" + plot::render(snr) +
          plot::render(flushed) + "</div>\n";
   return out + sites_table(log, index);
@@ -206,8 +233,9 @@ std::string run_part(const ReportRun& r, std::size_t index) {
 }  // namespace
 
 std::string precision_stats_section(const std::vector<ReportRun>& runs) {
+  const SharedRanges ranges = shared_ranges(runs);
   std::string out;
-  for (std::size_t i = 0; i < runs.size(); ++i) out += run_part(runs[i], i);
+  for (std::size_t i = 0; i < runs.size(); ++i) out += run_part(runs[i], i, ranges);
   return out;
 }
 

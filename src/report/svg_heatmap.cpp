@@ -53,6 +53,7 @@ struct ColourScale {
 };
 
 ColourScale colour_scale(const HeatMap& m) {
+  if (m.range) return {nice_range(m.range->lo, m.range->hi, m.scale), m.scale, m.high_is_bad};
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (const auto& row : m.values) {
     for (const std::optional<double>& v : row) {

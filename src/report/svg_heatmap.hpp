@@ -23,6 +23,9 @@ struct HeatMap {
   // the legend by special_label ("exact", "none").
   std::vector<std::vector<std::optional<double>>> values;
   Scale scale = Scale::linear;  // linear or log10
+  // The values the colours span (widened to a nice range); unset: the map's own values. Maps
+  // meant to be compared (one per run) share one.
+  std::optional<Range> range;
   bool high_is_bad = false;     // the colour runs from good (light) to bad (dark)
   std::string special_label;
   std::string unit;  // appended to values in the cells' titles: " dB", ""

@@ -107,7 +107,7 @@ hostile_case(nonfinite_run_raises_after_max_consecutive_skips 2
   COMMAND ${train_tiny} ${exploding}
           --set "trainer.init.precision={enabled: false, max_consecutive_skipped_steps: 3}")
 hostile_case(on_nonfinite_raise 2
-  "mantissa: error: step 0: non-finite loss at loss scale 1 in wte.weight, .*, head.weight \\(precision.on_nonfinite is raise"
+  "mantissa: error: step 0: non-finite loss at loss scale 1 in wte.weight, .*, head.weight; first in the [^(]* \\(precision.on_nonfinite is raise"
   COMMAND ${train_tiny} ${exploding}
           --set "trainer.init.precision={enabled: false, on_nonfinite: raise}")
 hostile_case(on_nonfinite_apply_writes_nan_weights 0

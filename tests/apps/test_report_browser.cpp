@@ -203,6 +203,24 @@ TEST_F(ReportInBrowser, TheChartsHoldEverySeries) {
   EXPECT_EQ(chart("chart-loss-scale").find("data-run=\"bfloat16\""), std::string::npos);
   for (const std::string table : {"final-metrics", "settings", "formats"})
     EXPECT_NE(dom.find("id=\"" + table + "\""), std::string::npos) << table;
+  // Which layer loses what (the fixture samples every 2 steps): a heat map pair per run that
+  // rounds, a row per rounding site, cells for the sampled steps 1, 2, 4 and 6; float32 rounds
+  // nothing and has none.
+  EXPECT_NE(dom.find("Nothing was rounded on the sampled steps (a float32 run)."),
+            std::string::npos);
+  for (int run = 1; run <= 3; ++run) {
+    for (const std::string map : {"heat-snr-", "heat-flushed-"}) {
+      const std::string svg = chart(map + std::to_string(run));
+      ASSERT_FALSE(svg.empty()) << map << run;
+      EXPECT_NE(svg.find("<g class=\"heat-row\" data-row=\"blocks.0.attn.qkv \u00b7 linear \u00b7 "
+                         "weight\">"),
+                std::string::npos)
+          << map << run;
+      for (const std::string step : {"1", "2", "4", "6"})
+        EXPECT_NE(svg.find("data-column=\"" + step + "\""), std::string::npos) << step;
+    }
+    EXPECT_NE(dom.find("id=\"sites-" + std::to_string(run) + "\""), std::string::npos);
+  }
   // The settings table has a row per precision key, the scaler's options among them.
   for (const std::string key : {"fp16_type", "matmul_route", "loss_scaling_factor", "growth_factor",
                                 "backoff_factor", "hysteresis", "on_stuck"})
