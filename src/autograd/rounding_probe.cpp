@@ -1,6 +1,9 @@
 #include "rounding_probe.hpp"
 
+#include <vector>
+
 #include "mantissa/kernels/quant_measure.hpp"
+#include "mantissa/numerics/convert.hpp"
 
 namespace mantissa::autograd::detail {
 
@@ -25,8 +28,11 @@ void RoundingProbe::rounded(const Tensor& before, const Tensor& after, double sc
 
 void RoundingProbe::add_written(precision::QuantStats& into, const float* v, const Tensor& t,
                                 std::int64_t at, std::int64_t n) const {
+  thread_local std::vector<float> q;  // what was written, decoded
+  q.resize(static_cast<std::size_t>(n));
   const char* written = static_cast<const char*>(t.raw_data()) + at * t.element_bytes();
-  into.merge(kernels::measure_quantization(v, numerics::Format::float32, written, t.format(), n));
+  numerics::decode_array(written, static_cast<std::size_t>(n), t.format(), q.data());
+  into.add(v, q.data(), n);
 }
 
 void RoundingProbe::record(const precision::QuantStats& stats) const {

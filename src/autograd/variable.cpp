@@ -68,10 +68,13 @@ bool holds_nonfinite(const Tensor& t) {
 thread_local NonfiniteWatch* t_watch = nullptr;
 
 // A watched backward: whether the gradients node n made for other nodes hold inf or NaN
-// (gradients for leaves are the optimizer step's to check).
-bool made_nonfinite(const Node& n, const std::vector<Tensor>& grads) {
+// (gradients for leaves are the optimizer step's to check). A gradient passed on as it came
+// (`received`: add, reshape) was checked when it was made.
+bool made_nonfinite(const Node& n, const std::vector<Tensor>& grads, const void* received) {
   for (std::size_t i = 0; i < grads.size() && i < n.next.size(); ++i) {
-    if (n.next[i].fn != nullptr && grads[i].defined() && holds_nonfinite(grads[i])) return true;
+    const Tensor& g = grads[i];
+    if (n.next[i].fn == nullptr || !g.defined() || g.raw_data() == received) continue;
+    if (holds_nonfinite(g)) return true;
   }
   return false;
 }
@@ -250,9 +253,10 @@ void backward(const Variable& root, float seed, const LeafReadyHook& on_leaf_rea
         }
       }
       set_grad_formats(*n);
+      const void* received = g.raw_data();
       grads = n->apply(g);
       g = Tensor();  // so an input gradient that is g itself can be taken over, not copied
-      if (watching && !watch->first() && made_nonfinite(*n, grads)) {
+      if (watching && !watch->first() && made_nonfinite(*n, grads, received)) {
         watch->found(origin_of(*n, NonfiniteGradient::input_grad));
       }
     }

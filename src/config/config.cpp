@@ -231,6 +231,8 @@ TrainerConfig parse_tree(const std::string& yaml_text, const std::vector<std::st
     c.logging.log_steps = lg.get_at_least("log_steps", c.logging.log_steps, 1);
     c.logging.precision_stats_steps =
         lg.get_at_least("precision_stats_steps", c.logging.precision_stats_steps, 0);
+    c.logging.attribute_overflows =
+        lg.get<bool>("attribute_overflows", c.logging.attribute_overflows, kBool);
     lg.finish();
   }
   init.finish();

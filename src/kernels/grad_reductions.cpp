@@ -1,11 +1,9 @@
 #include "mantissa/kernels/grad_reductions.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <vector>
 
-#include "mantissa/kernels/parallel.hpp"
 #include "mantissa/numerics/convert.hpp"
 
 namespace mantissa::kernels {
@@ -72,16 +70,10 @@ template <class Bits>
 bool any_pattern(const void* data, std::int64_t n, Bits mask) {
   constexpr std::int64_t kScanBlock = 1 << 13;
   const Bits* p = static_cast<const Bits*>(data);
-  std::atomic<bool> found{false};
-  parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t b = begin; b < end && !found.load(std::memory_order_relaxed);
-         b += kScanBlock) {
-      if (block_has_pattern(p + b, std::min(kScanBlock, end - b), mask)) {
-        found.store(true, std::memory_order_relaxed);
-      }
-    }
-  });
-  return found.load();
+  for (std::int64_t b = 0; b < n; b += kScanBlock) {
+    if (block_has_pattern(p + b, std::min(kScanBlock, n - b), mask)) return true;
+  }
+  return false;
 }
 
 }  // namespace

@@ -242,7 +242,8 @@ StepResult Trainer::train_step() {
   {
     precision::Autocast cast(policy_);
     const precision::ProbeScope probing(probe ? &*probe : nullptr);
-    const autograd::NonfiniteWatch watch;  // names where a skipped step went non-finite
+    std::optional<autograd::NonfiniteWatch> watch;  // names where a skipped step went non-finite
+    if (config_.logging.attribute_overflows) watch.emplace();
     // Each micro-batch's loss weighted by its share of the step's: 1/accum, and 1/N with N
     // processes (each holds 1/N of the global batch), so every backward carries the gradients
     // one process would for these samples, with the same magnitudes (hence the same float16

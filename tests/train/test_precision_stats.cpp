@@ -116,5 +116,23 @@ TEST(OverflowAttribution, ASkippedStepNamesWhereItsBackwardWentNonFinite) {
       << (rec.messages.empty() ? "" : rec.messages.front());
 }
 
+TEST(OverflowAttribution, CanBeTurnedOff) {
+  TinyRun run("overflow_origin_off");
+  Recorder rec;
+  Trainer(run.config("text", {"trainer.init.precision.fp16_type=float16",
+                              "trainer.init.precision.initial_loss_scale=1048576",
+                              "trainer.init.precision.max_loss_scale=1048576",
+                              "trainer.init.logging.attribute_overflows=false",
+                              "trainer.init.loop.max_steps=1"}),
+          {&rec, {}})
+      .run(RunMode::train);
+  const report::RunLog log = report::read_run_log((run.dir / "run").string());
+  ASSERT_EQ(log.skips.size(), 1u);
+  EXPECT_FALSE(log.skips[0].first_nonfinite.has_value());
+  EXPECT_FALSE(log.skips[0].overflowed.empty());
+  // The parameters, as before the attribution existed.
+  EXPECT_TRUE(rec.said("skipped step 1: non-finite gradients at loss scale 2^20 in wte.weight, "));
+}
+
 }  // namespace
 }  // namespace mantissa::train

@@ -19,9 +19,10 @@ double sum_squares(const float* x, std::int64_t n);
 double scale_and_sum_squares_ref(float* x, std::int64_t n, float scale);
 
 // Whether any of n elements stored in `format` is inf or NaN, read as bit patterns (a format
-// without either: false). Stops at the first block that holds one; on all threads (unless
-// inside a parallel region). The overflow attribution of a backward checks each gradient an op
-// makes with it (autograd/nonfinite_watch.hpp).
+// without either: false). Stops at the first block that holds one. On the calling thread: the
+// overflow attribution of a backward (autograd/nonfinite_watch.hpp) checks each gradient right
+// after the op that made it, while it is in cache, and a parallel region's start (waking a
+// sleeping thread) costs more than such a scan.
 bool any_nonfinite(const void* data, numerics::Format format, std::int64_t n);
 // The scalar twin: each element decoded by the scalar codec and tested with std::isfinite.
 bool any_nonfinite_ref(const void* data, numerics::Format format, std::int64_t n);
