@@ -2,34 +2,66 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "mantissa/error.hpp"
 
 namespace mantissa::precision {
+namespace {
+
+// Counts one element of a rounding (x before, q the element value, x_in_elements x in the
+// element's units); false when it stays out of the sums (x or q not finite).
+bool tally(QuantCounts& c, const numerics::FormatTraits& t, float x, float q,
+           double x_in_elements) {
+  if (!std::isfinite(x)) {
+    ++c.nonfinite;
+    return false;
+  }
+  if (!std::isfinite(q)) {
+    ++c.overflowed;
+    return false;
+  }
+  const double magnitude = std::fabs(static_cast<double>(q));
+  c.flushed += x != 0 && q == 0;
+  c.subnormal += q != 0 && magnitude < t.min_normal;
+  c.saturated += std::fabs(x_in_elements) > t.max && magnitude == t.max;
+  return true;
+}
+
+}  // namespace
 
 void QuantStats::add(const float* x, const float* q, std::int64_t n, double scale) {
   const numerics::FormatTraits& t = numerics::traits(format_);
   QuantCounts c;
   c.elements = n;
   for (std::int64_t i = 0; i < n; ++i) {
-    const float xi = x[i], qi = q[i];
-    if (!std::isfinite(xi)) {
-      ++c.nonfinite;
-      continue;
-    }
-    if (!std::isfinite(qi)) {
-      ++c.overflowed;
-      continue;
-    }
-    const double xd = xi, qd = qi;
-    const double scaled = xd * scale, magnitude = std::fabs(qd);
-    c.flushed += xi != 0 && qi == 0;
-    c.subnormal += qi != 0 && magnitude < t.min_normal;
-    c.saturated += std::fabs(scaled) > t.max && magnitude == t.max;
+    const double xd = x[i], qd = q[i], scaled = xd * scale;
+    if (!tally(c, t, x[i], q[i], scaled)) continue;
     const double error = scale == 1.0 ? xd - qd : (scaled - qd) / scale;
     signal_.add(xd * xd);
     noise_.add(error * error);
+  }
+  counts_ += c;
+}
+
+void QuantStats::add_blocks(const float* x, const float* q, std::int64_t n, std::int64_t block,
+                            const float* dequant) {
+  if (block < 1) throw Error("precision statistics: a block of " + std::to_string(block));
+  const numerics::FormatTraits& t = numerics::traits(format_);
+  QuantCounts c;
+  c.elements = n;
+  for (std::int64_t b0 = 0; b0 < n; b0 += block) {
+    const double d = dequant[b0 / block];
+    note_scale(d);
+    for (std::int64_t i = b0; i < std::min(n, b0 + block); ++i) {
+      const double xd = x[i];
+      const float qi = std::isfinite(d) ? q[i] : std::numeric_limits<float>::quiet_NaN();
+      if (!tally(c, t, x[i], qi, xd / d)) continue;
+      const double error = xd - static_cast<double>(qi) * d;  // q * d: two floats, exact
+      signal_.add(xd * xd);
+      noise_.add(error * error);
+    }
   }
   counts_ += c;
 }

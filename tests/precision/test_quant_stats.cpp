@@ -100,6 +100,45 @@ TEST(QuantStats, AScaleMeasuresTheErrorInTheUnscaledValues) {
   EXPECT_FALSE(sub.snr_db().has_value());
 }
 
+TEST(QuantStats, BlockScalesDecodeTheElements) {
+  // float4_e2m1 (values 0, 0.5, 1, 1.5, 2, 3, 4, 6; min normal 1, max 6) in blocks of 2 whose
+  // elements decode as q * {2, 64, 1}:
+  //   1.5 / 2 = 0.75, a tie between 0.5 and 1: to 1 (even), error 1.5 - 2;  3 / 2 = 1.5 exact;
+  //   0.01 / 64 flushes to 0;  100 / 64 = 1.5625: to 1.5, error 100 - 96;
+  //   500 saturates at 6 (error 494);  -0.7: to -0.5, a subnormal.
+  const std::vector<float> x = {1.5f, 3.0f, 0.01f, 100.0f, 500.0f, -0.7f};
+  const std::vector<float> q = {1.0f, 1.5f, 0.0f, 1.5f, 6.0f, -0.5f};
+  const float dequant[] = {2.0f, 64.0f, 1.0f};
+  QuantStats s(Format::float4_e2m1);
+  s.add_blocks(x.data(), q.data(), 6, 2, dequant);
+  EXPECT_EQ(s.counts().elements, 6);
+  EXPECT_EQ(s.counts().flushed, 1);
+  EXPECT_EQ(s.counts().subnormal, 1);
+  EXPECT_EQ(s.counts().saturated, 1);
+  EXPECT_EQ(s.counts().overflowed, 0);
+  const long double f01 = 0.01f, f07 = 0.7f;
+  const long double noise = 0.25L + f01 * f01 + 16 + 494.0L * 494 + (f07 - 0.5L) * (f07 - 0.5L);
+  const long double signal = 2.25L + 9 + f01 * f01 + 10000 + 250000 + f07 * f07;
+  EXPECT_DOUBLE_EQ(s.noise(), static_cast<double>(noise));
+  EXPECT_DOUBLE_EQ(s.signal(), static_cast<double>(signal));
+  EXPECT_EQ(s.scale_range()->min, 1.0);
+  EXPECT_EQ(s.scale_range()->max, 64.0);
+  // The one-line probe call records it on a sampled step only.
+  QuantProbe probe;
+  probe_blocks(QuantRole::input, "linear", Format::float4_e2m1, x.data(), q.data(), 6, 2, dequant);
+  {
+    const ProbeScope on(&probe);
+    const LayerScope layer(std::make_shared<const std::string>("blocks.1.fc"));
+    probe_blocks(QuantRole::input, "linear", Format::float4_e2m1, x.data(), q.data(), 6, 2,
+                 dequant);
+  }
+  const auto e = probe.entries();
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].layer, "blocks.1.fc");
+  EXPECT_EQ(e[0].stats.counts(), s.counts());
+  EXPECT_EQ(e[0].stats.noise(), s.noise());
+}
+
 TEST(QuantStats, MergingIsAddingAndKeepsTheScaleRange) {
   const float x[] = {1.0f, 1.00390625f, 7.0f, 0.1f};
   const float q[] = {1.0f, 1.0f, 7.0f, 0.10009765625f};  // 0.1 in bfloat16

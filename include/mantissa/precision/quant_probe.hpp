@@ -8,14 +8,12 @@
 // The layer an op belongs to is the name of the module that called it (nn::Module sets a
 // LayerScope around its forward); nodes of the autograd graph keep it for their backward.
 //
-// Adding a quantization point (a new recipe):
-//   if (precision::QuantProbe* probe = precision::active_probe()) {
-//     precision::QuantStats s(element_format);
-//     s.add(x, q, n, scale);          // per block, with that block's scale
-//     s.note_scale(recipe_scale);     // where the recipe has scales
-//     probe->record({layer, "linear", precision::QuantRole::input}, s);
-//   }
-// (kernels::measure_quantization does the add over two tensors' buffers in parallel.)
+// Adding a quantization point (a new recipe), one line where the float32 values x, the element
+// values q (decoded, unscaled) and the blocks' decode scales are at hand:
+//   precision::probe_blocks(precision::QuantRole::input, "linear", element_format, x, q, n,
+//                           block, dequant);
+// (a 2D block layout calls it per row, with that row's blocks' scales). Per-tensor roundings
+// of whole tensors: autograd's RoundingProbe, over kernels::measure_quantization.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -80,6 +78,14 @@ class QuantProbe {
 
 // The probe of this thread's sampled step, or nullptr.
 QuantProbe* active_probe();
+
+// On a sampled step (a probe active on this thread), records under (layer, op, role) what a
+// block-scaled quantization lost (QuantStats::add_blocks: x ~ q * dequant[b] in block b of
+// `block` elements); on any other step, nothing, for the cost of one thread-local read. Call
+// it on the thread that runs the op, `layer` a node's saved one in a backward.
+void probe_blocks(QuantRole role, const char* op, Format element, const float* x, const float* q,
+                  std::int64_t n, std::int64_t block, const float* dequant,
+                  const LayerName& layer = current_layer());
 
 // Makes `probe` the active one on this thread for its lifetime (nullptr: none), then
 // restores the previous one.

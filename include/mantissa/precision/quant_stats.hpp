@@ -66,6 +66,13 @@ class QuantStats {
 
   // n values x rounded to q, q holding the format's values (decoded, unscaled): q ~ x * scale.
   void add(const float* x, const float* q, std::int64_t n, double scale = 1.0);
+  // A block-scaled quantization: n values x whose element values are q (decoded, unscaled),
+  // block b (elements [b * block, (b + 1) * block)) decoding as q * dequant[b], so that
+  // x ~ q * dequant[b] (an MX block's 2^e, NVFP4's e4m3 scale times its tensor scale). The
+  // error x - q * dequant[b] is exact in double for float values; saturated means
+  // |x| > max * dequant[b]. The scale range takes every dequant[b] of the blocks.
+  void add_blocks(const float* x, const float* q, std::int64_t n, std::int64_t block,
+                  const float* dequant);
   // Widens the scale range by a scale the rounding used (record the recipe's own scale: fp8's
   // multiplier, a block's divisor).
   void note_scale(double scale);
