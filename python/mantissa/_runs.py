@@ -35,8 +35,9 @@ def train(config_path, overrides=None, progress=None, messages=None, mode="train
 
 class RunLog:
     """A run directory's metrics.jsonl as mantissa reads it (report/metrics.hpp): `run` (the run
-    record: format, model, settings, ...), `windows` (one record per logged window), `evals`
-    and `skips`. The three lists are pandas DataFrames when pandas is installed and
+    record: format, model, settings, ...), `windows` (one record per logged window), `evals`,
+    `skips` and `precision_stats` (one row per sampled step and rounding site: "which layer
+    loses what"). The four lists are pandas DataFrames when pandas is installed and
     frames is not False."""
 
     def __init__(self, log, frames):
@@ -45,6 +46,7 @@ class RunLog:
         self.windows = _table(log["windows"], frames)
         self.evals = _table(log["evals"], frames)
         self.skips = _table(log["skips"], frames)
+        self.precision_stats = _table(log["precision_stats"], frames)
 
     def __repr__(self):
         return (f"RunLog({self.source!r}: {self.run['model']} in {self.run['format']}, "

@@ -179,7 +179,39 @@ py::dict skip_record_dict(const report::SkipRecord& s) {
   d["step"] = s.step;
   d["loss_scale"] = s.loss_scale;
   d["overflowed"] = s.overflowed;
+  py::object origin = py::none();
+  if (s.first_nonfinite) {
+    py::dict o;
+    o["op"] = s.first_nonfinite->op;
+    o["layer"] = s.first_nonfinite->layer;
+    o["gradient"] =
+        std::string(name_of(autograd::kNonfiniteGradientNames, s.first_nonfinite->gradient));
+    origin = o;
+  }
+  d["first_nonfinite"] = origin;
   return d;
+}
+
+// One row per sampled step and rounding site: a flat table (a DataFrame's rows).
+void append_precision_rows(py::list& rows, const report::PrecisionStatsRecord& r) {
+  for (const report::PrecisionSite& s : r.sites) {
+    py::dict d;
+    d["step"] = r.step;
+    d["layer"] = s.layer;
+    d["op"] = s.op;
+    d["role"] = std::string(name_of(precision::kQuantRoleNames, s.role));
+    d["format"] = std::string(numerics::name(s.format));
+    d["elements"] = s.counts.elements;
+    d["flushed"] = s.counts.flushed;
+    d["subnormal"] = s.counts.subnormal;
+    d["saturated"] = s.counts.saturated;
+    d["overflowed"] = s.counts.overflowed;
+    d["nonfinite"] = s.counts.nonfinite;
+    d["snr_db"] = optional_number(s.snr_db);
+    d["scale_min"] = optional_number(s.scale ? std::optional<double>(s.scale->min) : std::nullopt);
+    d["scale_max"] = optional_number(s.scale ? std::optional<double>(s.scale->max) : std::nullopt);
+    rows.append(d);
+  }
 }
 
 py::dict read_run_log(const std::string& run_dir) {
@@ -191,13 +223,15 @@ py::dict read_run_log(const std::string& run_dir) {
   py::dict d;
   d["source"] = log.source;
   d["run"] = run_record_dict(log.run);
-  py::list windows, evals, skips;
+  py::list windows, evals, skips, precision;
   for (const auto& w : log.windows) windows.append(window_dict(w));
   for (const auto& e : log.evals) evals.append(eval_record_dict(e));
   for (const auto& s : log.skips) skips.append(skip_record_dict(s));
+  for (const auto& r : log.precision_stats) append_precision_rows(precision, r);
   d["windows"] = windows;
   d["evals"] = evals;
   d["skips"] = skips;
+  d["precision_stats"] = precision;
   return d;
 }
 

@@ -15,7 +15,8 @@ TINY = ROOT / "tests" / "apps" / "tiny-gpt.yaml"
 
 def tiny_overrides(run_dir):
     return {"trainer.init.checkpoint.dir": str(run_dir),
-            "trainer.fit.train_dataloader.path": str(ROOT / "README.md")}
+            "trainer.fit.train_dataloader.path": str(ROOT / "README.md"),
+            "trainer.init.logging.precision_stats_steps": 3}
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +53,14 @@ def test_read_run_gives_the_metrics(tiny_run):
     assert log.evals[-1]["step"] == 6
     assert log.evals[-1]["perplexity"] == pytest.approx(summary["eval"]["perplexity"], rel=1e-9)
     assert log.skips == []
+    # Which layer loses what: steps 1, 3 and 6 sampled, one row per rounding site.
+    rows = log.precision_stats
+    assert sorted({r["step"] for r in rows}) == [1, 3, 6]
+    qkv = [r for r in rows if r["layer"] == "blocks.0.attn.qkv" and r["role"] == "weight"]
+    assert [r["step"] for r in qkv] == [1, 3, 6]
+    assert all(r["format"] == "cbfloat16" and r["op"] == "linear" for r in qkv)
+    assert all(r["elements"] == 3 * 32 * 32 for r in qkv)
+    assert all(50 < r["snr_db"] < 80 and r["scale_min"] is None for r in qkv)  # 10 bits
 
 
 def test_read_run_frames(tiny_run):
