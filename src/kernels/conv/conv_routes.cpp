@@ -250,6 +250,7 @@ void run_on(MatmulRoute route, ProductKind kind, const ConvKey& c, const ConvBuf
       return;
     case MatmulRoute::fp32:
     case MatmulRoute::bf16:
+    case MatmulRoute::amx:
       run_gemm(route, kind, c, b, p);
       return;
     case MatmulRoute::automatic:

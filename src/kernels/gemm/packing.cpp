@@ -266,4 +266,23 @@ void pair_panel(const float* src, std::int64_t kc, int width, std::uint32_t* dst
   }
 }
 
+void pair_panel_padded(const float* src, std::int64_t kc, int width, std::int64_t padded,
+                       bool rows_layout, std::uint32_t* dst) {
+  const std::int64_t pairs = (kc + 1) / 2;
+  if (!rows_layout) {
+    pair_panel(src, kc, width, dst);
+    std::fill(dst + pairs * width, dst + padded * width, 0u);
+    return;
+  }
+  const auto half = [](float x) { return std::bit_cast<std::uint32_t>(x) >> 16; };
+  for (int x = 0; x < width; ++x) {
+    std::uint32_t* out = dst + x * padded;
+    for (std::int64_t p = 0; p < kc / 2; ++p) {
+      out[p] = half(src[(2 * p + 1) * width + x]) << 16 | half(src[2 * p * width + x]);
+    }
+    if (kc % 2 != 0) out[kc / 2] = half(src[(kc - 1) * width + x]);
+    std::fill(out + pairs, out + padded, 0u);
+  }
+}
+
 }  // namespace mantissa::kernels::gemm_detail

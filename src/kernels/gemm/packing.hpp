@@ -42,4 +42,10 @@ const float* load_run(const Operand& x, std::int64_t index, std::int64_t n, Part
 // 16 bits zero): the halves are taken, not rounded.
 void pair_panel(const float* src, std::int64_t kc, int width, std::uint32_t* dst);
 
+// The same pair words with the pairs padded to `padded` (>= (kc + 1) / 2) by zero words, laid
+// out by row for AMX's A tiles (rows_layout: dst[x * padded + p]) or by pair for its B tiles
+// (dst[p * width + x]).
+void pair_panel_padded(const float* src, std::int64_t kc, int width, std::int64_t padded,
+                       bool rows_layout, std::uint32_t* dst);
+
 }  // namespace mantissa::kernels::gemm_detail
