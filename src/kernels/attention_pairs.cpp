@@ -126,8 +126,8 @@ void forward_head_pairs(const PairHead& h, AttentionOutput o, std::int64_t ldo, 
   for (std::int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const std::int64_t rows = std::min(kBlock, t - i0), cols = i0 + rows, cw = even(cols) / 2;
     product(unit, rows, cols, dw, rows_from(h.q, i0), {k_t, tp}, s, cols, false);
-    softmax_rows(s, i0, rows, cols, scale, pr, to_bf16, lse + i0, nullptr, tmp);
-    to_bf16_rows(s, rows, cols, cols, p, 2 * cw);
+    softmax_rows_bf16(s, i0, rows, cols, scale, pr, to_bf16, lse + i0, nullptr, tmp, false, p,
+                      2 * cw);
     product(unit, rows, d, cw, {as_words(p), cw, 1}, {v_pairs, d}, ob, d, false);
     encode_rows(ob, rows, d, o, i0, ldo);
   }
@@ -163,9 +163,9 @@ void backward_head_pairs(const PairHead& h, const Bf16Rows& g, const HeadRows& o
     const std::int64_t rows = std::min(kBlock, t - i0), cols = i0 + rows, cw = even(cols) / 2;
     const std::int64_t rw = even(rows) / 2;  // pair rows of the block's query rows
     product(unit, rows, cols, dw, rows_from(h.q, i0), {k_t, tp}, p, cols, false);
-    softmax_rows(p, i0, rows, cols, scale, pr, to_bf16, nullptr, lse + i0, nullptr);
     // dV[0:cols] += P^T dO_block: P's rows paired, read pair-major (on tiles: dV^T += dO^T P).
-    to_bf16_rows(p, rows, cols, cols, pb, 2 * cw);
+    softmax_rows_bf16(p, i0, rows, cols, scale, pr, to_bf16, nullptr, lse + i0, nullptr, true, pb,
+                      2 * cw);
     interleave_row_pairs(pb, rows, cols, 2 * cw, p_pairs, cols);
     if (tiles) {
       product(unit, d, cols, rw, {g_rows_t + i0 / 2, tw, 1}, {p_pairs, cols}, dv_acc, tp, true);
@@ -175,8 +175,7 @@ void backward_head_pairs(const PairHead& h, const Bf16Rows& g, const HeadRows& o
     // dP = dO_block V[0:cols]^T
     product(unit, rows, cols, dw, rows_from(g, i0), {v_t, tp}, dp, cols, false);
     row_deltas(d_o_plain, o, i0, rows, d, delta);
-    score_gradients(dp, p, delta, rows, cols, scale, pr, to_bf16);
-    to_bf16_rows(dp, rows, cols, cols, sb, 2 * cw);
+    score_gradients_bf16_rows(dp, p, delta, rows, cols, scale, pr, to_bf16, sb, 2 * cw);
     // dQ_block = dS K[0:cols];  dK[0:cols] += dS^T Q_block (on tiles: dK^T += Q^T dS)
     product(unit, rows, d, cw, {as_words(sb), cw, 1}, {k_pairs, d}, dq + i0 * ld, ld, false);
     interleave_row_pairs(sb, rows, cols, 2 * cw, s_pairs, cols);

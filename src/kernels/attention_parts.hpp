@@ -42,6 +42,22 @@ void softmax_rows(float* s, std::int64_t i0, std::int64_t rows, std::int64_t col
 void score_gradients(float* dp, const float* p, const float* delta, std::int64_t rows,
                      std::int64_t cols, float scale, const AttentionPrecision& pr, bool to_bf16);
 
+// softmax_rows, then the probabilities as bf16 bits (rows `ldb` apart; entries cols..ldb-1
+// zero), the pair kernels' operand. With p_out, p keeps the probabilities' float values
+// (rounded as softmax_rows rounds them). Where the probabilities are rounded to bfloat16 and
+// nothing else (H bfloat16, softmax in float32), the exp, the rounding and the bits are one
+// pass (attention_rows.hpp); else softmax_rows and to_bf16_rows.
+void softmax_rows_bf16(float* s, std::int64_t i0, std::int64_t rows, std::int64_t cols, float scale,
+                       const AttentionPrecision& pr, bool to_bf16, float* lse_out,
+                       const float* lse_in, float* tmp, bool p_out, std::uint16_t* bits,
+                       std::int64_t ldb);
+
+// score_gradients, then the score gradients as bf16 bits (rows `ldb` apart, entries
+// cols..ldb-1 zero); one pass where H is bfloat16.
+void score_gradients_bf16_rows(float* dp, const float* p, const float* delta, std::int64_t rows,
+                               std::int64_t cols, float scale, const AttentionPrecision& pr,
+                               bool to_bf16, std::uint16_t* bits, std::int64_t ldb);
+
 // delta[r] = sum_c dO[r][c] o[r][c] for the block's rows.
 void row_deltas(const HeadRows& d_o, const HeadRows& o, std::int64_t i0, std::int64_t rows,
                 std::int64_t d, float* delta);
