@@ -1,6 +1,7 @@
-#include "attention_rows.hpp"
+#include "mantissa/kernels/attention_rows.hpp"
 
 #include "attention_parts.hpp"
+#include "attention_rows_avx512.hpp"
 #include "lane_sums.hpp"
 #include "mantissa/kernels/bf16_pairs.hpp"
 
@@ -11,7 +12,7 @@
 #include "mantissa/numerics/cpu_features.hpp"
 #include "vector_exp.hpp"
 
-namespace mantissa::kernels::attention_detail {
+namespace mantissa::kernels {
 namespace {
 
 // bfloat16 bits of x, nearest even, NaN quieted (numerics' bfloat16 encoder, in one line).
@@ -39,7 +40,7 @@ bool vector_units() {
 void probabilities_bf16_ref(const float* s, std::int64_t valid, std::int64_t width, float shift,
                             float* p_out, std::uint16_t* bits) {
   for (std::int64_t c = 0; c < width; ++c) {
-    const std::uint16_t b = c < valid ? bf16_bits(kernels::detail::exp_scalar(s[c] - shift)) : 0;
+    const std::uint16_t b = c < valid ? bf16_bits(detail::exp_scalar(s[c] - shift)) : 0;
     bits[c] = b;
     if (p_out != nullptr) p_out[c] = bf16_value(b);
   }
@@ -70,6 +71,9 @@ void score_gradients_bf16(const float* dp, const float* p, float delta, float sc
   }
 }
 
+}  // namespace mantissa::kernels
+
+namespace mantissa::kernels::attention_detail {
 namespace {
 
 // The one-pass rows apply: probabilities and score gradients rounded to bfloat16 and to
