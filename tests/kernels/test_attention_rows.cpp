@@ -53,7 +53,9 @@ TEST(AttentionRows, ProbabilitiesMatchTheTwinAndDoubleExp) {
       for (std::int64_t c = 0; c < width; ++c) {
         EXPECT_EQ(std::memcmp(&p[c], &p_twin[c], 4), 0) << c;
         const float value = from_bits(bits[c]);
-        if (!std::isnan(value)) EXPECT_EQ(value, p[c]) << c;  // the float output is the bits'
+        if (!std::isnan(value)) {
+          EXPECT_EQ(value, p[c]) << c;  // the float output is the bits' value
+        }
         if (c >= valid) {
           EXPECT_EQ(bits[c], 0) << "past valid: " << c;
           continue;
