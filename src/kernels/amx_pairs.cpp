@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -21,6 +22,9 @@ constexpr int kXfeatureTileData = 18;      // XTILEDATA, the tiles' 8 KiB of sta
 constexpr int kArchReqXcompPerm = 0x1023;  // arch_prctl: ask to use an XSAVE feature
 
 std::string probe() {
+  if (const char* env = std::getenv("MANTISSA_AMX"); env != nullptr && std::string(env) == "off") {
+    return "turned off by MANTISSA_AMX=off";
+  }
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0 || ((d >> 22) & 1u) == 0 ||
       ((d >> 24) & 1u) == 0) {

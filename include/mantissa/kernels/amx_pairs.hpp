@@ -24,7 +24,9 @@
 namespace mantissa::kernels {
 
 // The CPU has AMX-BF16 tiles and the operating system lets this process use them (Linux asks
-// for permission once: arch_prctl ARCH_REQ_XCOMP_PERM). "" when it can, else the reason.
+// for permission once: arch_prctl ARCH_REQ_XCOMP_PERM). "" when it can, else the reason. The
+// environment variable MANTISSA_AMX=off turns mantissa's own AMX code off (to time an AMX CPU
+// as one without; oneDNN's AMX is ONEDNN_MAX_CPU_ISA's to turn off). Asked once per process.
 const std::string& amx_unavailable();
 bool amx_available();
 
