@@ -41,16 +41,6 @@ QuantProbe* active_probe() {
   return t_probe;
 }
 
-void probe_blocks(QuantRole role, const char* op, Format element, const float* x, const float* q,
-                  std::int64_t n, std::int64_t block, const float* dequant,
-                  const LayerName& layer) {
-  QuantProbe* probe = t_probe;
-  if (probe == nullptr || n <= 0) return;
-  QuantStats s(element);
-  s.add_blocks(x, q, n, block, dequant);
-  probe->record({layer, op, role}, s);
-}
-
 ProbeScope::ProbeScope(QuantProbe* probe) : previous_(t_probe) {
   t_probe = probe;
 }

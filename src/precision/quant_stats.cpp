@@ -45,23 +45,30 @@ void QuantStats::add(const float* x, const float* q, std::int64_t n, double scal
   counts_ += c;
 }
 
-void QuantStats::add_blocks(const float* x, const float* q, std::int64_t n, std::int64_t block,
-                            const float* dequant) {
-  if (block < 1) throw Error("precision statistics: a block of " + std::to_string(block));
+void QuantStats::add_dequantized(const float* x, const float* xhat, std::int64_t n,
+                                 const float* tile_scale, double tensor_scale) {
   const numerics::FormatTraits& t = numerics::traits(format_);
   QuantCounts c;
   c.elements = n;
-  for (std::int64_t b0 = 0; b0 < n; b0 += block) {
-    const double d = dequant[b0 / block];
-    note_scale(d);
-    for (std::int64_t i = b0; i < std::min(n, b0 + block); ++i) {
-      const double xd = x[i];
-      const float qi = std::isfinite(d) ? q[i] : std::numeric_limits<float>::quiet_NaN();
-      if (!tally(c, t, x[i], qi, xd / d)) continue;
-      const double error = xd - static_cast<double>(qi) * d;  // q * d: two floats, exact
-      signal_.add(xd * xd);
-      noise_.add(error * error);
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(tile_scale[i]) * tensor_scale;
+    lo = std::min(lo, d);
+    hi = std::max(hi, d);
+    // The element: exact when the scale is a power of two or an e4m3 value.
+    const float element = xhat[i] / tile_scale[i];
+    const double xd = x[i];
+    if (!tally(c, t, x[i], std::isfinite(d) ? element : std::numeric_limits<float>::quiet_NaN(),
+               xd / d)) {
+      continue;
     }
+    const double error = xd - static_cast<double>(xhat[i]) * tensor_scale;  // two floats: exact
+    signal_.add(xd * xd);
+    noise_.add(error * error);
+  }
+  if (lo <= hi) {
+    note_scale(lo);
+    note_scale(hi);
   }
   counts_ += c;
 }

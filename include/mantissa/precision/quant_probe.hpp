@@ -8,12 +8,13 @@
 // The layer an op belongs to is the name of the module that called it (nn::Module sets a
 // LayerScope around its forward); nodes of the autograd graph keep it for their backward.
 //
-// Adding a quantization point (a new recipe), one line where the float32 values x, the element
-// values q (decoded, unscaled) and the blocks' decode scales are at hand:
-//   precision::probe_blocks(precision::QuantRole::input, "linear", element_format, x, q, n,
-//                           block, dequant);
-// (a 2D block layout calls it per row, with that row's blocks' scales). Per-tensor roundings
-// of whole tensors: autograd's RoundingProbe, over kernels::measure_quantization.
+// Adding a quantization point (a new recipe), one line where the float32 values x (a row-major
+// rows x cols matrix) and their quantized values xhat = element * tile scale are at hand:
+//   precision::probe_dequantized(precision::QuantRole::input, "linear", element_format, x,
+//                                xhat, rows, cols, [&](auto r, auto c) { return scale(r, c); },
+//                                tensor_scale);
+// Per-tensor roundings of whole tensors: autograd's RoundingProbe, over
+// kernels::measure_quantization.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -80,12 +81,28 @@ class QuantProbe {
 QuantProbe* active_probe();
 
 // On a sampled step (a probe active on this thread), records under (layer, op, role) what a
-// block-scaled quantization lost (QuantStats::add_blocks: x ~ q * dequant[b] in block b of
-// `block` elements); on any other step, nothing, for the cost of one thread-local read. Call
-// it on the thread that runs the op, `layer` a node's saved one in a backward.
-void probe_blocks(QuantRole role, const char* op, Format element, const float* x, const float* q,
-                  std::int64_t n, std::int64_t block, const float* dequant,
-                  const LayerName& layer = current_layer());
+// block-scaled quantization of the row-major rows x cols matrix x lost, xhat its quantized
+// values (element * tile scale, float32) and tile_scale_at(r, c) the tile scale of element
+// (r, c), each value standing for xhat * tensor_scale (QuantStats::add_dequantized); on any
+// other step nothing, for one thread-local read. Call it on the thread that runs the op,
+// `layer` a node's saved one in a backward.
+template <class TileScaleAt>
+void probe_dequantized(QuantRole role, const char* op, Format element, const float* x,
+                       const float* xhat, std::int64_t rows, std::int64_t cols,
+                       TileScaleAt&& tile_scale_at, double tensor_scale = 1.0,
+                       const LayerName& layer = current_layer()) {
+  QuantProbe* probe = active_probe();
+  if (probe == nullptr || rows <= 0 || cols <= 0) return;
+  QuantStats s(element);
+  std::vector<float> scales(static_cast<std::size_t>(cols));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c) {
+      scales[static_cast<std::size_t>(c)] = static_cast<float>(tile_scale_at(r, c));
+    }
+    s.add_dequantized(x + r * cols, xhat + r * cols, cols, scales.data(), tensor_scale);
+  }
+  probe->record({layer, op, role}, s);
+}
 
 // Makes `probe` the active one on this thread for its lifetime (nullptr: none), then
 // restores the previous one.
