@@ -71,10 +71,9 @@ Variable attend(const std::vector<Variable>& inputs, Operands in, const Attentio
   if (lost.active() && o.format() != Format::float32) {
     Tensor o32 = Tensor::empty(out_shape);
     Tensor lse32 = Tensor::empty(lse.shape());
-    kernels::attention_forward(s, in_layout, operand(in.q), operand(in.k, in.k_offset),
-                               operand(in.v, in.v_offset), out_layout,
-                               {o32.raw_data(), Format::float32}, lse32.f32(), scale,
-                               attention_precision(p));
+    kernels::attention_forward(
+        s, in_layout, operand(in.q), operand(in.k, in.k_offset), operand(in.v, in.v_offset),
+        out_layout, {o32.raw_data(), Format::float32}, lse32.f32(), scale, attention_precision(p));
     lost.rounded(o32, o);
   }
   const Tensor saved_o = o;

@@ -49,9 +49,8 @@ precision::QuantStats measure_quantization(const void* src, Format src_format, c
   return total;
 }
 
-precision::QuantStats measure_quantization_ref(const void* src, Format src_format,
-                                               const void* dst, Format dst_format, std::int64_t n,
-                                               double scale) {
+precision::QuantStats measure_quantization_ref(const void* src, Format src_format, const void* dst,
+                                               Format dst_format, std::int64_t n, double scale) {
   precision::QuantStats s(dst_format);
   for (std::int64_t i = 0; i < n; ++i) {
     float x = 0, q = 0;

@@ -33,7 +33,9 @@ PrecisionSite read_site(const Fields& record, const json& j, std::size_t index) 
   s.op = text("op");
   const std::string role = text("role");
   const std::optional<precision::QuantRole> r = find_named(precision::kQuantRoleNames, role);
-  if (!r) bad("role", "is '" + role + "' (expected one of: " + names_of(precision::kQuantRoleNames) + ")");
+  if (!r)
+    bad("role",
+        "is '" + role + "' (expected one of: " + names_of(precision::kQuantRoleNames) + ")");
   s.role = *r;
   const std::string format = text("format");
   const std::optional<numerics::Format> f = numerics::parse_format(format);
@@ -102,7 +104,8 @@ PrecisionStatsRecord read_precision_stats(const Fields& f) {
   PrecisionStatsRecord r;
   r.step = f.integer(kPrecisionStats);
   const json& sites = f.required("sites");
-  if (!sites.is_array()) f.fail("'sites' is " + std::string(type_word(sites)) + ", expected a list");
+  if (!sites.is_array())
+    f.fail("'sites' is " + std::string(type_word(sites)) + ", expected a list");
   for (std::size_t i = 0; i < sites.size(); ++i) r.sites.push_back(read_site(f, sites[i], i));
   return r;
 }

@@ -47,7 +47,8 @@ constexpr const char* kPrecisionIntro =
     "(&Sigma;x<sup>2</sup> / &Sigma;(x &minus; q)<sup>2</sup>), one colour scale for every run: "
     "each bit of precision is worth about 6 dB (rounding keeps about 55 dB in bfloat16, 74 dB "
     "in float16, 31 dB in e4m3, 25 dB in e5m2), and a site well below its format's figure "
-    "loses to range: values flushed to zero, made subnormal or clamped. The second map is the fraction of elements "
+    "loses to range: values flushed to zero, made subnormal or clamped. The second map is the "
+    "fraction of elements "
     "flushed to zero: gradients underflowing float16 show there, and loss scaling exists to "
     "keep it white. docs/mixed_precision.md explains the figures.</p>\n";
 

@@ -56,8 +56,9 @@ std::vector<SiteKey> ordered_sites(const RunLog& log) {
     if (const auto own = forward_rank.find(layer); own != forward_rank.end()) return own->second;
     std::size_t best = std::numeric_limits<std::size_t>::max();
     for (const auto& [name, r] : forward_rank) {
-      if (name == layer || (name.size() > layer.size() && name.compare(0, layer.size(), layer) == 0 &&
-                            name[layer.size()] == '.')) {
+      if (name == layer ||
+          (name.size() > layer.size() && name.compare(0, layer.size(), layer) == 0 &&
+           name[layer.size()] == '.')) {
         best = std::min(best, r);
       }
     }
@@ -87,7 +88,8 @@ std::vector<std::string> site_labels(const std::vector<SiteKey>& keys) {
     ++uses[labels.back()];
   }
   for (std::size_t i = 0; i < keys.size(); ++i) {
-    if (uses[labels[i]] > 1) labels[i] += " (" + std::string(numerics::name(std::get<3>(keys[i]))) + ")";
+    if (uses[labels[i]] > 1)
+      labels[i] += " (" + std::string(numerics::name(std::get<3>(keys[i]))) + ")";
   }
   return labels;
 }
@@ -149,7 +151,8 @@ std::string sites_table(const RunLog& log, std::size_t index) {
   std::string out = fmt::format(
       "<table class=\"sites\" id=\"sites-{}\">\n<tr><th>layer</th><th>op</th><th>role</th>"
       "<th>format</th><th>elements</th><th>flushed to 0</th><th>subnormal</th><th>saturated</th>"
-      "<th>overflowed</th><th>inf/NaN before</th><th>SNR (dB), step {}</th><th>lowest SNR (dB) [step]</th>"
+      "<th>overflowed</th><th>inf/NaN before</th><th>SNR (dB), step {}</th><th>lowest SNR (dB) "
+      "[step]</th>"
       "<th>scale range</th></tr>\n",
       index, last.step);
   for (std::size_t k = 0; k < rows.size() && k < kTableRows; ++k) {
@@ -162,8 +165,8 @@ std::string sites_table(const RunLog& log, std::size_t index) {
         escape(layer_text(s.layer)), escape(s.op), name_of(precision::kQuantRoleNames, s.role),
         numerics::name(s.format), n, percent(s.counts.flushed, n), percent(s.counts.subnormal, n),
         percent(s.counts.saturated, n), percent(s.counts.overflowed, n),
-        percent(s.counts.nonfinite, n),
-        snr_text(s.snr_db), std::isfinite(low) ? fmt::format("{:.2f}", low) : "exact", low_step,
+        percent(s.counts.nonfinite, n), snr_text(s.snr_db),
+        std::isfinite(low) ? fmt::format("{:.2f}", low) : "exact", low_step,
         s.scale ? fmt::format("{:.4g} &ndash; {:.4g}", s.scale->min, s.scale->max) : "&mdash;");
   }
   out += "</table>\n";
@@ -207,7 +210,8 @@ std::string run_part(const ReportRun& r, std::size_t index, const SharedRanges& 
   }
   const std::vector<SiteKey> keys = ordered_sites(log);
   if (keys.empty()) {
-    return out + "<p class=\"note\">Nothing was rounded on the sampled steps (a float32 run).</p>\n";
+    return out +
+           "<p class=\"note\">Nothing was rounded on the sampled steps (a float32 run).</p>\n";
   }
   const std::vector<std::string> labels = site_labels(keys);
   plot::HeatMap snr = heat_map(log, keys, labels, snr_value);

@@ -68,7 +68,8 @@ std::string origins_table(const std::vector<ReportRun>& runs) {
     for (const SkipRecord& s : runs[i].log->skips) {
       if (!s.first_nonfinite) continue;
       const std::string what = autograd::describe(*s.first_nonfinite);
-      auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first == what; });
+      auto it =
+          std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first == what; });
       if (it == rows.end()) it = rows.insert(rows.end(), {what, std::vector<int>(runs.size())});
       ++it->second[i];
     }

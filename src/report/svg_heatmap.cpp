@@ -77,8 +77,8 @@ std::string value_text(double v, const HeatMap& m) {
 
 // The colour bar on the right: the palette from range.lo (bottom) to range.hi (top), ticks,
 // then a white swatch for special values and a hatched one for "not measured".
-std::string colour_bar(const HeatMap& m, const ColourScale& cs, double x, double top,
-                       double height, const std::string& hatch) {
+std::string colour_bar(const HeatMap& m, const ColourScale& cs, double x, double top, double height,
+                       const std::string& hatch) {
   constexpr int kSteps = 24;
   std::string out = "<g class=\"colour-bar\" font-size=\"10\" fill=\"#222\">";
   const double bar_h = std::max(60.0, std::min(height, 220.0));
@@ -88,9 +88,10 @@ std::string colour_bar(const HeatMap& m, const ColourScale& cs, double x, double
                        px(top + bar_h * (1.0 - static_cast<double>(i + 1) / kSteps)),
                        px(bar_h / kSteps + 0.4), heat_colour(cs.high_is_bad ? p : 1.0 - p));
   }
-  out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"{}\" fill=\"none\" "
-                     "stroke=\"#777\"/>",
-                     px(x), px(top), px(bar_h));
+  out += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"{}\" fill=\"none\" "
+      "stroke=\"#777\"/>",
+      px(x), px(top), px(bar_h));
   for (const double t : ticks(cs.range, cs.scale)) {
     const double y = top + bar_h * (1.0 - cs.position(t));
     out += fmt::format("<path d=\"M{} {}h4\" stroke=\"#222\"/>", px(x + 12), px(y));
@@ -162,9 +163,9 @@ std::string render(const HeatMap& m) {
     for (std::size_t c = 0; c < m.columns.size(); ++c) {
       const std::optional<double> v =
           c < m.values[r].size() ? m.values[r][c] : std::optional<double>();
-      const std::string fill = !v                           ? "url(#" + escape(hatch) + ")"
+      const std::string fill = !v                       ? "url(#" + escape(hatch) + ")"
                                : placeable(*v, m.scale) ? cs.colour(*v)
-                                                            : std::string(kSpecialFill);
+                                                        : std::string(kSpecialFill);
       const std::string text = v ? value_text(*v, m) : "not measured";
       out += fmt::format(
           "<rect class=\"cell\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" "
@@ -188,8 +189,7 @@ std::string render(const HeatMap& m) {
                        px(kCellsTop + plot_h + 13), escape(m.columns[c]));
   }
   out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"11\">{}</text>",
-                     px(label_w + plot_w / 2), px(kCellsTop + plot_h + 30),
-                     escape(m.column_label));
+                     px(label_w + plot_w / 2), px(kCellsTop + plot_h + 30), escape(m.column_label));
   out += "</g>";
   out += colour_bar(m, cs, kWidth - kLegendWidth, kCellsTop, plot_h, hatch);
   return out + "</svg>";

@@ -14,10 +14,10 @@ namespace mantissa::report::plot {
 
 struct HeatMap {
   std::string id, title;
-  std::string value_label;               // the colour bar's: "SNR (dB)"
-  std::string column_label;              // under the columns: "step"
-  std::vector<std::string> rows;         // top to bottom
-  std::vector<std::string> columns;      // left to right ("1", "20", ...)
+  std::string value_label;           // the colour bar's: "SNR (dB)"
+  std::string column_label;          // under the columns: "step"
+  std::vector<std::string> rows;     // top to bottom
+  std::vector<std::string> columns;  // left to right ("1", "20", ...)
   // values[row][column]; nullopt: not measured there (drawn hatched). A value the scale cannot
   // place (+inf on any scale, 0 or less on a log scale) is `special`: drawn white, named in
   // the legend by special_label ("exact", "none").
@@ -26,7 +26,7 @@ struct HeatMap {
   // The values the colours span (widened to a nice range); unset: the map's own values. Maps
   // meant to be compared (one per run) share one.
   std::optional<Range> range;
-  bool high_is_bad = false;     // the colour runs from good (light) to bad (dark)
+  bool high_is_bad = false;  // the colour runs from good (light) to bad (dark)
   std::string special_label;
   std::string unit;  // appended to values in the cells' titles: " dB", ""
 };

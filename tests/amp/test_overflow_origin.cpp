@@ -49,8 +49,9 @@ TEST(OverflowOrigin, TheSkippedStepNamesTheLayerThatOverflowed) {
   const amp::StepReport r = amp::optimizer_step(loss, *m.opt, scaler);
   EXPECT_FALSE(r.stepped);
   ASSERT_TRUE(r.nonfinite_origin.has_value());
-  EXPECT_EQ(*r.nonfinite_origin, (autograd::NonfiniteOrigin{"linear", "layers.1",
-                                                            autograd::NonfiniteGradient::input_grad}));
+  EXPECT_EQ(
+      *r.nonfinite_origin,
+      (autograd::NonfiniteOrigin{"linear", "layers.1", autograd::NonfiniteGradient::input_grad}));
   // The parameters' list shows where it spread: layer 0, before the overflow in backward
   // order, is in it; layer 2, after it, is not.
   const auto& params = r.nonfinite_params;

@@ -39,7 +39,8 @@ std::vector<char> encoded(const std::vector<float>& x, Format f, float scale) {
   for (float& v : scaled) v *= scale;
   std::vector<char> out(x.size() * numerics::traits(f).storage_bytes);
   numerics::ConvertOptions o;
-  if (f == Format::float8_e4m3 || f == Format::float8_e5m2) o.overflow = numerics::Overflow::saturate;
+  if (f == Format::float8_e4m3 || f == Format::float8_e5m2)
+    o.overflow = numerics::Overflow::saturate;
   numerics::encode_array(scaled.data(), scaled.size(), f, out.data(), o);
   return out;
 }

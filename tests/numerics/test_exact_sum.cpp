@@ -101,8 +101,7 @@ TEST(ExactSum, AgreesWithIntegerArithmeticInAnyOrder) {
     EXPECT_EQ(forward.value(), halves.value());
     // Within one ulp of the correctly rounded sum (the contract allows 2).
     const double ulp = std::fabs(std::nextafter(want, 2 * want) - want);
-    EXPECT_LE(std::fabs(forward.value() - want), ulp)
-        << "trial " << trial;
+    EXPECT_LE(std::fabs(forward.value() - want), ulp) << "trial " << trial;
   }
 }
 

@@ -32,14 +32,14 @@ TEST(QuantStats, RoundingToBfloat16ByHand) {
                                 3.4e38f,                 // past max + half an ulp: to inf
                                 kInf,                    // already infinite
                                 -2.0f};
-  const std::vector<float> q = {
-      1.0f, 1.0f, 3.0f, 0.0f, std::ldexp(1.0f, -130), 0.0f, kInf, kInf, -2.0f};
+  const std::vector<float> q = {1.0f, 1.0f, 3.0f, 0.0f, std::ldexp(1.0f, -130),
+                                0.0f, kInf, kInf, -2.0f};
   QuantStats s(Format::bfloat16);
   s.add(x.data(), q.data(), static_cast<std::int64_t>(x.size()));
   const QuantCounts& c = s.counts();
   EXPECT_EQ(c.elements, 9);
-  EXPECT_EQ(c.flushed, 1);     // 2^-140
-  EXPECT_EQ(c.subnormal, 1);   // 2^-130
+  EXPECT_EQ(c.flushed, 1);    // 2^-140
+  EXPECT_EQ(c.subnormal, 1);  // 2^-130
   EXPECT_EQ(c.saturated, 0);
   EXPECT_EQ(c.overflowed, 1);  // 3.4e38
   EXPECT_EQ(c.nonfinite, 1);   // inf
@@ -140,8 +140,8 @@ TEST(QuantStats, BlockScalesDecodeTheElements) {
   {
     const ProbeScope on(&probe);
     const LayerScope layer(std::make_shared<const std::string>("blocks.1.fc"));
-    probe_dequantized(QuantRole::input, "linear", Format::float4_e2m1, x.data(), xhat.data(), 3,
-                      2, scale_at);
+    probe_dequantized(QuantRole::input, "linear", Format::float4_e2m1, x.data(), xhat.data(), 3, 2,
+                      scale_at);
   }
   const auto e = probe.entries();
   ASSERT_EQ(e.size(), 1u);

@@ -42,8 +42,8 @@ std::string expect_error(const std::string& text) {
 TEST(MetricsLines, AreTheDocumentedJson) {
   EXPECT_EQ(metrics_line(SkipRecord{5, 1024.0, {"wte.weight", "head.weight"}, std::nullopt}),
             R"({"loss_scale":1024.0,"overflowed":["wte.weight","head.weight"],"skipped_step":5})");
-  EXPECT_EQ(metrics_line(SkipRecord{6, 2.0, {"wte.weight"},
-                                    autograd::NonfiniteOrigin{"linear", "blocks.3.fc"}}),
+  EXPECT_EQ(metrics_line(SkipRecord{
+                6, 2.0, {"wte.weight"}, autograd::NonfiniteOrigin{"linear", "blocks.3.fc"}}),
             R"({"first_nonfinite":{"gradient":"input_grad","layer":"blocks.3.fc","op":"linear"},)"
             R"("loss_scale":2.0,"overflowed":["wte.weight"],"skipped_step":6})");
   EXPECT_EQ(metrics_line(WindowRecord{10, 2.5, 0.001, 32768.0, 1, 0.75, 1500.0, 96.5, std::nullopt},

@@ -81,15 +81,14 @@ TEST(PrecisionReport, HeatMapsHoldEverySiteAndStep) {
   EXPECT_EQ(count(snr, "<g class=\"heat-row\""), 3);
   const std::size_t w = snr.find("data-row=\"blocks.0.fc \u00b7 linear \u00b7 weight\"");
   const std::size_t g = snr.find("data-row=\"blocks.0.fc \u00b7 linear \u00b7 input_grad\"");
-  const std::size_t e =
-      snr.find("data-row=\"&lt;evil&gt;&amp;layer \u00b7 linear \u00b7 output\"");
+  const std::size_t e = snr.find("data-row=\"&lt;evil&gt;&amp;layer \u00b7 linear \u00b7 output\"");
   ASSERT_NE(w, std::string::npos);
   ASSERT_NE(g, std::string::npos);
   ASSERT_NE(e, std::string::npos);
   EXPECT_LT(w, g);
   EXPECT_LT(g, e);
   EXPECT_EQ(page.find("<evil>"), std::string::npos);  // escaped everywhere
-  EXPECT_EQ(count(snr, "class=\"cell\""), 6);          // 3 sites x 2 sampled steps
+  EXPECT_EQ(count(snr, "class=\"cell\""), 6);         // 3 sites x 2 sampled steps
   // input_grad was not measured at step 2: hatched, "not measured".
   EXPECT_NE(snr.find("data-column=\"2\" data-value=\"none\"><title>blocks.0.fc \u00b7 linear "
                      "\u00b7 input_grad, sampled step 2: not measured</title>"),
@@ -106,8 +105,7 @@ TEST(PrecisionReport, HeatMapsHoldEverySiteAndStep) {
   // (#26828e). None flushed: white.
   EXPECT_NE(flushed.find("fill=\"#26828e\" data-column=\"2\" data-value=\"0.1\""),
             std::string::npos);
-  EXPECT_NE(flushed.find("fill=\"#ffffff\" data-column=\"4\" data-value=\"0\""),
-            std::string::npos);
+  EXPECT_NE(flushed.find("fill=\"#ffffff\" data-column=\"4\" data-value=\"0\""), std::string::npos);
 }
 
 TEST(PrecisionReport, RunsThatDidNotMeasureSaySo) {
@@ -120,8 +118,8 @@ TEST(PrecisionReport, RunsThatDidNotMeasureSaySo) {
 }
 
 TEST(PrecisionReport, TheTableListsTheLastStepLowestSnrFirst) {
-  const std::string table = element(render_report(runs()), "<table class=\"sites\" id=\"sites-1\"",
-                                    "</table>");
+  const std::string table =
+      element(render_report(runs()), "<table class=\"sites\" id=\"sites-1\"", "</table>");
   ASSERT_FALSE(table.empty());
   const std::size_t evil = table.find("<code>&lt;evil&gt;&amp;layer</code>");
   const std::size_t grad = table.find("<td>input_grad</td>");
@@ -195,13 +193,13 @@ TEST(PrecisionRecord, BadSitesAreErrorsNamingTheField) {
   };
   const std::string good_counts =
       R"("elements":4,"flushed":1,"subnormal":0,"saturated":0,"overflowed":0,"nonfinite":0)";
-  EXPECT_EQ(error(R"({"layer":"a","op":"linear","role":"bias","format":"float16",)" +
-                  good_counts + "}"),
-            "m.jsonl:2: 'sites[0].role' is 'bias' (expected one of: input, weight, grad, output, "
-            "input_grad)");
-  EXPECT_EQ(error(R"({"layer":"a","op":"linear","role":"input","format":"float12",)" +
-                  good_counts + "}"),
-            "m.jsonl:2: 'sites[0].format' is 'float12', not a number format");
+  EXPECT_EQ(
+      error(R"({"layer":"a","op":"linear","role":"bias","format":"float16",)" + good_counts + "}"),
+      "m.jsonl:2: 'sites[0].role' is 'bias' (expected one of: input, weight, grad, output, "
+      "input_grad)");
+  EXPECT_EQ(
+      error(R"({"layer":"a","op":"linear","role":"input","format":"float12",)" + good_counts + "}"),
+      "m.jsonl:2: 'sites[0].format' is 'float12', not a number format");
   EXPECT_EQ(error(R"({"layer":"a","op":"linear","role":"input","format":"float16",)"
                   R"("elements":4,"flushed":-1,"subnormal":0,"saturated":0,"overflowed":0,)"
                   R"("nonfinite":0})"),
@@ -211,8 +209,8 @@ TEST(PrecisionRecord, BadSitesAreErrorsNamingTheField) {
                   R"("nonfinite":0})"),
             "m.jsonl:2: 'sites[0].elements' is smaller than the elements it counts");
   EXPECT_EQ(error(R"({"op":"linear"})"), "m.jsonl:2: 'sites[0].layer' is missing or not a string");
-  EXPECT_EQ(error(R"({"layer":"a","op":"linear","role":"input","format":"float16",)" +
-                  good_counts + R"(,"scale_min":1})"),
+  EXPECT_EQ(error(R"({"layer":"a","op":"linear","role":"input","format":"float16",)" + good_counts +
+                  R"(,"scale_min":1})"),
             "m.jsonl:2: 'sites[0].scale_max' is missing or not a number");
 }
 

@@ -55,7 +55,9 @@ std::vector<RunLog> four_runs() {
   runs.push_back(
       run(Format::cbfloat16, LossScalingMode::dynamic, {5.8, 4.0, 2.2}, 3.0, 2147483648.0));
   RunLog& f16 = runs[2];
-  f16.skips = {{1, 65536, {"head.weight", "wte.weight"},
+  f16.skips = {{1,
+                65536,
+                {"head.weight", "wte.weight"},
                 autograd::NonfiniteOrigin{"linear", "blocks.0.<fc>"}},
                {2, 32768, {"head.weight"}, std::nullopt}};
   for (WindowRecord& w : f16.windows) w.skipped_steps = 2;

@@ -49,8 +49,8 @@ TEST(PrecisionStats, SampledStepsWriteTypedRecords) {
     EXPECT_NE(site(r, "blocks.0.fc", "linear", QuantRole::input_grad), nullptr);
     std::set<std::string> layers;
     for (const report::PrecisionSite& s : r.sites) layers.insert(s.layer);
-    for (const char* l : {"blocks.0.attn.qkv", "blocks.0.attn.proj", "blocks.0.attn",
-                          "blocks.0.fc", "blocks.0.out", "head"}) {
+    for (const char* l : {"blocks.0.attn.qkv", "blocks.0.attn.proj", "blocks.0.attn", "blocks.0.fc",
+                          "blocks.0.out", "head"}) {
       EXPECT_TRUE(layers.count(l)) << l;
     }
   }
@@ -111,8 +111,9 @@ TEST(OverflowAttribution, ASkippedStepNamesWhereItsBackwardWentNonFinite) {
     EXPECT_EQ(s.first_nonfinite->gradient, autograd::NonfiniteGradient::input_grad);
     EXPECT_FALSE(s.overflowed.empty());  // the parameters it reached, still recorded
   }
-  EXPECT_TRUE(rec.said("skipped step 1: non-finite gradients at loss scale 2^20, first in the "
-                       "backward of scale at the model's top level (reached "))
+  EXPECT_TRUE(
+      rec.said("skipped step 1: non-finite gradients at loss scale 2^20, first in the "
+               "backward of scale at the model's top level (reached "))
       << (rec.messages.empty() ? "" : rec.messages.front());
 }
 
