@@ -16,6 +16,13 @@ namespace {
 
 using precision::QuantRole;
 
+// Trains the tiny run with `overrides` and reads its metrics back.
+report::RunLog train_and_read(const TinyRun& run, const std::vector<std::string>& overrides,
+                              Recorder* events = nullptr) {
+  Trainer(run.config("text", overrides), {events, {}}).run(RunMode::train);
+  return report::read_run_log((run.dir / "run").string());
+}
+
 const report::PrecisionSite* site(const report::PrecisionStatsRecord& r, const std::string& layer,
                                   const std::string& op, QuantRole role) {
   for (const report::PrecisionSite& s : r.sites) {
@@ -26,10 +33,8 @@ const report::PrecisionSite* site(const report::PrecisionStatsRecord& r, const s
 
 TEST(PrecisionStats, SampledStepsWriteTypedRecords) {
   TinyRun run("precision_stats");
-  Trainer(run.config("text", {"trainer.init.precision.fp16_type=float16",
-                              "trainer.init.logging.precision_stats_steps=2"}))
-      .run(RunMode::train);
-  const report::RunLog log = report::read_run_log((run.dir / "run").string());
+  const report::RunLog log = train_and_read(run, {"trainer.init.precision.fp16_type=float16",
+                                                  "trainer.init.logging.precision_stats_steps=2"});
   std::vector<std::int64_t> steps;
   for (const auto& r : log.precision_stats) steps.push_back(r.step);
   EXPECT_EQ(steps, (std::vector<std::int64_t>{1, 2, 4}));  // step 1 and every 2nd
@@ -58,10 +63,9 @@ TEST(PrecisionStats, SampledStepsWriteTypedRecords) {
 
 TEST(PrecisionStats, Fp8RunsRecordTheirCastsAndScales) {
   TinyRun run("precision_stats_fp8");
-  Trainer(run.config("text", {"trainer.init.precision.fp8={enabled: true, history_length: 2}",
-                              "trainer.init.logging.precision_stats_steps=4"}))
-      .run(RunMode::train);
-  const report::RunLog log = report::read_run_log((run.dir / "run").string());
+  const report::RunLog log =
+      train_and_read(run, {"trainer.init.precision.fp8={enabled: true, history_length: 2}",
+                           "trainer.init.logging.precision_stats_steps=4"});
   ASSERT_EQ(log.precision_stats.size(), 2u);  // steps 1 and 4
   const report::PrecisionStatsRecord& first = log.precision_stats[0];
   const report::PrecisionSite* x = site(first, "blocks.0.fc", "linear_fp8", QuantRole::input);
@@ -96,13 +100,12 @@ TEST(OverflowAttribution, ASkippedStepNamesWhereItsBackwardWentNonFinite) {
   // reaches any layer. Every step skips until the scale has halved to 2^15.
   TinyRun run("overflow_origin");
   Recorder rec;
-  Trainer(run.config("text", {"trainer.init.precision.fp16_type=float16",
-                              "trainer.init.precision.initial_loss_scale=1048576",
-                              "trainer.init.precision.max_loss_scale=1048576",
-                              "trainer.init.loop.max_steps=6"}),
-          {&rec, {}})
-      .run(RunMode::train);
-  const report::RunLog log = report::read_run_log((run.dir / "run").string());
+  const report::RunLog log = train_and_read(
+      run,
+      {"trainer.init.precision.fp16_type=float16",
+       "trainer.init.precision.initial_loss_scale=1048576",
+       "trainer.init.precision.max_loss_scale=1048576", "trainer.init.loop.max_steps=6"},
+      &rec);
   ASSERT_EQ(log.skips.size(), 5u);  // 2^20 down to 2^16 (65536 > 65504)
   for (const report::SkipRecord& s : log.skips) {
     ASSERT_TRUE(s.first_nonfinite.has_value()) << "step " << s.step;
@@ -120,14 +123,13 @@ TEST(OverflowAttribution, ASkippedStepNamesWhereItsBackwardWentNonFinite) {
 TEST(OverflowAttribution, CanBeTurnedOff) {
   TinyRun run("overflow_origin_off");
   Recorder rec;
-  Trainer(run.config("text", {"trainer.init.precision.fp16_type=float16",
-                              "trainer.init.precision.initial_loss_scale=1048576",
-                              "trainer.init.precision.max_loss_scale=1048576",
-                              "trainer.init.logging.attribute_overflows=false",
-                              "trainer.init.loop.max_steps=1"}),
-          {&rec, {}})
-      .run(RunMode::train);
-  const report::RunLog log = report::read_run_log((run.dir / "run").string());
+  const report::RunLog log = train_and_read(
+      run,
+      {"trainer.init.precision.fp16_type=float16",
+       "trainer.init.precision.initial_loss_scale=1048576",
+       "trainer.init.precision.max_loss_scale=1048576",
+       "trainer.init.logging.attribute_overflows=false", "trainer.init.loop.max_steps=1"},
+      &rec);
   ASSERT_EQ(log.skips.size(), 1u);
   EXPECT_FALSE(log.skips[0].first_nonfinite.has_value());
   EXPECT_FALSE(log.skips[0].overflowed.empty());
