@@ -5,7 +5,8 @@
 //  - a GPT-ref forward and backward (batch 8, context 256, bfloat16 or float16) plain, under a
 //    NonfiniteWatch (what every trainer step pays) and on a sampled step (a QuantProbe active),
 //    the three interleaved in every iteration so that the machine's noise hits each alike. The
-//    counters are the watched and sampled steps' times over the plain one's (medians).
+//    counters are the watched and sampled steps' times over the plain one's (medians), and the
+//    bytes of gradients the watch read per step (checked_MB): at any_nonfinite's rate, its cost.
 //   build/bench/bench_precision_probe --benchmark_filter=step --benchmark_min_time=1x
 #include <benchmark/benchmark.h>
 
@@ -69,6 +70,7 @@ void BM_gpt_ref_step(benchmark::State& state, Format half) {
     targets[i] = static_cast<std::int32_t>((i * 37 + 1) % 256);
   }
   const m::precision::Autocast cast{m::precision::Policy(half)};
+  double watched_bytes = 0;
   const auto step = [&](int variant) {
     const auto t0 = std::chrono::steady_clock::now();
     {
@@ -78,6 +80,7 @@ void BM_gpt_ref_step(benchmark::State& state, Format half) {
       if (variant >= 1) watch.emplace();  // a trainer's every step: watched
       m::autograd::backward(m::autograd::scale(model.loss(ids, targets, kBatch, kContext), 1024));
       for (auto& p : model.parameters()) p.zero_grad();
+      if (watch) watched_bytes = static_cast<double>(watch->bytes_read());
     }
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
@@ -92,6 +95,7 @@ void BM_gpt_ref_step(benchmark::State& state, Format half) {
   state.counters["watched/plain"] = median(watched) / median(plain);
   state.counters["sampled/plain"] = median(sampled) / median(plain);
   state.counters["plain_s"] = median(plain);
+  state.counters["checked_MB"] = watched_bytes / 1e6;  // what the watch read per step
 }
 
 BENCHMARK_CAPTURE(BM_any_nonfinite, bfloat16, Format::bfloat16, false)->UseRealTime();

@@ -60,8 +60,9 @@ bool bfloat16_leaf(const VariableImpl& leaf) {
   return leaf.value.format() == Format::bfloat16;
 }
 
-bool holds_nonfinite(const Tensor& t) {
+bool holds_nonfinite(const Tensor& t, NonfiniteWatch& watch) {
   const Tensor c = t.contiguous();
+  watch.count_read(c.numel() * c.element_bytes());
   return kernels::any_nonfinite(c.raw_data(), c.format(), c.numel());
 }
 
@@ -70,11 +71,12 @@ thread_local NonfiniteWatch* t_watch = nullptr;
 // A watched backward: whether the gradients node n made for other nodes hold inf or NaN
 // (gradients for leaves are the optimizer step's to check). A gradient passed on as it came
 // (`received`: add, reshape) was checked when it was made.
-bool made_nonfinite(const Node& n, const std::vector<Tensor>& grads, const void* received) {
+bool made_nonfinite(const Node& n, const std::vector<Tensor>& grads, const void* received,
+                    NonfiniteWatch& watch) {
   for (std::size_t i = 0; i < grads.size() && i < n.next.size(); ++i) {
     const Tensor& g = grads[i];
     if (n.next[i].fn == nullptr || !g.defined() || g.raw_data() == received) continue;
-    if (holds_nonfinite(g)) return true;
+    if (holds_nonfinite(g, watch)) return true;
   }
   return false;
 }
@@ -248,7 +250,7 @@ void backward(const Variable& root, float seed, const LeafReadyHook& on_leaf_rea
         if (lost.active()) lost.rounded(before, g);
         // The gradients that were summed into g were found finite: the sum or its rounding
         // overflowed.
-        if (watching && holds_nonfinite(g)) {
+        if (watching && holds_nonfinite(g, *watch)) {
           watch->found(origin_of(*n, NonfiniteGradient::output_grad));
         }
       }
@@ -256,7 +258,7 @@ void backward(const Variable& root, float seed, const LeafReadyHook& on_leaf_rea
       const void* received = g.raw_data();
       grads = n->apply(g);
       g = Tensor();  // so an input gradient that is g itself can be taken over, not copied
-      if (watching && !watch->first() && made_nonfinite(*n, grads, received)) {
+      if (watching && !watch->first() && made_nonfinite(*n, grads, received, *watch)) {
         watch->found(origin_of(*n, NonfiniteGradient::input_grad));
       }
     }

@@ -202,6 +202,16 @@ TEST(NonfiniteWatch, NamesTheLayerWhoseBackwardOverflowed) {
     backward(sum(linear(x, w0, Variable())));
   }
   EXPECT_FALSE(watch.first().has_value());
+  // What a watch reads: the loss's gradient rounded to float16 on arrival at sum (2 bytes), the
+  // [2, 4] float32 gradient sum makes for the linear layer (32 bytes) and its rounding to
+  // float16 on arrival there (16 bytes); the weight's gradient goes to a leaf and is the
+  // optimizer's to check.
+  NonfiniteWatch fresh;
+  {
+    const precision::Autocast cast(precision::Policy(Format::float16));
+    backward(sum(linear(x, w0, Variable())));
+  }
+  EXPECT_EQ(fresh.bytes_read(), 2 + 32 + 16);
 }
 
 TEST(NonfiniteWatch, NamesAnOutputGradientWhoseSumOverflowedOnArrival) {

@@ -7,6 +7,7 @@
 // (kernels::any_nonfinite, a pass over bit patterns), in backward order, until the first one
 // is found: first() then names that op and its layer. After the first find the checks stop,
 // so a step that overflows costs less than one that does not.
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -49,13 +50,18 @@ class NonfiniteWatch {
   const std::optional<NonfiniteOrigin>& first() const { return first_; }
   void reset() { first_.reset(); }
 
+  // Bytes of gradients the checks have read since construction (what the watch costs).
+  std::int64_t bytes_read() const { return bytes_read_; }
+
   // The watch alive on this thread (the innermost), or nullptr. For backward().
   static NonfiniteWatch* active();
   // Keeps the first origin only.
   void found(NonfiniteOrigin origin);
+  void count_read(std::int64_t bytes) { bytes_read_ += bytes; }
 
  private:
   std::optional<NonfiniteOrigin> first_;
+  std::int64_t bytes_read_ = 0;
   NonfiniteWatch* previous_;
 };
 

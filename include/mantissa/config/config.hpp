@@ -106,7 +106,7 @@ struct LoggingConfig {
   // precision_stats record of metrics.jsonl. 0 (the default): never.
   std::int64_t precision_stats_steps = 0;
   // Name where a skipped step's backward first went non-finite (autograd/nonfinite_watch.hpp):
-  // every gradient an op makes is checked for inf and NaN as it is made (about 1-2% of a
+  // every gradient an op makes is checked for inf and NaN as it is made (about 1% of a
   // step, docs/PERFORMANCE.md). false: skipped steps name only the parameters.
   bool attribute_overflows = true;
   bool samples_precision(std::int64_t step) const {
