@@ -68,6 +68,28 @@ TEST(Config, OverridesApplyBeforeValidation) {
   expect_error({"nonsense"}, "--set 'nonsense': expected key.path=value");
 }
 
+TEST(Config, PrecisionStatsAndOverflowAttributionSettings) {
+  const TrainerConfig defaults = parse_config(kBase, {}, "t");
+  EXPECT_EQ(defaults.logging.precision_stats_steps, 0);  // off
+  EXPECT_FALSE(defaults.logging.samples_precision(1));
+  EXPECT_TRUE(defaults.logging.attribute_overflows);
+  const TrainerConfig c = parse_config(kBase,
+                                       {"trainer.init.logging.precision_stats_steps=10",
+                                        "trainer.init.logging.attribute_overflows=false"},
+                                       "t");
+  EXPECT_FALSE(c.logging.attribute_overflows);
+  // Step 1, then every 10th.
+  std::vector<std::int64_t> sampled;
+  for (std::int64_t step = 1; step <= 30; ++step) {
+    if (c.logging.samples_precision(step)) sampled.push_back(step);
+  }
+  EXPECT_EQ(sampled, (std::vector<std::int64_t>{1, 10, 20, 30}));
+  expect_error({"trainer.init.logging.precision_stats_steps=-1"},
+               "trainer.init.logging.precision_stats_steps: -1 must be >= 0");
+  expect_error({"trainer.init.logging.attribute_overflows=3"},
+               "trainer.init.logging.attribute_overflows: '3' is not true or false");
+}
+
 TEST(Config, WordsBecomeTypedValues) {
   const TrainerConfig c = parse_config(
       kBase,
