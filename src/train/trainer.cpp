@@ -15,6 +15,7 @@
 #include "mantissa/train/checkpoint.hpp"
 #include "param_groups.hpp"
 #include "run_dir.hpp"
+#include "run_outcome.hpp"
 #include "run_settings.hpp"
 #include "support/machine.hpp"
 #include "support/number_text.hpp"
@@ -36,37 +37,13 @@ bool evaluates(RunMode mode) {
   return mode != RunMode::train;
 }
 
-// "a, b, c and 50 more": at most kNamesShown names in a log line (a GPT has dozens of
-// parameters; the metrics record keeps them all).
-std::string some_names(const std::vector<std::string>& names) {
-  constexpr std::size_t kNamesShown = 4;
-  std::string out;
-  for (std::size_t i = 0; i < names.size() && i < kNamesShown; ++i)
-    out += (i == 0 ? "" : ", ") + names[i];
-  if (names.size() > kNamesShown)
-    out += " and " + std::to_string(names.size() - kNamesShown) + " more";
-  return out;
-}
-
-// The log line of a step that was not applied, saying why.
-std::string skipped_step_line(std::int64_t step, double loss, const amp::StepReport& r) {
-  std::string line = "skipped step " + std::to_string(step) + ": ";
-  if (!r.refused_update.empty()) {
-    return line + "the update would have made '" + r.refused_update +
-           "' non-finite (inf or NaN; the gradients were finite): not applied";
-  }
-  line += std::string("non-finite ") + (std::isfinite(loss) ? "gradients" : "loss") +
-          " at loss scale " + support::scale_text(r.loss_scale);
-  if (!r.nonfinite_params.empty()) line += " in " + some_names(r.nonfinite_params);
-  return line;
-}
-
 }  // namespace
 
 Trainer::Trainer(config::TrainerConfig config, TrainerHooks hooks)
     : config_(std::move(config)),
       events_(hooks.events != nullptr ? hooks.events : &silent_),
-      external_stop_(hooks.stop) {
+      external_stop_(hooks.stop),
+      stop_signal_(hooks.stop_signal) {
   dp_ = std::make_unique<DataParallel>(hooks.world, config_.dist);
   if (!dp_->is_root()) events_ = &silent_;  // rank 0 reports for the job
   run_dir_ = config_.checkpoint.dir.empty() ? "runs/default" : config_.checkpoint.dir;
@@ -141,8 +118,18 @@ void Trainer::record_new_routes() {
     line += "; each shape's rates in metrics.jsonl)";
     log(line);
   }
+  const std::vector<int> same = detail::same_bits_levels(policy_, has_attention(), routes);
+  if (routes_recorded_ == 0 && !same.empty() &&
+      detail::same_bits_levels(policy_, has_attention(), {}).empty()) {
+    log("every " + std::string(numerics::name(policy_.half)) +
+        " product so far took an fp32 route: precision_opt_level " +
+        std::to_string(policy_.opt_level) + " computes " +
+        precision::same_bits_note(policy_.half, same) +
+        "; under automatic another level measures its own routes (precision.matmul_route: "
+        "fp32 makes them the same)");
+  }
   routes_recorded_ = routes.size();
-  write_metrics(report::metrics_line(report::RoutesRecord{global_step_, routes}));
+  write_metrics(report::metrics_line(report::RoutesRecord{global_step_, routes, same}));
 }
 
 void Trainer::write_metrics(const std::string& json_line) {
@@ -248,12 +235,17 @@ StepResult Trainer::train_step() {
                                 config_.precision.max_gradient_value, dp_->step_agreement());
   }
   fp8_->update(dp_->fp8_agreement());  // data parallel: the scales follow the global batch
-  if (auto wider = scaler_->take_fallback()) {
-    policy_.half = *wider;
-    log("precision falls back to " + std::string(numerics::name(*wider)) + " from here on");
-  }
   ++global_step_;
-  if (!r.report.stepped) log(skipped_step_line(global_step_, r.loss, r.report));
+  if (!r.report.stepped) log(detail::skipped_step_line(global_step_, r.loss, r.report));
+  if (auto wider = scaler_->take_fallback()) {
+    r.fallback = report::FallbackRecord{global_step_, policy_.half, *wider,
+                                        "loss scale stuck at its minimum " +
+                                            support::scale_text(scaler_->options().min_loss_scale) +
+                                            " (on_stuck: fall_back)"};
+    policy_.half = *wider;
+    log("precision falls back to " + std::string(numerics::name(*wider)) + " from step " +
+        std::to_string(global_step_ + 1) + " on");
+  }
   return r;
 }
 
@@ -278,7 +270,12 @@ report::RunRecord Trainer::run_record() const {
                             std::string(numerics::name(config_.optimizer.state_format)));
   }
   r.settings.emplace_back("learning rate", config_.schedule_text);
+  r.same_bits_opt_levels = detail::same_bits_levels(policy_, has_attention(), {});
   return r;
+}
+
+bool Trainer::has_attention() const {
+  return config_.model.kind == config::ModelKind::gpt;
 }
 
 std::int64_t Trainer::items_per_step() const {
@@ -421,6 +418,11 @@ RunSummary Trainer::train_loop(RunMode mode) {
         std::string(name_of(dist::kWireFormatNames, config_.dist.allreduce_dtype)) + " wire" +
         (config_.dist.overlap ? ", started during the backward" : ", after the backward"));
   }
+  if (const std::vector<int> same = detail::same_bits_levels(policy_, has_attention(), {});
+      !same.empty()) {
+    log("precision_opt_level " + std::to_string(policy_.opt_level) + " computes " +
+        precision::same_bits_note(policy_.half, same));
+  }
   const std::int64_t eval_every =
       mode == RunMode::train_and_eval ? config_.loop.eval_interval() : 0;
   if (mode == RunMode::train_and_eval && eval_every == 0) {
@@ -442,16 +444,50 @@ RunSummary Trainer::train_loop(RunMode mode) {
       saved = std::string("; the checkpoint could not be written either: ") + again.what();
     }
     throw Error(e.what() + saved);
+  } catch (const amp::StepGuardError& e) {
+    record_end(detail::outcome_of(e.why()), summary, e.what(), true);
+    throw;
+  } catch (const std::exception& e) {
+    record_end(report::RunOutcome::error, summary, e.what(), true);
+    throw;
   }
-  if (saved_at != global_step_) summary.last_checkpoint = save_checkpoint_now();
-  log("checkpoint " + summary.last_checkpoint + (summary.interrupted ? " (interrupted)" : ""));
-  if (eval_every > 0 && !summary.interrupted) {
-    events_->evaluating(global_step_);
-    summary.eval = evaluate();
+  try {
+    if (saved_at != global_step_) summary.last_checkpoint = save_checkpoint_now();
+    log("checkpoint " + summary.last_checkpoint + (summary.interrupted ? " (interrupted)" : ""));
+    if (eval_every > 0 && !summary.interrupted) {
+      events_->evaluating(global_step_);
+      summary.eval = evaluate();
+    }
+  } catch (const std::exception& e) {
+    record_end(report::RunOutcome::error, summary, e.what(), true);
+    throw;
   }
   summary.global_step = global_step_;
   summary.skipped_steps = scaler_->num_skipped_steps();
+  record_end(summary.interrupted ? report::RunOutcome::interrupted : report::RunOutcome::completed,
+             summary, "", false);
   return summary;
+}
+
+void Trainer::record_skip(std::int64_t step, double loss_scale, std::vector<std::string> tensors) {
+  last_skipped_step_ = step;
+  write_metrics(report::metrics_line(report::SkipRecord{step, loss_scale, std::move(tensors)}));
+}
+
+void Trainer::record_end(report::RunOutcome outcome, const RunSummary& summary,
+                         const std::string& message, bool best_effort) {
+  report::OutcomeRecord r{global_step_,
+                          outcome,
+                          scaler_->num_skipped_steps(),
+                          last_skipped_step_,
+                          detail::signal_name(summary.stop_signal),
+                          summary.last_checkpoint,
+                          message};
+  try {
+    write_metrics(report::metrics_line(r));
+  } catch (const Error&) {
+    if (!best_effort) throw;
+  }
 }
 
 void Trainer::train_steps(RunSummary& summary, std::int64_t eval_every, std::int64_t& saved_at) {
@@ -463,24 +499,38 @@ void Trainer::train_steps(RunSummary& summary, std::int64_t eval_every, std::int
   while (global_step_ < config_.loop.max_steps) {
     if (dp_->any(stop_requested())) {  // every process stops after the same step
       summary.interrupted = true;
+      summary.stop_signal = dp_->first_nonzero(stop_signal_ ? stop_signal_->load() : 0);
       break;
     }
-    const auto [step_loss, report] = train_step();
+    StepResult result;
+    try {
+      result = train_step();
+    } catch (const amp::StepGuardError& e) {
+      // The step that stopped the run was taken and skipped: it is counted, said and recorded
+      // as every skipped step is (its batch was read).
+      ++global_step_;
+      log(detail::skipped_step_line(global_step_, e));
+      record_skip(global_step_, e.loss_scale(), e.tensors());
+      throw;
+    }
+    const auto& [step_loss, report, fallback] = result;
     record_new_routes();
     refused += report.refused_update.empty() ? 0 : 1;
+    if (!report.stepped) {
+      record_skip(global_step_, report.loss_scale,
+                  report.refused_update.empty() ? report.nonfinite_params
+                                                : std::vector<std::string>{report.refused_update});
+    }
+    if (fallback) write_metrics(report::metrics_line(*fallback));
     if (refused > 0 && refused == global_step_ - start_step &&
         global_step_ == config_.loop.max_steps) {
-      throw Error("no step of this run was applied: every update would have made '" +
-                  report.refused_update +
-                  "' non-finite (inf or NaN) with finite gradients; the learning rate, weight "
-                  "decay or eps make the optimizer diverge: lower them");
-    }
-    if (!report.stepped) {
-      const std::vector<std::string> where = report.refused_update.empty()
-                                                 ? report.nonfinite_params
-                                                 : std::vector<std::string>{report.refused_update};
-      write_metrics(
-          report::metrics_line(report::SkipRecord{global_step_, report.loss_scale, where}));
+      throw amp::StepGuardError(
+          amp::GuardStop::nonfinite_steps,
+          "no step of this run was applied: every update would have made '" +
+              report.refused_update +
+              "' non-finite (inf or NaN) with finite gradients; the learning rate, weight "
+              "decay or eps make the optimizer diverge: lower them",
+          report.loss_scale, {report.refused_update}, /*refused_update=*/true);
     }
     window_items += items_per_step();
     loss_sum += step_loss;
