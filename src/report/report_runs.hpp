@@ -48,23 +48,24 @@ struct StepSpread {
   Spread value;
 };
 std::vector<StepSpread> across_seeds(const std::vector<std::map<double, double>>& per_seed);
-template <class Value>
-std::vector<StepSpread> window_spread(const ReportRun& r, Value value) {
+// `value` of each record of `records` (windows or evals), per step across the seeds.
+template <class Record, class Value>
+std::vector<StepSpread> record_spread(const ReportRun& r, std::vector<Record> RunLog::*records,
+                                      Value value) {
   std::vector<std::map<double, double>> per_seed;
   for (const RunLog* l : r.logs) {
     std::map<double, double>& m = per_seed.emplace_back();
-    for (const WindowRecord& w : l->windows) m[static_cast<double>(w.step)] = value(w);
+    for (const Record& rec : l->*records) m[static_cast<double>(rec.step)] = value(rec);
   }
   return across_seeds(per_seed);
 }
 template <class Value>
+std::vector<StepSpread> window_spread(const ReportRun& r, Value value) {
+  return record_spread(r, &RunLog::windows, value);
+}
+template <class Value>
 std::vector<StepSpread> eval_spread(const ReportRun& r, Value value) {
-  std::vector<std::map<double, double>> per_seed;
-  for (const RunLog* l : r.logs) {
-    std::map<double, double>& m = per_seed.emplace_back();
-    for (const EvalRecord& e : l->evals) m[static_cast<double>(e.step)] = value(e);
-  }
-  return across_seeds(per_seed);
+  return record_spread(r, &RunLog::evals, value);
 }
 
 // Each seed's own training throughput (the windows after the first, warm-up excluded):

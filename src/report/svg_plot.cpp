@@ -93,11 +93,13 @@ std::string sample_svg(const Style& s, double x, double y, bool line) {
   return out + marker_svg(s.marker, x + 15, y, s.colour);
 }
 
-// Lines of text from (x, y), one below the other.
+// Lines of text from (x, y), one below the other, the first centred on y; `extra`: more
+// attributes (e.g. bold).
 std::string text_lines(const std::vector<std::string>& lines, double x, double y, double size,
-                       const char* anchor) {
-  std::string out = fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"{:g}\" text-anchor=\"{}\">",
-                                px(x), px(y), size, anchor);
+                       const char* anchor, const char* extra = "") {
+  std::string out =
+      fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"{:g}\" text-anchor=\"{}\"{}>", px(x),
+                  px(y), size, anchor, extra);
   for (std::size_t i = 0; i < lines.size(); ++i) {
     out += fmt::format("<tspan x=\"{}\" dy=\"{}\">{}</tspan>", px(x),
                        i == 0 ? std::string("0.32em") : px(size + 2), escape(lines[i]));
@@ -110,12 +112,14 @@ struct Legend {
   double bottom = kLegendTop;  // the lowest pixel its text reaches
 };
 
-// Entries left to right in rows across the plot's width; a label too long for a row wraps.
-Legend legend_svg(const std::vector<LegendEntry>& entries) {
+// Entries left to right in rows across the plot's width from `top`; a label too long for a
+// row wraps.
+Legend legend_svg(const std::vector<LegendEntry>& entries, double top) {
   constexpr double kFontSize = 12, kSample = 36, kGap = 10;
   Legend legend;
+  legend.bottom = top;
   legend.svg = "<g class=\"legend\">";
-  double x = kLeft, y = kLegendTop, row_height = kLegendRowHeight;
+  double x = kLeft, y = top, row_height = kLegendRowHeight;
   for (const LegendEntry& e : entries) {
     const std::vector<std::string> lines =
         wrap_text(e.label, kPlotRight - kLeft - kSample - kGap, kFontSize);
@@ -295,15 +299,19 @@ std::vector<std::string> wrap_text(std::string_view text, double width, double s
       continue;
     }
     if (!line.empty()) lines.push_back(std::exchange(line, ""));
-    // A word longer than a line: as many characters (whole UTF-8 sequences) as fit, a line each.
+    // A word longer than a line: as many characters (whole UTF-8 sequences) as fit, a line
+    // each, ending after a '-', '_', '/' or '.' where one falls in the second half of them.
     while (!fits(word)) {
-      std::size_t cut = 0;
+      std::size_t cut = 0, after_mark = 0;
       for (std::size_t k = 1; k <= word.size(); ++k) {
         const bool boundary =
             k == word.size() || (static_cast<unsigned char>(word[k]) & 0xC0) != 0x80;
-        if (boundary && fits(word.substr(0, k))) cut = k;
+        if (!boundary || !fits(word.substr(0, k))) continue;
+        cut = k;
+        if (std::string_view("-_/.").find(word[k - 1]) != std::string_view::npos) after_mark = k;
       }
       if (cut == 0) cut = 1;
+      if (after_mark * 2 > cut) cut = after_mark;
       lines.emplace_back(word.substr(0, cut));
       word.remove_prefix(cut);
     }
@@ -395,7 +403,20 @@ std::string render(const LineChart& c) {
   const Range yr = yd ? nice_range(yd->lo, yd->hi, c.y.scale, c.y.include_zero)
                       : nice_range(c.y.scale == Scale::linear ? 0 : 1,
                                    c.y.scale == Scale::linear ? 1 : 10, c.y.scale);
-  const Legend legend = legend_svg(c.legend);
+  // A title too long for the chart's width wraps (bold text: estimated 10% wider) and moves
+  // the legend down by its extra lines.
+  constexpr double kTitleSize = 14, kTitleY = 15;
+  const std::vector<std::string> title = wrap_text(c.title, kPlotRight - kLeft, kTitleSize * 1.1);
+  const double title_extra = static_cast<double>(title.size() - 1) * (kTitleSize + 2);
+  // The reference line's label goes on it when it fits one line, else into the legend.
+  constexpr double kReferenceSize = 11;
+  const std::vector<std::string> reference_label =
+      wrap_text(c.reference_label, kPlotRight - kLeft - 8, kReferenceSize);
+  const bool label_on_line = reference_label.size() == 1;
+  std::vector<LegendEntry> entries = c.legend;
+  if (c.reference_y && !label_on_line)
+    entries.push_back({c.reference_label, {"#000000", "", Marker::none}, true});
+  const Legend legend = legend_svg(entries, kLegendTop + title_extra);
   const double top = plot_top(legend), bottom = top + (kPlotBottom - kTop);
   const double height = bottom + kBottom;
   const AxisMap mx(xr, c.x.scale, kLeft, kPlotRight);
@@ -404,8 +425,7 @@ std::string render(const LineChart& c) {
       "<svg id=\"{}\" class=\"chart\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" {} "
       "role=\"img\" aria-label=\"{}\">",
       escape(c.id), kWidth, px(height), kWidth, px(height), kFont, escape(c.title));
-  out += fmt::format("<text x=\"{}\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}</text>",
-                     px(kLeft), escape(c.title));
+  out += text_lines(title, kLeft, kTitleY, kTitleSize, "start", " font-weight=\"bold\"");
   out += legend.svg;
   out += axis_svg(xr, c.x, yr, c.y, mx, my, top, bottom, height);
   if (c.reference_y) {
@@ -413,8 +433,10 @@ std::string render(const LineChart& c) {
     out += fmt::format(
         "<path class=\"reference\" d=\"M{} {}H{}\" stroke=\"#000\" stroke-width=\"1.2\"/>",
         px(kLeft), px(Y), px(kPlotRight));
-    out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text>", px(kLeft + 4),
-                       px(Y - 4), escape(c.reference_label));
+    if (label_on_line) {
+      out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"{:g}\">{}</text>", px(kLeft + 4),
+                         px(Y - 4), kReferenceSize, escape(c.reference_label));
+    }
   }
   bool any = false;
   for (const Series& s : c.series) {

@@ -100,7 +100,7 @@ struct LineChart {
   std::vector<LegendEntry> legend;
   std::vector<Series> series;
   std::optional<double> reference_y;  // a dark horizontal line at this value (e.g. 0)
-  std::string reference_label;        // written on it
+  std::string reference_label;        // written on it (in the legend when longer than a line)
   std::string empty_text;             // shown in the plot area when nothing is drawable
 };
 

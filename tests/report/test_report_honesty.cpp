@@ -242,10 +242,12 @@ TEST(ReportHonesty, LongNamesWrapAndTheLegendKeepsClearOfThePlot) {
   std::vector<RunLog> runs;
   std::vector<std::string> labels;
   const std::string long_name = "an-experiment-with-a-rather-long-directory-name-that-goes-on";
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0; i < 6; ++i) {  // two float32 runs (the first is the reference), four float16
     const std::string dir = "runs/" + long_name + "-" + std::to_string(i);
-    runs.push_back(run(Format::float16, dir, {5, 4, 3}, 3.0));
-    labels.push_back("float16 (" + long_name + "-" + std::to_string(i) + ")");
+    const Format f = i < 2 ? Format::float32 : Format::float16;
+    runs.push_back(run(f, dir, {5, 4, 3}, 3.0));
+    labels.push_back(std::string(numerics::name(f)) + " (" + long_name + "-" + std::to_string(i) +
+                     ")");
   }
   const std::string loss = chart(render_report(runs), "chart-loss");
   const std::size_t frame = loss.find("<rect x=\"72.0\" y=\"");
@@ -279,6 +281,30 @@ TEST(ReportHonesty, LongNamesWrapAndTheLegendKeepsClearOfThePlot) {
   }
   legend_text.erase(std::remove(legend_text.begin(), legend_text.end(), ' '), legend_text.end());
   EXPECT_EQ(legend_text, all) << "a label was cut";
+
+  // A title too long for one line wraps, whole, inside the chart (bold: 10% wider).
+  const std::string diff = chart(render_report(runs), "chart-difference");
+  const std::size_t title = diff.find("font-weight=\"bold\">");
+  ASSERT_NE(title, std::string::npos);
+  std::string title_text;
+  int title_lines = 0;
+  const std::size_t title_end = diff.find("</text>", title);
+  for (std::size_t t = diff.find("<tspan", title); t < title_end; t = diff.find("<tspan", t + 1)) {
+    const std::size_t open = diff.find('>', t) + 1;
+    const std::string line = diff.substr(open, diff.find("</tspan>", open) - open);
+    EXPECT_LE(plot::kLeft + plot::text_width(line, 14 * 1.1), plot::kWidth) << line;
+    title_text += line;
+    ++title_lines;
+  }
+  EXPECT_GT(title_lines, 1);
+  std::string want = "Lossminus" + labels[0] + "&#39;s";  // the spaces are where it broke
+  want.erase(std::remove(want.begin(), want.end(), ' '), want.end());
+  title_text.erase(std::remove(title_text.begin(), title_text.end(), ' '), title_text.end());
+  EXPECT_EQ(title_text, want);
+  // The reference's label, too long for one line over the zero line, is in the legend.
+  const std::size_t legend_at = diff.find("<g class=\"legend\">");
+  EXPECT_NE(diff.find("(reference)</tspan>", legend_at), std::string::npos) << diff;
+  EXPECT_EQ(diff.find("(reference)</text>"), std::string::npos);
 }
 
 }  // namespace

@@ -186,6 +186,11 @@ TEST(SvgPlot, LongTextWrapsAndNothingIsDropped) {
   EXPECT_EQ(wrap_text("\u2192\u2192\u2192", 2 * 7.2, 12),
             (std::vector<std::string>{"\u2192\u2192", "\u2192"}));
   EXPECT_EQ(wrap_text("", 50, 12), std::vector<std::string>{""});
+  // A long word breaks after a '-', '_', '/' or '.' in the second half of what fits.
+  EXPECT_EQ(wrap_text("abcdef-ghijkl-mn", 72, 12),
+            (std::vector<std::string>{"abcdef-", "ghijkl-mn"}));
+  EXPECT_EQ(wrap_text("ab-cdefghijklmnop", 72, 12),
+            (std::vector<std::string>{"ab-cdefghi", "jklmnop"}));
 }
 
 // A legend of more rows than fit above kTop moves the plot area down and makes the chart
