@@ -97,9 +97,8 @@ std::string sample_svg(const Style& s, double x, double y, bool line) {
 // attributes (e.g. bold).
 std::string text_lines(const std::vector<std::string>& lines, double x, double y, double size,
                        const char* anchor, const char* extra = "") {
-  std::string out =
-      fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"{:g}\" text-anchor=\"{}\"{}>", px(x),
-                  px(y), size, anchor, extra);
+  std::string out = fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"{:g}\" text-anchor=\"{}\"{}>",
+                                px(x), px(y), size, anchor, extra);
   for (std::size_t i = 0; i < lines.size(); ++i) {
     out += fmt::format("<tspan x=\"{}\" dy=\"{}\">{}</tspan>", px(x),
                        i == 0 ? std::string("0.32em") : px(size + 2), escape(lines[i]));

@@ -193,7 +193,7 @@ TEST_F(RouteSelectorTest, Fp32RoutesAreKnownByNameOrByTheRecords) {
   EXPECT_TRUE(takes_fp32_routes(Format::float16, MatmulRoute::onednn_fp32));
   const std::vector<MatmulRoute> here = routes_for(Format::float16);
   const bool bf16_here = std::any_of(here.begin(), here.end(), [](MatmulRoute r) {
-    return r == MatmulRoute::bf16 || r == MatmulRoute::onednn_bf16;
+    return r == MatmulRoute::bf16 || r == MatmulRoute::onednn_bf16 || r == MatmulRoute::amx;
   });
   EXPECT_EQ(takes_fp32_routes(Format::float16, MatmulRoute::automatic), !bf16_here);
   if (bf16_here) {

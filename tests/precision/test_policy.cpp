@@ -94,6 +94,7 @@ TEST(SameBits, OnlyLevelsThatChangeNothingHereAreNamed) {
   EXPECT_TRUE(is_fp32_route(MatmulRoute::onednn_fp32));
   EXPECT_FALSE(is_fp32_route(MatmulRoute::bf16));
   EXPECT_FALSE(is_fp32_route(MatmulRoute::onednn_bf16));
+  EXPECT_FALSE(is_fp32_route(MatmulRoute::amx));
   EXPECT_FALSE(is_fp32_route(MatmulRoute::automatic));
 }
 
