@@ -106,12 +106,25 @@ std::string seeds_note(const std::vector<ReportRun>& runs) {
          "the lowest to the highest seed: run-to-run noise to judge a difference by.";
 }
 
+// Whether a run logged each of its steps (a record per step from its start on).
+bool every_step_logged(const RunLog& l) {
+  std::int64_t previous = l.run.start_step;
+  for (const WindowRecord& w : l.windows) {
+    if (w.step != previous + 1) return false;
+    previous = w.step;
+  }
+  return true;
+}
+
+// Said when a run logged fewer than kFewPoints points and not every step: its curves are
+// coarser than its run.
 std::string few_points_note(const std::vector<ReportRun>& runs) {
   std::size_t fewest = 0;
   bool any = false;
   for (const ReportRun& r : runs) {
     for (const RunLog* l : r.logs) {
-      if (!any || l->windows.size() < fewest) fewest = l->windows.size();
+      if (every_step_logged(*l) || (any && l->windows.size() >= fewest)) continue;
+      fewest = l->windows.size();
       any = true;
     }
   }

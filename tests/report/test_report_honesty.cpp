@@ -226,6 +226,15 @@ TEST(ReportHonesty, SameBitsAndFewPointsAreSaid) {
                       "products on fp32 routes are exact in one pass at POL 0 and 1"),
             std::string::npos);
   EXPECT_NE(page.find("A curve here has only 3 logged points"), std::string::npos);
+  // A short run that logged every one of its steps has nothing coarse to say.
+  std::vector<RunLog> every{runs[0]};
+  every[0].windows.resize(1);
+  for (int step = 1; step <= 6; ++step) {
+    every[0].windows.push_back(runs[0].windows[0]);
+    every[0].windows.back().step = step;
+  }
+  every[0].windows.erase(every[0].windows.begin());
+  EXPECT_EQ(render_report(every).find("A curve here has only"), std::string::npos);
   // A routes record's levels (known once the products were routed) take precedence.
   runs[0].routes.push_back({1, {}, {}});
   runs[0].run.same_bits_opt_levels.clear();
