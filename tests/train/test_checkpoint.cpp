@@ -215,8 +215,8 @@ TEST(Checkpoint, RoutesInTheMetadataAreDocumentedLinesAndBadOnesAreRefused) {
   EXPECT_EQ(back.routes[0].key, r.key);
   EXPECT_EQ(back.routes[0].route, r.route);
   EXPECT_EQ(back.routes[0].gflops, r.gflops);
-  for (const char* bad : {"64 256 64 NT float16 3 thread tpu 0 0 0 0 0 0\n",
-                          "64 256 64 NT float16 3 thread fp32 0 nan 0 0 0 0\n", "garbage\n"}) {
+  for (const char* bad : {"64 256 64 NT float16 3 thread tiles 0 0 0 0 0 0\n",
+                          "64 256 64 NT float16 3 thread fp32 0 nan 0 0 0\n", "garbage\n"}) {
     meta["routes"] = bad;
     try {
       decode_checkpoint_meta(meta, "ck.safetensors");
