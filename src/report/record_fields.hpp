@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "mantissa/error.hpp"
+#include "mantissa/names.hpp"
+#include "mantissa/numerics/format.hpp"
 
 namespace mantissa::report::detail {
 
@@ -62,6 +64,27 @@ class Fields {
     if (!v.is_number_integer()) mistyped(key, v, "an integer");
     return v.get<std::int64_t>();
   }
+  std::optional<std::int64_t> optional_integer(const std::string& key) const {
+    if (!has(key)) return std::nullopt;
+    return integer(key);
+  }
+  // A name of `table`: a word in it, else an error listing the words.
+  template <class Enum, std::size_t N>
+  Enum named(const std::string& key, const NameTable<Enum, N>& table) const {
+    const std::string word = text(key);
+    const std::optional<Enum> v = find_named(table, word);
+    if (!v) fail("'" + key + "' is '" + word + "' (expected one of: " + names_of(table) + ")");
+    return *v;
+  }
+  // A tensor format's name.
+  numerics::Format format(const std::string& key) const {
+    const std::string word = text(key);
+    const std::optional<numerics::Format> parsed = numerics::parse_format(word);
+    if (!parsed) fail("'" + key + "' is '" + word + "', not a number format");
+    if (!numerics::is_tensor_format(*parsed))
+      fail("'" + key + "' is '" + word + "', not a tensor format");
+    return *parsed;
+  }
   std::string text(const std::string& key) const {
     const json& v = required(key);
     if (!v.is_string()) mistyped(key, v, "a string");
@@ -98,6 +121,9 @@ inline void read_value(const Fields& f, const char* key, std::int64_t& v) {
 inline void read_value(const Fields& f, const char* key, std::uint64_t& v) {
   v = static_cast<std::uint64_t>(f.integer(key));
 }
+inline void read_value(const Fields& f, const char* key, std::optional<std::int64_t>& v) {
+  v = f.optional_integer(key);
+}
 inline void read_value(const Fields& f, const char* key, double& v) {
   v = f.number(key);
 }
@@ -115,7 +141,8 @@ template <class T>
 void write_value(json& j, const char* key, const T& v) {
   j[key] = v;  // a non-finite double is written as null
 }
-inline void write_value(json& j, const char* key, const std::optional<double>& v) {
+template <class T>
+void write_value(json& j, const char* key, const std::optional<T>& v) {
   if (v) j[key] = *v;
 }
 

@@ -208,6 +208,9 @@ std::string run_part(const ReportRun& r, std::size_t index, const SharedRanges& 
            "<p class=\"note\">No sampled steps: this run did not measure them "
            "(trainer.init.logging.precision_stats_steps).</p>\n";
   }
+  if (r.logs.size() > 1) {
+    out += "<p class=\"note\">The first seed's sampled steps (" + escape(log.source) + ").</p>\n";
+  }
   const std::vector<SiteKey> keys = ordered_sites(log);
   if (keys.empty()) {
     return out +

@@ -88,11 +88,12 @@ TEST(PrecisionStats, Fp8RunsRecordTheirCastsAndScales) {
 }
 
 TEST(PrecisionStats, OffByDefault) {
-  TinyRun run("precision_stats_off");
+  TinyRun run("sampling_off");
   Trainer(run.config()).run(RunMode::train);
   for (const std::string& line : run.metrics()) {
-    EXPECT_EQ(line.find("precision_stats"), std::string::npos) << line;
+    EXPECT_FALSE(nlohmann::json::parse(line).contains("precision_stats")) << line;
   }
+  EXPECT_TRUE(report::read_run_log((run.dir / "run").string()).precision_stats.empty());
 }
 
 TEST(OverflowAttribution, ASkippedStepNamesWhereItsBackwardWentNonFinite) {

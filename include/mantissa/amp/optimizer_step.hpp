@@ -18,7 +18,7 @@ struct StepReport {
   // A step skipped for non-finite gradients: the first op, in backward order, whose backward
   // made a non-finite gradient, when a NonfiniteWatch watched the backward (optimizer_step
   // keeps one; finish_step reads the caller's) and found one.
-  std::optional<autograd::NonfiniteOrigin> nonfinite_origin;
+  std::optional<autograd::NonfiniteOrigin> nonfinite_origin = std::nullopt;
   // Set when the gradients were finite but the update would have made this weight or state
   // tensor non-finite: the step was not applied (Optimizer::step).
   std::string refused_update;
