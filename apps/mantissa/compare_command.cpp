@@ -23,7 +23,7 @@ struct CompareArgs {
 
 // The config overrides of one format's run: the user's, then the run directory, the step
 // count and the format.
-std::vector<std::string> run_overrides(const CompareArgs& a, TrainingPrecision format,
+std::vector<std::string> run_overrides(const CompareArgs& a, const TrainingPrecision& format,
                                        const std::string& dir) {
   std::vector<std::string> o = a.overrides;
   o.push_back("trainer.init.checkpoint.dir=" + dir);
@@ -39,15 +39,15 @@ int run(const CompareArgs& a) {
   const std::string out =
       a.out.empty() ? "runs/compare-" + std::filesystem::path(a.config).stem().string() : a.out;
   std::vector<std::string> dirs;
-  for (const TrainingPrecision f : formats) {
-    dirs.push_back((std::filesystem::path(out) / name_of(kTrainingPrecisionNames, f)).string());
+  for (const TrainingPrecision& f : formats) {
+    dirs.push_back((std::filesystem::path(out) / training_precision_name(f)).string());
     config::load_config(a.config, run_overrides(a, f, dirs.back()));  // every error before work
   }
   std::vector<std::string> drawn;
   std::string formats_text;
   int status = 0;
   for (std::size_t i = 0; i < formats.size(); ++i) {
-    const std::string_view name = name_of(kTrainingPrecisionNames, formats[i]);
+    const std::string name = training_precision_name(formats[i]);
     formats_text += (i ? ", " : "") + std::string(name);
     fmt::print(stderr, "compare: {} ({} of {}), run directory {}\n", name, i + 1, formats.size(),
                dirs[i]);
@@ -87,8 +87,9 @@ Action register_compare_command(CLI::App& app) {
   cmd->add_option("--config", a->config, "The YAML config (docs/config.md)")->required();
   cmd->add_option(
       "--formats", a->formats,
-      "Comma-separated: " + names_of(kTrainingPrecisionNames) +
-          " (default the first four, in that order; fp8: fp8 linear layers, the rest in bfloat16)");
+      "Comma-separated: " + training_precision_names() +
+          " (default float32,bfloat16,float16,cbfloat16; fp8 (delayed scaling) to nvfp4: the "
+          "linear layers' recipe, the rest in bfloat16)");
   cmd->add_option("--steps", a->steps, "Training steps per format (default: the config's)");
   cmd->add_option("--out", a->out,
                   "Directory for the runs (one per format) and report.html (default "

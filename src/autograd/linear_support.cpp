@@ -23,6 +23,18 @@ Shape linear_output_shape(const Shape& x, std::int64_t out) {
   return ys;
 }
 
+kernels::GemmEpilogue write_rows(Tensor& y, std::int64_t base, std::int64_t ld, const float* bias) {
+  return [&y, base, ld, bias](const kernels::GemmTile& t) {
+    for (std::int64_t r = 0; r < t.rows; ++r) {
+      float* v = t.values + r * t.ld;
+      if (bias != nullptr) {
+        for (std::int64_t j = 0; j < t.cols; ++j) v[j] += bias[t.col0 + j];
+      }
+      write_values(y, base + (t.row0 + r) * ld + t.col0, v, t.cols);
+    }
+  };
+}
+
 Tensor bias_gradient(const Tensor& g, std::int64_t rows, std::int64_t out) {
   Tensor db = Tensor::zeros(Shape{out});
   float* d = db.f32();

@@ -1,5 +1,6 @@
 #pragma once
-// Internal: what linear and its fp8 form share: the shape checks and the bias gradient.
+// Internal: what linear and its quantized forms share: the shape checks, writing the GEMM's
+// finished blocks and the bias gradient.
 #include "op_support.hpp"
 
 namespace mantissa::autograd::detail {
@@ -13,6 +14,10 @@ LinearSizes linear_sizes(const Variable& x, const Variable& weight, const Variab
 
 // The output's shape: x's with the last dimension `out`.
 Shape linear_output_shape(const Shape& x, std::int64_t out);
+
+// An epilogue writing finished blocks into rows of `y` (contiguous, `ld` elements per row,
+// starting at element `base`), plus `bias` per column when given, encoded to y's format.
+kernels::GemmEpilogue write_rows(Tensor& y, std::int64_t base, std::int64_t ld, const float* bias);
 
 // The bias gradient: column sums of g [rows, out] (any format) in float32, in row order.
 Tensor bias_gradient(const Tensor& g, std::int64_t rows, std::int64_t out);

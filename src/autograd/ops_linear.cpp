@@ -9,21 +9,6 @@ namespace mantissa::autograd {
 namespace {
 using namespace detail;
 using kernels::GemmShape;
-using kernels::GemmTile;
-
-// An epilogue writing finished blocks into rows of `y` (contiguous, `ld` elements per row,
-// starting at element `base`), plus `bias` per column when given, encoded to y's format.
-kernels::GemmEpilogue write_rows(Tensor& y, std::int64_t base, std::int64_t ld, const float* bias) {
-  return [&y, base, ld, bias](const GemmTile& t) {
-    for (std::int64_t r = 0; r < t.rows; ++r) {
-      float* v = t.values + r * t.ld;
-      if (bias != nullptr) {
-        for (std::int64_t j = 0; j < t.cols; ++j) v[j] += bias[t.col0 + j];
-      }
-      write_values(y, base + (t.row0 + r) * ld + t.col0, v, t.cols);
-    }
-  };
-}
 
 struct MatmulNode : Node {
   Tensor a, b;  // the operands in H (as the forward multiplied them)

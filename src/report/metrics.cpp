@@ -179,6 +179,18 @@ json write_fields(const R& r, const Table& table) {
   return j;
 }
 
+// A list of [name, value] string pairs.
+std::vector<SettingRow> read_rows(const Fields& f, const char* key) {
+  const json& rows = f.required(key);
+  bool ok = rows.is_array();
+  for (const json& row : rows)
+    ok = ok && row.is_array() && row.size() == 2 && row[0].is_string() && row[1].is_string();
+  if (!ok) f.fail("'" + std::string(key) + "' is not a list of [name, value] string pairs");
+  std::vector<SettingRow> out;
+  for (const json& row : rows) out.emplace_back(row[0].get<std::string>(), row[1].get<std::string>());
+  return out;
+}
+
 RunRecord read_run(const Fields& f) {
   RunRecord r = read_fields<RunRecord>(f, kRunFields);
   const std::string format = f.text("format");
@@ -200,13 +212,15 @@ RunRecord read_run(const Fields& f) {
            "' (expected one of: " + names_of(kLossScalingModeNames) + ")");
   }
   r.loss_scaling = *mode;
-  const json& rows = f.required("settings");
-  bool ok = rows.is_array();
-  for (const json& row : rows)
-    ok = ok && row.is_array() && row.size() == 2 && row[0].is_string() && row[1].is_string();
-  if (!ok) f.fail("'settings' is not a list of [name, value] string pairs");
-  for (const json& row : rows)
-    r.settings.emplace_back(row[0].get<std::string>(), row[1].get<std::string>());
+  r.settings = read_rows(f, "settings");
+  if (f.has("recipe")) {
+    r.recipe = f.text("recipe");
+    if (!find_named(precision::kRecipeNames, r.recipe)) {
+      f.fail("'recipe' is '" + r.recipe +
+             "' (expected one of: " + names_of(precision::kRecipeNames) + ")");
+    }
+  }
+  if (f.has("layers")) r.layers = read_rows(f, "layers");
   return r;
 }
 
@@ -274,6 +288,11 @@ std::string metrics_line(const RunRecord& r) {
   run["loss_scaling"] = name_of(kLossScalingModeNames, r.loss_scaling);
   run["settings"] = json::array();
   for (const auto& [name, value] : r.settings) run["settings"].push_back({name, value});
+  if (!r.recipe.empty()) {
+    run["recipe"] = r.recipe;
+    run["layers"] = json::array();
+    for (const auto& [layer, what] : r.layers) run["layers"].push_back({layer, what});
+  }
   return json{{kRun, run}}.dump();
 }
 

@@ -33,8 +33,12 @@ std::string directory_name(const std::string& metrics_file) {
 }  // namespace
 
 std::vector<ReportRun> report_runs(const std::vector<RunLog>& logs) {
-  // A run is named by what it trains in: its format, or fp8 (fp8 linear layers).
+  // A run is named by what it trains in: its format, or its linear layers' recipe (fp8 for
+  // the delayed one, as before recipes; mxfp4, ...).
   const auto name = [](const RunLog& l) {
+    if (const auto r = find_named(precision::kRecipeNames, l.run.recipe)) {
+      return std::string(name_of(precision::kRecipeShortNames, *r));
+    }
     return l.run.fp8 ? std::string("fp8") : std::string(numerics::name(l.run.format));
   };
   std::map<std::string, int> per_name;

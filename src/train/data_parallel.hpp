@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "mantissa/amp/fp8_layers.hpp"
+#include "mantissa/amp/quantized_layers.hpp"
 #include "mantissa/amp/grad_scaler.hpp"
 #include "mantissa/autograd/variable.hpp"
 #include "mantissa/config/config.hpp"

@@ -19,6 +19,7 @@
 #include "mantissa/names.hpp"
 #include "mantissa/numerics/format.hpp"
 #include "mantissa/precision/fp8.hpp"
+#include "mantissa/precision/recipe.hpp"
 
 namespace mantissa::report {
 
@@ -35,7 +36,11 @@ using SettingRow = std::pair<std::string, std::string>;
 
 struct RunRecord {
   numerics::Format format = numerics::Format::float32;  // computes in; float32: mixed precision off
-  bool fp8 = false;  // fp8 linear layers (precision.fp8), the rest in `format`
+  bool fp8 = false;  // fp8 linear layers with delayed scaling, the rest in `format`
+  // The linear layers' recipe (precision/recipe.hpp: "mxfp4"; empty: none) and what each
+  // Linear runs ([layer, recipe described or "none"], per-layer overrides applied).
+  std::string recipe;
+  std::vector<SettingRow> layers;
   LossScalingMode loss_scaling = LossScalingMode::none;  // none also when there is no scaler
   std::string model;                                     // "gpt", "mlp", "cnn"
   std::int64_t parameters = 0;

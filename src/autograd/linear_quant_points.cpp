@@ -1,0 +1,109 @@
+#include "linear_quant_points.hpp"
+
+#include <algorithm>
+
+namespace mantissa::autograd::detail {
+namespace {
+
+using precision::Fp8Slot;
+using precision::LayerRecipe;
+using precision::Recipe;
+
+constexpr std::int64_t kHadamardGroup = 16;
+
+numerics::TileShape along_tile(Along along, std::int64_t block) {
+  return along == Along::last ? numerics::TileShape{1, block} : numerics::TileShape{block, 1};
+}
+
+// t as float32 [cols, rows_padded], zero rows appended: the rows dimension becomes the last.
+Tensor transposed_padded(const Tensor& t32, std::int64_t rows, std::int64_t cols,
+                         std::int64_t rows_padded) {
+  Tensor out = Tensor::zeros(Shape{cols, rows_padded});
+  const float* src = t32.f32();
+  float* dst = out.f32();
+  kernels::parallel_chunks(
+      cols,
+      [&](std::int64_t c0, std::int64_t c1) {
+        constexpr std::int64_t kBlock = 32;
+        for (std::int64_t r0 = 0; r0 < rows; r0 += kBlock) {
+          const std::int64_t r1 = std::min(rows, r0 + kBlock);
+          for (std::int64_t c = c0; c < c1; ++c) {
+            for (std::int64_t r = r0; r < r1; ++r) dst[c * rows_padded + r] = src[r * cols + c];
+          }
+        }
+      },
+      std::max<std::int64_t>(16, kernels::kParallelMinElements / std::max<std::int64_t>(rows, 1)));
+  return out;
+}
+
+}  // namespace
+
+bool one_copy(const LayerRecipe& r, Fp8Slot role) {
+  return r.recipe == Recipe::current ||
+         (role == Fp8Slot::weight && (r.recipe == Recipe::blockwise || r.recipe == Recipe::nvfp4));
+}
+
+QuantCopy quantize_copy(const Tensor& t, std::int64_t rows, std::int64_t cols,
+                        precision::LinearQuant& quant, Fp8Slot role, Along along) {
+  kernels::ProfileScope scope(kernels::OpClass::convert);
+  const LayerRecipe& r = quant.recipe();
+  const Format element = r.format(role);
+  const Tensor t32 = to_format(t, Format::float32, false);
+  kernels::BlockSpec spec;
+  switch (r.recipe) {
+    case Recipe::current:
+    case Recipe::blockwise: {
+      numerics::Fp8BlockSettings s;
+      s.element = element;
+      s.power_of_two = r.power_of_two_scales;
+      if (r.recipe == Recipe::current) {
+        s.tile = {std::max<std::int64_t>(rows, 1), std::max<std::int64_t>(cols, 1)};
+      } else if (role == Fp8Slot::weight) {
+        s.tile = {r.block_size, r.block_size};
+      } else {
+        s.tile = along_tile(along, r.block_size);
+      }
+      spec = s;
+      break;
+    }
+    case Recipe::mxfp8:
+    case Recipe::mxfp6:
+    case Recipe::mxfp4: {
+      numerics::MxSettings s;
+      s.element = element;
+      s.rule = r.scale_rule;
+      s.tile = along_tile(along, r.block_size);
+      spec = s;
+      break;
+    }
+    case Recipe::nvfp4: {
+      numerics::Nvfp4Settings s;
+      const bool rotate = r.hadamard && along == Along::rows && role != Fp8Slot::weight;
+      s.tile = role == Fp8Slot::weight ? numerics::TileShape{16, 16}
+                                       : along_tile(rotate ? Along::last : along, 16);
+      s.hadamard = rotate;
+      const std::int64_t rows_padded =
+          rotate ? (rows + kHadamardGroup - 1) / kHadamardGroup * kHadamardGroup : rows;
+      if (role == Fp8Slot::grad && r.stochastic_rounding) {
+        s.rounding = numerics::Rounding::stochastic;
+        s.seed = quant.stream().seed();
+        s.counter = quant.stream().take(rows_padded * cols);
+      }
+      if (rotate) {
+        const Tensor tt = transposed_padded(t32, rows, cols, rows_padded);
+        return {std::make_shared<const kernels::PackedBlocks>(
+                    kernels::quantize_packed(tt.f32(), cols, rows_padded, s)),
+                true};
+      }
+      spec = s;
+      break;
+    }
+    case Recipe::delayed:
+      throw Error("quantize_copy: the delayed recipe casts per tensor (precision/fp8.hpp)");
+  }
+  return {std::make_shared<const kernels::PackedBlocks>(
+              kernels::quantize_packed(t32.f32(), rows, cols, spec)),
+          false};
+}
+
+}  // namespace mantissa::autograd::detail
