@@ -44,11 +44,10 @@ bool one_copy(const LayerRecipe& r, Fp8Slot role) {
 }
 
 QuantCopy quantize_copy(const Tensor& t, std::int64_t rows, std::int64_t cols,
-                        precision::LinearQuant& quant, Fp8Slot role, Along along) {
+                        precision::LinearQuant& quant, Fp8Slot role, Along along, Use use) {
   kernels::ProfileScope scope(kernels::OpClass::convert);
   const LayerRecipe& r = quant.recipe();
   const Format element = r.format(role);
-  const Tensor t32 = to_format(t, Format::float32, false);
   kernels::BlockSpec spec;
   switch (r.recipe) {
     case Recipe::current:
@@ -90,10 +89,11 @@ QuantCopy quantize_copy(const Tensor& t, std::int64_t rows, std::int64_t cols,
         s.counter = quant.stream().take(rows_padded * cols);
       }
       if (rotate) {
-        const Tensor tt = transposed_padded(t32, rows, cols, rows_padded);
+        const Tensor tt =
+            transposed_padded(to_format(t, Format::float32, false), rows, cols, rows_padded);
         return {std::make_shared<const kernels::PackedBlocks>(
                     kernels::quantize_packed(tt.f32(), cols, rows_padded, s)),
-                true};
+                Tensor(), true};
       }
       spec = s;
       break;
@@ -101,9 +101,21 @@ QuantCopy quantize_copy(const Tensor& t, std::int64_t rows, std::int64_t cols,
     case Recipe::delayed:
       throw Error("quantize_copy: the delayed recipe casts per tensor (precision/fp8.hpp)");
   }
+  // A copy read once, with power-of-two scales: its values straight from t (bfloat16 or
+  // float32), unless some are not bfloat16 values.
+  if (use == Use::once && kernels::quantize_to_bf16_takes(spec) &&
+      (t.format() == Format::float32 || t.format() == Format::bfloat16)) {
+    QuantCopy copy;
+    copy.values = Tensor::empty(Shape{rows, cols}, Format::bfloat16);
+    if (kernels::quantize_to_bf16(t.raw_data(), t.format(), rows, cols, spec,
+                                  static_cast<std::uint16_t*>(copy.values.raw_data()))) {
+      return copy;
+    }
+  }
+  const Tensor t32 = to_format(t, Format::float32, false);
   return {std::make_shared<const kernels::PackedBlocks>(
               kernels::quantize_packed(t32.f32(), rows, cols, spec)),
-          false};
+          Tensor(), false};
 }
 
 }  // namespace mantissa::autograd::detail

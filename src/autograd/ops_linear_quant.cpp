@@ -32,10 +32,10 @@ const WeightCopies& weight_copies(const Variable& weight, LinearQuant& quant) {
   const Tensor& w = weight.value();
   const std::int64_t out = w.shape()[0], in = w.shape()[1];
   const Tensor wc = w.contiguous();
-  fresh->row = quantize_copy(wc, out, in, quant, Fp8Slot::weight, Along::last);
+  fresh->row = quantize_copy(wc, out, in, quant, Fp8Slot::weight, Along::last, Use::kept);
   fresh->col = one_copy(quant.recipe(), Fp8Slot::weight)
                    ? fresh->row
-                   : quantize_copy(wc, out, in, quant, Fp8Slot::weight, Along::rows);
+                   : quantize_copy(wc, out, in, quant, Fp8Slot::weight, Along::rows, Use::kept);
   slot = std::move(fresh);
   return static_cast<const WeightCopies&>(*slot);
 }
@@ -54,21 +54,23 @@ struct LinearQuantNode : Node {
     Tensor dx, dw;
     QuantCopy g_row;
     if (needs_grad(0)) {  // dx = g W: g along the output features, W along its rows
-      g_row = quantize_copy(gc, rows, out, *quant, Fp8Slot::grad, Along::last);
+      g_row = quantize_copy(gc, rows, out, *quant, Fp8Slot::grad, Along::last, Use::once);
       dx = Tensor::empty(Shape{rows, in}, grad_format(0));
-      kernels::block_scaled_gemm(GemmShape::dense(rows, in, out), *g_row.q, *w_col.q,
+      kernels::block_scaled_gemm(GemmShape::dense(rows, in, out), g_row.operand(), w_col.operand(),
                                  write_rows(dx, 0, in, nullptr), route);
       dx = dx.reshape(x_shape);
     }
     if (needs_grad(1)) {  // dW = g^T x: both along the rows (the tokens)
-      const QuantCopy g_col = one_copy(quant->recipe(), Fp8Slot::grad) && g_row.q
-                                  ? g_row
-                                  : quantize_copy(gc, rows, out, *quant, Fp8Slot::grad, Along::rows);
+      const QuantCopy g_col =
+          one_copy(quant->recipe(), Fp8Slot::grad) && g_row.defined()
+              ? g_row
+              : quantize_copy(gc, rows, out, *quant, Fp8Slot::grad, Along::rows, Use::once);
       dw = Tensor::empty(Shape{out, in}, grad_format(1));
       const GemmShape s = g_col.transposed
-                              ? GemmShape::dense(out, in, g_col.q->cols, false, true)
+                              ? GemmShape::dense(out, in, g_col.cols(), false, true)
                               : GemmShape::dense(out, in, rows, true, false);
-      kernels::block_scaled_gemm(s, *g_col.q, *x_col.q, write_rows(dw, 0, in, nullptr), route);
+      kernels::block_scaled_gemm(s, g_col.operand(), x_col.operand(), write_rows(dw, 0, in, nullptr),
+                                 route);
     }
     const Tensor db = has_bias && needs_grad(2) ? bias_gradient(gc, rows, out) : Tensor();
     return {dx, dw, db};
@@ -92,10 +94,16 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias,
   const std::int64_t rows = sizes.rows, in = sizes.in, out = sizes.out;
   const Tensor xc = x.value().contiguous();
   const WeightCopies& w = weight_copies(weight, *quant);
-  const QuantCopy x_row = quantize_copy(xc, rows, in, *quant, Fp8Slot::input, Along::last);
+  // x's copy for the weight gradient is kept; the forward's is read once, unless it is the
+  // same copy (one scale per tensor).
+  const bool one = one_copy(quant->recipe(), Fp8Slot::input);
+  const bool keep_x = grad_enabled() && weight.requires_grad();
+  const QuantCopy x_row = quantize_copy(xc, rows, in, *quant, Fp8Slot::input, Along::last,
+                                        one && keep_x ? Use::kept : Use::once);
   Tensor y = Tensor::empty(linear_output_shape(xs, out), result_format(p));
   const Tensor b32 = bias.defined() ? to_format(bias.value(), Format::float32, false) : Tensor();
-  kernels::block_scaled_gemm(GemmShape::dense(rows, out, in, false, true), *x_row.q, *w.row.q,
+  kernels::block_scaled_gemm(GemmShape::dense(rows, out, in, false, true), x_row.operand(),
+                             w.row.operand(),
                              write_rows(y, 0, out, bias.defined() ? b32.f32() : nullptr),
                              p.matmul_route);
   std::vector<Variable> inputs{x, weight};
@@ -103,10 +111,9 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias,
   return make_result(std::move(y), inputs, [&] {
     auto node = std::make_shared<LinearQuantNode>();
     // The weight gradient's copy of x, made only when the weight takes a gradient.
-    if (weight.requires_grad()) {
-      node->x_col = one_copy(quant->recipe(), Fp8Slot::input)
-                        ? x_row
-                        : quantize_copy(xc, rows, in, *quant, Fp8Slot::input, Along::rows);
+    if (keep_x) {
+      node->x_col = one ? x_row
+                        : quantize_copy(xc, rows, in, *quant, Fp8Slot::input, Along::rows, Use::kept);
     }
     node->w_col = w.col;
     node->quant = quant;

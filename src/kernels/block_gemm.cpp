@@ -2,6 +2,7 @@
 // bfloat16, one GEMM, tensor scales in the epilogue) and the chunk route (fp8 elements per
 // chunk of the reduction dimension, each chunk's product scaled in float32).
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "mantissa/error.hpp"
@@ -35,7 +36,7 @@ struct Side {
   }
 };
 
-void check_shape(const GemmShape& s, const PackedBlocks& a, const PackedBlocks& b) {
+void check_shape(const GemmShape& s, const BlockOperand& a, const BlockOperand& b) {
   const std::int64_t am = s.trans_a ? a.cols : a.rows, ak = s.trans_a ? a.rows : a.cols;
   const std::int64_t bk = s.trans_b ? b.cols : b.rows, bn = s.trans_b ? b.rows : b.cols;
   if (am != s.m || ak != s.k || bk != s.k || bn != s.n || s.lda != a.cols || s.ldb != b.cols) {
@@ -44,6 +45,31 @@ void check_shape(const GemmShape& s, const PackedBlocks& a, const PackedBlocks& 
                 std::to_string(b.cols) + " do not match the product " + std::to_string(s.m) +
                 "x" + std::to_string(s.n) + "x" + std::to_string(s.k));
   }
+}
+
+// An operand as bfloat16 values (decoded into `storage` when packed); false when a packed
+// operand's values are not bfloat16 values.
+bool bf16_values(const BlockOperand& x, Tensor& storage, const std::uint16_t*& values) {
+  if (x.values != nullptr) {
+    values = x.values;
+    return true;
+  }
+  storage = Tensor::empty(Shape{x.rows, x.cols}, Format::bfloat16);
+  values = static_cast<const std::uint16_t*>(storage.raw_data());
+  return dequantize_to_bf16(*x.packed, static_cast<std::uint16_t*>(storage.raw_data()));
+}
+
+// An operand as float32 values (exact: bfloat16 values widen, packed ones decode exactly).
+Tensor float32_values(const BlockOperand& x) {
+  Tensor t = Tensor::empty(Shape{x.rows, x.cols});
+  if (x.values != nullptr) {
+    for (std::int64_t i = 0; i < x.rows * x.cols; ++i) {
+      t.f32()[i] = std::bit_cast<float>(static_cast<std::uint32_t>(x.values[i]) << 16);
+    }
+  } else {
+    dequantize_to_float32(*x.packed, t.f32());
+  }
+  return t;
 }
 
 // The chunk length along k over which both operands' scales are constant.
@@ -106,11 +132,15 @@ void hand_over(float* c, std::int64_t m, std::int64_t n, const GemmEpilogue& epi
 
 }  // namespace
 
-void block_scaled_gemm(const GemmShape& s, const PackedBlocks& a, const PackedBlocks& b,
+void block_scaled_gemm(const GemmShape& s, BlockOperand a, BlockOperand b,
                        const GemmEpilogue& epilogue, MatmulRoute route) {
   check_shape(s, a, b);
-  if (a.bf16_scales() && b.bf16_scales()) {
-    const float factor = a.tensor_scale * b.tensor_scale;
+  const auto values_route = [](const BlockOperand& x) {
+    return x.values != nullptr || x.packed->bf16_scales();
+  };
+  if (values_route(a) && values_route(b)) {
+    const float factor = (a.packed != nullptr ? a.packed->tensor_scale : 1.0f) *
+                         (b.packed != nullptr ? b.packed->tensor_scale : 1.0f);
     const GemmEpilogue scaled = factor == 1.0f ? epilogue : [&](const GemmTile& t) {
       for (std::int64_t r = 0; r < t.rows; ++r) {
         float* v = t.values + r * t.ld;
@@ -118,24 +148,24 @@ void block_scaled_gemm(const GemmShape& s, const PackedBlocks& a, const PackedBl
       }
       epilogue(t);
     };
-    Tensor av = Tensor::empty(Shape{a.rows, a.cols}, Format::bfloat16);
-    Tensor bv = Tensor::empty(Shape{b.rows, b.cols}, Format::bfloat16);
-    if (dequantize_to_bf16(a, static_cast<std::uint16_t*>(av.raw_data())) &&
-        dequantize_to_bf16(b, static_cast<std::uint16_t*>(bv.raw_data()))) {
-      gemm(s, Operand(av.raw_data(), Format::bfloat16), Operand(bv.raw_data(), Format::bfloat16),
-           scaled, {Format::bfloat16, 1, GemmAlgorithm::automatic, route});
+    Tensor as, bs;
+    const std::uint16_t *av = nullptr, *bv = nullptr;
+    if (bf16_values(a, as, av) && bf16_values(b, bs, bv)) {
+      gemm(s, Operand(av, Format::bfloat16), Operand(bv, Format::bfloat16), scaled,
+           {Format::bfloat16, 1, GemmAlgorithm::automatic, route});
       return;
     }
     // A value below float32's normal range: float32 operands on the fp32 FMA route.
-    av = Tensor::empty(Shape{a.rows, a.cols});
-    bv = Tensor::empty(Shape{b.rows, b.cols});
-    dequantize_to_float32(a, av.f32());
-    dequantize_to_float32(b, bv.f32());
-    gemm(s, av.f32(), bv.f32(), scaled,
+    const Tensor af = float32_values(a), bf = float32_values(b);
+    gemm(s, af.f32(), bf.f32(), scaled,
          {Format::float32, 1, GemmAlgorithm::automatic, MatmulRoute::fp32});
     return;
   }
-  const Side sa{a, s.trans_a}, sb{b, !s.trans_b};
+  if (a.packed == nullptr || b.packed == nullptr) {
+    throw Error("block_scaled_gemm: an operand given as values needs the other's scales to be "
+                "powers of two or e4m3");
+  }
+  const Side sa{*a.packed, s.trans_a}, sb{*b.packed, !s.trans_b};
   if (chunk_length(s, sa, sb) >= s.k) {  // one chunk: scale the product on its way out
     const float* col_scale = nullptr;
     std::vector<float> vb(static_cast<std::size_t>(s.n));
@@ -162,7 +192,7 @@ void block_scaled_gemm(const GemmShape& s, const PackedBlocks& a, const PackedBl
 
 void block_scaled_gemm_chunks_ref(const GemmShape& s, const PackedBlocks& a,
                                   const PackedBlocks& b, float* c) {
-  check_shape(s, a, b);
+  check_shape(s, BlockOperand(a), BlockOperand(b));
   const Side sa{a, s.trans_a}, sb{b, !s.trans_b};
   const std::int64_t chunk = chunk_length(s, sa, sb);
   const numerics::Layout& la = numerics::layout(a.element);

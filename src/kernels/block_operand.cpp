@@ -6,6 +6,7 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <immintrin.h>
 
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/parallel.hpp"
@@ -30,27 +31,52 @@ const std::array<float, 256>& scale_table(Format f) {
   return f == Format::float8_e8m0 ? e8m0 : e4m3;
 }
 
+// The 256 values of a one-byte element format's codes (fp6 and fp4 use the first 64 / 16).
+const float* element_table(Format f) {
+  static const auto make = [](Format fmt) {
+    std::array<float, 256> t{};
+    const numerics::Layout& l = numerics::layout(fmt);
+    for (std::uint32_t c = 0; c < (1u << l.total_bits()); ++c) t[c] = numerics::decode(c, l);
+    return t;
+  };
+  static const std::array<float, 256> e4m3 = make(Format::float8_e4m3),
+                                      e5m2 = make(Format::float8_e5m2),
+                                      e2m3 = make(Format::float6_e2m3),
+                                      e3m2 = make(Format::float6_e3m2),
+                                      e2m1 = make(Format::float4_e2m1);
+  switch (f) {
+    case Format::float8_e5m2:
+      return e5m2.data();
+    case Format::float6_e2m3:
+      return e2m3.data();
+    case Format::float6_e3m2:
+      return e3m2.data();
+    case Format::float4_e2m1:
+      return e2m1.data();
+    default:
+      return e4m3.data();
+  }
+}
+
 float tile_scale(const PackedBlocks& q, std::int64_t tile_index) {
   const auto i = static_cast<std::size_t>(tile_index);
   return q.scale_format == Format::float32 ? q.scales32[i] : scale_table(q.scale_format)[q.scale_codes[i]];
 }
 
-// Row r's element values (codes decoded, no scale) into `out` [cols].
-void decode_row(const PackedBlocks& q, std::int64_t r, float* out) {
+// Row r's element codes, one per byte (fp4 unpacked), into `codes` [cols]; returns them.
+const std::uint8_t* row_codes(const PackedBlocks& q, std::int64_t r, std::uint8_t* codes) {
   const std::int64_t start = r * q.cols;
-  if (q.element != Format::float4_e2m1) {
-    numerics::decode_array(q.elements.data() + start, static_cast<std::size_t>(q.cols), q.element,
-                           out);
-  } else if (start % 2 == 0) {
-    numerics::decode_fp4_packed(q.elements.data() + start / 2, static_cast<std::size_t>(q.cols),
-                                out);
-  } else {  // an odd row start inside a byte: one element at a time
-    const numerics::Layout& l = numerics::layout(q.element);
-    for (std::int64_t c = 0; c < q.cols; ++c) {
-      const std::uint8_t b = q.elements[static_cast<std::size_t>((start + c) / 2)];
-      out[c] = numerics::decode((start + c) % 2 == 0 ? b & 0x0fu : b >> 4, l);
-    }
+  if (q.element != Format::float4_e2m1) return q.elements.data() + start;
+  const std::uint8_t* packed = q.elements.data() + start / 2;
+  std::int64_t c = 0;
+  if (start % 2 != 0) codes[c++] = packed[0] >> 4;  // a row that starts inside a byte
+  const std::uint8_t* p = packed + (start % 2);
+  for (; c + 1 < q.cols; c += 2, ++p) {
+    codes[c] = *p & 0x0fu;
+    codes[c + 1] = *p >> 4;
   }
+  if (c < q.cols) codes[c] = *p & 0x0fu;
+  return codes;
 }
 
 // The element code of element (r, c), unpacked.
@@ -68,10 +94,14 @@ constexpr bool bf16_exact(std::uint32_t b) {
   return (b & 0xffffu) == 0 && (e != 0 || (b & 0x7fffffffu) == 0);
 }
 
-// Rows [r0, r1) of q decoded and scaled, written by `emit(row, values)`.
+// Rows [r0, r1) of q decoded and scaled (element value * tile scale, in float32), handed to
+// `emit(row, values)`: per 8 elements a gather from the format's value table and a product
+// with the tiles' scales.
 template <class Emit>
 void scaled_rows(const PackedBlocks& q, std::int64_t r0, std::int64_t r1, Emit&& emit) {
-  std::vector<float> values(static_cast<std::size_t>(q.cols)), mult(values.size());
+  std::vector<float> values(static_cast<std::size_t>(q.cols) + 8), mult(values.size());
+  std::vector<std::uint8_t> unpacked(values.size());
+  const float* table = element_table(q.element);
   const std::int64_t grid_cols = q.tile_grid_cols();
   std::int64_t band = -1;
   for (std::int64_t r = r0; r < r1; ++r) {
@@ -82,8 +112,16 @@ void scaled_rows(const PackedBlocks& q, std::int64_t r0, std::int64_t r1, Emit&&
         std::fill(mult.begin() + c0, mult.begin() + c1, tile_scale(q, band * grid_cols + t));
       }
     }
-    decode_row(q, r, values.data());
-    for (std::int64_t c = 0; c < q.cols; ++c) values[c] *= mult[c];
+    const std::uint8_t* codes = row_codes(q, r, unpacked.data());
+    std::int64_t c = 0;
+    for (; c + 8 <= q.cols; c += 8) {
+      std::uint64_t eight;
+      std::memcpy(&eight, codes + c, 8);
+      const __m256i idx = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(eight)));
+      const __m256 v = _mm256_i32gather_ps(table, idx, 4);
+      _mm256_storeu_ps(values.data() + c, _mm256_mul_ps(v, _mm256_loadu_ps(mult.data() + c)));
+    }
+    for (; c < q.cols; ++c) values[static_cast<std::size_t>(c)] = table[codes[c]] * mult[static_cast<std::size_t>(c)];
     emit(r, values.data());
   }
 }
@@ -100,6 +138,14 @@ PackedBlocks PackedBlocks::from(BlockQuantized&& q) {
   p.elements = std::move(q.elements);
   if (q.scale_format == Format::float32) {
     p.scales32 = std::move(q.scales);
+  } else if (q.scale_format == Format::float8_e8m0) {
+    // Powers of two 2^-127..2^127 or NaN: the exponent field is the code (2^-127, a float32
+    // subnormal, is 0x00).
+    p.scale_codes.resize(q.scales.size());
+    for (std::size_t i = 0; i < q.scales.size(); ++i) {
+      const std::uint32_t b = std::bit_cast<std::uint32_t>(q.scales[i]);
+      p.scale_codes[i] = q.scales[i] != q.scales[i] ? 0xff : static_cast<std::uint8_t>(b >> 23);
+    }
   } else {
     p.scale_codes = q.scale_codes();
   }
@@ -193,7 +239,25 @@ bool dequantize_to_bf16(const PackedBlocks& q, std::uint16_t* out) {
         std::uint32_t bad = 0;
         scaled_rows(q, r0, r1, [&](std::int64_t r, const float* v) {
           std::uint16_t* o = out + r * q.cols;
-          for (std::int64_t c = 0; c < q.cols; ++c) {
+          std::int64_t c = 0;
+          __m256i low = _mm256_setzero_si256(), tiny = _mm256_setzero_si256();
+          const __m256i low_mask = _mm256_set1_epi32(0xffff), exp_mask = _mm256_set1_epi32(0x7f800000);
+          const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), zero = _mm256_setzero_si256();
+          for (; c + 8 <= q.cols; c += 8) {
+            const __m256i b = _mm256_castps_si256(_mm256_loadu_ps(v + c));
+            low = _mm256_or_si256(low, _mm256_and_si256(b, low_mask));
+            // nonzero with a zero exponent field: a float32 subnormal
+            const __m256i sub = _mm256_andnot_si256(
+                _mm256_cmpeq_epi32(_mm256_and_si256(b, abs_mask), zero),
+                _mm256_cmpeq_epi32(_mm256_and_si256(b, exp_mask), zero));
+            tiny = _mm256_or_si256(tiny, sub);
+            const __m256i hi = _mm256_srli_epi32(b, 16);
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(o + c),
+                             _mm_packus_epi32(_mm256_castsi256_si128(hi),
+                                              _mm256_extracti128_si256(hi, 1)));
+          }
+          bad |= _mm256_testz_si256(_mm256_or_si256(low, tiny), _mm256_or_si256(low, tiny)) ? 0u : 1u;
+          for (; c < q.cols; ++c) {
             const std::uint32_t b = std::bit_cast<std::uint32_t>(v[c]);
             bad |= bf16_exact(b) ? 0u : 1u;
             o[c] = static_cast<std::uint16_t>(b >> 16);

@@ -451,6 +451,7 @@ RunSummary Trainer::train_loop(RunMode mode) {
       std::to_string(task_->module().parameter_count()) + " parameters), precision " +
       precision_text() + ", " + optimizer_->name() + ", lr " + config_.schedule_text +
       ", run directory " + run_dir_);
+  for (const std::string& line : quant_->describe_plan()) log("linear layers: " + line);
   if (const dist::ReducerStats* st = dp_->stats()) {
     const std::int64_t global = config_.train_data.batch_size;
     log("data parallel over " + std::to_string(dp_->size()) +

@@ -7,10 +7,12 @@
 
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/block_operand.hpp"
+#include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
 
 namespace mantissa::testing {
@@ -112,6 +114,65 @@ TEST(BlockOperand, Bf16DecodeMatchesItsTwinAndTheCodec) {
       }
     }
   }
+}
+
+TEST(BlockOperand, ValuesStraightFromTheMatrixMatchPackingThenDecoding) {
+  const std::int64_t rows = 70, cols = 100;  // partial tiles both ways
+  std::vector<float> x = matrix(rows, cols, 8);
+  x[5] = std::numeric_limits<float>::quiet_NaN();  // a NaN tile (MX: codes 0, scale NaN)
+  x[3 * cols + 40] = -std::numeric_limits<float>::infinity();
+  x[6 * cols + 70] = std::ldexp(1.0f, -140);  // a float32 subnormal input
+  for (std::int64_t c = 0; c < 32; ++c) x[9 * cols + c] = 0.0f;  // an all-zero tile
+  // The same matrix as bfloat16 (the H operands come in): its values as float32 too.
+  std::vector<std::uint16_t> xb(x.size());
+  numerics::encode_array(x.data(), x.size(), Format::bfloat16, xb.data());
+  std::vector<float> xbf(x.size());
+  numerics::decode_array(xb.data(), xb.size(), Format::bfloat16, xbf.data());
+  std::vector<kernels::BlockSpec> specs;
+  for (Format e : numerics::kBlockElementFormats) {
+    for (auto rule : {numerics::MxScaleRule::floor, numerics::MxScaleRule::rceil,
+                      numerics::MxScaleRule::ceil, numerics::MxScaleRule::even}) {
+      for (TileShape t : {TileShape{1, 32}, TileShape{32, 1}}) {
+        numerics::MxSettings s;
+        s.element = e;
+        s.rule = rule;
+        s.tile = t;
+        specs.push_back(s);
+      }
+    }
+  }
+  for (Format e : {Format::float8_e4m3, Format::float8_e5m2}) {
+    for (TileShape t : {TileShape{1, 16}, TileShape{16, 1}, TileShape{rows, cols}}) {
+      numerics::Fp8BlockSettings s;
+      s.element = e;
+      s.tile = t;
+      specs.push_back(s);
+    }
+  }
+  std::size_t compared = 0;
+  for (const kernels::BlockSpec& spec : specs) {
+    ASSERT_TRUE(kernels::quantize_to_bf16_takes(spec));
+    for (bool bf16_input : {false, true}) {
+      const std::vector<float>& src = bf16_input ? xbf : x;
+      std::vector<std::uint16_t> got(x.size()), want(x.size());
+      const bool exact = kernels::quantize_to_bf16(
+          bf16_input ? static_cast<const void*>(xb.data()) : static_cast<const void*>(x.data()),
+          bf16_input ? Format::bfloat16 : Format::float32, rows, cols, spec, got.data());
+      const bool want_exact = kernels::dequantize_to_bf16_ref(
+          kernels::quantize_packed(src.data(), rows, cols, spec), want.data());
+      ASSERT_EQ(exact, want_exact);
+      if (exact) {
+        ASSERT_EQ(got, want);
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 2 * specs.size());  // every spec's values are bfloat16 values here
+  numerics::Nvfp4Settings nv;
+  EXPECT_FALSE(kernels::quantize_to_bf16_takes(nv));
+  numerics::Fp8BlockSettings f32_scales;
+  f32_scales.power_of_two = false;
+  EXPECT_FALSE(kernels::quantize_to_bf16_takes(f32_scales));
 }
 
 TEST(BlockOperand, ValuesBelowTheNormalRangeAreNotBf16Exact) {

@@ -59,6 +59,17 @@ using BlockSpec =
 PackedBlocks quantize_packed(const float* x, std::int64_t rows, std::int64_t cols,
                              const BlockSpec& spec);
 
+// Whether quantize_to_bf16 takes `spec`: MX, or fp8 blocks with power-of-two scales, with
+// nearest-even rounding (their values are bfloat16 values).
+bool quantize_to_bf16_takes(const BlockSpec& spec);
+// The values quantize_packed then dequantize_to_bf16 give (the same bits and the same
+// answer), made straight from x (float32 or bfloat16, row-major rows x cols) without element
+// codes, for an operand a product reads once: per tile the quantizer's scale, per element
+// y = x * encode rounded to the element format in float32 bit arithmetic (vectorized; an
+// infinity or NaN through the codec), times the decode scale. On all threads.
+bool quantize_to_bf16(const void* x, Format x_format, std::int64_t rows, std::int64_t cols,
+                      const BlockSpec& spec, std::uint16_t* out);
+
 // element * tile scale (without the tensor scale) of every element, row-major, as bfloat16
 // bit patterns; on all threads. Returns false, leaving `out` unspecified, when some value is
 // not zero, NaN, infinite or a normal bfloat16 value (then dequantize_to_float32 is exact).
@@ -69,11 +80,23 @@ bool dequantize_to_bf16_ref(const PackedBlocks& q, std::uint16_t* out);
 // two or an e4m3 scale).
 void dequantize_to_float32(const PackedBlocks& q, float* out);
 
+// One operand as a product reads it: packed blocks (decoded when multiplied), or the
+// bfloat16 values quantize_to_bf16 made of a rows x cols matrix (power-of-two tile scales,
+// no tensor scale).
+struct BlockOperand {
+  const PackedBlocks* packed = nullptr;
+  const std::uint16_t* values = nullptr;
+  std::int64_t rows = 0, cols = 0;
+  BlockOperand(const PackedBlocks& p) : packed(&p), rows(p.rows), cols(p.cols) {}  // NOLINT
+  BlockOperand(const std::uint16_t* v, std::int64_t r, std::int64_t c) : values(v), rows(r), cols(c) {}
+};
+
 // op(A) op(B) (GemmShape's trans flags over A and B as stored) handed block by block to
 // `epilogue`, on the route the header describes. A and B must match the shape; `route` is
 // the policy's matmul_route. Throws mantissa::Error when the chunk route would need element
-// formats that are not fp8 or scales that are not constant over common chunks.
-void block_scaled_gemm(const GemmShape& s, const PackedBlocks& a, const PackedBlocks& b,
+// formats that are not fp8, scales that are not constant over common chunks, or an operand
+// given as values.
+void block_scaled_gemm(const GemmShape& s, BlockOperand a, BlockOperand b,
                        const GemmEpilogue& epilogue, MatmulRoute route);
 // The scalar twin of the chunk route (what the fp32 route gives bit for bit): per element of
 // C, per chunk, one std::fma chain over the chunk's k in order, then
