@@ -60,12 +60,14 @@ k::BlockSpec spec(int which) {
 const char* kNames[] = {"mxfp8/1x32", "mxfp8/32x1", "mxfp4/1x32", "nvfp4/1x16", "fp8_blocks/1x128"};
 
 void set_rate(benchmark::State& state) {
-  state.SetBytesProcessed(state.iterations() * kRows * kCols * static_cast<std::int64_t>(sizeof(float)));
+  state.SetBytesProcessed(state.iterations() * kRows * kCols *
+                          static_cast<std::int64_t>(sizeof(float)));
 }
 
 void BM_Quantize(benchmark::State& state) {
   const k::BlockSpec s = spec(static_cast<int>(state.range(0)));
-  for (auto _ : state) benchmark::DoNotOptimize(k::quantize_packed(input().data(), kRows, kCols, s));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(k::quantize_packed(input().data(), kRows, kCols, s));
   state.SetLabel(kNames[state.range(0)]);
   set_rate(state);
 }
@@ -78,7 +80,8 @@ void BM_QuantizeToBf16(benchmark::State& state) {
   std::vector<std::uint16_t> out(input().size());
   for (auto _ : state) {
     if (kFused) {
-      benchmark::DoNotOptimize(k::quantize_to_bf16(input().data(), n::Format::float32, kRows, kCols, s, out.data()));
+      benchmark::DoNotOptimize(
+          k::quantize_to_bf16(input().data(), n::Format::float32, kRows, kCols, s, out.data()));
     } else {
       benchmark::DoNotOptimize(
           k::dequantize_to_bf16(k::quantize_packed(input().data(), kRows, kCols, s), out.data()));
@@ -116,8 +119,8 @@ void BM_Product(benchmark::State& state) {
   const k::GemmShape shape = k::GemmShape::dense(kRows, kOut, kCols, false, true);
   for (auto _ : state) {
     if (blocks) {
-      k::block_scaled_gemm(shape, qx, qw, [&](const k::GemmTile&) {},
-                           mantissa::precision::MatmulRoute::automatic);
+      k::block_scaled_gemm(
+          shape, qx, qw, [&](const k::GemmTile&) {}, mantissa::precision::MatmulRoute::automatic);
     } else {
       k::gemm(shape, k::Operand(xb.data(), n::Format::bfloat16),
               k::Operand(wb.data(), n::Format::bfloat16), y.data(), false,
@@ -126,14 +129,25 @@ void BM_Product(benchmark::State& state) {
     }
   }
   state.SetLabel(blocks ? "mxfp8 operands (decode + bf16 GEMM)" : "bfloat16 operands");
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(shape.flops() * static_cast<double>(state.iterations()) / 1e9,
-                         benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      shape.flops() * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
 BENCHMARK(BM_Quantize)->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_QuantizeToBf16<true>)->Arg(0)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_QuantizeToBf16<false>)->Arg(0)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_QuantizeToBf16<true>)
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_QuantizeToBf16<false>)
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_DecodeBf16<false>)->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_DecodeBf16<true>)->Arg(0)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Product)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -72,8 +72,8 @@ std::vector<std::string> precision_overrides(std::optional<TrainingPrecision> pr
     if (precision->recipe == precision::Recipe::delayed) {
       o.push_back(key + "fp8.enabled=true");  // the spelling runs have always recorded
     } else if (precision->recipe) {
-      o.push_back(key + "recipe.name=" +
-                  std::string(name_of(precision::kRecipeNames, *precision->recipe)));
+      o.push_back(
+          key + "recipe.name=" + std::string(name_of(precision::kRecipeNames, *precision->recipe)));
     }
     // float16 and cbfloat16 need loss scaling (docs/design.md section 4): dynamic unless told.
     if ((precision->format == numerics::Format::float16 ||

@@ -26,7 +26,8 @@ void check_blocks(const std::string& layer, const nn::Linear& linear,
   for (const auto& [what, n] : {std::pair{"in_features", in}, std::pair{"out_features", out}}) {
     if (n % r.block_size == 0) continue;
     const std::string recipe(name_of(precision::kRecipeNames, r.recipe));
-    const std::string key = r.recipe == precision::Recipe::nvfp4 ? "recipe.name" : "recipe.block_size";
+    const std::string key =
+        r.recipe == precision::Recipe::nvfp4 ? "recipe.name" : "recipe.block_size";
     const std::string size = r.recipe == precision::Recipe::nvfp4
                                  ? "nvfp4's blocks of 16"
                                  : std::to_string(r.block_size) +
@@ -89,21 +90,22 @@ std::vector<std::string> QuantizedLayers::describe_plan() const {
   // Distinct choices in order of first appearance, each with its layers.
   std::vector<std::pair<std::string, std::vector<const LayerPlan*>>> groups;
   for (const LayerPlan& p : plan_) {
-    const std::string what = p.recipe ? p.recipe->describe()
-                                      : std::string(precision::kNoRecipeWord) +
-                                            " (the policy's half format)";
-    auto it = std::find_if(groups.begin(), groups.end(),
-                           [&](const auto& g) { return g.first == what; });
+    const std::string what =
+        p.recipe ? p.recipe->describe()
+                 : std::string(precision::kNoRecipeWord) + " (the policy's half format)";
+    auto it =
+        std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == what; });
     if (it == groups.end()) it = groups.insert(groups.end(), {what, {}});
     it->second.push_back(&p);
   }
   std::vector<std::string> lines;
   for (const auto& [what, layers] : groups) {
-    std::string line = what + ": " + std::to_string(layers.size()) + " layer" +
-                       (layers.size() == 1 ? "" : "s");
+    std::string line =
+        what + ": " + std::to_string(layers.size()) + " layer" + (layers.size() == 1 ? "" : "s");
     if (layers.front()->override_index >= 0) {
       line += " (";
-      for (std::size_t i = 0; i < layers.size(); ++i) line += (i == 0 ? "" : ", ") + layers[i]->layer;
+      for (std::size_t i = 0; i < layers.size(); ++i)
+        line += (i == 0 ? "" : ", ") + layers[i]->layer;
       line += ")";
     }
     lines.push_back(line);

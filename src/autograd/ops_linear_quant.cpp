@@ -66,11 +66,10 @@ struct LinearQuantNode : Node {
               ? g_row
               : quantize_copy(gc, rows, out, *quant, Fp8Slot::grad, Along::rows, Use::once);
       dw = Tensor::empty(Shape{out, in}, grad_format(1));
-      const GemmShape s = g_col.transposed
-                              ? GemmShape::dense(out, in, g_col.cols(), false, true)
-                              : GemmShape::dense(out, in, rows, true, false);
-      kernels::block_scaled_gemm(s, g_col.operand(), x_col.operand(), write_rows(dw, 0, in, nullptr),
-                                 route);
+      const GemmShape s = g_col.transposed ? GemmShape::dense(out, in, g_col.cols(), false, true)
+                                           : GemmShape::dense(out, in, rows, true, false);
+      kernels::block_scaled_gemm(s, g_col.operand(), x_col.operand(),
+                                 write_rows(dw, 0, in, nullptr), route);
     }
     const Tensor db = has_bias && needs_grad(2) ? bias_gradient(gc, rows, out) : Tensor();
     return {dx, dw, db};
@@ -102,18 +101,17 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias,
                                         one && keep_x ? Use::kept : Use::once);
   Tensor y = Tensor::empty(linear_output_shape(xs, out), result_format(p));
   const Tensor b32 = bias.defined() ? to_format(bias.value(), Format::float32, false) : Tensor();
-  kernels::block_scaled_gemm(GemmShape::dense(rows, out, in, false, true), x_row.operand(),
-                             w.row.operand(),
-                             write_rows(y, 0, out, bias.defined() ? b32.f32() : nullptr),
-                             p.matmul_route);
+  kernels::block_scaled_gemm(
+      GemmShape::dense(rows, out, in, false, true), x_row.operand(), w.row.operand(),
+      write_rows(y, 0, out, bias.defined() ? b32.f32() : nullptr), p.matmul_route);
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
   return make_result(std::move(y), inputs, [&] {
     auto node = std::make_shared<LinearQuantNode>();
     // The weight gradient's copy of x, made only when the weight takes a gradient.
     if (keep_x) {
-      node->x_col = one ? x_row
-                        : quantize_copy(xc, rows, in, *quant, Fp8Slot::input, Along::rows, Use::kept);
+      node->x_col =
+          one ? x_row : quantize_copy(xc, rows, in, *quant, Fp8Slot::input, Along::rows, Use::kept);
     }
     node->w_col = w.col;
     node->quant = quant;

@@ -91,7 +91,8 @@ precision::RecipeSettings parse_recipe(Reader r) {
   for (std::size_t i = 0; i < precision::kFp8Slots; ++i) {
     s.formats[i] = recipe_format(r, std::string(precision::kFp8SlotNames[i].name).c_str());
   }
-  if (r.has("scale_rule")) s.scale_rule = r.require_named("scale_rule", numerics::kMxScaleRuleNames);
+  if (r.has("scale_rule"))
+    s.scale_rule = r.require_named("scale_rule", numerics::kMxScaleRuleNames);
   optional_key(r, "block_size", s.block_size, kInt);
   optional_key(r, "pad_blocks", s.pad_blocks, kBool);
   optional_key(r, "power_of_two_scales", s.power_of_two_scales, kBool);

@@ -42,8 +42,8 @@ void check_shape(const GemmShape& s, const BlockOperand& a, const BlockOperand& 
   if (am != s.m || ak != s.k || bk != s.k || bn != s.n || s.lda != a.cols || s.ldb != b.cols) {
     throw Error("block_scaled_gemm: operands " + std::to_string(a.rows) + "x" +
                 std::to_string(a.cols) + " and " + std::to_string(b.rows) + "x" +
-                std::to_string(b.cols) + " do not match the product " + std::to_string(s.m) +
-                "x" + std::to_string(s.n) + "x" + std::to_string(s.k));
+                std::to_string(b.cols) + " do not match the product " + std::to_string(s.m) + "x" +
+                std::to_string(s.n) + "x" + std::to_string(s.k));
   }
 }
 
@@ -83,15 +83,14 @@ std::int64_t chunk_length(const GemmShape& s, const Side& a, const Side& b) {
   const std::int64_t ea = std::min(a.k_extent(), s.k), eb = std::min(b.k_extent(), s.k);
   const std::int64_t chunk = std::min(ea, eb);
   if (chunk < 1 || (ea % chunk != 0 && ea != s.k) || (eb % chunk != 0 && eb != s.k)) {
-    throw Error("block_scaled_gemm: tiles of " + std::to_string(ea) + " and " +
-                std::to_string(eb) + " along the reduction dimension do not share chunks");
+    throw Error("block_scaled_gemm: tiles of " + std::to_string(ea) + " and " + std::to_string(eb) +
+                " along the reduction dimension do not share chunks");
   }
   return chunk;
 }
 
 // C = sum over chunks of (A_chunk B_chunk) * (sa * sb), into c [m, n] (zeroed by the caller).
-void chunk_products(const GemmShape& s, const Side& a, const Side& b, float* c,
-                    MatmulRoute route) {
+void chunk_products(const GemmShape& s, const Side& a, const Side& b, float* c, MatmulRoute route) {
   const std::int64_t chunk = chunk_length(s, a, b);
   std::vector<float> sa(static_cast<std::size_t>(s.m)), sb(static_cast<std::size_t>(s.n));
   const GemmPrecision gp{Format::float8_e4m3, 1, GemmAlgorithm::automatic, route};
@@ -101,33 +100,33 @@ void chunk_products(const GemmShape& s, const Side& a, const Side& b, float* c,
     for (std::int64_t j = 0; j < s.n; ++j) sb[static_cast<std::size_t>(j)] = b.scale(j, k0);
     GemmShape cs = s;
     cs.k = len;
-    gemm(cs, a.elements_from(k0), b.elements_from(k0),
-         [&](const GemmTile& t) {
-           for (std::int64_t r = 0; r < t.rows; ++r) {
-             const float f = sa[static_cast<std::size_t>(t.row0 + r)];
-             const float* v = t.values + r * t.ld;
-             float* out = c + (t.row0 + r) * s.n + t.col0;
-             for (std::int64_t j = 0; j < t.cols; ++j) {
-               out[j] = out[j] + v[j] * (f * sb[static_cast<std::size_t>(t.col0 + j)]);
-             }
-           }
-         },
-         gp);
+    gemm(
+        cs, a.elements_from(k0), b.elements_from(k0),
+        [&](const GemmTile& t) {
+          for (std::int64_t r = 0; r < t.rows; ++r) {
+            const float f = sa[static_cast<std::size_t>(t.row0 + r)];
+            const float* v = t.values + r * t.ld;
+            float* out = c + (t.row0 + r) * s.n + t.col0;
+            for (std::int64_t j = 0; j < t.cols; ++j) {
+              out[j] = out[j] + v[j] * (f * sb[static_cast<std::size_t>(t.col0 + j)]);
+            }
+          }
+        },
+        gp);
   }
 }
 
 // Hands c [m, n] to the epilogue in bands of rows, on all threads.
 void hand_over(float* c, std::int64_t m, std::int64_t n, const GemmEpilogue& epilogue) {
   constexpr std::int64_t kBand = 64;
-  parallel_chunks(
-      (m + kBand - 1) / kBand,
-      [&](std::int64_t b0, std::int64_t b1) {
-        for (std::int64_t b = b0; b < b1; ++b) {
-          const std::int64_t r0 = b * kBand, rows = std::min(kBand, m - r0);
-          epilogue(GemmTile{c + r0 * n, n, r0, rows, 0, n});
-        }
-      },
-      1);
+  parallel_chunks((m + kBand - 1) / kBand,
+                  [&](std::int64_t b0, std::int64_t b1) {
+                    for (std::int64_t b = b0; b < b1; ++b) {
+                      const std::int64_t r0 = b * kBand, rows = std::min(kBand, m - r0);
+                      epilogue(GemmTile{c + r0 * n, n, r0, rows, 0, n});
+                    }
+                  },
+                  1);
 }
 
 }  // namespace
@@ -162,8 +161,9 @@ void block_scaled_gemm(const GemmShape& s, BlockOperand a, BlockOperand b,
     return;
   }
   if (a.packed == nullptr || b.packed == nullptr) {
-    throw Error("block_scaled_gemm: an operand given as values needs the other's scales to be "
-                "powers of two or e4m3");
+    throw Error(
+        "block_scaled_gemm: an operand given as values needs the other's scales to be "
+        "powers of two or e4m3");
   }
   const Side sa{*a.packed, s.trans_a}, sb{*b.packed, !s.trans_b};
   if (chunk_length(s, sa, sb) >= s.k) {  // one chunk: scale the product on its way out
@@ -190,8 +190,8 @@ void block_scaled_gemm(const GemmShape& s, BlockOperand a, BlockOperand b,
   hand_over(c.f32(), s.m, s.n, epilogue);
 }
 
-void block_scaled_gemm_chunks_ref(const GemmShape& s, const PackedBlocks& a,
-                                  const PackedBlocks& b, float* c) {
+void block_scaled_gemm_chunks_ref(const GemmShape& s, const PackedBlocks& a, const PackedBlocks& b,
+                                  float* c) {
   check_shape(s, BlockOperand(a), BlockOperand(b));
   const Side sa{a, s.trans_a}, sb{b, !s.trans_b};
   const std::int64_t chunk = chunk_length(s, sa, sb);

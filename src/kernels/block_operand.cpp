@@ -2,11 +2,11 @@
 // result, quantizing in bands on all threads, and decoding to bfloat16 or float32.
 #include "mantissa/kernels/block_operand.hpp"
 
+#include <immintrin.h>
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cstring>
-#include <immintrin.h>
 
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/parallel.hpp"
@@ -60,7 +60,8 @@ const float* element_table(Format f) {
 
 float tile_scale(const PackedBlocks& q, std::int64_t tile_index) {
   const auto i = static_cast<std::size_t>(tile_index);
-  return q.scale_format == Format::float32 ? q.scales32[i] : scale_table(q.scale_format)[q.scale_codes[i]];
+  return q.scale_format == Format::float32 ? q.scales32[i]
+                                           : scale_table(q.scale_format)[q.scale_codes[i]];
 }
 
 // Row r's element codes, one per byte (fp4 unpacked), into `codes` [cols]; returns them.
@@ -121,7 +122,8 @@ void scaled_rows(const PackedBlocks& q, std::int64_t r0, std::int64_t r1, Emit&&
       const __m256 v = _mm256_i32gather_ps(table, idx, 4);
       _mm256_storeu_ps(values.data() + c, _mm256_mul_ps(v, _mm256_loadu_ps(mult.data() + c)));
     }
-    for (; c < q.cols; ++c) values[static_cast<std::size_t>(c)] = table[codes[c]] * mult[static_cast<std::size_t>(c)];
+    for (; c < q.cols; ++c)
+      values[static_cast<std::size_t>(c)] = table[codes[c]] * mult[static_cast<std::size_t>(c)];
     emit(r, values.data());
   }
 }
@@ -241,22 +243,24 @@ bool dequantize_to_bf16(const PackedBlocks& q, std::uint16_t* out) {
           std::uint16_t* o = out + r * q.cols;
           std::int64_t c = 0;
           __m256i low = _mm256_setzero_si256(), tiny = _mm256_setzero_si256();
-          const __m256i low_mask = _mm256_set1_epi32(0xffff), exp_mask = _mm256_set1_epi32(0x7f800000);
+          const __m256i low_mask = _mm256_set1_epi32(0xffff),
+                        exp_mask = _mm256_set1_epi32(0x7f800000);
           const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), zero = _mm256_setzero_si256();
           for (; c + 8 <= q.cols; c += 8) {
             const __m256i b = _mm256_castps_si256(_mm256_loadu_ps(v + c));
             low = _mm256_or_si256(low, _mm256_and_si256(b, low_mask));
             // nonzero with a zero exponent field: a float32 subnormal
-            const __m256i sub = _mm256_andnot_si256(
-                _mm256_cmpeq_epi32(_mm256_and_si256(b, abs_mask), zero),
-                _mm256_cmpeq_epi32(_mm256_and_si256(b, exp_mask), zero));
+            const __m256i sub =
+                _mm256_andnot_si256(_mm256_cmpeq_epi32(_mm256_and_si256(b, abs_mask), zero),
+                                    _mm256_cmpeq_epi32(_mm256_and_si256(b, exp_mask), zero));
             tiny = _mm256_or_si256(tiny, sub);
             const __m256i hi = _mm256_srli_epi32(b, 16);
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(o + c),
-                             _mm_packus_epi32(_mm256_castsi256_si128(hi),
-                                              _mm256_extracti128_si256(hi, 1)));
+            _mm_storeu_si128(
+                reinterpret_cast<__m128i*>(o + c),
+                _mm_packus_epi32(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1)));
           }
-          bad |= _mm256_testz_si256(_mm256_or_si256(low, tiny), _mm256_or_si256(low, tiny)) ? 0u : 1u;
+          bad |=
+              _mm256_testz_si256(_mm256_or_si256(low, tiny), _mm256_or_si256(low, tiny)) ? 0u : 1u;
           for (; c < q.cols; ++c) {
             const std::uint32_t b = std::bit_cast<std::uint32_t>(v[c]);
             bad |= bf16_exact(b) ? 0u : 1u;

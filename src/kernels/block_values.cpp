@@ -37,17 +37,17 @@ struct Grid {
   }
   // y rounded to the format (the codec: nearest-even, saturate), decoded: one element.
   float round_one(float y) const {
-    return numerics::decode(
-        numerics::encode(y, *layout, numerics::Rounding::nearest_even, numerics::Overflow::saturate),
-        *layout);
+    return numerics::decode(numerics::encode(y, *layout, numerics::Rounding::nearest_even,
+                                             numerics::Overflow::saturate),
+                            *layout);
   }
 };
 
 // Loads 8 elements of a float32 or bfloat16 row as float32.
 inline __m256 load8(const void* row, Format f, std::int64_t c) {
   if (f == Format::float32) return _mm256_loadu_ps(static_cast<const float*>(row) + c);
-  const __m128i h = _mm_loadu_si128(
-      reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(row) + c));
+  const __m128i h =
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(row) + c));
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 inline float load1(const void* row, Format f, std::int64_t c) {
@@ -150,20 +150,22 @@ bool quantize_to_bf16(const void* x, Format x_format, std::int64_t rows, std::in
             }
             if (tile.cols == 1) {  // column-wise tiles: one amax per column
               for (std::int64_t j = 0; j < cols; ++j) {
-                amax[static_cast<std::size_t>(j)] =
-                    std::max(amax[static_cast<std::size_t>(j)], absrow[static_cast<std::size_t>(j)]);
+                amax[static_cast<std::size_t>(j)] = std::max(amax[static_cast<std::size_t>(j)],
+                                                             absrow[static_cast<std::size_t>(j)]);
               }
               continue;
             }
             for (std::int64_t t = 0; t < grid_cols; ++t) {
               const std::int64_t c0 = t * tile.cols, c1 = std::min(cols, c0 + tile.cols);
               std::uint32_t m = amax[static_cast<std::size_t>(t)];
-              for (std::int64_t j = c0; j < c1; ++j) m = std::max(m, absrow[static_cast<std::size_t>(j)]);
+              for (std::int64_t j = c0; j < c1; ++j)
+                m = std::max(m, absrow[static_cast<std::size_t>(j)]);
               amax[static_cast<std::size_t>(t)] = m;
             }
           }
           for (std::int64_t t = 0; t < grid_cols; ++t) {
-            const Pow2Scale s = tile_scale_of(spec, std::bit_cast<float>(amax[static_cast<std::size_t>(t)]));
+            const Pow2Scale s =
+                tile_scale_of(spec, std::bit_cast<float>(amax[static_cast<std::size_t>(t)]));
             const std::int64_t c0 = t * tile.cols, c1 = std::min(cols, c0 + tile.cols);
             std::fill(enc.begin() + c0, enc.begin() + c1, s.encode);
             std::fill(dec.begin() + c0, dec.begin() + c1, s.decode);
@@ -173,10 +175,12 @@ bool quantize_to_bf16(const void* x, Format x_format, std::int64_t rows, std::in
             std::uint16_t* o = out + r * cols;
             std::int64_t c = 0;
             for (; c + 8 <= cols; c += 8) {
-              const __m256 y = _mm256_mul_ps(load8(row, x_format, c), _mm256_loadu_ps(enc.data() + c));
+              const __m256 y =
+                  _mm256_mul_ps(load8(row, x_format, c), _mm256_loadu_ps(enc.data() + c));
               const V yb = _mm256_castps_si256(y);
-              const V nonfinite = _mm256_cmpgt_epi32(_mm256_and_si256(yb, _mm256_set1_epi32(0x7fffffff)),
-                                                     _mm256_set1_epi32(0x7f7fffff));
+              const V nonfinite =
+                  _mm256_cmpgt_epi32(_mm256_and_si256(yb, _mm256_set1_epi32(0x7fffffff)),
+                                     _mm256_set1_epi32(0x7f7fffff));
               __m256 r8;
               if (_mm256_testz_si256(nonfinite, nonfinite)) {
                 r8 = round8(y, grid);
@@ -184,8 +188,9 @@ bool quantize_to_bf16(const void* x, Format x_format, std::int64_t rows, std::in
                 alignas(32) float lanes[8];
                 _mm256_store_ps(lanes, y);
                 for (int i = 0; i < 8; ++i) {  // a NaN tile scale: element codes 0
-                  lanes[i] = std::isnan(dec[static_cast<std::size_t>(c + i)]) ? 0.0f
-                                                                           : grid.round_one(lanes[i]);
+                  lanes[i] = std::isnan(dec[static_cast<std::size_t>(c + i)])
+                                 ? 0.0f
+                                 : grid.round_one(lanes[i]);
                 }
                 r8 = _mm256_load_ps(lanes);
               }
@@ -193,20 +198,22 @@ bool quantize_to_bf16(const void* x, Format x_format, std::int64_t rows, std::in
               // Exact in bfloat16: the low half zero and no float32 subnormal.
               const V low = _mm256_and_si256(v, _mm256_set1_epi32(0xffff));
               const V mag = _mm256_and_si256(v, _mm256_set1_epi32(0x7fffffff));
-              const V sub = _mm256_andnot_si256(_mm256_cmpeq_epi32(mag, _mm256_setzero_si256()),
-                                                _mm256_cmpgt_epi32(_mm256_set1_epi32(0x00800000), mag));
+              const V sub =
+                  _mm256_andnot_si256(_mm256_cmpeq_epi32(mag, _mm256_setzero_si256()),
+                                      _mm256_cmpgt_epi32(_mm256_set1_epi32(0x00800000), mag));
               const V wrong = _mm256_or_si256(low, sub);
               bad |= _mm256_testz_si256(wrong, wrong) ? 0u : 1u;
               const V hi = _mm256_srli_epi32(v, 16);
-              _mm_storeu_si128(reinterpret_cast<__m128i*>(o + c),
-                               _mm_packus_epi32(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1)));
+              _mm_storeu_si128(
+                  reinterpret_cast<__m128i*>(o + c),
+                  _mm_packus_epi32(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1)));
             }
             for (; c < cols; ++c) {
               const float d = dec[static_cast<std::size_t>(c)];
-              const float v =
-                  (std::isnan(d) ? 0.0f
-                                 : grid.round_one(load1(row, x_format, c) * enc[static_cast<std::size_t>(c)])) *
-                  d;
+              const float v = (std::isnan(d) ? 0.0f
+                                             : grid.round_one(load1(row, x_format, c) *
+                                                              enc[static_cast<std::size_t>(c)])) *
+                              d;
               const std::uint32_t b = std::bit_cast<std::uint32_t>(v);
               const std::uint32_t mag = b & 0x7fffffffu;
               bad |= ((b & 0xffffu) != 0 || (mag != 0 && mag < 0x00800000u)) ? 1u : 0u;
@@ -219,7 +226,8 @@ bool quantize_to_bf16(const void* x, Format x_format, std::int64_t rows, std::in
           bad_any = 1u;
         }
       },
-      std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(band_rows * cols, 1)));
+      std::max<std::int64_t>(1,
+                             kParallelMinElements / std::max<std::int64_t>(band_rows * cols, 1)));
   return bad_any == 0;
 }
 

@@ -18,9 +18,9 @@ void Fp8Settings::validate() const {
 }
 
 Fp8Meta::Fp8Meta(const Fp8Settings& settings)
-    : Fp8Meta(settings, {Format::float8_e4m3, Format::float8_e4m3,
-                         settings.recipe == Fp8Recipe::hybrid ? Format::float8_e5m2
-                                                              : Format::float8_e4m3}) {}
+    : Fp8Meta(settings,
+              {Format::float8_e4m3, Format::float8_e4m3,
+               settings.recipe == Fp8Recipe::hybrid ? Format::float8_e5m2 : Format::float8_e4m3}) {}
 
 Fp8Meta::Fp8Meta(const Fp8Settings& settings, const std::array<Format, kFp8Slots>& formats)
     : settings_(settings), formats_(formats) {

@@ -89,7 +89,8 @@ Format default_format(Recipe r, Fp8Slot role, Fp8Recipe fp8_formats) {
 }
 
 std::vector<Format> allowed_formats(Recipe r) {
-  if (is_mx(r)) return {numerics::kBlockElementFormats.begin(), numerics::kBlockElementFormats.end()};
+  if (is_mx(r))
+    return {numerics::kBlockElementFormats.begin(), numerics::kBlockElementFormats.end()};
   if (r == Recipe::nvfp4) return {Format::float4_e2m1};
   return {Format::float8_e4m3, Format::float8_e5m2};
 }
@@ -158,8 +159,8 @@ LayerRecipe resolve(const RecipeSettings& s, Recipe r) {
   l.recipe = r;
   for (std::size_t i = 0; i < kFp8Slots; ++i) {
     const std::optional<Format>& given = s.formats[i];
-    l.formats[i] = r == s.recipe && given ? *given
-                                          : default_format(r, static_cast<Fp8Slot>(i), s.fp8_formats);
+    l.formats[i] =
+        r == s.recipe && given ? *given : default_format(r, static_cast<Fp8Slot>(i), s.fp8_formats);
   }
   l.scale_rule = s.scale_rule.value_or(MxScaleRule::rceil);
   if (is_mx(r)) l.block_size = s.block_size.value_or(kMxBlock);

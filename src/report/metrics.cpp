@@ -187,7 +187,8 @@ std::vector<SettingRow> read_rows(const Fields& f, const char* key) {
     ok = ok && row.is_array() && row.size() == 2 && row[0].is_string() && row[1].is_string();
   if (!ok) f.fail("'" + std::string(key) + "' is not a list of [name, value] string pairs");
   std::vector<SettingRow> out;
-  for (const json& row : rows) out.emplace_back(row[0].get<std::string>(), row[1].get<std::string>());
+  for (const json& row : rows)
+    out.emplace_back(row[0].get<std::string>(), row[1].get<std::string>());
   return out;
 }
 

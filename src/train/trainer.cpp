@@ -8,8 +8,8 @@
 
 #include "data_parallel.hpp"
 #include "digest.hpp"
-#include "mantissa/amp/quantized_layers.hpp"
 #include "mantissa/amp/optimizer_step.hpp"
+#include "mantissa/amp/quantized_layers.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/report/metrics.hpp"
 #include "mantissa/train/checkpoint.hpp"
@@ -296,8 +296,8 @@ report::RunRecord Trainer::run_record() const {
     r.fp8 = recipe->recipe == precision::Recipe::delayed;
     r.recipe = name_of(precision::kRecipeNames, recipe->recipe);
     for (const amp::LayerPlan& p : quant_->plan()) {
-      r.layers.emplace_back(p.layer, p.recipe ? p.recipe->describe()
-                                              : std::string(precision::kNoRecipeWord));
+      r.layers.emplace_back(
+          p.layer, p.recipe ? p.recipe->describe() : std::string(precision::kNoRecipeWord));
     }
   }
   r.loss_scaling = detail::loss_scaling_mode(scales_loss_ ? scaler_.get() : nullptr);

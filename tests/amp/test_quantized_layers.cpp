@@ -88,19 +88,22 @@ TEST(QuantizedLayers, ABlockSizeThatDoesNotDivideIsAnErrorUnlessPadded) {
   given.block_size = 16;
   nn::Mlp m48 = mlp(48);
   given.block_size = 24;
-  EXPECT_EQ(error_of([&] { QuantizedLayers(m48, given, 0); })
-                .rfind("recipe.block_size: 24 do not divide layers.0's out_features 64", 0),
+  EXPECT_EQ(error_of([&] {
+              QuantizedLayers(m48, given, 0);
+            }).rfind("recipe.block_size: 24 do not divide layers.0's out_features 64", 0),
             0u);
-  EXPECT_EQ(error_of([&] { QuantizedLayers(m, recipe(Recipe::nvfp4), 0); })
-                .rfind("recipe.name: nvfp4's blocks of 16 do not divide layers.0's in_features 40",
-                       0),
-            0u);
+  EXPECT_EQ(
+      error_of([&] {
+        QuantizedLayers(m, recipe(Recipe::nvfp4), 0);
+      }).rfind("recipe.name: nvfp4's blocks of 16 do not divide layers.0's in_features 40", 0),
+      0u);
   auto padded = recipe(Recipe::mxfp8);
   padded.pad_blocks = true;
   EXPECT_EQ(QuantizedLayers(m, padded, 0).size(), 3u);
   // Overriding the layer that does not divide is the other way out; blockwise pads by
   // default (its 128-wide tiles).
-  EXPECT_EQ(QuantizedLayers(m, recipe(Recipe::mxfp8, {{"layers.0.*", std::nullopt}}), 0).size(), 2u);
+  EXPECT_EQ(QuantizedLayers(m, recipe(Recipe::mxfp8, {{"layers.0.*", std::nullopt}}), 0).size(),
+            2u);
   EXPECT_EQ(QuantizedLayers(m, recipe(Recipe::blockwise), 0).size(), 3u);
 }
 
@@ -120,15 +123,17 @@ TEST(QuantizedLayers, CheckpointStateRoundTripsAndIsChecked) {
   QuantizedLayers fresh(m2, recipe(Recipe::nvfp4, {{"layers.2.*", Recipe::delayed}}), 3);
   fresh.load_state_tensors(state);
   auto flipped = state;
-  flipped["hadamard_signs"] = tensor::Tensor::from_vector(
-      {1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1}, {16});
-  EXPECT_NE(error_of([&] { fresh.load_state_tensors(flipped); })
-                .find("fp8.hadamard_signs: the checkpoint's rotation signs differ"),
+  flipped["hadamard_signs"] =
+      tensor::Tensor::from_vector({1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1}, {16});
+  EXPECT_NE(error_of([&] {
+              fresh.load_state_tensors(flipped);
+            }).find("fp8.hadamard_signs: the checkpoint's rotation signs differ"),
             std::string::npos);
   auto missing = state;
   missing.erase("hadamard_signs");
-  EXPECT_NE(error_of([&] { fresh.load_state_tensors(missing); })
-                .find("fp8.hadamard_signs: not in the checkpoint"),
+  EXPECT_NE(error_of([&] {
+              fresh.load_state_tensors(missing);
+            }).find("fp8.hadamard_signs: not in the checkpoint"),
             std::string::npos);
   // Without rotation there are no signs to keep.
   auto plain = recipe(Recipe::nvfp4);

@@ -36,7 +36,9 @@ struct Exact {
   std::int64_t rows = 0, cols = 0;
   std::vector<double> v;
   double tensor_scale = 1.0;
-  double at(std::int64_t r, std::int64_t c) const { return v[static_cast<std::size_t>(r * cols + c)]; }
+  double at(std::int64_t r, std::int64_t c) const {
+    return v[static_cast<std::size_t>(r * cols + c)];
+  }
 };
 
 Exact exact(const BlockQuantized& q) {
@@ -78,9 +80,9 @@ BlockQuantized reference_copy(const precision::LayerRecipe& r, Fp8Slot role, boo
     }
     case Recipe::nvfp4: {
       numerics::Nvfp4Settings s;
-      s.tile = role == Fp8Slot::weight ? numerics::TileShape{16, 16}
-                                       : (rowwise ? numerics::TileShape{1, 16}
-                                                  : numerics::TileShape{16, 1});
+      s.tile = role == Fp8Slot::weight
+                   ? numerics::TileShape{16, 16}
+                   : (rowwise ? numerics::TileShape{1, 16} : numerics::TileShape{16, 1});
       if (role == Fp8Slot::grad && r.stochastic_rounding) {
         s.rounding = numerics::Rounding::stochastic;
         s.seed = kSeed;
@@ -122,8 +124,8 @@ BlockQuantized rotated_copy(const precision::LayerRecipe& r, Fp8Slot role,
 
 // Checks got[i * n + j] against sum_k a(i, k) b(k, j) * scales, within the bound.
 template <class A, class B>
-void expect_product(const char* what, const std::vector<float>& got, std::int64_t m,
-                    std::int64_t n, std::int64_t k, A a, B b, double factor, double rel_out,
+void expect_product(const char* what, const std::vector<float>& got, std::int64_t m, std::int64_t n,
+                    std::int64_t k, A a, B b, double factor, double rel_out,
                     const std::vector<float>& bias = {}) {
   const double u = std::ldexp(1.0, -24);
   for (std::int64_t i = 0; i < m; ++i) {
@@ -136,8 +138,8 @@ void expect_product(const char* what, const std::vector<float>& got, std::int64_
       }
       const double bj = bias.empty() ? 0.0 : bias[static_cast<std::size_t>(j)];
       const double want = acc * factor + bj;
-      const double bound =
-          rel_out * std::fabs(want) + (k + 4) * u * (mag * std::fabs(factor) + std::fabs(bj)) + 1e-30;
+      const double bound = rel_out * std::fabs(want) +
+                           (k + 4) * u * (mag * std::fabs(factor) + std::fabs(bj)) + 1e-30;
       ASSERT_NEAR(got[static_cast<std::size_t>(i * n + j)], want, bound)
           << what << " (" << i << ", " << j << ")";
     }
@@ -158,7 +160,8 @@ void check_recipe(const Case& c, std::int64_t rows, std::int64_t in, std::int64_
   precision::Fp8Settings on;
   on.enabled = true;
   precision::Autocast cast(precision::Policy(Format::bfloat16, 1, c.route, on));
-  const Tensor xt = random_tensor({rows, in}, 11, -3, 3), wt = random_tensor({out, in}, 12, -0.5, 0.5);
+  const Tensor xt = random_tensor({rows, in}, 11, -3, 3),
+               wt = random_tensor({out, in}, 12, -0.5, 0.5);
   const Tensor bt = random_tensor({out}, 13), rt = random_tensor({rows, out}, 14, -2, 2);
   const Variable x(xt, true), w(wt, true), b(bt, true);
   const Variable y = ag::linear(x, w, b, quant);
@@ -192,7 +195,8 @@ void check_recipe(const Case& c, std::int64_t rows, std::int64_t in, std::int64_
         [&](auto t, auto i) { return xc.at(i, t); }, gc.tensor_scale * xc.tensor_scale, 0.0);
   } else {
     const bool one = r.recipe == Recipe::current;  // one scale per tensor: one copy
-    const Exact gc = one ? gr : exact(reference_copy(r, Fp8Slot::grad, false, g, rows, out, counter));
+    const Exact gc =
+        one ? gr : exact(reference_copy(r, Fp8Slot::grad, false, g, rows, out, counter));
     const Exact xc = exact(reference_copy(r, Fp8Slot::input, false, xv, rows, in, counter));
     expect_product(
         "dW", w.grad().to_vector(), out, in, rows, [&](auto o, auto t) { return gc.at(t, o); },
@@ -271,7 +275,8 @@ TEST(LinearQuant, WeightCopiesAreMadeOncePerWeightVersion) {
   auto quant = std::make_shared<precision::LinearQuant>(r, nullptr);
   precision::Fp8Settings on;
   on.enabled = true;
-  precision::Autocast cast(precision::Policy(Format::bfloat16, 1, precision::MatmulRoute::automatic, on));
+  precision::Autocast cast(
+      precision::Policy(Format::bfloat16, 1, precision::MatmulRoute::automatic, on));
   Variable w(random_tensor({32, 64}, 3), true);
   const Variable x(random_tensor({8, 64}, 4));
   const std::vector<float> y1 = ag::linear(x, w, Variable(), quant).value().to_vector();

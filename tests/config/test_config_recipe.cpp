@@ -52,7 +52,8 @@ TEST(ConfigRecipe, ParsesEverySetting) {
   EXPECT_EQ(c.precision.linear_recipe(), c.precision.recipe);
 
   const TrainerConfig n = parse_config(
-      kBase, {"trainer.init.precision.recipe={name: nvfp4, hadamard: false, stochastic_rounding: false}"},
+      kBase,
+      {"trainer.init.precision.recipe={name: nvfp4, hadamard: false, stochastic_rounding: false}"},
       "test.yaml");
   EXPECT_EQ(n.precision.recipe->hadamard, false);
   EXPECT_EQ(n.precision.recipe->stochastic_rounding, false);
@@ -101,7 +102,8 @@ TEST(ConfigRecipe, BadSettingsNameTheirKey) {
   expect_error({p + "recipe={name: delayed, pad_blocks: true}"}, p + "recipe.pad_blocks:");
   expect_error({p + "recipe={name: mxfp8, power_of_two_scales: true}"},
                p + "recipe.power_of_two_scales:");
-  expect_error({p + "recipe={name: mxfp4, hadamard: true}"}, p + "recipe.hadamard: nvfp4's rotation");
+  expect_error({p + "recipe={name: mxfp4, hadamard: true}"},
+               p + "recipe.hadamard: nvfp4's rotation");
   expect_error({p + "recipe={name: blockwise, stochastic_rounding: true}"},
                p + "recipe.stochastic_rounding:");
   expect_error({p + "recipe={name: current, history_length: 4}"}, p + "recipe.history_length:");

@@ -38,12 +38,14 @@ void expect_same(const PackedBlocks& a, const numerics::BlockQuantized& b) {
   if (b.scale_format == Format::float32) {
     ASSERT_EQ(a.scales32.size(), b.scales.size());
     for (std::size_t i = 0; i < b.scales.size(); ++i) {
-      ASSERT_EQ(std::bit_cast<std::uint32_t>(a.scales32[i]), std::bit_cast<std::uint32_t>(b.scales[i]));
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(a.scales32[i]),
+                std::bit_cast<std::uint32_t>(b.scales[i]));
     }
   } else {
     EXPECT_EQ(a.scale_codes, b.scale_codes());
   }
-  EXPECT_EQ(std::bit_cast<std::uint32_t>(a.tensor_scale), std::bit_cast<std::uint32_t>(b.tensor_scale));
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(a.tensor_scale),
+            std::bit_cast<std::uint32_t>(b.tensor_scale));
 }
 
 TEST(BlockOperand, QuantizePackedGivesTheQuantizersBits) {
@@ -109,7 +111,8 @@ TEST(BlockOperand, Bf16DecodeMatchesItsTwinAndTheCodec) {
                 : q.elements[static_cast<std::size_t>(i)];
         const double want = static_cast<double>(numerics::decode(code, l)) * q.scale_at(r, c);
         ASSERT_EQ(f32[static_cast<std::size_t>(i)], want);  // exact in float32
-        ASSERT_EQ(std::bit_cast<float>(static_cast<std::uint32_t>(fast[static_cast<std::size_t>(i)]) << 16),
+        ASSERT_EQ(std::bit_cast<float>(static_cast<std::uint32_t>(fast[static_cast<std::size_t>(i)])
+                                       << 16),
                   want);  // and in bfloat16
       }
     }
@@ -121,7 +124,7 @@ TEST(BlockOperand, ValuesStraightFromTheMatrixMatchPackingThenDecoding) {
   std::vector<float> x = matrix(rows, cols, 8);
   x[5] = std::numeric_limits<float>::quiet_NaN();  // a NaN tile (MX: codes 0, scale NaN)
   x[3 * cols + 40] = -std::numeric_limits<float>::infinity();
-  x[6 * cols + 70] = std::ldexp(1.0f, -140);  // a float32 subnormal input
+  x[6 * cols + 70] = std::ldexp(1.0f, -140);                     // a float32 subnormal input
   for (std::int64_t c = 0; c < 32; ++c) x[9 * cols + c] = 0.0f;  // an all-zero tile
   // The same matrix as bfloat16 (the H operands come in): its values as float32 too.
   std::vector<std::uint16_t> xb(x.size());
@@ -189,9 +192,9 @@ TEST(BlockOperand, ValuesBelowTheNormalRangeAreNotBf16Exact) {
   const std::vector<float> big(32, std::ldexp(1.0f, 100));
   const PackedBlocks qb = kernels::quantize_packed(big.data(), 1, 32, s);
   float c = 0;
-  kernels::block_scaled_gemm(kernels::GemmShape::dense(1, 1, 32, false, true), q, qb,
-                             [&](const kernels::GemmTile& t) { c = t.values[0]; },
-                             precision::MatmulRoute::automatic);
+  kernels::block_scaled_gemm(
+      kernels::GemmShape::dense(1, 1, 32, false, true), q, qb,
+      [&](const kernels::GemmTile& t) { c = t.values[0]; }, precision::MatmulRoute::automatic);
   double want = 0;
   for (float e : x) want += static_cast<double>(e) * std::ldexp(1.0, 100);
   EXPECT_EQ(c, static_cast<float>(want));
@@ -242,9 +245,9 @@ TEST(BlockOperand, MismatchedOperandsAreRefused) {
   const std::vector<float> a = matrix(8, 32, 7);
   numerics::MxSettings s;
   const PackedBlocks q = kernels::quantize_packed(a.data(), 8, 32, s);
-  EXPECT_THROW(kernels::block_scaled_gemm(kernels::GemmShape::dense(8, 8, 16, false, true), q, q,
-                                          [](const kernels::GemmTile&) {},
-                                          precision::MatmulRoute::automatic),
+  EXPECT_THROW(kernels::block_scaled_gemm(
+                   kernels::GemmShape::dense(8, 8, 16, false, true), q, q,
+                   [](const kernels::GemmTile&) {}, precision::MatmulRoute::automatic),
                Error);
 }
 

@@ -88,7 +88,8 @@ struct BlockOperand {
   const std::uint16_t* values = nullptr;
   std::int64_t rows = 0, cols = 0;
   BlockOperand(const PackedBlocks& p) : packed(&p), rows(p.rows), cols(p.cols) {}  // NOLINT
-  BlockOperand(const std::uint16_t* v, std::int64_t r, std::int64_t c) : values(v), rows(r), cols(c) {}
+  BlockOperand(const std::uint16_t* v, std::int64_t r, std::int64_t c)
+      : values(v), rows(r), cols(c) {}
 };
 
 // op(A) op(B) (GemmShape's trans flags over A and B as stored) handed block by block to
@@ -101,7 +102,7 @@ void block_scaled_gemm(const GemmShape& s, BlockOperand a, BlockOperand b,
 // The scalar twin of the chunk route (what the fp32 route gives bit for bit): per element of
 // C, per chunk, one std::fma chain over the chunk's k in order, then
 // c = c + chunk_sum * (scale_a * scale_b). Writes C [m, ldc] (ldc = s.ldc).
-void block_scaled_gemm_chunks_ref(const GemmShape& s, const PackedBlocks& a,
-                                  const PackedBlocks& b, float* c);
+void block_scaled_gemm_chunks_ref(const GemmShape& s, const PackedBlocks& a, const PackedBlocks& b,
+                                  float* c);
 
 }  // namespace mantissa::kernels

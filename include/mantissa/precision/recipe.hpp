@@ -63,8 +63,8 @@ static_assert(in_enum_order(kRecipeShortNames, kRecipeCount));
 inline constexpr std::string_view kNoRecipeWord = "none";
 
 // The recipe families: how scales are found.
-bool is_mx(Recipe r);                  // mxfp8, mxfp6, mxfp4
-bool has_blocks(Recipe r);             // mx, blockwise, nvfp4: block_size / pad_blocks apply
+bool is_mx(Recipe r);       // mxfp8, mxfp6, mxfp4
+bool has_blocks(Recipe r);  // mx, blockwise, nvfp4: block_size / pad_blocks apply
 Format default_format(Recipe r, Fp8Slot role, Fp8Recipe fp8_formats);
 // The element formats `role` may take under `r` (delayed, current, blockwise: e4m3, e5m2;
 // MX: every MX element format; nvfp4: e2m1).
@@ -84,8 +84,8 @@ struct RecipeSettings {
   Recipe recipe = Recipe::delayed;
   std::array<std::optional<Format>, kFp8Slots> formats;  // input, weight, grad
   std::optional<numerics::MxScaleRule> scale_rule;       // MX; default rceil
-  std::optional<int> block_size;            // MX (default 32), blockwise (default 128)
-  std::optional<bool> pad_blocks;           // block recipes; default: blockwise only
+  std::optional<int> block_size;                         // MX (default 32), blockwise (default 128)
+  std::optional<bool> pad_blocks;                        // block recipes; default: blockwise only
   std::optional<bool> power_of_two_scales;  // current (default false), blockwise (true)
   std::optional<bool> hadamard;             // nvfp4; default true
   std::optional<bool> stochastic_rounding;  // nvfp4 gradients; default true
