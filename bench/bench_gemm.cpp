@@ -126,6 +126,7 @@ void register_all() {
     const char* form;
   };
   const bool dot = k::route_unavailable(GemmRoute::bf16, Format::bfloat16).empty();
+  const bool tiles = k::route_unavailable(GemmRoute::amx, Format::bfloat16).empty();
   const bool native = k::route_unavailable(GemmRoute::onednn_bf16, Format::bfloat16).empty();
   // 2048^3, then qkv projection, MLP up, MLP down (forward), their dX and dW (rows = batch 8
   // x context 256).
@@ -151,6 +152,10 @@ void register_all() {
       add("bf16_route/float16_pol2/" + shape, BM_ours, g, Format::float16, 2, GemmRoute::bf16);
       add("bf16_route/float16_pol1/" + shape, BM_ours, g, Format::float16, 1, GemmRoute::bf16);
     }
+    if (tiles) {
+      add("amx_route/bfloat16/" + shape, BM_ours, g, Format::bfloat16, 1, GemmRoute::amx);
+      add("amx_route/float16_pol1/" + shape, BM_ours, g, Format::float16, 1, GemmRoute::amx);
+    }
     if (native) {
       add("onednn_bf16/bfloat16/" + shape, BM_ours, g, Format::bfloat16, 1, GemmRoute::onednn_bf16);
       add("onednn_bf16/float16_pol1/" + shape, BM_ours, g, Format::float16, 1,
@@ -165,8 +170,8 @@ void register_all() {
     const std::string what = backward ? "attention/forward_backward/" : "attention/forward/";
     add(what + "float32/b8h6t256d64", BM_attention, backward, Format::float32,
         GemmRoute::automatic);
-    for (GemmRoute r :
-         {GemmRoute::automatic, GemmRoute::onednn_fp32, GemmRoute::bf16, GemmRoute::onednn_bf16}) {
+    for (GemmRoute r : {GemmRoute::automatic, GemmRoute::onednn_fp32, GemmRoute::bf16,
+                        GemmRoute::onednn_bf16, GemmRoute::amx}) {
       if (!k::route_unavailable(r, Format::bfloat16).empty() && r != GemmRoute::automatic) continue;
       add(what + "bfloat16_" + std::string(k::route_name(r)) + "/b8h6t256d64", BM_attention,
           backward, Format::bfloat16, r);

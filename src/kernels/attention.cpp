@@ -87,8 +87,9 @@ Operand at(const Operand& x, std::int64_t elements) {
 // first (the one pass of every route), so the products multiply bf16 values. Every product of
 // a head takes the head's route (chosen per head shape by measurement, head_products below): the
 // fp32 routes multiply the head's float32 rows in the calling thread (oneDNN's sgemm, or
-// mantissa's GEMM), onednn_bf16 through oneDNN's bf16 matmul, and bf16 through mantissa's
-// GEMM or, for one-pass bf16 values, as the fused pair kernels of attention_pairs.cpp.
+// mantissa's GEMM), onednn_bf16 through oneDNN's bf16 matmul, and bf16 and amx through
+// mantissa's GEMM or, for one-pass bf16 values, as the fused pair kernels of
+// attention_pairs.cpp (on the dot instruction or on AMX tiles).
 struct Products {
   GemmPrecision gemm;
   bool to_bf16 = false;  // POL 2, a split format
@@ -111,9 +112,12 @@ struct Products {
       gemm_in_thread(s, a, b, c, accumulate, gemm);
     }
   }
-  // Whether a head of width d runs as the fused bf16 pair kernels.
+  // Whether a head of width d runs as the fused bf16 pair kernels: on the dot instruction
+  // (route bf16) or on AMX tiles (route amx).
+  PairUnit unit() const { return gemm.route == MatmulRoute::amx ? PairUnit::tiles : PairUnit::dot; }
   bool pairs(std::int64_t d) const {
-    return gemm.route == MatmulRoute::bf16 && pairs_can_run(gemm, d);
+    return (gemm.route == MatmulRoute::bf16 || gemm.route == MatmulRoute::amx) &&
+           pairs_can_run(gemm, d, unit());
   }
   // The same products on `route`.
   Products on(MatmulRoute route) const {
@@ -234,7 +238,8 @@ void run_forward_head(const AttentionShape& s, const HeadOperands& ops, Attentio
                       std::int64_t ldo, float* lse, float scale, const AttentionPrecision& pr,
                       const Products& mm) {
   if (mm.pairs(s.d)) {
-    forward_head_pairs(ops.pair_rows(s, mm), o, ldo, lse, s.t, s.d, scale, pr, mm.to_bf16);
+    forward_head_pairs(ops.pair_rows(s, mm), o, ldo, lse, s.t, s.d, scale, pr, mm.to_bf16,
+                       mm.unit());
   } else {
     forward_head(ops.rows(s, mm), o, ldo, lse, s.t, s.d, scale, pr, mm);
   }
@@ -298,10 +303,10 @@ void attention_backward(const AttentionShape& s, const HeadLayout& in, Operand q
     const Products route = head_products(s, mm, ops, scale, pr);
     const HeadRows o_rows = head_rows(at(o, ot), ldo, s.t, s.d, as_stored, 8);
     if (route.pairs(s.d)) {
-      backward_head_pairs(ops.pair_rows(s, route),
-                          operand_pair_rows(at(d_o, ot), ldo, s.t, s.d, route, 9, 3), o_rows,
-                          head_rows(at(d_o, ot), ldo, s.t, s.d, as_stored, 10), lse + i * s.t,
-                          dq + a, dk + a, dv + a, ld, s.t, s.d, scale, pr, route.to_bf16);
+      backward_head_pairs(
+          ops.pair_rows(s, route), operand_pair_rows(at(d_o, ot), ldo, s.t, s.d, route, 9, 3),
+          o_rows, head_rows(at(d_o, ot), ldo, s.t, s.d, as_stored, 10), lse + i * s.t, dq + a,
+          dk + a, dv + a, ld, s.t, s.d, scale, pr, route.to_bf16, route.unit());
       return;
     }
     const HeadRows g = head_rows(at(d_o, ot), ldo, s.t, s.d, route, 9);

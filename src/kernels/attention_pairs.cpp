@@ -1,9 +1,11 @@
 // The fused bf16 attention head: every product of a head on the AVX512-BF16 dot instruction
-// (bf16_pair_product), its operands converted to bf16 and laid out as pair words once per
-// head rather than packed again for every product of every block.
+// (bf16_pair_product) or on AMX tiles (amx_pair_product), its operands converted to bf16 and
+// laid out as pair words once per head rather than packed again for every product of every
+// block.
 #include <algorithm>
 
 #include "attention_parts.hpp"
+#include "mantissa/kernels/amx_pairs.hpp"
 #include "mantissa/kernels/bf16_pairs.hpp"
 #include "mantissa/kernels/scratch.hpp"
 #include "mantissa/numerics/convert.hpp"
@@ -16,7 +18,7 @@ std::uint16_t* halves(int slot, std::int64_t n) {
   return buffers[slot].as<std::uint16_t>(static_cast<std::size_t>(std::max<std::int64_t>(n, 2)));
 }
 std::uint32_t* words(int slot, std::int64_t n) {
-  thread_local ScratchBuffer buffers[8];
+  thread_local ScratchBuffer buffers[9];
   return buffers[slot].as<std::uint32_t>(static_cast<std::size_t>(std::max<std::int64_t>(n, 1)));
 }
 
@@ -67,11 +69,42 @@ PairRows rows_from(const Bf16Rows& x, std::int64_t i0) {
   return {as_words(x.p + i0 * x.ld), x.ld / 2, 1};
 }
 
+// c (+)= a b on the head's units.
+void product(PairUnit unit, std::int64_t m, std::int64_t n, std::int64_t pairs, PairRows a,
+             PairCols b, float* c, std::int64_t ldc, bool accumulate) {
+  if (unit == PairUnit::tiles) {
+    amx_pair_product(m, n, pairs, a, b, c, ldc, accumulate);
+  } else {
+    bf16_pair_product(m, n, pairs, a, b, c, ldc, accumulate);
+  }
+}
+
+// Pair words x (rows x cols, ld apart) transposed into scratch `slot`: out[j * ldo + p] =
+// x[p * ld + j], pairs rows..ldo-1 zero.
+std::uint32_t* transpose_words(const std::uint32_t* x, std::int64_t rows, std::int64_t cols,
+                               std::int64_t ld, std::int64_t ldo, int slot) {
+  std::uint32_t* out = words(slot, cols * ldo);
+  for (std::int64_t j = 0; j < cols; ++j) {
+    std::uint32_t* o = out + j * ldo;
+    for (std::int64_t p = 0; p < rows; ++p) o[p] = x[p * ld + j];
+    std::fill(o + rows, o + ldo, 0u);
+  }
+  return out;
+}
+
+// acc (t x d) = the transpose of acc_t (d x t, ld apart), into rows `ld_out` apart.
+void store_transposed(const float* acc_t, std::int64_t t, std::int64_t d, std::int64_t ld,
+                      float* out, std::int64_t ld_out) {
+  for (std::int64_t r = 0; r < t; ++r) {
+    for (std::int64_t c = 0; c < d; ++c) out[r * ld_out + c] = acc_t[c * ld + r];
+  }
+}
+
 }  // namespace
 
-bool pairs_can_run(const GemmPrecision& gemm, std::int64_t d) {
+bool pairs_can_run(const GemmPrecision& gemm, std::int64_t d, PairUnit unit) {
   return gemm.format == numerics::Format::bfloat16 && gemm.passes == 1 && d % 2 == 0 &&
-         bf16_pairs_available();
+         (unit == PairUnit::tiles ? amx_available() : bf16_pairs_available());
 }
 
 Bf16Rows bf16_rows(const HeadRows& x, std::int64_t t, std::int64_t d, int slot) {
@@ -82,7 +115,7 @@ Bf16Rows bf16_rows(const HeadRows& x, std::int64_t t, std::int64_t d, int slot) 
 
 void forward_head_pairs(const PairHead& h, AttentionOutput o, std::int64_t ldo, float* lse,
                         std::int64_t t, std::int64_t d, float scale, const AttentionPrecision& pr,
-                        bool to_bf16) {
+                        bool to_bf16, PairUnit unit) {
   const std::int64_t dw = d / 2, tp = even(t);
   const std::uint32_t* k_t = transposed_words(h.k, t, dw, tp, 0);
   const std::uint32_t* v_pairs = row_pairs(h.v.p, t, d, h.v.ld, 1);
@@ -92,10 +125,10 @@ void forward_head_pairs(const PairHead& h, AttentionOutput o, std::int64_t ldo, 
   std::uint16_t* p = halves(4, kBlock * tp);
   for (std::int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const std::int64_t rows = std::min(kBlock, t - i0), cols = i0 + rows, cw = even(cols) / 2;
-    bf16_pair_product(rows, cols, dw, rows_from(h.q, i0), {k_t, tp}, s, cols, false);
-    softmax_rows(s, i0, rows, cols, scale, pr, to_bf16, lse + i0, nullptr, tmp);
-    to_bf16_rows(s, rows, cols, cols, p, 2 * cw);
-    bf16_pair_product(rows, d, cw, {as_words(p), cw, 1}, {v_pairs, d}, ob, d, false);
+    product(unit, rows, cols, dw, rows_from(h.q, i0), {k_t, tp}, s, cols, false);
+    softmax_rows_bf16(s, i0, rows, cols, scale, pr, to_bf16, lse + i0, nullptr, tmp, false, p,
+                      2 * cw);
+    product(unit, rows, d, cw, {as_words(p), cw, 1}, {v_pairs, d}, ob, d, false);
     encode_rows(ob, rows, d, o, i0, ldo);
   }
 }
@@ -103,42 +136,59 @@ void forward_head_pairs(const PairHead& h, AttentionOutput o, std::int64_t ldo, 
 void backward_head_pairs(const PairHead& h, const Bf16Rows& g, const HeadRows& o,
                          const HeadRows& d_o_plain, const float* lse, float* dq, float* dk,
                          float* dv, std::int64_t ld, std::int64_t t, std::int64_t d, float scale,
-                         const AttentionPrecision& pr, bool to_bf16) {
-  const std::int64_t dw = d / 2, tp = even(t);
+                         const AttentionPrecision& pr, bool to_bf16, PairUnit unit) {
+  const std::int64_t dw = d / 2, tp = even(t), tw = tp / 2;
+  const bool tiles = unit == PairUnit::tiles;
   const std::uint32_t* k_t = transposed_words(h.k, t, dw, tp, 0);
   const std::uint32_t* v_t = transposed_words(h.v, t, dw, tp, 1);
   const std::uint32_t* k_pairs = row_pairs(h.k.p, t, d, h.k.ld, 2);
   const std::uint32_t* q_pairs = row_pairs(h.q.p, t, d, h.q.ld, 3);
   const std::uint32_t* g_pairs = row_pairs(g.p, t, d, g.ld, 4);
+  // Tiles: dO^T and Q^T as rows of pairs along the query rows (d rows of tw words), the left
+  // operands of dV^T += dO^T P and dK^T += Q^T dS.
+  const std::uint32_t* g_rows_t = tiles ? transpose_words(g_pairs, tw, d, d, tw, 7) : nullptr;
+  const std::uint32_t* q_rows_t = tiles ? transpose_words(q_pairs, tw, d, d, tw, 8) : nullptr;
   float* p = sized(0, kBlock * t);
   float* dp = sized(1, kBlock * t);
-  float* dk_acc = sized(2, t * d);
-  float* dv_acc = sized(3, t * d);
+  float* dk_acc = sized(2, tp * d);  // dK (t x d), or dK^T (d x tp) on tiles
+  float* dv_acc = sized(3, tp * d);
   float* delta = sized(4, kBlock);
   std::uint16_t* pb = halves(4, kBlock * tp);
   std::uint16_t* sb = halves(5, kBlock * tp);
   std::uint32_t* p_pairs = words(5, kBlock / 2 * tp);
   std::uint32_t* s_pairs = words(6, kBlock / 2 * tp);
-  std::fill(dk_acc, dk_acc + t * d, 0.0f);
-  std::fill(dv_acc, dv_acc + t * d, 0.0f);
+  std::fill(dk_acc, dk_acc + tp * d, 0.0f);
+  std::fill(dv_acc, dv_acc + tp * d, 0.0f);
   for (std::int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const std::int64_t rows = std::min(kBlock, t - i0), cols = i0 + rows, cw = even(cols) / 2;
     const std::int64_t rw = even(rows) / 2;  // pair rows of the block's query rows
-    bf16_pair_product(rows, cols, dw, rows_from(h.q, i0), {k_t, tp}, p, cols, false);
-    softmax_rows(p, i0, rows, cols, scale, pr, to_bf16, nullptr, lse + i0, nullptr);
-    // dV[0:cols] += P^T dO_block: P's rows paired, read pair-major.
-    to_bf16_rows(p, rows, cols, cols, pb, 2 * cw);
+    product(unit, rows, cols, dw, rows_from(h.q, i0), {k_t, tp}, p, cols, false);
+    // dV[0:cols] += P^T dO_block: P's rows paired, read pair-major (on tiles: dV^T += dO^T P).
+    softmax_rows_bf16(p, i0, rows, cols, scale, pr, to_bf16, nullptr, lse + i0, nullptr, true, pb,
+                      2 * cw);
     interleave_row_pairs(pb, rows, cols, 2 * cw, p_pairs, cols);
-    bf16_pair_product(cols, d, rw, {p_pairs, 1, cols}, {g_pairs + i0 / 2 * d, d}, dv_acc, d, true);
+    if (tiles) {
+      product(unit, d, cols, rw, {g_rows_t + i0 / 2, tw, 1}, {p_pairs, cols}, dv_acc, tp, true);
+    } else {
+      product(unit, cols, d, rw, {p_pairs, 1, cols}, {g_pairs + i0 / 2 * d, d}, dv_acc, d, true);
+    }
     // dP = dO_block V[0:cols]^T
-    bf16_pair_product(rows, cols, dw, rows_from(g, i0), {v_t, tp}, dp, cols, false);
+    product(unit, rows, cols, dw, rows_from(g, i0), {v_t, tp}, dp, cols, false);
     row_deltas(d_o_plain, o, i0, rows, d, delta);
-    score_gradients(dp, p, delta, rows, cols, scale, pr, to_bf16);
-    to_bf16_rows(dp, rows, cols, cols, sb, 2 * cw);
-    // dQ_block = dS K[0:cols];  dK[0:cols] += dS^T Q_block
-    bf16_pair_product(rows, d, cw, {as_words(sb), cw, 1}, {k_pairs, d}, dq + i0 * ld, ld, false);
+    score_gradients_bf16_rows(dp, p, delta, rows, cols, scale, pr, to_bf16, sb, 2 * cw);
+    // dQ_block = dS K[0:cols];  dK[0:cols] += dS^T Q_block (on tiles: dK^T += Q^T dS)
+    product(unit, rows, d, cw, {as_words(sb), cw, 1}, {k_pairs, d}, dq + i0 * ld, ld, false);
     interleave_row_pairs(sb, rows, cols, 2 * cw, s_pairs, cols);
-    bf16_pair_product(cols, d, rw, {s_pairs, 1, cols}, {q_pairs + i0 / 2 * d, d}, dk_acc, d, true);
+    if (tiles) {
+      product(unit, d, cols, rw, {q_rows_t + i0 / 2, tw, 1}, {s_pairs, cols}, dk_acc, tp, true);
+    } else {
+      product(unit, cols, d, rw, {s_pairs, 1, cols}, {q_pairs + i0 / 2 * d, d}, dk_acc, d, true);
+    }
+  }
+  if (tiles) {
+    store_transposed(dk_acc, t, d, tp, dk, ld);
+    store_transposed(dv_acc, t, d, tp, dv, ld);
+    return;
   }
   for (std::int64_t r = 0; r < t; ++r) {
     std::copy(dk_acc + r * d, dk_acc + (r + 1) * d, dk + r * ld);

@@ -42,6 +42,22 @@ void softmax_rows(float* s, std::int64_t i0, std::int64_t rows, std::int64_t col
 void score_gradients(float* dp, const float* p, const float* delta, std::int64_t rows,
                      std::int64_t cols, float scale, const AttentionPrecision& pr, bool to_bf16);
 
+// softmax_rows, then the probabilities as bf16 bits (rows `ldb` apart; entries cols..ldb-1
+// zero), the pair kernels' operand. With p_out, p keeps the probabilities' float values
+// (rounded as softmax_rows rounds them). Where the probabilities are rounded to bfloat16 and
+// nothing else (H bfloat16, softmax in float32), the exp, the rounding and the bits are one
+// pass (attention_rows.hpp); else softmax_rows and to_bf16_rows.
+void softmax_rows_bf16(float* s, std::int64_t i0, std::int64_t rows, std::int64_t cols, float scale,
+                       const AttentionPrecision& pr, bool to_bf16, float* lse_out,
+                       const float* lse_in, float* tmp, bool p_out, std::uint16_t* bits,
+                       std::int64_t ldb);
+
+// score_gradients, then the score gradients as bf16 bits (rows `ldb` apart, entries
+// cols..ldb-1 zero); one pass where H is bfloat16.
+void score_gradients_bf16_rows(float* dp, const float* p, const float* delta, std::int64_t rows,
+                               std::int64_t cols, float scale, const AttentionPrecision& pr,
+                               bool to_bf16, std::uint16_t* bits, std::int64_t ldb);
+
 // delta[r] = sum_c dO[r][c] o[r][c] for the block's rows.
 void row_deltas(const HeadRows& d_o, const HeadRows& o, std::int64_t i0, std::int64_t rows,
                 std::int64_t d, float* delta);
@@ -57,9 +73,13 @@ struct PairHead {
   Bf16Rows q, k, v;
 };
 
-// Whether one head can run as bf16 pair products (attention_pairs.cpp): bf16 values in one
-// pass, an even head width and the CPU's bf16 dot instruction.
-bool pairs_can_run(const GemmPrecision& gemm, std::int64_t d);
+// Which units multiply a fused head's bf16 pair words: the AVX512-BF16 dot instruction
+// (bf16_pair_product, the bf16 route) or AMX tiles (amx_pair_product, the amx route).
+enum class PairUnit : std::uint8_t { dot, tiles };
+
+// Whether one head can run as bf16 pair products on `unit` (attention_pairs.cpp): bf16 values
+// in one pass, an even head width and the CPU's units.
+bool pairs_can_run(const GemmPrecision& gemm, std::int64_t d, PairUnit unit);
 
 // Float rows (bf16 values, or rounded to them here) as bf16 rows in the pair kernels' scratch
 // `slot` (0..3), dense.
@@ -68,12 +88,14 @@ Bf16Rows bf16_rows(const HeadRows& x, std::int64_t t, std::int64_t d, int slot);
 // The fused bf16 heads: like forward_head / backward_head of attention.cpp, every product
 // on bf16_pair_product with operands laid out once per head. o rows are encoded in o.format;
 // in the backward, g (bf16) feeds the products and o with d_o_plain (float) the row sums.
+// On tiles, the products that sum over query rows (dV += P^T dO, dK += dS^T Q) run
+// transposed (dV^T += dO^T P): the tiles read their left operand by rows only.
 void forward_head_pairs(const PairHead& h, AttentionOutput o, std::int64_t ldo, float* lse,
                         std::int64_t t, std::int64_t d, float scale, const AttentionPrecision& pr,
-                        bool to_bf16);
+                        bool to_bf16, PairUnit unit);
 void backward_head_pairs(const PairHead& h, const Bf16Rows& g, const HeadRows& o,
                          const HeadRows& d_o_plain, const float* lse, float* dq, float* dk,
                          float* dv, std::int64_t ld, std::int64_t t, std::int64_t d, float scale,
-                         const AttentionPrecision& pr, bool to_bf16);
+                         const AttentionPrecision& pr, bool to_bf16, PairUnit unit);
 
 }  // namespace mantissa::kernels::attention_detail

@@ -126,7 +126,7 @@ void hand_over(float* c, std::int64_t m, std::int64_t n, const GemmEpilogue& epi
                       epilogue(GemmTile{c + r0 * n, n, r0, rows, 0, n});
                     }
                   },
-                  1);
+                  1, 1);
 }
 
 }  // namespace

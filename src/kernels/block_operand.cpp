@@ -229,7 +229,7 @@ PackedBlocks quantize_packed(const float* x, std::int64_t rows, std::int64_t col
         std::copy(part.scales.begin(), part.scales.end(),
                   whole.scales.begin() + static_cast<std::ptrdiff_t>(b0 * grid_cols));
       },
-      1);
+      1, 1);
   return PackedBlocks::from(std::move(whole));
 }
 
@@ -272,7 +272,7 @@ bool dequantize_to_bf16(const PackedBlocks& q, std::uint16_t* out) {
           bad_any = 1u;
         }
       },
-      std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(q.cols, 1)));
+      std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(q.cols, 1)), 1);
   return bad_any == 0;
 }
 
@@ -298,7 +298,7 @@ void dequantize_to_float32(const PackedBlocks& q, float* out) {
           std::memcpy(out + r * q.cols, v, static_cast<std::size_t>(q.cols) * sizeof(float));
         });
       },
-      std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(q.cols, 1)));
+      std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(q.cols, 1)), 1);
 }
 
 }  // namespace mantissa::kernels

@@ -226,8 +226,8 @@ bool quantize_to_bf16(const void* x, Format x_format, std::int64_t rows, std::in
           bad_any = 1u;
         }
       },
-      std::max<std::int64_t>(1,
-                             kParallelMinElements / std::max<std::int64_t>(band_rows * cols, 1)));
+      std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(band_rows * cols, 1)),
+      1);
   return bad_any == 0;
 }
 

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -24,13 +25,9 @@ void check(const GemmShape& s) {
   }
 }
 
-bool bf16_route(MatmulRoute r) {
-  return r == MatmulRoute::bf16 || r == MatmulRoute::onednn_bf16;
-}
-
 void run_on(MatmulRoute route, const GemmShape& s, const Operand& a, const Operand& b,
             const GemmEpilogue& epilogue, const GemmPrecision& p, bool all_threads) {
-  const gemm_detail::PassList passes = gemm_detail::passes_for(p, bf16_route(route));
+  const gemm_detail::PassList passes = gemm_detail::passes_for(p, on_bf16_units(route));
   switch (route) {
     case MatmulRoute::onednn_bf16:
       gemm_detail::onednn_bf16_gemm(s, a, b, passes, epilogue, all_threads);
@@ -41,6 +38,10 @@ void run_on(MatmulRoute route, const GemmShape& s, const Operand& a, const Opera
     case MatmulRoute::bf16:
       gemm_detail::blocked_gemm(s, a, b, passes, epilogue, all_threads,
                                 gemm_detail::DotUnit::bf16_pairs);
+      return;
+    case MatmulRoute::amx:
+      gemm_detail::blocked_gemm(s, a, b, passes, epilogue, all_threads,
+                                gemm_detail::DotUnit::amx_tiles);
       return;
     case MatmulRoute::fp32:
     case MatmulRoute::automatic:
@@ -160,6 +161,47 @@ void gemm_bf16_ref(const GemmShape& s, Operand a, Operand b, float* c, bool accu
         for (std::int64_t k = 0; k < s.k; k += 2) {
           acc = dot_step(acc, x(k + 1), y(k + 1));
           acc = dot_step(acc, x(k), y(k));
+        }
+      }
+      float& out = c[i * s.ldc + j];
+      out = accumulate ? out + acc : acc;
+    }
+  }
+}
+
+void gemm_amx_ref(const GemmShape& s, Operand a, Operand b, float* c, bool accumulate,
+                  const GemmPrecision& p) {
+  check(s);
+  if (p.format == Format::float32) {
+    throw Error(
+        "gemm_amx_ref: float32 values are not bf16 values (the amx route needs a half "
+        "or fp8 format)");
+  }
+  const gemm_detail::PassList passes = gemm_detail::passes_for(p, true);
+  constexpr std::int64_t kChunk = 2 * detail::kAmxChunkPairs;
+  for (std::int64_t i = 0; i < s.m; ++i) {
+    for (std::int64_t j = 0; j < s.n; ++j) {
+      float acc = 0.0f;
+      for (int q = 0; q < passes.count; ++q) {
+        const gemm_detail::Pass& pass = passes.pass[q];
+        const auto x = [&](std::int64_t k) {
+          return k < s.k ? gemm_detail::part_value(element(a, s.trans_a, s.lda, i, k), pass.a)
+                         : 0.0f;
+        };
+        const auto y = [&](std::int64_t k) {
+          return k < s.k ? gemm_detail::part_value(element(b, s.trans_b, s.ldb, k, j), pass.b)
+                         : 0.0f;
+        };
+        for (std::int64_t k0 = 0; k0 < s.k; k0 += kChunk) {
+          const std::int64_t pairs = (std::min(kChunk, s.k - k0) + 1) / 2;
+          acc = detail::amx_chunk(acc, pairs,
+                                  [&](std::int64_t pp, float& a0, float& b0, float& a1, float& b1) {
+                                    const std::int64_t k = k0 + 2 * pp;
+                                    a0 = x(k);
+                                    b0 = y(k);
+                                    a1 = x(k + 1);
+                                    b1 = y(k + 1);
+                                  });
         }
       }
       float& out = c[i * s.ldc + j];

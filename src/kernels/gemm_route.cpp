@@ -10,6 +10,7 @@
 #include "conv/onednn_conv.hpp"
 #include "gemm/onednn_routes.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/kernels/amx_pairs.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
 #include "mantissa/precision/policy.hpp"
 
@@ -106,6 +107,7 @@ std::string route_unavailable(MatmulRoute route, Format format) {
       return "";
     case MatmulRoute::bf16:
     case MatmulRoute::onednn_bf16:
+    case MatmulRoute::amx:
       break;
   }
   if (!bf16_values(format)) {
@@ -115,6 +117,7 @@ std::string route_unavailable(MatmulRoute route, Format format) {
     return "this CPU has no AVX512-BF16 (it has: " + numerics::describe(numerics::cpu_features()) +
            ")";
   }
+  if (route == MatmulRoute::amx && !amx_available()) return amx_unavailable();
   if (route == MatmulRoute::onednn_bf16 && !native_bf16().available) {
     return "oneDNN offers no bf16 matmul on this CPU (it has: " +
            numerics::describe(numerics::cpu_features()) + ")";
@@ -199,8 +202,7 @@ std::string product_prefix(const GemmKey& key) {
 }
 
 MatmulRoute effective_preference(Format format, MatmulRoute preference) {
-  const bool bf16 = preference == MatmulRoute::bf16 || preference == MatmulRoute::onednn_bf16;
-  return bf16 && !bf16_values(format) ? MatmulRoute::automatic : preference;
+  return on_bf16_units(preference) && !bf16_values(format) ? MatmulRoute::automatic : preference;
 }
 
 void check_route(Format format, MatmulRoute preference) {
@@ -253,6 +255,8 @@ std::string describe_concrete_route(MatmulRoute route) {
     case MatmulRoute::onednn_bf16:
       return "onednn_bf16 (oneDNN bf16 matmul, " +
              (native_bf16().available ? native_bf16().isa : std::string("none here")) + ")";
+    case MatmulRoute::amx:
+      return "amx (mantissa GEMM and attention heads, AMX tiles)";
     case MatmulRoute::automatic:
       break;
   }

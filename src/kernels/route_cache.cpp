@@ -142,11 +142,18 @@ std::optional<RouteRecord> parse_route_record_line(const std::string& line) {
   const std::optional<MatmulRoute> r = find_named(precision::kMatmulRouteNames, route);
   if (!r || *r == MatmulRoute::automatic) return std::nullopt;
   rec.route = *r;
-  for (double& g : rec.gflops) {
-    if (!(in >> g) || !std::isfinite(g) || g < 0) return std::nullopt;
+  // One rate per route in table order; lines written before the amx route existed have one
+  // fewer (its rate is then 0: not measured).
+  std::vector<double> rates;
+  for (double g = 0; rates.size() <= rec.gflops.size() && in >> g;) rates.push_back(g);
+  if (!in.eof()) return std::nullopt;  // a word that is not a rate, or one rate too many
+  if (rates.size() != rec.gflops.size() && rates.size() + 1 != rec.gflops.size()) {
+    return std::nullopt;
   }
-  std::string extra;
-  if (in >> extra) return std::nullopt;
+  for (std::size_t i = 0; i < rates.size(); ++i) {
+    if (!std::isfinite(rates[i]) || rates[i] < 0) return std::nullopt;
+    rec.gflops[i] = rates[i];
+  }
   if (k.kind != ProductKind::matmul) {  // the product must be the one its shape makes
     try {
       const GemmKey made = conv_key(k.kind, k.conv, k.format, k.passes, k.all_threads);

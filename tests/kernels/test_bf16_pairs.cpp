@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "mantissa/kernels/attention.hpp"
+#include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/numerics/convert.hpp"
 
 namespace mantissa::kernels {
@@ -210,8 +211,19 @@ void expect_within_sums(const std::vector<float>& got, const std::vector<float>&
   }
 }
 
-TEST(Bf16Pairs, FusedAttentionHeadsMatchTheFp32Route) {
-  skip_without_units();
+// The fused heads on each unit: the AVX512-BF16 dot instruction (route bf16) and AMX tiles
+// (route amx), each where this CPU has it.
+class FusedHeads : public ::testing::TestWithParam<MatmulRoute> {
+ protected:
+  void SetUp() override {
+    const std::string why = route_unavailable(GetParam(), Format::bfloat16);
+    if (!why.empty()) {
+      GTEST_SKIP() << "skip: fused heads on route " << route_name(GetParam()) << ": " << why;
+    }
+  }
+};
+
+TEST_P(FusedHeads, MatchTheFp32Route) {
   for (const std::int64_t t : {1, 63, 70, 200}) {
     for (const std::int64_t d : {8, 64}) {
       const std::int64_t bh = 3;
@@ -220,8 +232,7 @@ TEST(Bf16Pairs, FusedAttentionHeadsMatchTheFp32Route) {
                  v = bf16_values(n, 7, 1.0f), d_o = bf16_values(n, 8, 1.0f);
       const float scale = 1.0f / std::sqrt(static_cast<float>(d));
       std::vector<float> o_pair(n), o_fp32(n), lse_pair(bh * t), lse_fp32(bh * t);
-      const auto pairs = bf16_attention(MatmulRoute::bf16),
-                 fp32 = bf16_attention(MatmulRoute::fp32);
+      const auto pairs = bf16_attention(GetParam()), fp32 = bf16_attention(MatmulRoute::fp32);
       attention_forward(q.data(), k.data(), v.data(), o_pair.data(), lse_pair.data(), bh, t, d,
                         scale, pairs);
       attention_forward(q.data(), k.data(), v.data(), o_fp32.data(), lse_fp32.data(), bh, t, d,
@@ -243,11 +254,10 @@ TEST(Bf16Pairs, FusedAttentionHeadsMatchTheFp32Route) {
   }
 }
 
-TEST(Bf16Pairs, FusedAttentionReadsStoredBf16AsTheSameValues) {
+TEST_P(FusedHeads, ReadStoredBf16AsTheSameValues) {
   // q, k, v as column thirds of [b, t, 3c] rows and dO as [b, t, c], stored once as bfloat16
   // bits (read in place) and once as float32 holding the same values (converted per head):
   // the same values reach the same kernels, so every result is the same bit for bit.
-  skip_without_units();
   const std::int64_t b = 2, heads = 3, t = 70, d = 16, c = heads * d;
   const AttentionShape s{b, heads, t, d};
   const auto qkv = bf16_values(static_cast<std::size_t>(b * t * 3 * c), 12, 1.0f);
@@ -256,7 +266,7 @@ TEST(Bf16Pairs, FusedAttentionReadsStoredBf16AsTheSameValues) {
   numerics::encode_array(qkv.data(), qkv.size(), Format::bfloat16, qkv_bits.data());
   numerics::encode_array(g.data(), g.size(), Format::bfloat16, g_bits.data());
   const HeadLayout in = HeadLayout::interleaved(s, 3 * c), out = HeadLayout::interleaved(s, c);
-  const auto pr = bf16_attention(MatmulRoute::bf16);
+  const auto pr = bf16_attention(GetParam());
   const float scale = 0.25f;
   struct Results {
     std::vector<float> o, lse, dq, dk, dv;
@@ -284,10 +294,9 @@ TEST(Bf16Pairs, FusedAttentionReadsStoredBf16AsTheSameValues) {
   EXPECT_EQ(stored.dv, floats.dv);
 }
 
-TEST(Bf16Pairs, FusedAttentionNearTheDoubleReference) {
+TEST_P(FusedHeads, NearTheDoubleReference) {
   // The probabilities are rounded to bf16 (relative error 2^-9) before the product with v:
   // each output moves by at most 2^-9 * sum p |v| <= 2^-9 * max |v|, plus float32 sums.
-  skip_without_units();
   const std::int64_t bh = 2, t = 130, d = 64;
   const std::size_t n = static_cast<std::size_t>(bh * t * d);
   const auto q = bf16_values(n, 9, 1.0f), k = bf16_values(n, 10, 1.0f),
@@ -295,7 +304,7 @@ TEST(Bf16Pairs, FusedAttentionNearTheDoubleReference) {
   const float scale = 0.125f;
   std::vector<float> o(n), lse(bh * t), r(n);
   attention_forward(q.data(), k.data(), v.data(), o.data(), lse.data(), bh, t, d, scale,
-                    bf16_attention(MatmulRoute::bf16));
+                    bf16_attention(GetParam()));
   attention_forward_ref(q.data(), k.data(), v.data(), r.data(), bh, t, d, scale);
   float vmax = 0;
   for (float x : v) vmax = std::max(vmax, std::fabs(x));
@@ -303,6 +312,9 @@ TEST(Bf16Pairs, FusedAttentionNearTheDoubleReference) {
     ASSERT_NEAR(o[i], r[i], std::ldexp(1.0, -9) * vmax * 1.05 + 1e-4) << "element " << i;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Routes, FusedHeads, ::testing::Values(MatmulRoute::bf16, MatmulRoute::amx),
+                         [](const auto& info) { return std::string(route_name(info.param)); });
 
 }  // namespace
 }  // namespace mantissa::kernels

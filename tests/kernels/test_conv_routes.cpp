@@ -179,10 +179,11 @@ void check_all_routes(const Precision& prec) {
       const GemmKey key = conv_key(kind, shape, prec.format, prec.passes, true);
       for (MatmulRoute route : routes_for(key)) {
         const std::string what = describe(key) + " on " + std::string(route_name(route));
-        // mantissa's bf16 GEMM runs float16 at POL 1 as 3 bf16 passes (hi*hi, hi*lo, lo*hi):
-        // 3K terms, and the dropped lo*lo terms: |lo| <= 2^-8 |x| (half a bf16 ulp, a tie
+        // mantissa's bf16 and amx GEMMs run float16 at POL 1 as 3 bf16 passes (hi*hi, hi*lo,
+        // lo*hi): 3K terms, and the dropped lo*lo terms: |lo| <= 2^-8 |x| (half a bf16 ulp, a tie
         // such as 1 + 2^-8 reaching it), so within 2^-16 S.
-        const bool split = route == MatmulRoute::bf16 && prec.passes == 3;
+        const bool split =
+            (route == MatmulRoute::bf16 || route == MatmulRoute::amx) && prec.passes == 3;
         const int passes = split ? 3 : 1;
         const double dropped = split ? 0x1p-16 : 0.0;
         std::vector<float> y(ny, NAN), dx(nx, NAN), dw(nw, NAN), db(bias.size(), NAN);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "mantissa/error.hpp"
+#include "mantissa/kernels/amx_pairs.hpp"
 #include "mantissa/kernels/gemm.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/numerics/convert.hpp"
@@ -544,7 +545,7 @@ TEST_P(Bf16RouteTest, InThreadCallsFromAParallelRegionAreCorrect) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Routes, Bf16RouteTest,
-                         ::testing::Values(GemmRoute::bf16, GemmRoute::onednn_bf16),
+                         ::testing::Values(GemmRoute::bf16, GemmRoute::onednn_bf16, GemmRoute::amx),
                          [](const auto& info) { return std::string(route_name(info.param)); });
 
 // --- mantissa's bf16 route against its scalar twin, and the twin against hand-derived sums --
@@ -624,6 +625,70 @@ TEST_F(Bf16KernelTest, PairOrderHoldsInEveryLane) {
   for (float v : c) ASSERT_EQ(v, 0.0f);
 }
 
+// --- mantissa's amx route against its scalar twin, and the twin against hand-derived sums ---
+
+TEST(GemmAmxRef, EvenAndOddDepthsSumApartInChunksOf32) {
+  // Depths 0..3 with products 2^24, -2^24, 1, 1: the even depths (0, 2) and the odd ones (1, 3)
+  // are two chains: 2^24 + 1 -> 2^24 (a tie, to even), and -2^24 + 1 = -(2^24 - 1), exact;
+  // then their sum, 1. The dot instruction's order (1, 0, 3, 2) gives -2^24 + 2^24 + 1 + 1 = 2.
+  const float big = 16777216.0f;
+  const float a[4] = {big, -big, 1.0f, 1.0f};
+  const float b[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+  const GemmPrecision bf{Format::bfloat16, 1};
+  float amx = -1.0f, pairs = -1.0f;
+  gemm_amx_ref(GemmShape::dense(1, 1, 4), a, b, &amx, false, bf);
+  gemm_bf16_ref(GemmShape::dense(1, 1, 4), a, b, &pairs, false, bf);
+  EXPECT_EQ(amx, 1.0f);
+  EXPECT_EQ(pairs, 2.0f);
+  // Chunks of 32 depths meet the accumulator one at a time: 2^24 from depth 0, then depths 32
+  // and 33 (the second chunk: chains 1 and 1, sum 2) give 2^24 + 2 exactly. Taken as one
+  // chunk, the even chain would round 2^24 + 1 back to 2^24 and the result be 2^24.
+  std::vector<float> x(34, 0.0f), y(34, 1.0f);
+  x[0] = big;
+  x[32] = x[33] = 1.0f;
+  float chunks = 0.0f;
+  gemm_amx_ref(GemmShape::dense(1, 1, 34), x.data(), y.data(), &chunks, false, bf);
+  EXPECT_EQ(chunks, big + 2.0f);
+  EXPECT_THROW(gemm_amx_ref(GemmShape::dense(1, 1, 4), a, b, &amx, false, {}), Error);
+}
+
+class AmxKernelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string why = route_unavailable(GemmRoute::amx, Format::bfloat16);
+    if (!why.empty()) GTEST_SKIP() << "skip: the AMX micro-kernel not run: " << why;
+  }
+};
+
+TEST_F(AmxKernelTest, MatchesTheScalarTwinBitForBitOnEveryShapeFormatPassAndThreadCount) {
+  std::mt19937 rng(13);
+  for (Format f : numerics::kTensorFormats) {
+    if (f == Format::float32) continue;
+    const bool split = f == Format::float16 || f == Format::cbfloat16;
+    for (int passes : split ? std::vector<int>{1, 3, 4} : std::vector<int>{1}) {
+      expect_route_matches_twin(gemm_amx_ref, {f, passes, GemmAlgorithm::automatic, GemmRoute::amx},
+                                rng);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST_F(AmxKernelTest, DeepProductsSplitIntoDepthBlocksMatchTheTwin) {
+  // Depths past one block (512) and not a multiple of the chunk, many row and column blocks.
+  std::mt19937 rng(14);
+  for (std::int64_t k : {600, 1100}) {
+    const GemmShape s = GemmShape::dense(70, 90, k, true, false);
+    const Stored a = store(random_values(static_cast<std::size_t>(70 * k), rng), Format::bfloat16);
+    const Stored b = store(random_values(static_cast<std::size_t>(90 * k), rng), Format::bfloat16);
+    std::vector<float> ref(70 * 90), out(70 * 90);
+    const GemmPrecision p{Format::bfloat16, 1, GemmAlgorithm::automatic, GemmRoute::amx};
+    gemm_amx_ref(s, a.operand(), b.operand(), ref.data(), false, p);
+    gemm(s, a.operand(), b.operand(), out.data(), false, p);
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      ASSERT_EQ(bits(out[i]), bits(ref[i])) << k << " " << i;
+  }
+}
+
 TEST(GemmRoutes, AvailabilityAndDescriptionsSayWhatThisCpuHas) {
   // float32 values run on the fp32 routes only; a bf16 route asked for them is not an error:
   // it applies to products of bf16 values.
@@ -643,7 +708,10 @@ TEST(GemmRoutes, AvailabilityAndDescriptionsSayWhatThisCpuHas) {
   EXPECT_NE(d.find("fp32"), std::string::npos) << d;
   EXPECT_EQ(parse_named(precision::kMatmulRouteNames, "onednn_bf16", "route"),
             GemmRoute::onednn_bf16);
-  EXPECT_THROW(parse_named(precision::kMatmulRouteNames, "amx", "precision.matmul_route"), Error);
+  EXPECT_EQ(route_unavailable(GemmRoute::amx, Format::bfloat16).empty(), amx_available());
+  EXPECT_EQ(parse_named(precision::kMatmulRouteNames, "amx", "precision.matmul_route"),
+            GemmRoute::amx);
+  EXPECT_THROW(parse_named(precision::kMatmulRouteNames, "tiles", "precision.matmul_route"), Error);
 }
 
 }  // namespace

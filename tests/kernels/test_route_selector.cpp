@@ -163,12 +163,20 @@ TEST_F(RouteSelectorTest, RecordLinesRoundTripAndBadLinesAreRejected) {
   ASSERT_TRUE(head_back);
   EXPECT_EQ(head_back->key, head.key);
   EXPECT_EQ(describe(head.key), "attention head t256 d64 bfloat16 1 pass");
+  // A line written before the amx route existed (one rate fewer) still reads: amx unmeasured.
+  const std::optional<RouteRecord> old_line =
+      parse_route_record_line("2048 1536 384 TN cbfloat16 3 thread onednn_fp32 0 1.5 95.5 0 7");
+  ASSERT_TRUE(old_line);
+  EXPECT_EQ(old_line->gflops[static_cast<std::size_t>(MatmulRoute::onednn_fp32)], 95.5);
+  EXPECT_EQ(old_line->gflops[static_cast<std::size_t>(MatmulRoute::onednn_bf16)], 7.0);
+  EXPECT_EQ(old_line->gflops[static_cast<std::size_t>(MatmulRoute::amx)], 0.0);
   for (const char* bad :
        {"", "1 2 3 NT bfloat16 1 all", "1 2 3 XX bfloat16 1 all fp32 0 0 0 0 0",
         "1 2 3 NT fp99 1 all fp32 0 0 0 0 0", "1 2 3 NT bfloat16 2 all fp32 0 0 0 0 0",
         "1 2 3 NT bfloat16 1 some fp32 0 0 0 0 0", "1 2 3 NT bfloat16 1 all automatic 0 0 0 0 0",
         "-1 2 3 NT bfloat16 1 all fp32 0 0 0 0 0", "1 2 3 NT bfloat16 1 all fp32 0 0 0 0 -1",
-        "1 2 3 NT bfloat16 1 all fp32 0 0 0 0 nan", "1 2 3 NT bfloat16 1 all fp32 0 0 0 0 0 9",
+        "1 2 3 NT bfloat16 1 all fp32 0 0 0 0 nan", "1 2 3 NT bfloat16 1 all fp32 0 0 0 0 0 0 9",
+        "1 2 3 NT bfloat16 1 all fp32 0 0 0 0", "1 2 3 NT bfloat16 1 all fp32 0 0 0 0 x",
         "99999999999999999999 2 3 NT bfloat16 1 all fp32 0 0 0 0 0",
         "256 128 64 NT bfloat16 1 head bf16 0 0 0 0 0",  // a head's scores are square
         "256 256 64 NN bfloat16 1 head bf16 0 0 0 0 0"}) {

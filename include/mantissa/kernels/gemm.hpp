@@ -109,6 +109,14 @@ void gemm_ref(const GemmShape& s, Operand a, Operand b, float* c, bool accumulat
 void gemm_bf16_ref(const GemmShape& s, Operand a, Operand b, float* c, bool accumulate,
                    const GemmPrecision& precision = {});
 
+// The scalar twin of the amx route (mantissa's GEMM on AMX tiles): the same passes, each
+// pass's inner dimension in chunks of 32 values (16 pairs; the last chunk padded with zeros)
+// from its start, each chunk as one TDPBF16PS adds it (amx_pairs.hpp: the even and the odd
+// products in two float32 chains, then their sum added to the accumulator), starting from
+// +0. The amx route gives exactly these bits. precision.format must not be float32.
+void gemm_amx_ref(const GemmShape& s, Operand a, Operand b, float* c, bool accumulate,
+                  const GemmPrecision& precision = {});
+
 // Plain oneDNN fp32 matmul on float32 buffers (primitives cached per shape): the peer the
 // benchmarks compare the fp32 FMA route with.
 void gemm_onednn_f32(const GemmShape& s, const float* a, const float* b, float* c, bool accumulate);

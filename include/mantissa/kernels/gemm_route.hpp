@@ -48,10 +48,18 @@ const NativeBf16& native_bf16();
 
 using precision::route_name;
 
+// The routes that multiply bf16 values on bf16 units (bf16, onednn_bf16, amx): float16 and
+// cbfloat16 then take the exact hi/lo split into bf16 passes.
+constexpr bool on_bf16_units(MatmulRoute route) {
+  return route == MatmulRoute::bf16 || route == MatmulRoute::onednn_bf16 ||
+         route == MatmulRoute::amx;
+}
+
 // Whether `route` (not automatic) can multiply values of `format` on this CPU: the bf16
 // routes need bf16 values in every pass (every H and fp8 format, not float32) and the CPU's
 // bf16 instructions (AVX512-BF16 for mantissa's bf16 route, oneDNN's bf16 matmul for
-// onednn_bf16). Returns "" when it can, else the reason.
+// onednn_bf16, AMX tiles the operating system lets this process use for amx). Returns ""
+// when it can, else the reason.
 std::string route_unavailable(MatmulRoute route, Format format);
 // The routes products of `format` can take on this CPU, in table order.
 std::vector<MatmulRoute> routes_for(Format format);

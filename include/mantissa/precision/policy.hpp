@@ -24,17 +24,19 @@ enum class MatmulRoute : std::uint8_t {
   onednn_fp32,  // oneDNN's fp32 matmul
   bf16,         // mantissa's blocked GEMM on the AVX512-BF16 dot instruction
   onednn_bf16,  // oneDNN's bf16 matmul (AMX or AVX512-BF16)
+  amx,          // mantissa's blocked GEMM and fused attention heads on AMX tiles
 };
-inline constexpr std::size_t kMatmulRouteCount = 5;
+inline constexpr std::size_t kMatmulRouteCount = 6;
 inline constexpr NameTable<MatmulRoute, kMatmulRouteCount> kMatmulRouteNames = {{
     {"automatic", MatmulRoute::automatic},
     {"fp32", MatmulRoute::fp32},
     {"onednn_fp32", MatmulRoute::onednn_fp32},
     {"bf16", MatmulRoute::bf16},
     {"onednn_bf16", MatmulRoute::onednn_bf16},
+    {"amx", MatmulRoute::amx},
 }};
 static_assert(in_enum_order(kMatmulRouteNames, kMatmulRouteCount));
-static_assert(static_cast<std::size_t>(MatmulRoute::onednn_bf16) + 1 == kMatmulRouteCount);
+static_assert(static_cast<std::size_t>(MatmulRoute::amx) + 1 == kMatmulRouteCount);
 inline constexpr std::string_view route_name(MatmulRoute route) {
   return name_of(kMatmulRouteNames, route);
 }

@@ -53,7 +53,7 @@ const void* source(const Operand& x, std::int64_t n, Part part, SourceType type,
                       const std::int64_t b = c0 * kRun, e = std::min(n, c1 * kRun);
                       decode(x, b, e - b, part, out + b);
                     },
-                    8);
+                    8, 1);
     return out;
   }
   auto* out = buffer.as<std::uint16_t>(static_cast<std::size_t>(n));
@@ -71,7 +71,7 @@ const void* source(const Operand& x, std::int64_t n, Part part, SourceType type,
                       }
                     }
                   },
-                  8);
+                  8, 1);
   return out;
 }
 
@@ -146,7 +146,7 @@ void per_image(std::int64_t batch, std::int64_t work, Fn&& fn) {
       [&](std::int64_t n0, std::int64_t n1) {
         for (std::int64_t n = n0; n < n1; ++n) fn(n);
       },
-      std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(work, 1)));
+      std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(work, 1)), 1);
 }
 
 float* image_buffer(std::int64_t n) {
@@ -250,6 +250,7 @@ void run_on(MatmulRoute route, ProductKind kind, const ConvKey& c, const ConvBuf
       return;
     case MatmulRoute::fp32:
     case MatmulRoute::bf16:
+    case MatmulRoute::amx:
       run_gemm(route, kind, c, b, p);
       return;
     case MatmulRoute::automatic:
@@ -280,7 +281,8 @@ void conv2d_bias_gradient(const float* dy, std::int64_t batch, std::int64_t chan
           db[o] = sum;
         }
       },
-      std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(batch * spatial, 1)));
+      std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(batch * spatial, 1)),
+      1);
 }
 
 void conv2d_product_on(MatmulRoute route, ProductKind kind, const ConvKey& shape,

@@ -19,8 +19,9 @@ struct Blocking {
   std::int64_t mb;  // rows of C per chunk (a multiple of mc): B is packed once per chunk
 };
 
-Blocking blocking_for(GemmIsa isa) {
-  switch (isa) {
+Blocking blocking_for(const MicroKernelInfo& kern) {
+  if (kern.a_rows) return {512, 256, 1024, 768};  // AMX: deep blocks, C loaded once per block
+  switch (kern.isa) {
     case GemmIsa::avx512:
       return {256, 192, 2048, 768};
     case GemmIsa::avx2:
@@ -80,7 +81,16 @@ std::int64_t c_block_floats(const GemmShape& s, const MicroKernelInfo& kern, con
   return std::max(split_rows * kern.nr, split_cols * kern.mr);
 }
 
+// Releases a pair kernel's units when the thread's calls end, however they end.
+struct Leave {
+  void (*leave)();
+  ~Leave() {
+    if (leave != nullptr) leave();
+  }
+};
+
 void run_thread(const Job& job, int t, int threads) {
+  const Leave leave{job.kern.leave};
   const GemmShape& s = job.s;
   const int mr = job.kern.mr, nr = job.kern.nr;
   const Blocking& bl = job.bl;
@@ -100,8 +110,12 @@ void run_thread(const Job& job, int t, int threads) {
   barrier(threads);
   if (job.failed->load()) return;
 
-  // Depth blocks of (nearly) equal size, a multiple of 8 where possible.
-  const std::int64_t depth = std::min(s.k, (ceil_div(s.k, ceil_div(s.k, bl.kc)) + 7) / 8 * 8);
+  // Depth blocks of (nearly) equal size, a multiple of 8 where possible (of the pair
+  // kernel's chunk where it has one: every block's chunks then start where the whole
+  // reduction's do).
+  const std::int64_t align = std::max(8, 2 * job.kern.pair_block);
+  const std::int64_t depth =
+      std::min(s.k, (ceil_div(s.k, ceil_div(s.k, bl.kc)) + align - 1) / align * align);
   const std::int64_t depth_blocks = ceil_div(s.k, depth);
   int turn = 0;  // which B buffer the next depth block packs into
   for (std::int64_t i0 = 0; i0 < s.m; i0 += bl.mb) {
@@ -133,13 +147,18 @@ void run_thread(const Job& job, int t, int threads) {
           // last read two blocks ago, before every thread passed the previous barrier.
           float* b_panels = job.b_panels[turn];
           turn ^= 1;
-          const std::int64_t kp = (kc + 1) / 2;  // depth pairs (bf16 pair kernels)
+          // Depth pairs of the pair kernels, padded to their block.
+          const std::int64_t kp = ceil_div((kc + 1) / 2, job.kern.pair_block) * job.kern.pair_block;
           if (pairs) {
             auto* words = reinterpret_cast<std::uint32_t*>(b_panels);
             for (std::int64_t q = pack0; q < pack1; ++q) {
-              pack_b(job.b, k0, kc, j0 + q * nr, std::min(nr * (q + 1), cols) - q * nr, pass.b, nr,
-                     panel);
-              pair_panel(panel, kc, nr, words + q * kp * nr);
+              const std::int64_t c0 = j0 + q * nr, width = std::min(nr * (q + 1), cols) - q * nr;
+              if (job.kern.a_rows && pair_panel_bf16(job.b, false, c0, width, k0, kc, pass.b, nr,
+                                                     kp, false, words + q * kp * nr)) {
+                continue;  // AMX panels straight from bf16 storage
+              }
+              pack_b(job.b, k0, kc, c0, width, pass.b, nr, panel);
+              pair_panel_padded(panel, kc, nr, kp, false, words + q * kp * nr);
             }
           } else if (pack0 < pack1) {
             pack_b(job.b, k0, kc, j0 + pack0 * nr, std::min(pack1 * nr, cols) - pack0 * nr, pass.b,
@@ -152,10 +171,16 @@ void run_thread(const Job& job, int t, int threads) {
             if (pairs) {
               auto* awords = reinterpret_cast<std::uint32_t*>(abuf);
               for (std::int64_t ir = 0; ir * mr < mc; ++ir) {
-                pack_a(job.a, i0 + ib + ir * mr, std::min<std::int64_t>(mr, mc - ir * mr), k0, kc,
-                       pass.a, mr, panel);
-                pair_panel(panel, kc, mr, awords + ir * kp * mr);
+                const std::int64_t r0 = i0 + ib + ir * mr;
+                const std::int64_t height = std::min<std::int64_t>(mr, mc - ir * mr);
+                if (job.kern.a_rows && pair_panel_bf16(job.a, true, r0, height, k0, kc, pass.a, mr,
+                                                       kp, true, awords + ir * kp * mr)) {
+                  continue;
+                }
+                pack_a(job.a, r0, height, k0, kc, pass.a, mr, panel);
+                pair_panel_padded(panel, kc, mr, kp, job.kern.a_rows, awords + ir * kp * mr);
               }
+              if (job.kern.enter != nullptr) job.kern.enter();
               const auto* bwords = reinterpret_cast<const std::uint32_t*>(b_panels);
               for (std::int64_t q = q0; q < q1; ++q) {
                 for (std::int64_t ir = 0; ir * mr < mc; ++ir) {
@@ -219,9 +244,10 @@ void blocked_gemm(const GemmShape& s, const Operand& a, const Operand& b, const 
     zero_product(s, epilogue);
     return;
   }
-  const MicroKernelInfo kern =
-      unit == DotUnit::bf16_pairs ? micro_kernel_avx512_bf16() : active_micro_kernel();
-  const Blocking bl = blocking_for(kern.isa);
+  const MicroKernelInfo kern = unit == DotUnit::bf16_pairs  ? micro_kernel_avx512_bf16()
+                               : unit == DotUnit::amx_tiles ? micro_kernel_amx()
+                                                            : active_micro_kernel();
+  const Blocking bl = blocking_for(kern);
   std::atomic<bool> failed{false};
   float* b_panels = shared_b_panels().as<float>(static_cast<std::size_t>(2 * bl.kc * bl.nc));
   const Job job{s,

@@ -13,6 +13,7 @@ namespace mantissa::kernels::gemm_detail {
 enum class DotUnit : std::uint8_t {
   fp32_fma,    // the active ISA's fp32 FMA kernel (active_gemm_isa())
   bf16_pairs,  // the AVX512-BF16 dot kernel: every pass's parts must be bf16 values
+  amx_tiles,   // the AMX tile kernel: bf16 values likewise
 };
 
 // The product over the passes' concatenated inner dimension; all OpenMP threads when

@@ -219,10 +219,12 @@ void onednn_gemm(const GemmShape& s, const Operand& a, const Operand& b,
     } else {
       execute(cached_matmul(gb, false, kType, in_thread), ap, bp, c);
     }
+    // The epilogue in tiles of rows, each thread's share of the block's rows (a share is a
+    // multiple of 16 rows: counted in tiles, a 512-row block would fall to one thread).
     constexpr std::int64_t kTileRows = 32;
-    over_rows((rows + kTileRows - 1) / kTileRows, [&](std::int64_t t0, std::int64_t t1) {
-      for (std::int64_t r = t0 * kTileRows; r < std::min(rows, t1 * kTileRows); r += kTileRows) {
-        epilogue(GemmTile{c + r * s.n, s.n, i0 + r, std::min(kTileRows, rows - r), 0, s.n});
+    over_rows(rows, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; r += kTileRows) {
+        epilogue(GemmTile{c + r * s.n, s.n, i0 + r, std::min(kTileRows, r1 - r), 0, s.n});
       }
     });
   }

@@ -266,4 +266,81 @@ void pair_panel(const float* src, std::int64_t kc, int width, std::uint32_t* dst
   }
 }
 
+bool pair_panel_bf16(const MatrixRef& x, bool a_side, std::int64_t line0, std::int64_t lines,
+                     std::int64_t k0, std::int64_t kc, Part part, int width, std::int64_t padded,
+                     bool rows_layout, std::uint32_t* dst) {
+  if (x.x.format != Format::bfloat16 || part == Part::lo) return false;
+  const auto* base = static_cast<const std::uint16_t*>(x.x.data);
+  // Lines run along the storage's rows (each line's depths contiguous) for A as stored and
+  // for B transposed; else each depth's lines are contiguous.
+  const bool lines_contiguous = a_side != x.trans;
+  const std::int64_t pairs = (kc + 1) / 2;
+  // Word p of line l: depths 2p (low half) and 2p + 1 (high half; zero past kc).
+  const auto half = [&](std::int64_t l, std::int64_t k) -> std::uint32_t {
+    if (k >= kc) return 0u;
+    return lines_contiguous ? base[(line0 + l) * x.ld + k0 + k] : base[(k0 + k) * x.ld + line0 + l];
+  };
+  if (rows_layout) {
+    if (!lines_contiguous) {  // two depth rows interleaved, each word to its line's row
+      for (std::int64_t p = 0; p < pairs; ++p) {
+        const std::uint16_t* even = base + (k0 + 2 * p) * x.ld + line0;
+        const std::uint16_t* odd = 2 * p + 1 < kc ? even + x.ld : nullptr;
+        for (std::int64_t l = 0; l < lines; ++l) {
+          dst[l * padded + p] = static_cast<std::uint32_t>(even[l]) |
+                                (odd != nullptr ? static_cast<std::uint32_t>(odd[l]) << 16 : 0u);
+        }
+      }
+    }
+    for (std::int64_t l = 0; l < width; ++l) {
+      std::uint32_t* out = dst + l * padded;
+      if (l >= lines) {
+        std::fill(out, out + padded, 0u);
+        continue;
+      }
+      if (lines_contiguous) {  // the line's depths are the words already
+        std::memcpy(out, base + (line0 + l) * x.ld + k0, static_cast<std::size_t>(kc) * 2);
+        if (kc % 2 != 0) out[kc / 2] &= 0xFFFFu;
+      }
+      std::fill(out + pairs, out + padded, 0u);
+    }
+    return true;
+  }
+  for (std::int64_t p = 0; p < pairs; ++p) {
+    std::uint32_t* out = dst + p * width;
+    if (lines_contiguous) {
+      for (std::int64_t l = 0; l < lines; ++l) out[l] = half(l, 2 * p) | half(l, 2 * p + 1) << 16;
+    } else {  // two depth rows interleaved
+      const std::uint16_t* even = base + (k0 + 2 * p) * x.ld + line0;
+      const std::uint16_t* odd = even + x.ld;
+      const bool has_odd = 2 * p + 1 < kc;
+      for (std::int64_t l = 0; l < lines; ++l) {
+        out[l] = static_cast<std::uint32_t>(even[l]) |
+                 (has_odd ? static_cast<std::uint32_t>(odd[l]) << 16 : 0u);
+      }
+    }
+    std::fill(out + lines, out + width, 0u);
+  }
+  std::fill(dst + pairs * width, dst + padded * width, 0u);
+  return true;
+}
+
+void pair_panel_padded(const float* src, std::int64_t kc, int width, std::int64_t padded,
+                       bool rows_layout, std::uint32_t* dst) {
+  const std::int64_t pairs = (kc + 1) / 2;
+  if (!rows_layout) {
+    pair_panel(src, kc, width, dst);
+    std::fill(dst + pairs * width, dst + padded * width, 0u);
+    return;
+  }
+  const auto half = [](float x) { return std::bit_cast<std::uint32_t>(x) >> 16; };
+  for (int x = 0; x < width; ++x) {
+    std::uint32_t* out = dst + x * padded;
+    for (std::int64_t p = 0; p < kc / 2; ++p) {
+      out[p] = half(src[(2 * p + 1) * width + x]) << 16 | half(src[2 * p * width + x]);
+    }
+    if (kc % 2 != 0) out[kc / 2] = half(src[(kc - 1) * width + x]);
+    std::fill(out + pairs, out + padded, 0u);
+  }
+}
+
 }  // namespace mantissa::kernels::gemm_detail

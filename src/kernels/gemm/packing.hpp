@@ -42,4 +42,19 @@ const float* load_run(const Operand& x, std::int64_t index, std::int64_t n, Part
 // 16 bits zero): the halves are taken, not rounded.
 void pair_panel(const float* src, std::int64_t kc, int width, std::uint32_t* dst);
 
+// AMX panels straight from bfloat16 storage, without a float32 panel between: `lines` lines
+// (rows of op(A), or columns of op(B); up to `width`, the rest zero) by depths
+// [k0, k0 + kc), as pair words padded to `padded` pairs, laid out as pair_panel_padded's.
+// Returns false (and writes nothing) unless x is stored as bfloat16 and `part` reads the
+// stored values themselves (whole, or hi: a bf16 value is its own hi).
+bool pair_panel_bf16(const MatrixRef& x, bool a_side, std::int64_t line0, std::int64_t lines,
+                     std::int64_t k0, std::int64_t kc, Part part, int width, std::int64_t padded,
+                     bool rows_layout, std::uint32_t* dst);
+
+// The same pair words with the pairs padded to `padded` (>= (kc + 1) / 2) by zero words, laid
+// out by row for AMX's A tiles (rows_layout: dst[x * padded + p]) or by pair for its B tiles
+// (dst[p * width + x]).
+void pair_panel_padded(const float* src, std::int64_t kc, int width, std::int64_t padded,
+                       bool rows_layout, std::uint32_t* dst);
+
 }  // namespace mantissa::kernels::gemm_detail

@@ -1,0 +1,87 @@
+// Compiled with -mavx512f -mavx512bw; entered only after a CPUID check (attention_rows.cpp).
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "attention_rows_avx512.hpp"
+#include "vector_exp.hpp"
+
+// GCC 12's AVX-512 headers fill the pass-through of unmasked intrinsics with a
+// self-initialised "undefined" vector, which -Wmaybe-uninitialized reports wherever they are
+// inlined (GCC bug 105593, fixed in GCC 13). Nothing here reads an undefined lane.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace mantissa::kernels::detail {
+namespace {
+
+__mmask16 lanes(std::int64_t left) {
+  return left >= 16  ? static_cast<__mmask16>(0xFFFF)
+         : left <= 0 ? static_cast<__mmask16>(0)
+                     : static_cast<__mmask16>((1u << left) - 1u);
+}
+
+// exp_avx2's formula in 16 lanes: the same operations per lane, so the same bits.
+__m512 exp16(__m512 x) {
+  const __mmask16 too_low = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpLow), _CMP_LT_OQ);
+  const __mmask16 too_high = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpHigh), _CMP_GT_OQ);
+  const __m512 xc =
+      _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(kExpLow)), _mm512_set1_ps(kExpHigh));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(kLog2e)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), xc);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
+  __m512 p = _mm512_set1_ps(kExpC[6]);
+  for (int i = 5; i >= 0; --i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC[i]));
+  const __m512i expo = _mm512_slli_epi32(_mm512_cvtps_epi32(n), 23);
+  __m512 y = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), expo));
+  y = _mm512_mask_mov_ps(y, too_low, _mm512_setzero_ps());
+  y = _mm512_mask_mov_ps(y, too_high, _mm512_set1_ps(INFINITY));
+  const __mmask16 is_nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  return _mm512_mask_mov_ps(y, is_nan, x);
+}
+
+// bfloat16 bits of v in the low halves of the lanes: nearest even, NaN quieted.
+__m512i bf16_lanes(__m512 v) {
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i top = _mm512_srli_epi32(u, 16);
+  const __m512i lsb = _mm512_and_si512(top, _mm512_set1_epi32(1));
+  __m512i h =
+      _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), lsb)), 16);
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  return _mm512_mask_or_epi32(h, nan, top, _mm512_set1_epi32(0x40));
+}
+
+void store_bits(std::uint16_t* out, __mmask16 m, __m512i h) {
+  _mm512_mask_storeu_epi16(out, static_cast<__mmask32>(m),
+                           _mm512_castsi256_si512(_mm512_cvtepi32_epi16(h)));
+}
+
+}  // namespace
+
+void probabilities_bf16_avx512(const float* s, std::int64_t valid, std::int64_t width, float shift,
+                               float* p_out, std::uint16_t* bits) {
+  const __m512 sh = _mm512_set1_ps(shift);
+  for (std::int64_t c = 0; c < width; c += 16) {
+    const __mmask16 m = lanes(width - c), live = lanes(valid - c);
+    const __m512 x = _mm512_maskz_loadu_ps(live, s + c);
+    const __m512i h = _mm512_maskz_mov_epi32(live, bf16_lanes(exp16(_mm512_sub_ps(x, sh))));
+    store_bits(bits + c, m, h);
+    if (p_out != nullptr)
+      _mm512_mask_storeu_ps(p_out + c, m, _mm512_castsi512_ps(_mm512_slli_epi32(h, 16)));
+  }
+}
+
+void score_gradients_bf16_avx512(const float* dp, const float* p, float delta, float scale,
+                                 std::int64_t n, std::int64_t width, std::uint16_t* bits) {
+  const __m512 d = _mm512_set1_ps(delta), sc = _mm512_set1_ps(scale);
+  for (std::int64_t c = 0; c < width; c += 16) {
+    const __mmask16 m = lanes(width - c), live = lanes(n - c);
+    const __m512 g = _mm512_maskz_loadu_ps(live, dp + c), pv = _mm512_maskz_loadu_ps(live, p + c);
+    const __m512 ds = _mm512_mul_ps(_mm512_mul_ps(pv, _mm512_sub_ps(g, d)), sc);
+    store_bits(bits + c, m, _mm512_maskz_mov_epi32(live, bf16_lanes(ds)));
+  }
+}
+
+}  // namespace mantissa::kernels::detail
