@@ -6,9 +6,9 @@
 //   --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
-#include <random>
 #include <vector>
 
+#include "bench_values.hpp"
 #include "mantissa/kernels/block_operand.hpp"
 #include "mantissa/numerics/convert.hpp"
 
@@ -21,13 +21,8 @@ namespace n = mantissa::numerics;
 constexpr std::int64_t kRows = 2048, kCols = 1536;
 
 const std::vector<float>& input() {
-  static const std::vector<float> x = [] {
-    std::vector<float> v(static_cast<std::size_t>(kRows * kCols));
-    std::mt19937 rng(1);
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    for (float& f : v) f = d(rng);
-    return v;
-  }();
+  static const std::vector<float> x =
+      mantissa::bench_inputs::normal_values(static_cast<std::size_t>(kRows * kCols), 1);
   return x;
 }
 

@@ -1,33 +1,12 @@
-// precision.recipe: the recipe block parsed into typed settings, the older fp8 spelling beside
-// it, and every bad setting refused before any work with its key path.
+// precision.recipe (on config_base.hpp's float16 MLP): the recipe block parsed into typed settings,
+// the older fp8 spelling beside it, and every bad setting refused before any work with its key
+// path.
 #include <gtest/gtest.h>
 
-#include "mantissa/config/config.hpp"
-#include "mantissa/error.hpp"
+#include "config_base.hpp"
 
 namespace mantissa::config {
 namespace {
-
-const char* kBase = R"(
-trainer:
-  init:
-    seed: 3
-    model: {name: mlp, input_size: 784, hidden_sizes: [32], num_classes: 10}
-    optimizer: {AdamW: {learning_rate: 1.0e-3}}
-    precision: {fp16_type: bfloat16}
-    loop: {max_steps: 100}
-  fit:
-    train_dataloader: {dataset: fashion_mnist, batch_size: 64}
-)";
-
-void expect_error(const std::vector<std::string>& overrides, const std::string& fragment) {
-  try {
-    parse_config(kBase, overrides, "test.yaml");
-    FAIL() << "expected: " << fragment;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
 
 TEST(ConfigRecipe, ParsesEverySetting) {
   const TrainerConfig c = parse_config(
