@@ -62,7 +62,8 @@ void set_rate(benchmark::State& state) {
 void BM_Quantize(benchmark::State& state) {
   const k::BlockSpec s = spec(static_cast<int>(state.range(0)));
   for (auto _ : state)
-    benchmark::DoNotOptimize(k::quantize_packed(input().data(), kRows, kCols, s));
+    benchmark::DoNotOptimize(
+        k::quantize_packed(input().data(), n::Format::float32, kRows, kCols, s));
   state.SetLabel(kNames[state.range(0)]);
   set_rate(state);
 }
@@ -78,8 +79,8 @@ void BM_QuantizeToBf16(benchmark::State& state) {
       benchmark::DoNotOptimize(
           k::quantize_to_bf16(input().data(), n::Format::float32, kRows, kCols, s, out.data()));
     } else {
-      benchmark::DoNotOptimize(
-          k::dequantize_to_bf16(k::quantize_packed(input().data(), kRows, kCols, s), out.data()));
+      benchmark::DoNotOptimize(k::dequantize_to_bf16(
+          k::quantize_packed(input().data(), n::Format::float32, kRows, kCols, s), out.data()));
     }
   }
   state.SetLabel(kNames[state.range(0)]);
@@ -88,8 +89,8 @@ void BM_QuantizeToBf16(benchmark::State& state) {
 
 template <bool kRef>
 void BM_DecodeBf16(benchmark::State& state) {
-  const k::PackedBlocks q =
-      k::quantize_packed(input().data(), kRows, kCols, spec(static_cast<int>(state.range(0))));
+  const k::PackedBlocks q = k::quantize_packed(input().data(), n::Format::float32, kRows, kCols,
+                                               spec(static_cast<int>(state.range(0))));
   std::vector<std::uint16_t> out(input().size());
   for (auto _ : state) {
     benchmark::DoNotOptimize(kRef ? k::dequantize_to_bf16_ref(q, out.data())
@@ -105,8 +106,9 @@ void BM_Product(benchmark::State& state) {
   constexpr std::int64_t kOut = 384;
   const bool blocks = state.range(0) != 0;
   const std::vector<float>& x = input();
-  const k::PackedBlocks qx = k::quantize_packed(x.data(), kRows, kCols, spec(0));
-  const k::PackedBlocks qw = k::quantize_packed(x.data(), kOut, kCols, spec(0));
+  const k::PackedBlocks qx =
+      k::quantize_packed(x.data(), n::Format::float32, kRows, kCols, spec(0));
+  const k::PackedBlocks qw = k::quantize_packed(x.data(), n::Format::float32, kOut, kCols, spec(0));
   std::vector<std::uint16_t> xb(x.size()), wb(static_cast<std::size_t>(kOut * kCols));
   n::encode_array(x.data(), xb.size(), n::Format::bfloat16, xb.data());
   n::encode_array(x.data(), wb.size(), n::Format::bfloat16, wb.data());

@@ -92,7 +92,7 @@ QuantCopy quantize_copy(const Tensor& t, std::int64_t rows, std::int64_t cols,
         const Tensor tt =
             transposed_padded(to_format(t, Format::float32, false), rows, cols, rows_padded);
         return {std::make_shared<const kernels::PackedBlocks>(
-                    kernels::quantize_packed(tt.f32(), cols, rows_padded, s)),
+                    kernels::quantize_packed(tt.f32(), Format::float32, cols, rows_padded, s)),
                 Tensor(), true};
       }
       spec = s;
@@ -112,9 +112,8 @@ QuantCopy quantize_copy(const Tensor& t, std::int64_t rows, std::int64_t cols,
       return copy;
     }
   }
-  const Tensor t32 = to_format(t, Format::float32, false);
   return {std::make_shared<const kernels::PackedBlocks>(
-              kernels::quantize_packed(t32.f32(), rows, cols, spec)),
+              kernels::quantize_packed(t.raw_data(), t.format(), rows, cols, spec)),
           Tensor(), false};
 }
 

@@ -176,7 +176,7 @@ std::int64_t PackedBlocks::bytes() const {
                                    scales32.size() * sizeof(float));
 }
 
-PackedBlocks quantize_packed(const float* x, std::int64_t rows, std::int64_t cols,
+PackedBlocks quantize_packed(const void* x, Format x_format, std::int64_t rows, std::int64_t cols,
                              const BlockSpec& spec) {
   const auto quantize = [&](const float* xs, std::int64_t n_rows, std::uint64_t counter_offset) {
     return std::visit(
@@ -191,6 +191,16 @@ PackedBlocks quantize_packed(const float* x, std::int64_t rows, std::int64_t col
           }
         },
         spec);
+  };
+  // Rows [r0, r0 + n) as float32: x itself, or decoded into `scratch`.
+  const std::size_t width = static_cast<std::size_t>(numerics::traits(x_format).storage_bytes);
+  const auto rows_f32 = [&](std::int64_t r0, std::int64_t n, std::vector<float>& scratch) {
+    if (x_format == Format::float32) return static_cast<const float*>(x) + r0 * cols;
+    scratch.resize(static_cast<std::size_t>(n * cols));
+    numerics::decode_array(
+        static_cast<const std::uint8_t*>(x) + static_cast<std::size_t>(r0 * cols) * width,
+        scratch.size(), x_format, scratch.data());
+    return static_cast<const float*>(scratch.data());
   };
   const numerics::TileShape tile = std::visit([](const auto& s) { return s.tile; }, spec);
   const std::int64_t band_rows = std::max<std::int64_t>(tile.rows, 1);
@@ -207,29 +217,38 @@ PackedBlocks quantize_packed(const float* x, std::int64_t rows, std::int64_t col
       },
       spec);
   if (std::holds_alternative<numerics::Nvfp4Settings>(spec) || bands < 2 ||
-      (fp4 && (band_rows * cols) % 2 != 0) || rows * cols < kParallelMinElements) {
-    return PackedBlocks::from(quantize(x, rows, 0));
+      (fp4 && (band_rows * cols) % 2 != 0)) {
+    std::vector<float> scratch;
+    return PackedBlocks::from(quantize(rows_f32(0, rows, scratch), rows, 0));
   }
-  // Bands of tile rows in parallel, each a quantizer call with its counter advanced to its
-  // first element (the same stochastic bits), then concatenated.
-  BlockQuantized whole = quantize(x, 0, 0);  // the result's shape and formats, empty
+  // Groups of bands of tile rows (about 64K elements; in parallel), each decoded to float32 in
+  // a small buffer if x is not, quantized with its counter advanced to its first element
+  // (the same stochastic bits), and copied into place.
+  BlockQuantized whole = quantize(nullptr, 0, 0);  // the result's shape and formats, empty
   whole.rows = rows;
   whole.elements.resize(fp4 ? numerics::fp4_packed_bytes(static_cast<std::size_t>(rows * cols))
                             : static_cast<std::size_t>(rows * cols));
   const std::int64_t grid_cols = (cols + tile.cols - 1) / tile.cols;
   whole.scales.resize(static_cast<std::size_t>(bands * grid_cols));
+  const std::int64_t group =
+      std::max<std::int64_t>(1, (1 << 16) / std::max<std::int64_t>(band_rows * cols, 1));
   parallel_chunks(
       bands,
       [&](std::int64_t b0, std::int64_t b1) {
-        const std::int64_t r0 = b0 * band_rows, r1 = std::min(rows, b1 * band_rows);
-        const BlockQuantized part =
-            quantize(x + r0 * cols, r1 - r0, static_cast<std::uint64_t>(r0 * cols));
-        const std::size_t first = static_cast<std::size_t>(fp4 ? r0 * cols / 2 : r0 * cols);
-        std::memcpy(whole.elements.data() + first, part.elements.data(), part.elements.size());
-        std::copy(part.scales.begin(), part.scales.end(),
-                  whole.scales.begin() + static_cast<std::ptrdiff_t>(b0 * grid_cols));
+        std::vector<float> scratch;
+        for (std::int64_t g0 = b0; g0 < b1; g0 += group) {
+          const std::int64_t g1 = std::min(b1, g0 + group);
+          const std::int64_t r0 = g0 * band_rows, r1 = std::min(rows, g1 * band_rows);
+          const BlockQuantized part = quantize(rows_f32(r0, r1 - r0, scratch), r1 - r0,
+                                               static_cast<std::uint64_t>(r0 * cols));
+          const std::size_t first = static_cast<std::size_t>(fp4 ? r0 * cols / 2 : r0 * cols);
+          std::memcpy(whole.elements.data() + first, part.elements.data(), part.elements.size());
+          std::copy(part.scales.begin(), part.scales.end(),
+                    whole.scales.begin() + static_cast<std::ptrdiff_t>(g0 * grid_cols));
+        }
       },
-      1, 1);
+      std::max<std::int64_t>(2, kParallelMinElements / std::max<std::int64_t>(band_rows * cols, 1)),
+      1);
   return PackedBlocks::from(std::move(whole));
 }
 

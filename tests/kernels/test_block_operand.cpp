@@ -49,9 +49,18 @@ void expect_same(const PackedBlocks& a, const numerics::BlockQuantized& b) {
 }
 
 TEST(BlockOperand, QuantizePackedGivesTheQuantizersBits) {
-  // 600 x 64: enough elements for the parallel bands; 600 rows: a last column block of 24.
-  const std::int64_t rows = 600, cols = 64;
+  // 600 x 256: several groups of bands per thread; 600 rows: a last column block of 24. The
+  // same matrix stored as bfloat16 is decoded group by group: the bits of its float32 values.
+  const std::int64_t rows = 600, cols = 256;
   const std::vector<float> x = matrix(rows, cols, 1);
+  std::vector<std::uint16_t> xb(x.size());
+  numerics::encode_array(x.data(), x.size(), Format::bfloat16, xb.data());
+  std::vector<float> xbf(x.size());
+  numerics::decode_array(xb.data(), xb.size(), Format::bfloat16, xbf.data());
+  const auto check = [&](const kernels::BlockSpec& spec, const auto& twin) {
+    expect_same(kernels::quantize_packed(x.data(), Format::float32, rows, cols, spec), twin(x));
+    expect_same(kernels::quantize_packed(xb.data(), Format::bfloat16, rows, cols, spec), twin(xbf));
+  };
   for (Format e : {Format::float8_e4m3, Format::float6_e3m2, Format::float4_e2m1}) {
     for (TileShape t : {TileShape{1, 32}, TileShape{32, 1}}) {
       numerics::MxSettings s;
@@ -61,19 +70,22 @@ TEST(BlockOperand, QuantizePackedGivesTheQuantizersBits) {
       s.rounding = numerics::Rounding::stochastic;
       s.seed = 5;
       s.counter = 1000;
-      expect_same(kernels::quantize_packed(x.data(), rows, cols, s),
-                  numerics::quantize_mx_ref(x.data(), rows, cols, s));
+      check(s, [&](const std::vector<float>& v) {
+        return numerics::quantize_mx_ref(v.data(), rows, cols, s);
+      });
     }
   }
   numerics::Fp8BlockSettings b;
   b.tile = {128, 128};
   b.power_of_two = false;
-  expect_same(kernels::quantize_packed(x.data(), rows, cols, b),
-              numerics::quantize_fp8_blocks_ref(x.data(), rows, cols, b));
+  check(b, [&](const std::vector<float>& v) {
+    return numerics::quantize_fp8_blocks_ref(v.data(), rows, cols, b);
+  });
   numerics::Nvfp4Settings n;
   n.tile = {16, 16};
-  expect_same(kernels::quantize_packed(x.data(), rows, cols, n),
-              numerics::quantize_nvfp4_ref(x.data(), rows, cols, n));
+  check(n, [&](const std::vector<float>& v) {
+    return numerics::quantize_nvfp4_ref(v.data(), rows, cols, n);
+  });
 }
 
 TEST(BlockOperand, Bf16DecodeMatchesItsTwinAndTheCodec) {
@@ -94,7 +106,7 @@ TEST(BlockOperand, Bf16DecodeMatchesItsTwinAndTheCodec) {
   b.tile = {1, 16};
   specs.push_back(b);
   for (const kernels::BlockSpec& spec : specs) {
-    const PackedBlocks q = kernels::quantize_packed(x.data(), rows, cols, spec);
+    const PackedBlocks q = kernels::quantize_packed(x.data(), Format::float32, rows, cols, spec);
     std::vector<std::uint16_t> fast(x.size()), twin(x.size());
     ASSERT_TRUE(kernels::dequantize_to_bf16(q, fast.data()));
     ASSERT_TRUE(kernels::dequantize_to_bf16_ref(q, twin.data()));
@@ -162,7 +174,7 @@ TEST(BlockOperand, ValuesStraightFromTheMatrixMatchPackingThenDecoding) {
           bf16_input ? static_cast<const void*>(xb.data()) : static_cast<const void*>(x.data()),
           bf16_input ? Format::bfloat16 : Format::float32, rows, cols, spec, got.data());
       const bool want_exact = kernels::dequantize_to_bf16_ref(
-          kernels::quantize_packed(src.data(), rows, cols, spec), want.data());
+          kernels::quantize_packed(src.data(), Format::float32, rows, cols, spec), want.data());
       ASSERT_EQ(exact, want_exact);
       if (exact) {
         ASSERT_EQ(got, want);
@@ -183,14 +195,14 @@ TEST(BlockOperand, ValuesBelowTheNormalRangeAreNotBf16Exact) {
   std::vector<float> x(32, std::ldexp(1.0f, -135));
   x[0] = std::ldexp(1.0f, -127);
   numerics::MxSettings s;
-  const PackedBlocks q = kernels::quantize_packed(x.data(), 1, 32, s);
+  const PackedBlocks q = kernels::quantize_packed(x.data(), Format::float32, 1, 32, s);
   std::vector<std::uint16_t> fast(32), twin(32);
   EXPECT_FALSE(kernels::dequantize_to_bf16(q, fast.data()));
   EXPECT_FALSE(kernels::dequantize_to_bf16_ref(q, twin.data()));
   // A product with large values then takes the float32 route and stays exact (bf16 units
   // would read the tiny values as zero and give 0).
   const std::vector<float> big(32, std::ldexp(1.0f, 100));
-  const PackedBlocks qb = kernels::quantize_packed(big.data(), 1, 32, s);
+  const PackedBlocks qb = kernels::quantize_packed(big.data(), Format::float32, 1, 32, s);
   float c = 0;
   kernels::block_scaled_gemm(
       kernels::GemmShape::dense(1, 1, 32, false, true), q, qb,
@@ -205,9 +217,11 @@ TEST(BlockOperand, Mxfp4TakesFourAndAQuarterBitsPerElement) {
   const std::vector<float> x = matrix(64, 128, 3);
   numerics::MxSettings s;
   s.element = Format::float4_e2m1;
-  EXPECT_EQ(kernels::quantize_packed(x.data(), 64, 128, s).bytes() * 8, 64 * 128 * 17 / 4);
+  EXPECT_EQ(kernels::quantize_packed(x.data(), Format::float32, 64, 128, s).bytes() * 8,
+            64 * 128 * 17 / 4);
   numerics::Nvfp4Settings n;
-  EXPECT_EQ(kernels::quantize_packed(x.data(), 64, 128, n).bytes() * 8, 64 * 128 * 9 / 2);
+  EXPECT_EQ(kernels::quantize_packed(x.data(), Format::float32, 64, 128, n).bytes() * 8,
+            64 * 128 * 9 / 2);
 }
 
 TEST(BlockOperand, ChunkRouteMatchesItsTwinOnTheFp32Route) {
@@ -216,10 +230,10 @@ TEST(BlockOperand, ChunkRouteMatchesItsTwinOnTheFp32Route) {
   numerics::Fp8BlockSettings s;
   s.power_of_two = false;
   s.tile = {1, 32};
-  const PackedBlocks qa = kernels::quantize_packed(a.data(), m, k, s);
+  const PackedBlocks qa = kernels::quantize_packed(a.data(), Format::float32, m, k, s);
   s.tile = {32, 32};
-  const PackedBlocks qb = kernels::quantize_packed(b.data(), k, n, s);
-  const PackedBlocks qbt = kernels::quantize_packed(bt.data(), n, k, s);
+  const PackedBlocks qb = kernels::quantize_packed(b.data(), Format::float32, k, n, s);
+  const PackedBlocks qbt = kernels::quantize_packed(bt.data(), Format::float32, n, k, s);
   for (bool trans_b : {false, true}) {
     const PackedBlocks& q = trans_b ? qbt : qb;
     const kernels::GemmShape shape = kernels::GemmShape::dense(m, n, k, false, trans_b);
@@ -244,7 +258,7 @@ TEST(BlockOperand, ChunkRouteMatchesItsTwinOnTheFp32Route) {
 TEST(BlockOperand, MismatchedOperandsAreRefused) {
   const std::vector<float> a = matrix(8, 32, 7);
   numerics::MxSettings s;
-  const PackedBlocks q = kernels::quantize_packed(a.data(), 8, 32, s);
+  const PackedBlocks q = kernels::quantize_packed(a.data(), Format::float32, 8, 32, s);
   EXPECT_THROW(kernels::block_scaled_gemm(
                    kernels::GemmShape::dense(8, 8, 16, false, true), q, q,
                    [](const kernels::GemmTile&) {}, precision::MatmulRoute::automatic),

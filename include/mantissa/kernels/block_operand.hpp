@@ -53,10 +53,11 @@ struct PackedBlocks {
 using BlockSpec =
     std::variant<numerics::MxSettings, numerics::Nvfp4Settings, numerics::Fp8BlockSettings>;
 
-// Quantizes the row-major rows x cols float32 matrix x as `spec` says: the numerics
-// quantizer's bits, run in bands of tile rows on all threads (NVFP4, whose tensor scale
-// needs the whole matrix, in one piece).
-PackedBlocks quantize_packed(const float* x, std::int64_t rows, std::int64_t cols,
+// Quantizes the row-major rows x cols matrix x (stored in x_format; its values are the
+// float32 input) as `spec` says: the numerics quantizer's bits, run in groups of bands of
+// tile rows on all threads, each decoded to float32 in a small buffer when x is not float32
+// (NVFP4, whose tensor scale needs the whole matrix, in one piece).
+PackedBlocks quantize_packed(const void* x, Format x_format, std::int64_t rows, std::int64_t cols,
                              const BlockSpec& spec);
 
 // Whether quantize_to_bf16 takes `spec`: MX, or fp8 blocks with power-of-two scales, with
