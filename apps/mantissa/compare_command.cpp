@@ -1,77 +1,193 @@
 // `mantissa compare`: one job trained in several formats, one after another (same seed, same
-// batches), each in its own process, then the precision report of all of them.
+// batches), each in its own process, optionally with several seeds each; then their
+// throughput measured interleaved in this process, and the precision report of all of them.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 
+#include "bible_corpus.hpp"
 #include "child_process.hpp"
 #include "commands.hpp"
+#include "mantissa/bench/benchmark.hpp"
 #include "mantissa/config/config.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/write_file.hpp"
 #include "precision_overrides.hpp"
 #include "report_output.hpp"
 
 namespace mantissa::app {
 namespace {
 
+// A curve of a run this short or shorter gets a point per step; a longer run logs every
+// max_steps / kCurvePoints steps (never less often than its config says).
+constexpr std::int64_t kCurvePoints = 500;
+constexpr const char* kLogStepsKey = "trainer.init.logging.log_steps";
+
 struct CompareArgs {
   std::string config, formats = "float32,bfloat16,float16,cbfloat16", out;
   std::optional<std::int64_t> steps;  // unset: the config's max_steps
+  std::int64_t seeds = 1;
+  std::int64_t throughput_steps = 10;
   std::vector<std::string> overrides;
 };
 
-// The config overrides of one format's run: the user's, then the run directory, the step
-// count and the format.
-std::vector<std::string> run_overrides(const CompareArgs& a, const TrainingPrecision& format,
-                                       const std::string& dir) {
+// One training run of the comparison: a format and a seed, and its directory.
+struct CompareRun {
+  TrainingPrecision format{};
+  std::uint64_t seed = 0;
+  std::string dir;
+};
+
+// The config overrides of one run: the user's, then the run directory, the step count, the
+// logging interval, the seed and the format.
+std::vector<std::string> run_overrides(const CompareArgs& a, const CompareRun& run,
+                                       std::optional<std::int64_t> log_steps) {
   std::vector<std::string> o = a.overrides;
-  o.push_back("trainer.init.checkpoint.dir=" + dir);
+  o.push_back("trainer.init.checkpoint.dir=" + run.dir);
   if (a.steps) o.push_back("trainer.init.loop.max_steps=" + std::to_string(*a.steps));
-  for (std::string& s : precision_overrides(format, "", -1, "")) o.push_back(std::move(s));
+  if (log_steps) o.push_back(std::string(kLogStepsKey) + "=" + std::to_string(*log_steps));
+  o.push_back("trainer.init.seed=" + std::to_string(run.seed));
+  for (std::string& s : precision_overrides(run.format, "", -1, "")) o.push_back(std::move(s));
   return o;
+}
+
+// Enough points per curve: unless the user chose log_steps (--set), a run of up to
+// kCurvePoints steps logs every step, a longer one about kCurvePoints times; never less often
+// than the config says. nullopt: the config's stands.
+std::optional<std::int64_t> logging_interval(const CompareArgs& a, const config::TrainerConfig& c) {
+  for (const std::string& o : a.overrides) {
+    if (o.rfind(std::string(kLogStepsKey) + "=", 0) == 0) return std::nullopt;
+  }
+  const std::int64_t every = std::max<std::int64_t>(1, c.loop.max_steps / kCurvePoints);
+  if (every >= c.logging.log_steps) return std::nullopt;
+  fmt::print(stderr, "compare: logging every {} (the config logs every {}; --set {}=N chooses)\n",
+             every == 1 ? std::string("step") : std::to_string(every) + " steps",
+             c.logging.log_steps, kLogStepsKey);
+  return every;
+}
+
+// After a run: how it ended, from its metrics (the report shows the same).
+void say_how_it_ended(const std::string& label, const std::string& dir) {
+  try {
+    const report::RunLog log = report::read_run_log(dir);
+    fmt::print(stderr, "compare: {}: {}\n", label, report::outcome_text(log));
+    for (const std::string& f : report::fallback_texts(log))
+      fmt::print(stderr, "compare: {}: {}\n", label, f);
+  } catch (const Error& e) {
+    fmt::print(stderr, "compare: {}: its metrics cannot be read: {}\n", label, e.what());
+  }
+}
+
+// Every format's training steps in this process, step by step in turn (bench train
+// --interleave): the throughput the report compares. Written to <out>/throughput.jsonl.
+std::vector<report::ThroughputRecord> measure_throughput(
+    const CompareArgs& a, const std::vector<TrainingPrecision>& formats,
+    const std::vector<config::TrainerConfig>& configs, const std::string& out) {
+  bench::BenchOptions options;
+  options.steps = a.throughput_steps;
+  options.measure_peak = false;
+  fmt::print(stderr,
+             "compare: throughput of every format interleaved in this process ({} "
+             "timed steps each, after {} warm-up)\n",
+             options.steps, options.warmup);
+  const std::vector<bench::BenchResult> results = bench::run_interleaved_benchmark(
+      configs, options, [](const std::string& l) { fmt::print(stderr, "{}\n", l); },
+      bible_kjv_text);
+  std::vector<report::ThroughputRecord> records;
+  std::string lines;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const bench::BenchResult& r = results[i];
+    const auto [fastest, slowest] =
+        std::minmax_element(r.step_seconds.begin(), r.step_seconds.end());
+    const double items = static_cast<double>(r.items_per_step);
+    records.push_back({training_precision_name(formats[i]), r.unit, r.items_per_second,
+                       items / *slowest, items / *fastest,
+                       static_cast<std::int64_t>(r.step_seconds.size())});
+    lines += report::metrics_line(records.back()) + "\n";
+    fmt::print(stderr, "compare: {:<10} {:>10.0f} {}/s  {:.3f}x {}'s\n", records.back().run,
+               r.items_per_second, r.unit, r.items_per_second / results.front().items_per_second,
+               records.front().run);
+  }
+  replace_file((std::filesystem::path(out) / "throughput.jsonl").string(), lines,
+               "the interleaved throughput");
+  return records;
 }
 
 int run(const CompareArgs& a) {
   if (a.steps && *a.steps < 1)
     throw Error("--steps: " + std::to_string(*a.steps) + " must be at least 1");
+  if (a.seeds < 1 || a.seeds > 100)
+    throw Error("--seeds: " + std::to_string(a.seeds) + " (expected 1 to 100)");
+  if (a.throughput_steps < 0)
+    throw Error("--throughput-steps: " + std::to_string(a.throughput_steps) +
+                " (expected 0, none, or more)");
   const std::vector<TrainingPrecision> formats = parse_training_precisions(a.formats, "--formats");
   const std::string out =
       a.out.empty() ? "runs/compare-" + std::filesystem::path(a.config).stem().string() : a.out;
-  std::vector<std::string> dirs;
+  // The config as the user gave it: the first seed, the step count, the logging interval.
+  const config::TrainerConfig base =
+      config::load_config(a.config, run_overrides(a, {formats.front(), 0, out}, std::nullopt));
+  const std::uint64_t first_seed = config::load_config(a.config, a.overrides).seed;
+  const std::optional<std::int64_t> log_steps = logging_interval(a, base);
+  std::vector<CompareRun> runs;
+  std::vector<config::TrainerConfig> first_seed_configs;  // one per format
   for (const TrainingPrecision& f : formats) {
-    dirs.push_back((std::filesystem::path(out) / training_precision_name(f)).string());
-    config::load_config(a.config, run_overrides(a, f, dirs.back()));  // every error before work
+    for (std::int64_t s = 0; s < a.seeds; ++s) {
+      CompareRun r{f, first_seed + static_cast<std::uint64_t>(s), ""};
+      std::filesystem::path dir = std::filesystem::path(out) / training_precision_name(f);
+      if (a.seeds > 1) dir /= "seed-" + std::to_string(r.seed);
+      r.dir = dir.string();
+      // Every error before any work.
+      config::TrainerConfig c = config::load_config(a.config, run_overrides(a, r, log_steps));
+      if (s == 0) first_seed_configs.push_back(std::move(c));
+      runs.push_back(r);
+    }
   }
   std::vector<std::string> drawn;
-  std::string formats_text;
   int status = 0;
-  for (std::size_t i = 0; i < formats.size(); ++i) {
-    const std::string name = training_precision_name(formats[i]);
-    formats_text += (i ? ", " : "") + std::string(name);
-    fmt::print(stderr, "compare: {} ({} of {}), run directory {}\n", name, i + 1, formats.size(),
-               dirs[i]);
+  bool interrupted = false;
+  for (std::size_t i = 0; i < runs.size() && !interrupted; ++i) {
+    const CompareRun& run = runs[i];
+    std::string label = training_precision_name(run.format);
+    if (a.seeds > 1) label += " seed " + std::to_string(run.seed);
+    fmt::print(stderr, "compare: {} ({} of {}), run directory {}\n", label, i + 1, runs.size(),
+               run.dir);
     std::vector<std::string> args{"train", "--config", a.config, "--mode", "train_and_eval"};
-    for (const std::string& o : run_overrides(a, formats[i], dirs[i])) {
+    for (const std::string& o : run_overrides(a, run, log_steps)) {
       args.push_back("--set");
       args.push_back(o);
     }
     const ChildResult r = run_self(args);
-    if (std::filesystem::exists(std::filesystem::path(dirs[i]) / "metrics.jsonl"))
-      drawn.push_back(dirs[i]);
+    if (std::filesystem::exists(std::filesystem::path(run.dir) / "metrics.jsonl")) {
+      drawn.push_back(run.dir);
+      say_how_it_ended(label, run.dir);
+    }
     if (r.exit_status != 0) {
-      fmt::print(stderr, "compare: the {} run failed (exit status {})\n", name, r.exit_status);
+      fmt::print(stderr, "compare: the {} run failed (exit status {})\n", label, r.exit_status);
       if (status == 0) status = r.exit_status;
     }
     if (r.interrupted) {
       fmt::print(stderr, "compare: interrupted; the report shows the runs so far\n");
-      break;
+      interrupted = true;
     }
   }
   if (drawn.empty()) throw Error("compare: no run wrote metrics; there is nothing to report");
-  const std::string report = (std::filesystem::path(out) / "report.html").string();
   report::ReportOptions options;
-  options.subtitle = a.config + " in " + formats_text;
+  options.group_seeds = a.seeds > 1;
+  options.subtitle =
+      a.config + " in " + a.formats +
+      (a.seeds > 1 ? fmt::format(", {} seeds each (from {})", a.seeds, first_seed) : std::string());
+  if (a.throughput_steps > 0 && !interrupted) {
+    try {
+      options.throughput = measure_throughput(a, formats, first_seed_configs, out);
+    } catch (const Error& e) {
+      fmt::print(stderr, "compare: the interleaved throughput was not measured: {}\n", e.what());
+      if (status == 0) status = kExitError;
+    }
+  }
+  const std::string report = (std::filesystem::path(out) / "report.html").string();
   write_report(drawn, report, options);
   std::printf("report: %s\n", report.c_str());
   return status;
@@ -91,9 +207,16 @@ Action register_compare_command(CLI::App& app) {
           " (default float32,bfloat16,float16,cbfloat16; fp8 (delayed scaling) to nvfp4: the "
           "linear layers' recipe, the rest in bfloat16)");
   cmd->add_option("--steps", a->steps, "Training steps per format (default: the config's)");
+  cmd->add_option("--seeds", a->seeds,
+                  "Train each format with N seeds (the config's seed and the next N-1) and draw "
+                  "their mean and range, so differences can be judged against run-to-run noise "
+                  "(default 1)");
+  cmd->add_option("--throughput-steps", a->throughput_steps,
+                  "Timed steps per format of the interleaved throughput measurement after the "
+                  "runs (default 10; 0: none, and the report compares no throughput)");
   cmd->add_option("--out", a->out,
-                  "Directory for the runs (one per format) and report.html (default "
-                  "runs/compare-<config name>)");
+                  "Directory for the runs (one per format, or per format and seed) and "
+                  "report.html (default runs/compare-<config name>)");
   cmd->add_option("--set", a->overrides,
                   "Override a config key in every run: a.b.c=value (repeatable)");
   return [cmd, a]() -> int {

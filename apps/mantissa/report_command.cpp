@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "commands.hpp"
+#include "mantissa/report/metrics.hpp"
 #include "report_output.hpp"
 
 namespace mantissa::app {
@@ -11,7 +12,8 @@ namespace {
 struct ReportArgs {
   std::vector<std::string> run_dirs;
   std::string out = "report.html";
-  std::string title;
+  std::string title, throughput;
+  bool group_seeds = false;
 };
 
 }  // namespace
@@ -24,10 +26,18 @@ Action register_report_command(CLI::App& app) {
       ->required();
   cmd->add_option("--out", a->out, "The HTML file to write (default report.html)");
   cmd->add_option("--title", a->title, "The page's title (default: mantissa precision report)");
+  cmd->add_option("--throughput", a->throughput,
+                  "Throughput measured interleaved (the throughput.jsonl mantissa compare "
+                  "writes): the only throughput the report compares across runs");
+  cmd->add_flag("--group-seeds", a->group_seeds,
+                "Draw runs of one job that differ only in their seed as one: their mean and "
+                "range, and mean +- standard deviation in the tables");
   return [cmd, a]() -> int {
     if (!cmd->parsed()) return -1;
     report::ReportOptions options;
     if (!a->title.empty()) options.title = a->title;
+    if (!a->throughput.empty()) options.throughput = report::read_throughput(a->throughput);
+    options.group_seeds = a->group_seeds;
     write_report(a->run_dirs, a->out, options);
     std::printf("report: %s\n", a->out.c_str());
     return 0;

@@ -3,9 +3,7 @@
 
 #include <atomic>
 #include <csignal>
-#include <cstring>
 #include <filesystem>
-#include <span>
 #include <vector>
 
 #include "bible_corpus.hpp"
@@ -64,22 +62,6 @@ void print_validation(const train::EvalResult& r, std::int64_t step) {
   }
 }
 
-// The stop signal of the job: the one this process caught, or (data parallel: a signal sent
-// to one rank stops them all) the first rank's that caught one. Collective when there are
-// several processes; SIGINT when none says (a stop asked some other way).
-int job_signal(const dist::Communicator& world) {
-  int mine = g_signal.load();
-  if (world.size() > 1) {
-    const std::vector<std::byte> all = world.allgather(std::as_bytes(std::span(&mine, 1)));
-    for (std::size_t r = 0; r < all.size() / sizeof(int); ++r) {
-      int theirs = 0;
-      std::memcpy(&theirs, all.data() + r * sizeof(int), sizeof(int));
-      if (theirs != 0) return theirs;
-    }
-  }
-  return mine != 0 ? mine : SIGINT;
-}
-
 int run(const TrainArgs& a, const std::string& default_mode, const dist::Communicator& world) {
   train::RunMode mode{};
   config::TrainerConfig c;
@@ -97,14 +79,16 @@ int run(const TrainArgs& a, const std::string& default_mode, const dist::Communi
   std::optional<StopSignals> signals;
   if (mode == train::RunMode::train || mode == train::RunMode::train_and_eval) signals.emplace();
   TerminalEvents events;
-  train::Trainer trainer(c, {&events, bible_kjv_text, world, &g_stop});
+  train::Trainer trainer(c, {&events, bible_kjv_text, world, &g_stop, &g_signal});
   // eval_all reads every checkpoint; eval without --resume the latest.
   const train::ResumeFrom resume =
       a.resume.empty()
           ? (mode == train::RunMode::eval ? train::ResumeFrom::latest() : train::ResumeFrom{})
           : train::parse_resume(a.resume, "--resume");
   const train::RunSummary s = trainer.run(mode, resume, settings);
-  const int signo = s.interrupted ? job_signal(world) : 0;  // every rank stopped alike
+  // The job's signal (data parallel: the first rank's that caught one; every rank stopped
+  // alike), SIGINT when none says (a stop asked some other way).
+  const int signo = !s.interrupted ? 0 : (s.stop_signal != 0 ? s.stop_signal : SIGINT);
   if (!world.is_root()) return s.interrupted ? kExitInterrupted + signo : 0;
   for (const train::CheckpointEval& e : s.evals) print_validation(e.result, e.step);
   if (s.eval && s.evals.empty()) print_validation(*s.eval, s.global_step);

@@ -36,8 +36,10 @@ def train(config_path, overrides=None, progress=None, messages=None, mode="train
 class RunLog:
     """A run directory's metrics.jsonl as mantissa reads it (report/metrics.hpp): `run` (the run
     record: format, model, settings, ...), `windows` (one record per logged window), `evals`
-    and `skips`. The three lists are pandas DataFrames when pandas is installed and
-    frames is not False."""
+    and `skips` (pandas DataFrames when pandas is installed and frames is not False), the
+    `fallbacks` (a list of dicts: step, from, to, reason), the `outcome` (how the run ended:
+    a dict of step, outcome, skipped_steps, last_skipped_step, signal, checkpoint, message and
+    text; None when no end was recorded) and the `label` the report gives the run."""
 
     def __init__(self, log, frames):
         self.source = log["source"]
@@ -45,6 +47,9 @@ class RunLog:
         self.windows = _table(log["windows"], frames)
         self.evals = _table(log["evals"], frames)
         self.skips = _table(log["skips"], frames)
+        self.fallbacks = log["fallbacks"]
+        self.outcome = log["outcome"]
+        self.label = log["label"]
 
     def __repr__(self):
         return (f"RunLog({self.source!r}: {self.run['model']} in {self.run['format']}, "
@@ -74,10 +79,13 @@ def read_run(run_dir, frames=None):
     return RunLog(_core.read_run_log(os.fspath(run_dir)), frames)
 
 
-def report(run_dirs, out, title=None, subtitle=""):
+def report(run_dirs, out, title=None, subtitle="", throughput=None, group_seeds=False):
     """Writes the precision report (`mantissa report`) of one or more run directories to the
-    HTML file `out`; returns out."""
+    HTML file `out`; returns out. throughput: the throughput.jsonl `mantissa compare` wrote
+    (the only throughput the report compares); group_seeds: draw runs of one job that differ
+    only in their seed as their mean and range (`mantissa report --group-seeds`)."""
     if isinstance(run_dirs, (str, bytes, os.PathLike)):
         run_dirs = [run_dirs]
-    _core.write_report([os.fspath(d) for d in run_dirs], os.fspath(out), title, subtitle)
+    _core.write_report([os.fspath(d) for d in run_dirs], os.fspath(out), title, subtitle,
+                       None if throughput is None else os.fspath(throughput), group_seeds)
     return out

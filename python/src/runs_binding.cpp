@@ -140,6 +140,33 @@ py::dict run_record_dict(const report::RunRecord& r) {
   py::list layers;
   for (const auto& [layer, what] : r.layers) layers.append(py::make_tuple(layer, what));
   d["layers"] = layers;
+  d["same_bits_opt_levels"] = r.same_bits_opt_levels;
+  return d;
+}
+
+py::dict fallback_dict(const report::FallbackRecord& f) {
+  py::dict d;
+  d["step"] = f.step;
+  d["from"] = std::string(numerics::name(f.from));
+  d["to"] = std::string(numerics::name(f.to));
+  d["reason"] = f.reason;
+  return d;
+}
+
+// How the run ended, with outcome_text's words; None when no end record was written.
+py::object outcome_dict(const report::RunLog& log) {
+  if (!log.outcome) return py::none();
+  const report::OutcomeRecord& o = *log.outcome;
+  py::dict d;
+  d["step"] = o.step;
+  d["outcome"] = std::string(name_of(report::kRunOutcomeNames, o.outcome));
+  d["skipped_steps"] = o.skipped_steps;
+  d["last_skipped_step"] =
+      o.last_skipped_step ? py::object(py::int_(*o.last_skipped_step)) : py::none();
+  d["signal"] = o.signal;
+  d["checkpoint"] = o.checkpoint;
+  d["message"] = o.message;
+  d["text"] = report::outcome_text(log);
   return d;
 }
 
@@ -202,15 +229,23 @@ py::dict read_run_log(const std::string& run_dir) {
   d["windows"] = windows;
   d["evals"] = evals;
   d["skips"] = skips;
+  py::list fallbacks;
+  for (const auto& f : log.fallbacks) fallbacks.append(fallback_dict(f));
+  d["fallbacks"] = fallbacks;
+  d["outcome"] = outcome_dict(log);
+  d["label"] = report::format_label(log);
   return d;
 }
 
 void write_report(const std::vector<std::string>& run_dirs, const std::string& out,
-                  const std::optional<std::string>& title, const std::string& subtitle) {
+                  const std::optional<std::string>& title, const std::string& subtitle,
+                  const std::optional<std::string>& throughput, bool group_seeds) {
   report::ReportOptions options;
   if (title) options.title = *title;
   options.subtitle = subtitle;
+  options.group_seeds = group_seeds;
   py::gil_scoped_release unlocked;
+  if (throughput) options.throughput = report::read_throughput(*throughput);
   app::write_report(run_dirs, out, options);
 }
 
@@ -221,7 +256,7 @@ void bind_runs(py::module_& m) {
         py::arg("resume"), py::arg("progress"), py::arg("message"));
   m.def("read_run_log", &read_run_log, py::arg("run_dir"));
   m.def("write_report", &write_report, py::arg("run_dirs"), py::arg("out"), py::arg("title"),
-        py::arg("subtitle"));
+        py::arg("subtitle"), py::arg("throughput"), py::arg("group_seeds"));
 }
 
 }  // namespace mantissa::python

@@ -52,6 +52,12 @@ def test_read_run_gives_the_metrics(tiny_run):
     assert log.evals[-1]["step"] == 6
     assert log.evals[-1]["perplexity"] == pytest.approx(summary["eval"]["perplexity"], rel=1e-9)
     assert log.skips == []
+    # Issue 27: how the run ended, and what it trained in.
+    assert log.fallbacks == [] and log.label == "cbfloat16"
+    assert log.outcome["outcome"] == "completed" and log.outcome["step"] == 6
+    assert log.outcome["last_skipped_step"] is None and log.outcome["signal"] == ""
+    assert log.outcome["checkpoint"] == summary["last_checkpoint"]
+    assert log.outcome["text"] == "completed 6 steps (0 skipped)"
 
 
 def test_read_run_frames(tiny_run):
@@ -72,6 +78,16 @@ def test_report(tiny_run, tmp_path):
     assert mantissa.report(tiny_run[0], out, title="tiny") == out
     page = out.read_text()
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "tiny" in page
+    assert "No throughput comparison" in page
+    # A throughput file that is not compare's interleaved measurement is refused, naming it.
+    with pytest.raises(mantissa.Error, match="not an interleaved_throughput record"):
+        mantissa.report(tiny_run[0], out, throughput=tiny_run[0] / "metrics.jsonl")
+    lines = tmp_path / "throughput.jsonl"
+    lines.write_text('{"interleaved_throughput": "cbfloat16", "unit": "tokens", '
+                     '"items_per_s": 100.0, "slowest_items_per_s": 90.0, '
+                     '"fastest_items_per_s": 110.0, "steps": 10}\n')
+    page = mantissa.report(tiny_run[0], out, throughput=lines, group_seeds=True).read_text()
+    assert 'id="chart-throughput"' in page and "100 tokens/s (interleaved)" in page
 
 
 def test_errors(tmp_path):

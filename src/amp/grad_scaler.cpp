@@ -287,7 +287,10 @@ bool GradScaler::step_if_finite(optim::Optimizer& optimizer) {
                        (nonfinite_loss_ ? "loss" : "gradients") + " at loss scale " +
                        num(state_.loss_scale);
     for (std::size_t i = 0; i < nonfinite_.size(); ++i) what += (i ? ", " : " in ") + nonfinite_[i];
-    throw Error(what + " (precision.on_nonfinite is raise; skip leaves such steps out)");
+    ++state_.num_skipped_steps;  // not applied: the run ends with it
+    throw StepGuardError(GuardStop::nonfinite_steps,
+                         what + " (precision.on_nonfinite is raise; skip leaves such steps out)",
+                         state_.loss_scale, nonfinite_);
   }
   ++state_.num_skipped_steps;
   return false;
@@ -321,13 +324,16 @@ void GradScaler::guard_refused_updates() {
   const std::string refused = std::exchange(refused_update_, "");
   refused_in_a_row_ = refused.empty() ? 0 : refused_in_a_row_ + 1;
   if (refused_in_a_row_ < options_.max_consecutive_skips) return;
-  throw Error(std::to_string(refused_in_a_row_) +
-              " steps in a row were not applied: with finite gradients, the optimizer's update "
-              "made '" +
-              refused +
-              "' non-finite (inf or NaN); the learning rate, weight decay or eps make it "
-              "diverge: lower them (precision.max_consecutive_skipped_steps: " +
-              std::to_string(options_.max_consecutive_skips) + ")");
+  throw StepGuardError(
+      GuardStop::nonfinite_steps,
+      std::to_string(refused_in_a_row_) +
+          " steps in a row were not applied: with finite gradients, the optimizer's update "
+          "made '" +
+          refused +
+          "' non-finite (inf or NaN); the learning rate, weight decay or eps make it "
+          "diverge: lower them (precision.max_consecutive_skipped_steps: " +
+          std::to_string(options_.max_consecutive_skips) + ")",
+      state_.loss_scale, {refused}, /*refused_update=*/true);
 }
 
 // A fixed scale cannot recover from overflow, nor lift gradients that underflow: a run of
@@ -346,18 +352,18 @@ void GradScaler::guard_static_run(std::int64_t step) {
   skipped_in_a_row_ = skipped ? skipped_in_a_row_ + 1 : 0;
   if (skipped_in_a_row_ < options_.max_consecutive_skips) return;
   const std::string count = std::to_string(skipped_in_a_row_) + " steps in a row";
-  if (state_.loss_scale > 1.0) {
-    throw Error(count + " had non-finite gradients at the static loss scale " +
-                num(state_.loss_scale) +
+  const std::string why =
+      state_.loss_scale > 1.0
+          ? count + " had non-finite gradients at the static loss scale " + num(state_.loss_scale) +
                 ": the scale overflows the half format; lower loss_scaling_factor or set it "
-                "to dynamic (precision.max_consecutive_skipped_steps: " +
-                std::to_string(options_.max_consecutive_skips) + ")");
-  }
-  throw Error(count + " had a non-finite loss or gradients at loss scale " +
-              num(state_.loss_scale) +
-              ": the run diverged; lower the learning rate, set max_gradient_norm, or check "
-              "the data (precision.max_consecutive_skipped_steps: " +
-              std::to_string(options_.max_consecutive_skips) + ")");
+                "to dynamic"
+          : count + " had a non-finite loss or gradients at loss scale " + num(state_.loss_scale) +
+                ": the run diverged; lower the learning rate, set max_gradient_norm, or check "
+                "the data";
+  throw StepGuardError(GuardStop::nonfinite_steps,
+                       why + " (precision.max_consecutive_skipped_steps: " +
+                           std::to_string(options_.max_consecutive_skips) + ")",
+                       state_.loss_scale, nonfinite_);
 }
 
 void GradScaler::load_state(const ScalerState& s) {
@@ -379,6 +385,7 @@ void GradScaler::load_state(const ScalerState& s) {
 // and hysteresis).
 void GradScaler::adapt_scale() {
   ScalerState& s = state_;
+  const double used = s.loss_scale;  // the scale this iteration's step used
   s.steps_since_rescale += 1;
   s.overflows_since_rescale += finite_ ? 0 : 1;
   if (finite_ && options_.consecutive_hysteresis) s.hysteresis_left = options_.hysteresis;
@@ -397,7 +404,10 @@ void GradScaler::adapt_scale() {
                                ": gradients keep overflowing";
       switch (options_.on_stuck) {
         case StuckPolicy::raise:
-          throw Error(what + " (set precision.on_stuck to keep_going or fall_back to go on)");
+          throw StepGuardError(
+              GuardStop::loss_scale_floor,
+              what + " (set precision.on_stuck to keep_going or fall_back to go on)", used,
+              nonfinite_);
         case StuckPolicy::keep_going:
           // Said the first time, then at 10, 100, 1000, ... times: never once a step.
           if (++stuck_events_ == next_stuck_note_) {

@@ -49,7 +49,8 @@ struct MaxPoolNode : Node {
   std::vector<std::int32_t> argmax;  // per output element: the winning index in its plane
   Shape in_shape;
   std::int64_t planes, in_size, out_size;
-  const char* name() const override { return "max_pool2d"; }
+  bool relu = false;  // relu_max_pool2d: an argmax of -1 passes no gradient
+  const char* name() const override { return relu ? "relu_max_pool2d" : "max_pool2d"; }
   kernels::OpClass op_class() const override { return kernels::OpClass::layout; }
   std::vector<Tensor> apply(const Tensor& g) override {
     Tensor dx = Tensor::empty(in_shape);
@@ -61,9 +62,14 @@ struct MaxPoolNode : Node {
               std::max<std::int64_t>(1, kTileElements / std::max<std::int64_t>(out_size, 1));
           for (std::int64_t t0 = p0; t0 < p1; t0 += tile) {
             const std::int64_t t1 = std::min(p1, t0 + tile);
-            kernels::max_pool2d_backward(gd.range(t0 * out_size, (t1 - t0) * out_size),
-                                         argmax.data() + t0 * out_size, t1 - t0, in_size, out_size,
-                                         dx.f32() + t0 * in_size);
+            const float* dy = gd.range(t0 * out_size, (t1 - t0) * out_size);
+            const std::int32_t* at = argmax.data() + t0 * out_size;
+            float* out = dx.f32() + t0 * in_size;
+            if (relu) {
+              kernels::relu_max_pool2d_backward(dy, at, t1 - t0, in_size, out_size, out);
+            } else {
+              kernels::max_pool2d_backward(dy, at, t1 - t0, in_size, out_size, out);
+            }
           }
         },
         std::max<std::int64_t>(1,
@@ -126,24 +132,33 @@ Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
   });
 }
 
-Variable max_pool2d(const Variable& x, std::int64_t kernel, std::int64_t stride) {
+namespace {
+
+// max_pool2d, or with `relu` max_pool2d(relu(x)) in one pass (kernels::relu_max_pool2d_*).
+Variable pool(const char* name, const Variable& x, std::int64_t kernel, std::int64_t stride,
+              bool relu) {
   kernels::ProfileScope scope(kernels::OpClass::layout);
   const Shape& xs = x.shape();
   if (xs.size() != 4 || kernel < 1 || stride < 1 || xs[2] < kernel || xs[3] < kernel) {
-    shape_error("max_pool2d", "input " + xs.to_string() + " with kernel " + std::to_string(kernel) +
-                                  " (expected [n, c, h, w], h, w >= kernel)");
+    shape_error(name, "input " + xs.to_string() + " with kernel " + std::to_string(kernel) +
+                          " (expected [n, c, h, w], h, w >= kernel)");
   }
   const std::int64_t oh = (xs[2] - kernel) / stride + 1, ow = (xs[3] - kernel) / stride + 1;
   const std::int64_t planes = xs[0] * xs[1], in_size = xs[2] * xs[3], out_size = oh * ow;
   std::vector<std::int32_t> argmax(static_cast<std::size_t>(planes * out_size));
   const Decoded xd(x.value(), 0);
-  // The maximum of H values is an H value: the result is exact in H.
-  Tensor y = produce(Shape{xs[0], xs[1], oh, ow}, result_format(precision::current_policy()),
-                     out_size, [&](std::int64_t p0, std::int64_t p1, float* out) {
-                       kernels::max_pool2d_forward(xd.range(p0 * in_size, (p1 - p0) * in_size),
-                                                   p1 - p0, xs[2], xs[3], kernel, stride, out,
-                                                   argmax.data() + p0 * out_size);
-                     });
+  // The maximum of H values (and 0) is an H value: the result is exact in H.
+  Tensor y = produce(
+      Shape{xs[0], xs[1], oh, ow}, result_format(precision::current_policy()), out_size,
+      [&](std::int64_t p0, std::int64_t p1, float* out) {
+        const float* in = xd.range(p0 * in_size, (p1 - p0) * in_size);
+        std::int32_t* at = argmax.data() + p0 * out_size;
+        if (relu) {
+          kernels::relu_max_pool2d_forward(in, p1 - p0, xs[2], xs[3], kernel, stride, out, at);
+        } else {
+          kernels::max_pool2d_forward(in, p1 - p0, xs[2], xs[3], kernel, stride, out, at);
+        }
+      });
   return make_result(std::move(y), {x}, [&] {
     auto node = std::make_shared<MaxPoolNode>();
     node->argmax = std::move(argmax);
@@ -151,8 +166,19 @@ Variable max_pool2d(const Variable& x, std::int64_t kernel, std::int64_t stride)
     node->planes = planes;
     node->in_size = in_size;
     node->out_size = out_size;
+    node->relu = relu;
     return node;
   });
+}
+
+}  // namespace
+
+Variable max_pool2d(const Variable& x, std::int64_t kernel, std::int64_t stride) {
+  return pool("max_pool2d", x, kernel, stride, false);
+}
+
+Variable relu_max_pool2d(const Variable& x, std::int64_t kernel, std::int64_t stride) {
+  return pool("relu_max_pool2d", x, kernel, stride, true);
 }
 
 }  // namespace mantissa::autograd

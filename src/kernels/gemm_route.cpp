@@ -2,6 +2,7 @@
 
 #include <cpuid.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -203,6 +204,23 @@ std::string product_prefix(const GemmKey& key) {
 
 MatmulRoute effective_preference(Format format, MatmulRoute preference) {
   return on_bf16_units(preference) && !bf16_values(format) ? MatmulRoute::automatic : preference;
+}
+
+bool takes_fp32_routes(Format half, MatmulRoute preference) {
+  preference = effective_preference(half, preference);
+  if (preference != MatmulRoute::automatic) return precision::is_fp32_route(preference);
+  const std::vector<MatmulRoute> routes = routes_for(half);
+  return std::all_of(routes.begin(), routes.end(), precision::is_fp32_route);
+}
+
+bool took_fp32_routes(Format half, const std::vector<RouteRecord>& records) {
+  bool any = false;
+  for (const RouteRecord& r : records) {
+    if (r.key.format != half) continue;
+    if (!precision::is_fp32_route(r.route)) return false;
+    any = true;
+  }
+  return any;
 }
 
 void check_route(Format format, MatmulRoute preference) {

@@ -1,5 +1,8 @@
 #include "mantissa/kernels/optimizer_updates.hpp"
 
+// One thread each: the optimizer runs them over ranges of a parameter on all threads
+// (Optimizer::update_in_ranges), each range while it is in cache.
+
 #include <cmath>
 
 namespace mantissa::kernels {
@@ -13,7 +16,7 @@ void adam_update(float* __restrict p, const float* __restrict g, float* __restri
   const float b1 = a.beta1, b2 = a.beta2, eps = a.eps;
   const float decay = a.decoupled ? 1.0f - a.lr * a.weight_decay : 1.0f;
   const float l2 = a.decoupled ? 0.0f : a.weight_decay;
-#pragma omp parallel for simd schedule(static)
+#pragma omp simd
   for (std::int64_t i = 0; i < n; ++i) {
     const float w = p[i] * decay;
     const float gi = g[i] + l2 * p[i];
@@ -48,7 +51,7 @@ void adam_update_ref(float* p, const float* g, float* m, float* v, std::int64_t 
 void sgd_update(float* __restrict p, const float* __restrict g, float* __restrict buf,
                 std::int64_t n, const SgdArgs& a) {
   const float mom = a.momentum, damp = 1.0f - a.dampening, wd = a.weight_decay, lr = a.lr;
-#pragma omp parallel for simd schedule(static)
+#pragma omp simd
   for (std::int64_t i = 0; i < n; ++i) {
     float d = g[i] + wd * p[i];
     if (mom != 0.0f) {

@@ -165,8 +165,8 @@ Cnn::Cnn(const CnnConfig& c, std::uint64_t seed) : config_(c) {
 }
 
 Variable Cnn::logits(const Variable& x) {
-  Variable h = ag::max_pool2d(ag::relu(conv1_->forward(x)), 2, 2);
-  h = ag::max_pool2d(ag::relu(conv2_->forward(h)), 2, 2);
+  Variable h = ag::relu_max_pool2d(conv1_->forward(x), 2, 2);
+  h = ag::relu_max_pool2d(conv2_->forward(h), 2, 2);
   const std::int64_t n = x.shape()[0];
   return head_->forward(ag::reshape(h, Shape{n, h.value().numel() / n}));
 }

@@ -76,12 +76,19 @@ void encode_array(const float* src, std::size_t n, Format format, void* dst,
   }
   detail::EncodeArgs args = make_args(format, options);
   auto* out = static_cast<std::uint8_t*>(dst);
+  const bool bf16_wide = format == Format::bfloat16 && active_simd_path() == SimdPath::avx512;
   // The vector kernel keys its random stream on the counter's high half: split the array
   // where the low half wraps.
   while (n > 0) {
     const std::uint64_t room = (std::uint64_t{1} << 32) - args.counter_low;
     const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(n, room));
-    detail::encode_avx2(src, chunk, out, args);
+    if (bf16_wide && args.rounding != Rounding::stochastic &&
+        args.overflow == Overflow::to_infinity) {
+      detail::encode_bfloat16_avx512(src, chunk, reinterpret_cast<std::uint16_t*>(out),
+                                     args.rounding);
+    } else {
+      detail::encode_avx2(src, chunk, out, args);
+    }
     src += chunk;
     out += chunk * static_cast<std::size_t>(args.storage_bytes);
     n -= chunk;
@@ -93,6 +100,10 @@ void encode_array(const float* src, std::size_t n, Format format, void* dst,
 void decode_array(const void* src, std::size_t n, Format format, float* dst) {
   if (scalar_only(format)) {
     decode_array_ref(src, n, format, dst);
+    return;
+  }
+  if (format == Format::bfloat16 && active_simd_path() == SimdPath::avx512) {
+    detail::decode_bfloat16_avx512(static_cast<const std::uint16_t*>(src), n, dst);
     return;
   }
   const FormatTraits& t = traits(format);
@@ -129,8 +140,13 @@ void round_to_format(float* x, std::size_t n, Format format, const ConvertOption
   if (format == Format::float32) return;
   const FormatTraits& t = traits(format);
   const Overflow overflow = options.overflow.value_or(t.default_overflow);
+  if (format == Format::bfloat16 && options.rounding == Rounding::nearest_even &&
+      overflow == Overflow::to_infinity && active_simd_path() == SimdPath::avx512) {
+    detail::round_bfloat16_avx512(x, n);
+    return;
+  }
   if (format == Format::float16 && options.rounding == Rounding::nearest_even &&
-      overflow == Overflow::to_infinity && active_simd_path() == SimdPath::avx2) {
+      overflow == Overflow::to_infinity && active_simd_path() != SimdPath::scalar) {
     detail::round_float16_avx2(x, n);
     return;
   }

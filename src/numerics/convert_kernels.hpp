@@ -33,4 +33,11 @@ void round_float16_avx2(float* x, std::size_t n);
 void decode_avx2(const void* src, std::size_t n, const Layout& layout, int storage_bytes,
                  float* dst);
 
+// SimdPath::avx512 (convert_avx512.cpp): bfloat16 16 lanes at a time, bit for bit as the avx2
+// kernels and the codec. Encode: nearest even or toward zero, overflow to infinity.
+void encode_bfloat16_avx512(const float* src, std::size_t n, std::uint16_t* dst, Rounding rounding);
+void decode_bfloat16_avx512(const std::uint16_t* src, std::size_t n, float* dst);
+// Nearest even, overflow to infinity, in place.
+void round_bfloat16_avx512(float* x, std::size_t n);
+
 }  // namespace mantissa::numerics::detail

@@ -76,6 +76,8 @@ std::string_view simd_path_name(SimdPath p) {
       return "scalar";
     case SimdPath::avx2:
       return "avx2";
+    case SimdPath::avx512:
+      return "avx512";
   }
   return "?";
 }
@@ -87,11 +89,14 @@ bool cpu_supports(SimdPath p) {
       return true;
     case SimdPath::avx2:
       return f.avx2 && f.f16c && f.fma;
+    case SimdPath::avx512:
+      return f.avx2 && f.f16c && f.fma && f.avx512f && f.avx512bw;
   }
   return false;
 }
 
 SimdPath best_simd_path() {
+  if (cpu_supports(SimdPath::avx512)) return SimdPath::avx512;
   return cpu_supports(SimdPath::avx2) ? SimdPath::avx2 : SimdPath::scalar;
 }
 

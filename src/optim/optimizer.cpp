@@ -1,7 +1,10 @@
 #include "mantissa/optim/optimizer.hpp"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <iterator>
 #include <optional>
 #include <sstream>
@@ -60,6 +63,41 @@ void copy_into(Tensor& dst, const Tensor& src) {
   }
 }
 
+// dst with src's shape and format (its storage reused when it has them), values not copied.
+void reserve_like(Tensor& dst, const Tensor& src) {
+  if (!dst.defined() || dst.shape() != src.shape() || dst.format() != src.format()) {
+    dst = Tensor::empty(src.shape(), src.format());
+  }
+}
+
+// Elements [b, e) of float32 tensors (contiguous): from `src` into `dst`, with streaming
+// stores: the copy is read back only if the step is refused, so it goes to memory without
+// first reading its cache lines (a plain copy would read them: a third more traffic), and
+// leaves the cache to the values the update reads next.
+void copy_range(Tensor& dst, const Tensor& src, std::int64_t b, std::int64_t e) {
+  float* out = dst.f32();
+  const float* in = src.f32();
+  std::int64_t i = b;
+  for (; i < e && reinterpret_cast<std::uintptr_t>(out + i) % 32 != 0; ++i) out[i] = in[i];
+  for (; i + 8 <= e; i += 8) _mm256_stream_ps(out + i, _mm256_loadu_ps(in + i));
+  for (; i < e; ++i) out[i] = in[i];
+  _mm_sfence();
+}
+
+// Every one of x[b, e) finite: x - x is 0 for a finite x and NaN for inf or NaN, so one
+// unordered compare per 8 lanes finds them (the whole library is built for AVX2).
+bool finite_range(const float* x, std::int64_t b, std::int64_t e) {
+  __m256 bad = _mm256_setzero_ps();
+  std::int64_t i = b;
+  for (; i + 8 <= e; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    bad = _mm256_or_ps(bad, _mm256_cmp_ps(_mm256_sub_ps(v, v), _mm256_setzero_ps(), _CMP_UNORD_Q));
+  }
+  bool finite = _mm256_testz_ps(bad, bad) != 0;
+  for (; i < e; ++i) finite = finite && std::isfinite(x[i]);
+  return finite;
+}
+
 }  // namespace
 
 // The weights, state and compensation buffers a step may change, copied before it, so a
@@ -85,6 +123,29 @@ class Optimizer::UpdateSnapshot {
     const auto c = kahan.find(p.id());
     s.had_kahan = c != kahan.end();
     if (s.had_kahan) copy_into(s.kahan, c->second);
+  }
+  // p's buffers as take() makes them, their values not copied yet: the caller copies ranges
+  // into them (copy_ranges) before it changes those ranges. No Kahan buffer (float32 only).
+  template <class State>
+  void reserve(Variable& p, const State& state) {
+    if (used_ == saved_.size()) saved_.emplace_back();
+    Saved& s = saved_[used_++];
+    s.param = p;
+    reserve_like(s.value, p.value());
+    const auto it = state.find(p.id());
+    s.had_state = it != state.end();
+    if (s.had_state) {
+      s.state.resize(it->second.size());
+      for (std::size_t k = 0; k < it->second.size(); ++k) reserve_like(s.state[k], it->second[k]);
+    }
+    s.had_kahan = false;
+  }
+  // Elements [b, e) of the last reserved parameter's values and state into its buffers.
+  void copy_ranges(const std::vector<Tensor>& state, std::int64_t b, std::int64_t e) {
+    Saved& s = saved_[used_ - 1];
+    copy_range(s.value, s.param.value(), b, e);
+    if (!s.had_state) return;
+    for (std::size_t k = 0; k < s.state.size(); ++k) copy_range(s.state[k], state[k], b, e);
   }
   // Every parameter taken since begin() back as it was.
   template <class State, class Kahan>
@@ -259,7 +320,11 @@ void Optimizer::staged_update(Variable& p, std::vector<Tensor>& s, std::size_t g
   work.mutable_grad() = in_format(p.grad(), Format::float32);
   std::vector<Tensor> s32;
   for (const Tensor& t : s) s32.push_back(in_format(t, Format::float32));
-  update(work, s32, g, lr, wd, step_ + 1);
+  if (elementwise(g) && work.value().is_contiguous() && work.grad().is_contiguous()) {
+    update_in_ranges(work, s32, g, lr, wd, step_ + 1, false);
+  } else {
+    update(work, s32, g, lr, wd, step_ + 1);
+  }
   for (std::size_t i = 0; i < s.size(); ++i) store(s[i], s32[i]);
   Tensor& value = p.mutable_value();
   switch (training_.master_weights) {
@@ -317,11 +382,23 @@ bool Optimizer::step(NonFiniteUpdate on_nonfinite) {
       Variable& p = group.params[j];
       const std::int64_t i = index++;
       if (!p.grad().defined()) continue;
-      if (guarded) snapshot_->take(p, state_, kahan_);
-      std::vector<Tensor>& s = state_for(p, g);
       const bool plain = p.value().format() == Format::float32 &&
                          p.grad().format() == Format::float32 &&
                          training_.state_format == Format::float32;
+      if (plain && elementwise(g) && p.value().is_contiguous() && p.grad().is_contiguous()) {
+        if (guarded) snapshot_->reserve(p, state_);
+        std::vector<Tensor>& s = state_for(p, g);
+        const bool finite = update_in_ranges(p, s, g, lr, wd, step_ + 1, guarded);
+        p.bump_version();
+        if (!finite) {
+          refused_ = nonfinite_tensor(g, j);
+          snapshot_->restore(state_, kahan_);
+          return false;
+        }
+        continue;
+      }
+      if (guarded) snapshot_->take(p, state_, kahan_);
+      std::vector<Tensor>& s = state_for(p, g);
       if (plain) {
         update(p, s, g, lr, wd, step_ + 1);
       } else {
@@ -339,6 +416,37 @@ bool Optimizer::step(NonFiniteUpdate on_nonfinite) {
   }
   ++step_;
   return true;
+}
+
+bool Optimizer::elementwise(std::size_t) const {
+  return false;
+}
+
+void Optimizer::update_range(Variable&, std::vector<Tensor>&, std::size_t, double, double,
+                             std::int64_t, std::int64_t, std::int64_t) {
+  throw Error("Optimizer::update_range: this optimizer's update is not elementwise");
+}
+
+bool Optimizer::update_in_ranges(Variable& p, std::vector<Tensor>& s, std::size_t g, double lr,
+                                 double wd, std::int64_t step_number, bool guarded) {
+  // Ranges of 32 Ki elements: a range of the values, the state, their copies and the gradient
+  // (under 1 MiB for three state tensors) stay in a core's cache from copy to check. The
+  // update kernels have no threads of their own: each range runs on one thread.
+  constexpr std::int64_t kRange = std::int64_t{1} << 15;
+  const std::int64_t n = p.value().numel();
+  const std::int64_t ranges = (n + kRange - 1) / kRange;
+  int finite = 1;
+#pragma omp parallel for schedule(static) reduction(& : finite) if (ranges > 1)
+  for (std::int64_t r = 0; r < ranges; ++r) {
+    const std::int64_t b = r * kRange, e = std::min(n, b + kRange);
+    if (guarded) snapshot_->copy_ranges(s, b, e);
+    update_range(p, s, g, lr, wd, step_number, b, e);
+    if (!guarded) continue;
+    bool ok = finite_range(p.value().f32(), b, e);
+    for (const Tensor& t : s) ok = ok && finite_range(t.f32(), b, e);
+    finite &= ok ? 1 : 0;
+  }
+  return finite != 0;
 }
 
 std::string Optimizer::nonfinite_tensor(std::size_t g, std::size_t i) {

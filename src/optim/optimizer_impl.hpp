@@ -43,6 +43,31 @@ MANTISSA_OPTIMIZER_RULES(Adafactor)
 MANTISSA_OPTIMIZER_RULES(Muon)
 #undef MANTISSA_OPTIMIZER_RULES
 
+// Optimizers whose update is elementwise (Optimizer::elementwise): each element's new value
+// and state depend on that element alone, and every state tensor has the parameter's shape.
+template <class S>
+inline constexpr bool kElementwise = false;
+template <>
+inline constexpr bool kElementwise<Sgd> = true;
+template <>
+inline constexpr bool kElementwise<Adam> = true;
+template <>
+inline constexpr bool kElementwise<AdamW> = true;
+template <>
+inline constexpr bool kElementwise<Adamax> = true;
+template <>
+inline constexpr bool kElementwise<RAdam> = true;
+template <>
+inline constexpr bool kElementwise<Adagrad> = true;
+template <>
+inline constexpr bool kElementwise<Adadelta> = true;
+template <>
+inline constexpr bool kElementwise<RmsProp> = true;
+template <>
+inline constexpr bool kElementwise<Rprop> = true;
+template <>
+inline constexpr bool kElementwise<Lion> = true;
+
 // Optimizers whose state does not start at zero.
 Tensor init_state(const Asgd& s, std::size_t index, const Variable& param);
 Tensor init_state(const NAdam& s, std::size_t index, const Variable& param);

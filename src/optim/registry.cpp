@@ -88,6 +88,28 @@ class TypedOptimizer final : public Optimizer {
     detail::update(s, {param.mutable_value().f32(), grad, state, param.value().numel(), lr, wd,
                        step_number, param});
   }
+  bool elementwise(std::size_t) const override { return detail::kElementwise<S>; }
+  void update_range(Variable& param, std::vector<Tensor>& state, std::size_t g, double lr,
+                    double wd, std::int64_t step_number, std::int64_t begin,
+                    std::int64_t end) override {
+    const S& s = per_group_[g];
+    const float* grad = param.grad().f32() + begin;
+    const std::int64_t n = end - begin;
+    if constexpr (HasMaximize<S>) {
+      if (s.maximize) {  // this range's gradient negated (ranges run on several threads)
+        thread_local std::vector<float> negated;
+        negated.resize(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i) negated[i] = -grad[i];
+        grad = negated.data();
+      }
+    }
+    std::vector<Tensor> views;
+    views.reserve(state.size());
+    for (const Tensor& t : state)
+      views.push_back(t.view(tensor::Shape{t.numel()}).slice(0, begin, end));
+    detail::update(
+        s, {param.mutable_value().f32() + begin, grad, views, n, lr, wd, step_number, param});
+  }
   std::vector<std::string> state_names(const Variable& param, std::size_t g) const override {
     return detail::state_names(per_group_[g], param);
   }

@@ -64,4 +64,36 @@ bool attention_softmax_in_half(const Policy& p) {
   return p.opt_level == 2 || (p.opt_level == 1 && p.half == Format::cbfloat16);
 }
 
+std::vector<int> same_bits_opt_levels(const Policy& p, bool attention, bool fp32_routes) {
+  std::vector<int> levels;
+  if (!p.enabled()) return levels;
+  const auto exact_split = [](int passes) { return passes == 3 || passes == 4; };
+  const int passes = matmul_passes(p.half, p.opt_level);
+  for (int level = 0; level <= 2; ++level) {
+    if (level == p.opt_level) continue;
+    Policy other = p;
+    other.opt_level = level;
+    const int theirs = matmul_passes(p.half, level);
+    const bool products =
+        theirs == passes || (fp32_routes && exact_split(passes) && exact_split(theirs));
+    const bool softmax =
+        !attention || attention_softmax_in_half(p) == attention_softmax_in_half(other);
+    if (products && softmax) levels.push_back(level);
+  }
+  return levels;
+}
+
+std::string same_bits_note(Format half, const std::vector<int>& levels) {
+  if (levels.empty()) return "";
+  std::string list;
+  for (std::size_t i = 0; i < levels.size(); ++i)
+    list += (i == 0 ? "" : (i + 1 == levels.size() ? " and " : ", ")) + std::to_string(levels[i]);
+  const std::string h(numerics::name(half));
+  const bool split = half == Format::float16 || half == Format::cbfloat16;
+  return "the same bits as precision_opt_level " + list + " on these routes: " +
+         (split ? h + " products on fp32 routes are exact in one pass at POL 0 and 1"
+                : h + " products take one pass at every level") +
+         " (docs/engine.md \"Matrix products: routes and precision_opt_level\")";
+}
+
 }  // namespace mantissa::precision

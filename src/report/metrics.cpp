@@ -23,6 +23,8 @@ constexpr const char* kStep = "step";
 constexpr const char* kEvalStep = "eval_step";
 constexpr const char* kSkippedStep = "skipped_step";
 constexpr const char* kRoutes = "routes";
+constexpr const char* kFallbackStep = "fallback_step";
+constexpr const char* kEnd = "end";
 
 std::string per_second_key(std::string_view unit) {
   return std::string(unit) + "_per_s";
@@ -72,6 +74,27 @@ class Fields {
     const json& v = required(key);
     if (!v.is_number_integer()) mistyped(key, v, "an integer");
     return v.get<std::int64_t>();
+  }
+  std::optional<std::int64_t> optional_integer(const std::string& key) const {
+    if (!has(key)) return std::nullopt;
+    return integer(key);
+  }
+  // A name of `table`: a word in it, else an error listing the words.
+  template <class Enum, std::size_t N>
+  Enum named(const std::string& key, const NameTable<Enum, N>& table) const {
+    const std::string word = text(key);
+    const std::optional<Enum> v = find_named(table, word);
+    if (!v) fail("'" + key + "' is '" + word + "' (expected one of: " + names_of(table) + ")");
+    return *v;
+  }
+  // A tensor format's name.
+  numerics::Format format(const std::string& key) const {
+    const std::string word = text(key);
+    const std::optional<numerics::Format> parsed = numerics::parse_format(word);
+    if (!parsed) fail("'" + key + "' is '" + word + "', not a number format");
+    if (!numerics::is_tensor_format(*parsed))
+      fail("'" + key + "' is '" + word + "', not a tensor format");
+    return *parsed;
   }
   std::string text(const std::string& key) const {
     const json& v = required(key);
@@ -125,6 +148,30 @@ constexpr auto kSkipFields = std::make_tuple(
     Field<SkipRecord, double>{"loss_scale", &SkipRecord::loss_scale},
     Field<SkipRecord, std::vector<std::string>>{"overflowed", &SkipRecord::overflowed});
 
+constexpr auto kFallbackFields =
+    std::make_tuple(Field<FallbackRecord, std::int64_t>{kFallbackStep, &FallbackRecord::step},
+                    Field<FallbackRecord, std::string>{"reason", &FallbackRecord::reason});
+// ... and from, to (format names).
+
+constexpr auto kOutcomeFields = std::make_tuple(
+    Field<OutcomeRecord, std::int64_t>{kEnd, &OutcomeRecord::step},
+    Field<OutcomeRecord, std::int64_t>{"skipped_steps", &OutcomeRecord::skipped_steps},
+    Field<OutcomeRecord, std::optional<std::int64_t>>{"last_skipped_step",
+                                                      &OutcomeRecord::last_skipped_step},
+    Field<OutcomeRecord, std::string>{"signal", &OutcomeRecord::signal},
+    Field<OutcomeRecord, std::string>{"checkpoint", &OutcomeRecord::checkpoint},
+    Field<OutcomeRecord, std::string>{"message", &OutcomeRecord::message});
+// ... and outcome (a name).
+
+constexpr const char* kInterleaved = "interleaved_throughput";
+constexpr auto kThroughputFields = std::make_tuple(
+    Field<ThroughputRecord, std::string>{kInterleaved, &ThroughputRecord::run},
+    Field<ThroughputRecord, std::string>{"unit", &ThroughputRecord::unit},
+    Field<ThroughputRecord, double>{"items_per_s", &ThroughputRecord::items_per_second},
+    Field<ThroughputRecord, double>{"slowest_items_per_s", &ThroughputRecord::slowest},
+    Field<ThroughputRecord, double>{"fastest_items_per_s", &ThroughputRecord::fastest},
+    Field<ThroughputRecord, std::int64_t>{"steps", &ThroughputRecord::steps});
+
 constexpr auto kRunFields =
     std::make_tuple(Field<RunRecord, std::string>{"model", &RunRecord::model},
                     Field<RunRecord, std::int64_t>{"parameters", &RunRecord::parameters},
@@ -141,6 +188,9 @@ void read_value(const Fields& f, const char* key, std::int64_t& v) {
 }
 void read_value(const Fields& f, const char* key, std::uint64_t& v) {
   v = static_cast<std::uint64_t>(f.integer(key));
+}
+void read_value(const Fields& f, const char* key, std::optional<std::int64_t>& v) {
+  v = f.optional_integer(key);
 }
 void read_value(const Fields& f, const char* key, double& v) {
   v = f.number(key);
@@ -159,7 +209,8 @@ template <class T>
 void write_value(json& j, const char* key, const T& v) {
   j[key] = v;  // a non-finite double is written as null
 }
-void write_value(json& j, const char* key, const std::optional<double>& v) {
+template <class T>
+void write_value(json& j, const char* key, const std::optional<T>& v) {
   if (v) j[key] = *v;
 }
 
@@ -192,34 +243,37 @@ std::vector<SettingRow> read_rows(const Fields& f, const char* key) {
   return out;
 }
 
+constexpr const char* kSameBits = "same_bits_opt_levels";
+
+// same_bits_opt_levels: a list of precision_opt_level values (0, 1, 2); none when absent.
+std::vector<int> read_levels(const Fields& f) {
+  if (!f.has(kSameBits)) return {};
+  const json& v = f.required(kSameBits);
+  bool ok = v.is_array();
+  for (const json& e : v)
+    ok = ok && e.is_number_integer() && e.get<std::int64_t>() >= 0 && e.get<std::int64_t>() <= 2;
+  if (!ok) f.fail("'" + std::string(kSameBits) + "' is not a list of levels 0, 1, 2");
+  return v.get<std::vector<int>>();
+}
+
+void write_levels(json& j, const std::vector<int>& levels) {
+  if (!levels.empty()) j[kSameBits] = levels;
+}
+
 RunRecord read_run(const Fields& f) {
   RunRecord r = read_fields<RunRecord>(f, kRunFields);
-  const std::string format = f.text("format");
-  const std::optional<numerics::Format> parsed = numerics::parse_format(format);
-  if (!parsed) f.fail("'format' is '" + format + "', not a number format");
-  if (!numerics::is_tensor_format(*parsed))
-    f.fail("'format' is '" + format + "', not a tensor format");
-  r.format = *parsed;
+  r.format = f.format("format");
   if (f.has("fp8")) {
     const json& v = f.required("fp8");
     if (!v.is_boolean())
       f.fail("'fp8' is " + std::string(type_word(v)) + ", expected true or false");
     r.fp8 = v.get<bool>();
   }
-  const std::string scaling = f.text("loss_scaling");
-  const std::optional<LossScalingMode> mode = find_named(kLossScalingModeNames, scaling);
-  if (!mode) {
-    f.fail("'loss_scaling' is '" + scaling +
-           "' (expected one of: " + names_of(kLossScalingModeNames) + ")");
-  }
-  r.loss_scaling = *mode;
+  r.loss_scaling = f.named("loss_scaling", kLossScalingModeNames);
+  r.same_bits_opt_levels = read_levels(f);
   r.settings = read_rows(f, "settings");
   if (f.has("recipe")) {
-    r.recipe = f.text("recipe");
-    if (!find_named(precision::kRecipeNames, r.recipe)) {
-      f.fail("'recipe' is '" + r.recipe +
-             "' (expected one of: " + names_of(precision::kRecipeNames) + ")");
-    }
+    r.recipe = name_of(precision::kRecipeNames, f.named("recipe", precision::kRecipeNames));
   }
   if (f.has("layers")) r.layers = read_rows(f, "layers");
   return r;
@@ -271,6 +325,7 @@ RoutesRecord read_routes(const Fields& f) {
   for (std::size_t i = 0; i < products.size(); ++i) {
     r.products.push_back(read_route(f, products[i], i));
   }
+  r.same_bits_opt_levels = read_levels(f);
   return r;
 }
 
@@ -287,6 +342,7 @@ std::string metrics_line(const RunRecord& r) {
   run["format"] = numerics::name(r.format);
   if (r.fp8) run["fp8"] = true;
   run["loss_scaling"] = name_of(kLossScalingModeNames, r.loss_scaling);
+  write_levels(run, r.same_bits_opt_levels);
   run["settings"] = json::array();
   for (const auto& [name, value] : r.settings) run["settings"].push_back({name, value});
   if (!r.recipe.empty()) {
@@ -343,10 +399,58 @@ std::string metrics_line(const RoutesRecord& r) {
       products.back()["product"] = kernels::product_prefix(k);
     }
   }
-  return json{{kRoutes, r.step}, {"products", products}}.dump();
+  json j{{kRoutes, r.step}, {"products", products}};
+  write_levels(j, r.same_bits_opt_levels);
+  return j.dump();
+}
+
+std::string metrics_line(const FallbackRecord& r) {
+  json j = write_fields(r, kFallbackFields);
+  j["from"] = numerics::name(r.from);
+  j["to"] = numerics::name(r.to);
+  return j.dump();
+}
+
+std::string metrics_line(const OutcomeRecord& r) {
+  json j = write_fields(r, kOutcomeFields);
+  j["outcome"] = name_of(kRunOutcomeNames, r.outcome);
+  return j.dump();
 }
 
 namespace {
+
+// Calls each(object, "<source>:<line>") for every non-blank line of JSON-lines text; a line
+// that is not one JSON object is an error naming it.
+template <class Each>
+void for_each_object(std::string_view text, const std::string& source, Each each) {
+  std::size_t line_number = 0, pos = 0;
+  while (pos < text.size()) {
+    const std::size_t end = std::min(text.find('\n', pos), text.size());
+    const std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_number;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    const std::string where = source + ":" + std::to_string(line_number);
+    const json j = support::parse_untrusted_json(line, where, /*allow_invalid=*/true);
+    if (j.is_discarded() || !j.is_object()) {
+      throw Error(where + ": not one JSON object (a torn or truncated line?)");
+    }
+    each(j, where);
+  }
+}
+
+FallbackRecord read_fallback(const Fields& f) {
+  FallbackRecord r = read_fields<FallbackRecord>(f, kFallbackFields);
+  r.from = f.format("from");
+  r.to = f.format("to");
+  return r;
+}
+
+OutcomeRecord read_outcome(const Fields& f) {
+  OutcomeRecord r = read_fields<OutcomeRecord>(f, kOutcomeFields);
+  r.outcome = f.named("outcome", kRunOutcomeNames);
+  return r;
+}
 
 // A window's fp8 counts: the totals and fp8_tensors {name: {overflows, underflows}}.
 precision::Fp8WindowCounts read_fp8_counts(const Fields& f) {
@@ -372,19 +476,7 @@ RunLog parse_metrics(std::string_view text, const std::string& source) {
   RunLog log;
   log.source = source;
   bool have_run = false;
-  std::size_t line_number = 0;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    const std::size_t end = std::min(text.find('\n', pos), text.size());
-    const std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_number;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    const std::string where = source + ":" + std::to_string(line_number);
-    const json j = support::parse_untrusted_json(line, where, /*allow_invalid=*/true);
-    if (j.is_discarded() || !j.is_object()) {
-      throw Error(where + ": not one JSON object (a torn or truncated line?)");
-    }
+  for_each_object(text, source, [&](const json& j, const std::string& where) {
     if (j.contains(kRun)) {
       const json& run = j.at(kRun);
       if (!run.is_object())
@@ -395,7 +487,9 @@ RunLog parse_metrics(std::string_view text, const std::string& source) {
       drop_after(log.evals, log.run.start_step);
       drop_after(log.skips, log.run.start_step);
       drop_after(log.routes, log.run.start_step);
-      continue;
+      drop_after(log.fallbacks, log.run.start_step);
+      log.outcome.reset();  // the run goes on: how an earlier part ended is history
+      return;
     }
     if (!have_run) {
       throw Error(where + ": a record before the run record (every run writes one first; " +
@@ -412,12 +506,46 @@ RunLog parse_metrics(std::string_view text, const std::string& source) {
       log.skips.push_back(read_fields<SkipRecord>(Fields(j, where, kSkippedStep), kSkipFields));
     } else if (j.contains(kRoutes)) {
       log.routes.push_back(read_routes(Fields(j, where, kRoutes)));
+    } else if (j.contains(kFallbackStep)) {
+      log.fallbacks.push_back(read_fallback(Fields(j, where, kFallbackStep)));
+    } else if (j.contains(kEnd)) {
+      log.outcome = read_outcome(Fields(j, where, kEnd));
     } else {
-      throw Error(where + ": not a run, step, eval_step, skipped_step or routes record");
+      throw Error(where +
+                  ": not a run, step, eval_step, skipped_step, routes, fallback_step or end "
+                  "record");
     }
-  }
+  });
   if (!have_run) throw Error(source + ": no run record (is this a mantissa metrics.jsonl?)");
   return log;
+}
+
+std::string metrics_line(const ThroughputRecord& r) {
+  return write_fields(r, kThroughputFields).dump();
+}
+
+std::vector<ThroughputRecord> parse_throughput(std::string_view text, const std::string& source) {
+  std::vector<ThroughputRecord> out;
+  for_each_object(text, source, [&](const json& j, const std::string& where) {
+    if (!j.contains(kInterleaved)) {
+      throw Error(where + ": not an interleaved_throughput record (the throughput.jsonl " +
+                  "mantissa compare writes)");
+    }
+    const Fields f(j, where, kInterleaved);
+    ThroughputRecord r = read_fields<ThroughputRecord>(f, kThroughputFields);
+    const bool finite =
+        std::isfinite(r.items_per_second) && std::isfinite(r.slowest) && std::isfinite(r.fastest);
+    if (!finite || r.slowest <= 0 || r.slowest > r.items_per_second ||
+        r.items_per_second > r.fastest || r.steps < 1) {
+      f.fail("not 0 < slowest <= items_per_s <= fastest with steps >= 1");
+    }
+    out.push_back(std::move(r));
+  });
+  return out;
+}
+
+std::vector<ThroughputRecord> read_throughput(const std::string& path) {
+  return parse_throughput(read_file(path, "the throughput file"), path);
 }
 
 RunLog read_run_log(const std::string& run_dir) {

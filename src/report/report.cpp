@@ -43,21 +43,40 @@ std::string job_line(const RunRecord& r) {
 
 // One line per run: the figures a reader looks for first.
 std::string glance(const std::vector<detail::ReportRun>& runs) {
+  const auto loss = [](const EvalRecord& e) { return e.loss; };
   const detail::ReportRun* ref = detail::reference_run(runs);
-  const EvalRecord* ref_eval = ref ? detail::last_eval(*ref->log) : nullptr;
+  const std::vector<detail::StepSpread> ref_eval =
+      ref ? detail::eval_spread(*ref, loss) : std::vector<detail::StepSpread>{};
   std::string out = "<ul class=\"glance\">\n";
   for (const detail::ReportRun& r : runs) {
-    const RunLog& l = *r.log;
-    std::string line = plot::swatch(r.style) + " <b>" + escape(r.label) + "</b>: ";
-    if (const EvalRecord* e = detail::last_eval(l)) {
-      line += fmt::format("validation loss {:.4f}", e->loss);
-      if (ref_eval != nullptr && &r != ref && e->step == ref_eval->step)
-        line += fmt::format(" ({:+.4f} against {})", e->loss - ref_eval->loss, escape(ref->label));
-    } else if (!l.windows.empty()) {
-      line += fmt::format("training loss {:.4f}", l.windows.back().loss);
+    std::vector<std::string> parts;  // joined by "; "
+    const std::vector<detail::StepSpread> e = detail::eval_spread(r, loss);
+    const std::vector<detail::StepSpread> train =
+        detail::window_spread(r, [](const WindowRecord& w) { return w.loss; });
+    if (!e.empty()) {
+      std::string part = "validation loss " + detail::spread_text(e.back().value);
+      if (!ref_eval.empty() && &r != ref && e.back().step == ref_eval.back().step) {
+        part += fmt::format(" ({:+.4f} against {})",
+                            e.back().value.mean - ref_eval.back().value.mean, escape(ref->label));
+      }
+      parts.push_back(part);
+    } else if (!train.empty()) {
+      parts.push_back("training loss " + detail::spread_text(train.back().value));
     }
-    line += fmt::format("; {} skipped step{}", l.skips.size(), l.skips.size() == 1 ? "" : "s");
-    line += "; " + detail::throughput_text(l);
+    std::size_t skipped = 0;
+    for (const RunLog* l : r.logs) skipped += l->skips.size();
+    parts.push_back(fmt::format("{} skipped step{}", skipped, skipped == 1 ? "" : "s"));
+    if (r.throughput != nullptr) {
+      parts.push_back(detail::rate_text(r.throughput->items_per_second, r.throughput->unit) +
+                      " (interleaved)");
+    }
+    for (const RunLog* l : r.logs) {
+      if (!l->outcome || l->outcome->outcome != RunOutcome::completed)
+        parts.push_back(escape(outcome_text(*l)));
+    }
+    std::string line = plot::swatch(r.style) + " <b>" + escape(r.label) + "</b>";
+    if (r.seeds() > 1) line += fmt::format(" ({} seeds)", r.seeds());
+    for (std::size_t i = 0; i < parts.size(); ++i) line += (i == 0 ? ": " : "; ") + parts[i];
     out += "<li>" + line + "</li>\n";
   }
   return out + "</ul>\n";
@@ -67,7 +86,7 @@ std::string glance(const std::vector<detail::ReportRun>& runs) {
 
 std::string render_report(const std::vector<RunLog>& logs, const ReportOptions& options) {
   if (logs.empty()) throw Error("report: no runs to draw");
-  const std::vector<detail::ReportRun> runs = detail::report_runs(logs);
+  const std::vector<detail::ReportRun> runs = detail::report_runs(logs, options);
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   out += "<title>" + escape(options.title) + "</title>\n<style>" + kStyle + "</style>\n";
   out += "</head>\n<body>\n<h1>" + escape(options.title) + "</h1>\n";
@@ -77,6 +96,7 @@ std::string render_report(const std::vector<RunLog>& logs, const ReportOptions& 
   out += glance(runs);
   out += "<h2>Curves</h2>\n" + detail::charts_section(runs);
   out += "<h2>Final metrics</h2>\n" + detail::final_metrics_table(runs);
+  out += "<h2>How the runs ended</h2>\n" + detail::outcomes_section(runs);
   out += "<h2>Mixed-precision settings</h2>\n" + detail::settings_table(runs);
   out +=
       "<h2>Overflows</h2>\n<p>Steps skipped for non-finite gradients, and the parameters "

@@ -12,9 +12,13 @@ namespace mantissa::report::detail {
 // peak memory.
 std::string charts_section(const std::vector<ReportRun>& runs);
 
-// Tables: final metrics; each run's mixed-precision settings; which parameters overflowed and
+// Tables: final metrics (mean +- standard deviation over seeds); each run's mixed-precision
+// settings; which parameters overflowed and
 // how often; the formats' properties.
 std::string final_metrics_table(const std::vector<ReportRun>& runs);
+// Each run directory: how it ended, its fall-backs, and the other precision_opt_level values
+// that compute its bits.
+std::string outcomes_section(const std::vector<ReportRun>& runs);
 std::string settings_table(const std::vector<ReportRun>& runs);
 std::string overflow_section(const std::vector<ReportRun>& runs);
 std::string formats_table(const std::vector<ReportRun>& runs);

@@ -4,10 +4,10 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
-#include <map>
 
 #include <fmt/format.h>
 
+#include "mantissa/error.hpp"
 #include "support/number_text.hpp"
 #include "support/statistics.hpp"
 
@@ -30,79 +30,151 @@ std::string directory_name(const std::string& metrics_file) {
   return dir.filename().empty() ? dir.string() : dir.filename().string();
 }
 
+// The format a run started in, as compare names it (what its interleaved throughput record
+// is keyed by): its recipe's short name (fp8, mxfp4, ...), or the format before any
+// fall-back.
+std::string start_name(const RunLog& l) {
+  if (l.fallbacks.empty()) return precision_name(l.run);
+  return std::string(numerics::name(l.fallbacks.front().from));
+}
+
+// Runs of one job: the same format story and settings, model and sizes; only the seed (and
+// so the initial weights and batches) may differ.
+bool same_job(const RunLog& a, const RunLog& b) {
+  const RunRecord &x = a.run, &y = b.run;
+  return format_label(a) == format_label(b) && x.fp8 == y.fp8 && x.loss_scaling == y.loss_scaling &&
+         x.model == y.model && x.parameters == y.parameters && x.unit == y.unit &&
+         x.items_per_step == y.items_per_step && x.max_steps == y.max_steps &&
+         x.settings == y.settings;
+}
+
+// The windows' throughput, the first (warm-up) left out when there are others.
+void add_window_throughputs(const RunLog& log, std::vector<double>& v) {
+  for (std::size_t i = log.windows.size() > 1 ? 1 : 0; i < log.windows.size(); ++i) {
+    if (std::isfinite(log.windows[i].items_per_second))
+      v.push_back(log.windows[i].items_per_second);
+  }
+}
+
 }  // namespace
 
-std::vector<ReportRun> report_runs(const std::vector<RunLog>& logs) {
-  // A run is named by what it trains in: its format, or its linear layers' recipe (fp8 for
-  // the delayed one, as before recipes; mxfp4, ...).
-  const auto name = [](const RunLog& l) {
-    if (const auto r = find_named(precision::kRecipeNames, l.run.recipe)) {
-      return std::string(name_of(precision::kRecipeShortNames, *r));
-    }
-    return l.run.fp8 ? std::string("fp8") : std::string(numerics::name(l.run.format));
-  };
-  std::map<std::string, int> per_name;
-  for (const RunLog& l : logs) ++per_name[name(l)];
+std::vector<ReportRun> report_runs(const std::vector<RunLog>& logs, const ReportOptions& options) {
   std::vector<ReportRun> runs;
-  for (std::size_t i = 0; i < logs.size(); ++i) {
-    ReportRun r;
-    r.log = &logs[i];
-    r.label = name(logs[i]);
-    if (per_name[r.label] > 1) r.label += " (" + directory_name(logs[i].source) + ")";
+  for (const RunLog& l : logs) {
+    ReportRun* group = nullptr;
+    if (options.group_seeds) {
+      for (ReportRun& r : runs) {
+        if (same_job(*r.log, l)) group = &r;
+      }
+    }
+    if (group == nullptr) {
+      runs.push_back(ReportRun{{&l}, &l, format_label(l), {}, nullptr});
+      continue;
+    }
+    for (const RunLog* other : group->logs) {
+      if (other->run.seed == l.run.seed) {
+        throw Error("report: " + other->source + " and " + l.source +
+                    " are the same job with the same seed " + std::to_string(l.run.seed) +
+                    " (grouping seeds averages runs of different seeds)");
+      }
+    }
+    group->logs.push_back(&l);
+  }
+  std::map<std::string, int> per_label, per_start;
+  for (const ReportRun& r : runs) {
+    ++per_label[r.label];
+    ++per_start[start_name(*r.log)];
+  }
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    ReportRun& r = runs[i];
+    if (per_label[r.label] > 1) r.label += " (" + directory_name(r.log->source) + ")";
     r.style = kStyles[i % kStyles.size()];
-    runs.push_back(r);
+    // An interleaved record names a format; two runs that started in it cannot share one.
+    const std::string start = start_name(*r.log);
+    for (const ThroughputRecord& t : options.throughput) {
+      if (t.run == start && per_start[start] == 1) r.throughput = &t;
+    }
   }
   return runs;
 }
 
 const ReportRun* reference_run(const std::vector<ReportRun>& runs) {
   for (const ReportRun& r : runs) {
-    if (r.log->run.format == numerics::Format::float32) return &r;
+    if (r.log->run.format == numerics::Format::float32 && !r.log->run.fp8 &&
+        r.log->fallbacks.empty())
+      return &r;
   }
   return nullptr;
 }
 
-namespace {
+Spread spread_of(const std::vector<double>& values) {
+  Spread s;
+  s.n = values.size();
+  if (values.empty()) return s;
+  double sum = 0;
+  for (const double v : values) sum += v;
+  s.mean = sum / static_cast<double>(s.n);
+  double squares = 0;
+  for (const double v : values) squares += (v - s.mean) * (v - s.mean);
+  s.sd = s.n > 1 ? std::sqrt(squares / static_cast<double>(s.n - 1)) : 0.0;
+  const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+  s.lo = *lo;
+  s.hi = *hi;
+  return s;
+}
 
-// The windows' throughput, the first (warm-up) left out when there are others.
-std::vector<double> window_throughputs(const RunLog& log) {
-  std::vector<double> v;
-  for (std::size_t i = log.windows.size() > 1 ? 1 : 0; i < log.windows.size(); ++i) {
-    if (std::isfinite(log.windows[i].items_per_second))
-      v.push_back(log.windows[i].items_per_second);
+std::string spread_text(const Spread& s, const char* spec) {
+  const auto num = [&](double v) {
+    return std::isfinite(v) ? fmt::format(fmt::runtime(spec), v) : std::string("not finite");
+  };
+  if (s.n <= 1) return num(s.mean);
+  return num(s.mean) + " &plusmn; " + num(s.sd);
+}
+
+std::vector<StepSpread> across_seeds(const std::vector<std::map<double, double>>& per_seed) {
+  std::vector<StepSpread> out;
+  if (per_seed.empty()) return out;
+  for (const auto& [step, first] : per_seed.front()) {
+    std::vector<double> values{first};
+    for (std::size_t k = 1; k < per_seed.size(); ++k) {
+      const auto it = per_seed[k].find(step);
+      if (it == per_seed[k].end()) break;
+      values.push_back(it->second);
+    }
+    if (values.size() == per_seed.size()) out.push_back({step, spread_of(values)});
   }
-  return v;
+  return out;
 }
 
-}  // namespace
-
-double median_throughput(const RunLog& log) {
-  return support::median(window_throughputs(log));
+double own_throughput(const ReportRun& r) {
+  std::vector<double> v;
+  for (const RunLog* l : r.logs) add_window_throughputs(*l, v);
+  return support::median(v);
 }
 
-std::optional<plot::Range> throughput_range(const RunLog& log) {
-  const std::vector<double> v = window_throughputs(log);
-  if (v.empty()) return std::nullopt;
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  return plot::Range{*lo, *hi};
+std::string rate_text(double items_per_second, const std::string& unit) {
+  if (!std::isfinite(items_per_second)) return "n/a";
+  return fmt::format("{} {}/s", support::grouped(std::llround(items_per_second)), unit);
 }
 
-std::string throughput_text(const RunLog& log) {
-  const double rate = median_throughput(log);
-  if (!std::isfinite(rate)) return "n/a";
-  return fmt::format("{} {}/s", support::grouped(std::llround(rate)), log.run.unit);
+std::string own_throughput_text(const ReportRun& r) {
+  return rate_text(own_throughput(r), r.log->run.unit);
 }
 
-std::optional<double> peak_rss(const RunLog& log) {
+std::optional<double> peak_rss(const ReportRun& r) {
   std::optional<double> peak;
-  for (const WindowRecord& w : log.windows) {
-    if (w.peak_rss_mib && (!peak || *w.peak_rss_mib > *peak)) peak = w.peak_rss_mib;
+  for (const RunLog* l : r.logs) {
+    for (const WindowRecord& w : l->windows) {
+      if (w.peak_rss_mib && (!peak || *w.peak_rss_mib > *peak)) peak = w.peak_rss_mib;
+    }
   }
   return peak;
 }
 
-const EvalRecord* last_eval(const RunLog& log) {
-  return log.evals.empty() ? nullptr : &log.evals.back();
+const std::vector<int>& same_bits_levels(const RunLog& log) {
+  if (!log.routes.empty() && !log.routes.back().same_bits_opt_levels.empty())
+    return log.routes.back().same_bits_opt_levels;
+  return log.run.same_bits_opt_levels;
 }
 
 }  // namespace mantissa::report::detail

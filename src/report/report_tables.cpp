@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "mantissa/precision/policy.hpp"
 #include "report_parts.hpp"
 #include "support/number_text.hpp"
 
@@ -22,10 +23,6 @@ std::string run_header(const std::vector<ReportRun>& runs, const std::string& fi
   std::string out = "<tr><th>" + first + "</th>";
   for (const ReportRun& r : runs) out += "<th>" + swatch(r) + " " + escape(r.label) + "</th>";
   return out + "</tr>\n";
-}
-
-std::string number(double v, const char* spec = "{:.4f}") {
-  return std::isfinite(v) ? fmt::format(fmt::runtime(spec), v) : "not finite";
 }
 
 std::string signed_number(double v) {
@@ -60,39 +57,141 @@ std::string format_value(double v) {
                                    : decimal;
 }
 
+// The figure of a run's last evaluation (at the last step every seed evaluated).
+template <class Value>
+std::optional<StepSpread> last_eval(const ReportRun& r, Value value) {
+  const std::vector<StepSpread> v = eval_spread(r, value);
+  if (v.empty()) return std::nullopt;
+  return v.back();
+}
+
+// A short word on how a run ended, beside its step count ("" when it completed).
+std::string ended_word(const RunLog& l) {
+  if (!l.outcome) return "no end recorded";
+  switch (l.outcome->outcome) {
+    case RunOutcome::completed:
+      return "";
+    case RunOutcome::loss_scale_floor:
+      return "stopped at the loss-scale floor";
+    case RunOutcome::nonfinite_steps:
+      return "stopped: non-finite steps";
+    case RunOutcome::interrupted:
+      return "interrupted";
+    case RunOutcome::error:
+      return "failed";
+  }
+  return "";
+}
+
+std::string steps_cell(const ReportRun& r) {
+  std::vector<double> steps, skipped;
+  std::string ended;
+  for (const RunLog* l : r.logs) {
+    std::int64_t last = l->windows.empty() ? l->run.start_step : l->windows.back().step;
+    std::int64_t skips = l->windows.empty() ? 0 : l->windows.back().skipped_steps;
+    if (l->outcome) {  // the end record knows the step that stopped the run, logged or not
+      last = std::max(last, l->outcome->step);
+      skips = std::max(skips, l->outcome->skipped_steps);
+    }
+    steps.push_back(static_cast<double>(last));
+    skipped.push_back(static_cast<double>(skips));
+    const std::string word = ended_word(*l);
+    if (!word.empty() && ended.find(word) == std::string::npos)
+      ended += (ended.empty() ? "" : "; ") + word;
+  }
+  const Spread st = spread_of(steps), sk = spread_of(skipped);
+  const auto range = [](const Spread& s) {
+    return s.lo == s.hi ? fmt::format("{:.0f}", s.lo)
+                        : fmt::format("{:.0f}&ndash;{:.0f}", s.lo, s.hi);
+  };
+  return "<td>" + range(st) + " / " + std::to_string(r.log->run.max_steps) +
+         (ended.empty() ? "" : " <small>(" + escape(ended) + ")</small>") + "</td><td>" +
+         range(sk) + "</td>";
+}
+
 }  // namespace
 
 std::string final_metrics_table(const std::vector<ReportRun>& runs) {
   const ReportRun* ref = reference_run(runs);
-  const EvalRecord* ref_eval = ref ? last_eval(*ref->log) : nullptr;
+  const auto loss = [](const EvalRecord& e) { return e.loss; };
+  const std::optional<StepSpread> ref_eval = ref ? last_eval(*ref, loss) : std::nullopt;
+  bool seeds = false, own = false;
+  for (const ReportRun& r : runs) seeds = seeds || r.seeds() > 1;
   std::string out = "<table class=\"metrics\" id=\"final-metrics\">\n";
-  out +=
-      "<tr><th>run</th><th>steps</th><th>skipped steps</th><th>training loss</th>"
-      "<th>validation loss</th><th>perplexity / accuracy</th><th>validation loss &minus; " +
-      std::string(ref ? escape(ref->label) : "float32") +
-      "</th><th>throughput</th><th>peak RSS</th></tr>\n";
+  out += "<tr><th>run</th>" + std::string(seeds ? "<th>seeds</th>" : "") +
+         "<th>steps</th><th>skipped steps</th><th>training loss</th>"
+         "<th>validation loss</th><th>perplexity / accuracy</th><th>validation loss &minus; " +
+         std::string(ref ? escape(ref->label) : "float32") +
+         "</th><th>throughput</th><th>peak RSS</th></tr>\n";
   for (const ReportRun& r : runs) {
-    const RunLog& l = *r.log;
-    const WindowRecord* last = l.windows.empty() ? nullptr : &l.windows.back();
-    const EvalRecord* e = last_eval(l);
+    const std::vector<StepSpread> train =
+        window_spread(r, [](const WindowRecord& w) { return w.loss; });
+    const std::optional<StepSpread> e = last_eval(r, loss);
     std::string quality = "&mdash;";
-    if (e != nullptr && e->perplexity) quality = "perplexity " + number(*e->perplexity, "{:.3f}");
-    if (e != nullptr && e->accuracy) quality = "accuracy " + number(*e->accuracy, "{:.4f}");
+    const auto ppl = last_eval(r, [](const EvalRecord& x) { return x.perplexity.value_or(NAN); });
+    const auto acc = last_eval(r, [](const EvalRecord& x) { return x.accuracy.value_or(NAN); });
+    if (ppl && !std::isnan(ppl->value.mean))
+      quality = "perplexity " + spread_text(ppl->value, "{:.3f}");
+    if (acc && !std::isnan(acc->value.mean))
+      quality = "accuracy " + spread_text(acc->value, "{:.4f}");
     std::string delta = "&mdash;";
-    if (e != nullptr && ref_eval != nullptr && &r != ref && e->step == ref_eval->step)
-      delta = signed_number(e->loss - ref_eval->loss);
-    const std::optional<double> rss = peak_rss(l);
-    out += "<tr data-run=\"" + escape(r.label) + "\"><td>" + swatch(r) + " " + escape(r.label) +
-           "</td><td>" + (last ? std::to_string(last->step) : "0") + " / " +
-           std::to_string(l.run.max_steps) + "</td><td>" +
-           std::to_string(last ? last->skipped_steps : 0) + "</td><td>" +
-           (last ? number(last->loss) : "&mdash;") + "</td><td>" +
-           (e ? number(e->loss) + " <small>(step " + std::to_string(e->step) + ")</small>"
-              : "&mdash;") +
-           "</td><td>" + quality + "</td><td>" + delta + "</td><td>" + throughput_text(l) +
-           "</td><td>" + (rss ? fmt::format("{:.0f} MiB", *rss) : "n/a") + "</td></tr>\n";
+    if (e && ref_eval && &r != ref && e->step == ref_eval->step)
+      delta = signed_number(e->value.mean - ref_eval->value.mean);
+    std::string speed;
+    if (r.throughput != nullptr) {
+      speed = rate_text(r.throughput->items_per_second, r.throughput->unit) +
+              " <small>(interleaved)</small>";
+    } else {
+      speed = own_throughput_text(r) + " &dagger;";
+      own = true;
+    }
+    const std::optional<double> rss = peak_rss(r);
+    out +=
+        "<tr data-run=\"" + escape(r.label) + "\"><td>" + swatch(r) + " " + escape(r.label) +
+        "</td>" + (seeds ? "<td>" + std::to_string(r.seeds()) + "</td>" : "") + steps_cell(r) +
+        "<td>" + (train.empty() ? "&mdash;" : spread_text(train.back().value)) + "</td><td>" +
+        (e ? spread_text(e->value) + " <small>(step " + fmt::format("{:.0f}", e->step) + ")</small>"
+           : "&mdash;") +
+        "</td><td>" + quality + "</td><td>" + delta + "</td><td>" + speed + "</td><td>" +
+        (rss ? fmt::format("{:.0f} MiB", *rss) : "n/a") + "</td></tr>\n";
   }
-  return out + "</table>\n";
+  out += "</table>\n";
+  if (seeds) {
+    out +=
+        "<p class=\"note\">With several seeds: mean &plusmn; sample standard deviation over "
+        "the seeds; steps and skipped steps as the lowest&ndash;highest.</p>\n";
+  }
+  if (own) {
+    out +=
+        "<p class=\"note\">&dagger; The run's own throughput while it trained (the median "
+        "logging window after the first), measured one run after another: it shows what "
+        "else the machine was doing as much as the format, so it is not a comparison; "
+        "<code>mantissa compare</code> measures the formats interleaved.</p>\n";
+  }
+  return out;
+}
+
+// Each run directory: how it ended, its fall-backs, and whether another precision_opt_level
+// computes its bits.
+std::string outcomes_section(const std::vector<ReportRun>& runs) {
+  std::string out = "<ul class=\"outcomes\" id=\"outcomes\">\n";
+  for (const ReportRun& r : runs) {
+    for (const RunLog* l : r.logs) {
+      out += "<li data-run=\"" + escape(r.label) + "\">" + swatch(r) + " <b>" + escape(r.label) +
+             "</b> <small>(" + escape(l->source) +
+             (r.seeds() > 1 ? ", seed " + std::to_string(l->run.seed) : std::string()) +
+             ")</small>: " + escape(outcome_text(*l));
+      for (const std::string& f : fallback_texts(*l)) out += "; " + escape(f);
+      const std::vector<int>& same = same_bits_levels(*l);
+      if (!same.empty()) {
+        out += "; computes " +
+               escape(precision::same_bits_note(
+                   l->fallbacks.empty() ? l->run.format : l->fallbacks.front().from, same));
+      }
+      out += "</li>\n";
+    }
+  }
+  return out + "</ul>\n";
 }
 
 std::string settings_table(const std::vector<ReportRun>& runs) {
@@ -127,22 +226,25 @@ std::string overflow_section(const std::vector<ReportRun>& runs) {
   std::string out = "<ul class=\"skips\">\n";
   std::map<std::string, std::vector<int>> counts;  // parameter -> count per run
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    const RunLog& l = *runs[i].log;
-    std::string steps;
-    for (std::size_t k = 0; k < l.skips.size() && k < kMaxSteps; ++k)
-      steps += (k ? ", " : "") + std::to_string(l.skips[k].step);
-    if (l.skips.size() > kMaxSteps) steps += ", ...";
-    out += "<li>" + swatch(runs[i]) + " <b>" + escape(runs[i].label) + "</b>: ";
-    out += l.skips.empty()
-               ? std::string("no skipped steps")
-               : fmt::format("{} skipped step{} (step{} {})", l.skips.size(),
-                             l.skips.size() == 1 ? "" : "s", l.skips.size() == 1 ? "" : "s", steps);
-    out += "</li>\n";
-    for (const SkipRecord& s : l.skips) {
-      for (const std::string& p : s.overflowed) {
-        std::vector<int>& c = counts[p];
-        c.resize(runs.size());
-        ++c[i];
+    for (const RunLog* log : runs[i].logs) {
+      const RunLog& l = *log;
+      std::string steps;
+      for (std::size_t k = 0; k < l.skips.size() && k < kMaxSteps; ++k)
+        steps += (k ? ", " : "") + std::to_string(l.skips[k].step);
+      if (l.skips.size() > kMaxSteps) steps += ", ...";
+      out += "<li>" + swatch(runs[i]) + " <b>" + escape(runs[i].label) + "</b>" +
+             (runs[i].seeds() > 1 ? " (seed " + std::to_string(l.run.seed) + ")" : "") + ": ";
+      out += l.skips.empty() ? std::string("no skipped steps")
+                             : fmt::format("{} skipped step{} (step{} {})", l.skips.size(),
+                                           l.skips.size() == 1 ? "" : "s",
+                                           l.skips.size() == 1 ? "" : "s", steps);
+      out += "</li>\n";
+      for (const SkipRecord& s : l.skips) {
+        for (const std::string& p : s.overflowed) {
+          std::vector<int>& c = counts[p];
+          c.resize(runs.size());
+          ++c[i];
+        }
       }
     }
   }
@@ -177,6 +279,10 @@ std::string formats_table(const std::vector<ReportRun>& runs) {
   };
   for (const ReportRun& r : runs) {
     add(r.log->run.format);
+    for (const FallbackRecord& f : r.log->fallbacks) {
+      add(f.from);
+      add(f.to);
+    }
     if (r.log->run.fp8) {  // the linear layers' operands
       add(numerics::Format::float8_e4m3);
       add(numerics::Format::float8_e5m2);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -92,21 +93,58 @@ std::string sample_svg(const Style& s, double x, double y, bool line) {
   return out + marker_svg(s.marker, x + 15, y, s.colour);
 }
 
-std::string legend_svg(const std::vector<LegendEntry>& entries) {
-  std::string out = "<g class=\"legend\">";
-  double x = kLeft, y = kLegendTop;
+// Lines of text from (x, y), one below the other, the first centred on y; `extra`: more
+// attributes (e.g. bold).
+std::string text_lines(const std::vector<std::string>& lines, double x, double y, double size,
+                       const char* anchor, const char* extra = "") {
+  std::string out = fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"{:g}\" text-anchor=\"{}\"{}>",
+                                px(x), px(y), size, anchor, extra);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    out += fmt::format("<tspan x=\"{}\" dy=\"{}\">{}</tspan>", px(x),
+                       i == 0 ? std::string("0.32em") : px(size + 2), escape(lines[i]));
+  }
+  return out + "</text>";
+}
+
+struct Legend {
+  std::string svg;
+  double bottom = kLegendTop;  // the lowest pixel its text reaches
+};
+
+// Entries left to right in rows across the plot's width from `top`; a label too long for a
+// row wraps.
+Legend legend_svg(const std::vector<LegendEntry>& entries, double top) {
+  constexpr double kFontSize = 12, kSample = 36, kGap = 10;
+  Legend legend;
+  legend.bottom = top;
+  legend.svg = "<g class=\"legend\">";
+  double x = kLeft, y = top, row_height = kLegendRowHeight;
   for (const LegendEntry& e : entries) {
-    const double w = 44 + 7.0 * static_cast<double>(e.label.size());
+    const std::vector<std::string> lines =
+        wrap_text(e.label, kPlotRight - kLeft - kSample - kGap, kFontSize);
+    double text = 0;
+    for (const std::string& l : lines) text = std::max(text, text_width(l, kFontSize));
+    const double w = kSample + text + kGap;
     if (x + w > kPlotRight && x > kLeft) {
       x = kLeft;
-      y += kLegendRowHeight;
+      y += row_height;
+      row_height = kLegendRowHeight;
     }
-    out += sample_svg(e.style, x, y, e.line);
-    out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"12\" dy=\"0.32em\">{}</text>",
-                       px(x + 36), px(y), escape(e.label));
+    const double h = static_cast<double>(lines.size()) * (kFontSize + 2);
+    row_height = std::max(row_height, h + 2);
+    legend.svg += sample_svg(e.style, x, y, e.line);
+    legend.svg += text_lines(lines, x + kSample, y, kFontSize, "start");
+    // Each line is centred on its y: the last one reaches half a line below it.
+    legend.bottom = std::max(legend.bottom, y + h - kFontSize / 2 - 2 + 1);
     x += w;
   }
-  return out + "</g>";
+  legend.svg += "</g>";
+  return legend;
+}
+
+// The plot area's top: kTop, or lower when the legend reaches further down.
+double plot_top(const Legend& legend) {
+  return std::max(kTop, legend.bottom + 9);
 }
 
 std::string path_of(const Series& s, const AxisMap& mx, const AxisMap& my) {
@@ -130,13 +168,51 @@ std::string path_of(const Series& s, const AxisMap& mx, const AxisMap& my) {
   return d;
 }
 
+// A band's outline: along the lower values, back along the upper ones; a point whose values
+// are not both drawable splits it.
+std::string band_path(const Series& s, const AxisMap& mx, const AxisMap& my) {
+  std::string d;
+  std::size_t i = 0;
+  while (i < s.points.size()) {
+    std::size_t end = i;
+    const auto ok = [&](std::size_t k) {
+      return k < s.upper.size() && mx.drawable(s.points[k].first) &&
+             my.drawable(s.points[k].second) && my.drawable(s.upper[k]);
+    };
+    while (end < s.points.size() && ok(end)) ++end;
+    if (end > i) {
+      for (std::size_t k = i; k < end; ++k) {
+        d += fmt::format("{}{:.1f} {:.1f}", k == i ? "M" : "L", mx(s.points[k].first),
+                         my(s.points[k].second));
+      }
+      for (std::size_t k = end; k-- > i;)
+        d += fmt::format("L{:.1f} {:.1f}", mx(s.points[k].first), my(s.upper[k]));
+      d += "Z";
+    }
+    i = end + 1;
+  }
+  return d;
+}
+
 std::string series_svg(const Series& s, const AxisMap& mx, const AxisMap& my) {
   std::size_t drawable = 0;
   for (const auto& [x, y] : s.points) drawable += mx.drawable(x) && my.drawable(y) ? 1 : 0;
   std::string out =
       fmt::format("<g class=\"series\" data-run=\"{}\" data-kind=\"{}\" data-points=\"{}\">",
                   escape(s.run), escape(s.kind), drawable);
-  if (s.draw == Draw::markers) {
+  if (s.draw == Draw::band) {
+    out += fmt::format("<path d=\"{}\" fill=\"{}\" fill-opacity=\"0.18\" stroke=\"none\"/>",
+                       band_path(s, mx, my), s.style.colour);
+  } else if (s.draw == Draw::ranges) {
+    std::string d;
+    for (std::size_t k = 0; k < s.points.size() && k < s.upper.size(); ++k) {
+      const auto& [x, lo] = s.points[k];
+      if (!mx.drawable(x) || !my.drawable(lo) || !my.drawable(s.upper[k])) continue;
+      d += fmt::format("M{:.1f} {:.1f}V{:.1f}", mx(x), my(lo), my(s.upper[k]));
+    }
+    out += fmt::format("<path d=\"{}\" stroke=\"{}\" stroke-width=\"1.5\" fill=\"none\"/>", d,
+                       s.style.colour);
+  } else if (s.draw == Draw::markers) {
     for (const auto& [x, y] : s.points) {
       if (mx.drawable(x) && my.drawable(y))
         out += marker_svg(s.style.marker, mx(x), my(y), s.style.colour);
@@ -153,26 +229,31 @@ std::string series_svg(const Series& s, const AxisMap& mx, const AxisMap& my) {
 // The data range of one axis over every drawable value (log axes: the positive ones).
 std::optional<Range> data_range(const std::vector<Series>& series, bool x_axis, Scale scale) {
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  const auto take = [&](double v) {
+    if (!std::isfinite(v) || (scale != Scale::linear && v <= 0)) return;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  };
   for (const Series& s : series) {
-    for (const auto& p : s.points) {
-      const double v = x_axis ? p.first : p.second;
-      if (!std::isfinite(v) || (scale != Scale::linear && v <= 0)) continue;
-      lo = std::min(lo, v);
-      hi = std::max(hi, v);
+    for (const auto& p : s.points) take(x_axis ? p.first : p.second);
+    if (!x_axis) {
+      for (const double v : s.upper) take(v);
     }
   }
   if (lo > hi) return std::nullopt;
   return Range{lo, hi};
 }
 
+// The axes of a plot area from `top` to `bottom`; the chart is `height` tall.
 std::string axis_svg(const Range& xr, const Axis& x, const Range& yr, const Axis& y,
-                     const AxisMap& mx, const AxisMap& my) {
+                     const AxisMap& mx, const AxisMap& my, double top, double bottom,
+                     double height) {
   std::string out = "<g class=\"axes\" font-size=\"11\" fill=\"#222\">";
   for (const double t : ticks(xr, x.scale)) {
     const double X = mx(t);
-    out += fmt::format("<path d=\"M{} {}V{}\" stroke=\"#ddd\"/>", px(X), px(kTop), px(kPlotBottom));
+    out += fmt::format("<path d=\"M{} {}V{}\" stroke=\"#ddd\"/>", px(X), px(top), px(bottom));
     out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>", px(X),
-                       px(kPlotBottom + 15), tick_label(t, x.scale, xr));
+                       px(bottom + 15), tick_label(t, x.scale, xr));
   }
   for (const double t : ticks(yr, y.scale)) {
     const double Y = my(t);
@@ -182,10 +263,10 @@ std::string axis_svg(const Range& xr, const Axis& x, const Range& yr, const Axis
   }
   out += fmt::format(
       "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#777\"/>",
-      px(kLeft), px(kTop), px(kPlotRight - kLeft), px(kPlotBottom - kTop));
+      px(kLeft), px(top), px(kPlotRight - kLeft), px(bottom - top));
   out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"12\">{}</text>",
-                     px((kLeft + kPlotRight) / 2), px(kHeight - 10), escape(x.label));
-  const double mid = (kTop + kPlotBottom) / 2;
+                     px((kLeft + kPlotRight) / 2), px(height - 10), escape(x.label));
+  const double mid = (top + bottom) / 2;
   out += fmt::format(
       "<text x=\"14\" y=\"{}\" text-anchor=\"middle\" font-size=\"12\" "
       "transform=\"rotate(-90 14 {})\">{}</text>",
@@ -194,6 +275,50 @@ std::string axis_svg(const Range& xr, const Axis& x, const Range& yr, const Axis
 }
 
 }  // namespace
+
+double text_width(std::string_view text, double size) {
+  double chars = 0;
+  for (const char ch : text) chars += (static_cast<unsigned char>(ch) & 0xC0) == 0x80 ? 0 : 1;
+  return chars * 0.6 * size;
+}
+
+std::vector<std::string> wrap_text(std::string_view text, double width, double size) {
+  const auto fits = [&](std::string_view t) { return text_width(t, size) <= width; };
+  std::vector<std::string> lines;
+  std::string line;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t space = text.find(' ', at);
+    std::string_view word =
+        text.substr(at, space == std::string_view::npos ? text.npos : space - at);
+    at = space == std::string_view::npos ? text.size() : space + 1;
+    const std::string joined = line.empty() ? std::string(word) : line + " " + std::string(word);
+    if (fits(joined)) {
+      line = joined;
+      continue;
+    }
+    if (!line.empty()) lines.push_back(std::exchange(line, ""));
+    // A word longer than a line: as many characters (whole UTF-8 sequences) as fit, a line
+    // each, ending after a '-', '_', '/' or '.' where one falls in the second half of them.
+    while (!fits(word)) {
+      std::size_t cut = 0, after_mark = 0;
+      for (std::size_t k = 1; k <= word.size(); ++k) {
+        const bool boundary =
+            k == word.size() || (static_cast<unsigned char>(word[k]) & 0xC0) != 0x80;
+        if (!boundary || !fits(word.substr(0, k))) continue;
+        cut = k;
+        if (std::string_view("-_/.").find(word[k - 1]) != std::string_view::npos) after_mark = k;
+      }
+      if (cut == 0) cut = 1;
+      if (after_mark * 2 > cut) cut = after_mark;
+      lines.emplace_back(word.substr(0, cut));
+      word.remove_prefix(cut);
+    }
+    line = std::string(word);
+  }
+  if (!line.empty() || lines.empty()) lines.push_back(line);
+  return lines;
+}
 
 Range nice_range(double lo, double hi, Scale scale, bool include_zero) {
   if (scale == Scale::linear) {
@@ -277,23 +402,40 @@ std::string render(const LineChart& c) {
   const Range yr = yd ? nice_range(yd->lo, yd->hi, c.y.scale, c.y.include_zero)
                       : nice_range(c.y.scale == Scale::linear ? 0 : 1,
                                    c.y.scale == Scale::linear ? 1 : 10, c.y.scale);
+  // A title too long for the chart's width wraps (bold text: estimated 10% wider) and moves
+  // the legend down by its extra lines.
+  constexpr double kTitleSize = 14, kTitleY = 15;
+  const std::vector<std::string> title = wrap_text(c.title, kPlotRight - kLeft, kTitleSize * 1.1);
+  const double title_extra = static_cast<double>(title.size() - 1) * (kTitleSize + 2);
+  // The reference line's label goes on it when it fits one line, else into the legend.
+  constexpr double kReferenceSize = 11;
+  const std::vector<std::string> reference_label =
+      wrap_text(c.reference_label, kPlotRight - kLeft - 8, kReferenceSize);
+  const bool label_on_line = reference_label.size() == 1;
+  std::vector<LegendEntry> entries = c.legend;
+  if (c.reference_y && !label_on_line)
+    entries.push_back({c.reference_label, {"#000000", "", Marker::none}, true});
+  const Legend legend = legend_svg(entries, kLegendTop + title_extra);
+  const double top = plot_top(legend), bottom = top + (kPlotBottom - kTop);
+  const double height = bottom + kBottom;
   const AxisMap mx(xr, c.x.scale, kLeft, kPlotRight);
-  const AxisMap my(yr, c.y.scale, kPlotBottom, kTop);
+  const AxisMap my(yr, c.y.scale, bottom, top);
   std::string out = fmt::format(
       "<svg id=\"{}\" class=\"chart\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" {} "
       "role=\"img\" aria-label=\"{}\">",
-      escape(c.id), kWidth, kHeight, kWidth, kHeight, kFont, escape(c.title));
-  out += fmt::format("<text x=\"{}\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}</text>",
-                     px(kLeft), escape(c.title));
-  out += legend_svg(c.legend);
-  out += axis_svg(xr, c.x, yr, c.y, mx, my);
+      escape(c.id), kWidth, px(height), kWidth, px(height), kFont, escape(c.title));
+  out += text_lines(title, kLeft, kTitleY, kTitleSize, "start", " font-weight=\"bold\"");
+  out += legend.svg;
+  out += axis_svg(xr, c.x, yr, c.y, mx, my, top, bottom, height);
   if (c.reference_y) {
     const double Y = my(*c.reference_y);
     out += fmt::format(
         "<path class=\"reference\" d=\"M{} {}H{}\" stroke=\"#000\" stroke-width=\"1.2\"/>",
         px(kLeft), px(Y), px(kPlotRight));
-    out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text>", px(kLeft + 4),
-                       px(Y - 4), escape(c.reference_label));
+    if (label_on_line) {
+      out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"{:g}\">{}</text>", px(kLeft + 4),
+                         px(Y - 4), kReferenceSize, escape(c.reference_label));
+    }
   }
   bool any = false;
   for (const Series& s : c.series) {
@@ -303,14 +445,24 @@ std::string render(const LineChart& c) {
   if (!any && !c.empty_text.empty()) {
     out += fmt::format(
         "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"13\" fill=\"#555\">{}</text>",
-        px((kLeft + kPlotRight) / 2), px((kTop + kPlotBottom) / 2), escape(c.empty_text));
+        px((kLeft + kPlotRight) / 2), px((top + bottom) / 2), escape(c.empty_text));
   }
   return out + "</svg>";
 }
 
 std::string render(const BarChart& c) {
-  constexpr double label_width = 120, value_width = 130, row = 30, top = 34;
-  const double height = top + row * static_cast<double>(c.bars.size()) + 8;
+  constexpr double kFontSize = 12, kMinLabel = 120, kMaxLabel = 220, value_width = 130,
+                   base_row = 30, top = 34;
+  // The label column: as wide as the longest label needs, within [120, 220]; longer wrap.
+  double label_width = kMinLabel;
+  for (const Bar& b : c.bars)
+    label_width = std::max(label_width, std::min(kMaxLabel, text_width(b.label, kFontSize) + 16));
+  std::vector<std::vector<std::string>> labels;
+  double height = top + 8;
+  for (const Bar& b : c.bars) {
+    labels.push_back(wrap_text(b.label, label_width - 16, kFontSize));
+    height += std::max(base_row, static_cast<double>(labels.back().size()) * (kFontSize + 2) + 8);
+  }
   const double bar_space = kWidth - label_width - value_width;
   double largest = 0;
   const auto usable = [](double v) { return std::isfinite(v) && v > 0 ? v : 0.0; };
@@ -326,18 +478,19 @@ std::string render(const BarChart& c) {
   out += fmt::format("<text x=\"0\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{}</text>",
                      escape(c.title));
   double y = top;
-  for (const Bar& b : c.bars) {
-    const double mid = y + row / 2 - 2;
+  for (std::size_t i = 0; i < c.bars.size(); ++i) {
+    const Bar& b = c.bars[i];
+    const double lines = static_cast<double>(labels[i].size());
+    const double row = std::max(base_row, lines * (kFontSize + 2) + 8);
+    const double mid = y + base_row / 2 - 2;
     double end = label_width + length(b.value);  // where the bar (or its whisker) ends
     out += fmt::format("<g class=\"bar\" data-run=\"{}\" data-value=\"{:g}\">", escape(b.run),
                        b.value);
-    out += fmt::format(
-        "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"end\" dy=\"0.32em\">{}</text>",
-        px(label_width - 8), px(mid), escape(b.label));
+    out += text_lines(labels[i], label_width - 8, mid, kFontSize, "end");
     out += fmt::format(
         "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#000\" "
         "stroke-width=\"0.8\"/>",
-        px(label_width), px(y + 3), px(length(b.value)), px(row - 10), b.style.colour);
+        px(label_width), px(y + 3), px(length(b.value)), px(base_row - 10), b.style.colour);
     if (b.range) {
       const double lo = label_width + length(b.range->lo), hi = label_width + length(b.range->hi);
       const std::string d = fmt::format("M{0} {1}H{2}M{0} {3}V{4}M{2} {3}V{4}", px(lo), px(mid),

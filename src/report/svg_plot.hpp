@@ -18,9 +18,18 @@ struct Range {
 };
 
 // A line chart's geometry in pixels: the plot area spans x in [kLeft, kWidth - kRight] and
-// y in [kTop, kHeight - kBottom] (y grows downward, as in SVG).
+// y in [kTop, kHeight - kBottom] (y grows downward, as in SVG). A legend that needs more than
+// two rows (many runs, long names) moves the plot area down by what it needs and makes the
+// chart taller by as much: the legend never overlaps the plot.
 inline constexpr double kWidth = 580, kHeight = 340;
 inline constexpr double kLeft = 72, kRight = 18, kTop = 72, kBottom = 50;
+
+// The width of text in the charts' sans-serif font at `size` pixels, estimated (the page uses
+// the reader's font): 0.6 em per character, so it errs wide.
+double text_width(std::string_view text, double size);
+// `text` in lines of at most `width` pixels at `size`: broken at spaces, and a word longer
+// than a line broken where it must be. Nothing is dropped.
+std::vector<std::string> wrap_text(std::string_view text, double width, double size);
 
 // The range an axis draws for data in [lo, hi]: linear ends on multiples of the tick step
 // (from 0 when include_zero and the data is all on one side); log10 on whole decades, log2 on
@@ -59,6 +68,8 @@ enum class Draw {
   line,       // a polyline (broken where a value is not drawable)
   markers,    // the style's marker at every point
   staircase,  // each point's value holds from the previous point's step up to its own
+  band,       // the area between points (x, low) and `upper` (x, high), lightly filled
+  ranges,     // a vertical line from each point's low to its `upper` value
 };
 
 struct Series {
@@ -68,6 +79,7 @@ struct Series {
   Draw draw = Draw::line;
   double width = 2;                               // stroke width
   std::vector<std::pair<double, double>> points;  // (x, y) in data units
+  std::vector<double> upper;  // band and ranges: each point's upper value (points: the lower)
 };
 
 struct LegendEntry {
@@ -88,7 +100,7 @@ struct LineChart {
   std::vector<LegendEntry> legend;
   std::vector<Series> series;
   std::optional<double> reference_y;  // a dark horizontal line at this value (e.g. 0)
-  std::string reference_label;        // written on it
+  std::string reference_label;        // written on it (in the legend when longer than a line)
   std::string empty_text;             // shown in the plot area when nothing is drawable
 };
 
@@ -107,8 +119,9 @@ struct BarChart {
   std::vector<Bar> bars;
 };
 
-// Horizontal bars, one per run, labelled with the run and the value, with a whisker where a
-// bar has a range.
+// Horizontal bars, one per run, labelled with the run (a label column as wide as the
+// longest label needs, up to 220 pixels; longer labels wrap) and the value, with a whisker
+// where a bar has a range.
 std::string render(const BarChart& chart);
 
 // A small standalone <svg> of a style's line and marker, for tables and text.

@@ -199,6 +199,17 @@ bool DataParallel::any(bool flag) const {
   return false;
 }
 
+int DataParallel::first_nonzero(int value) const {
+  if (!distributed()) return value;
+  const std::vector<std::byte> all = comm_.allgather(std::as_bytes(std::span(&value, 1)));
+  for (int r = 0; r < size(); ++r) {
+    int v = 0;
+    std::memcpy(&v, all.data() + sizeof v * static_cast<std::size_t>(r), sizeof v);
+    if (v != 0) return v;
+  }
+  return 0;
+}
+
 const dist::ReducerStats* DataParallel::stats() const {
   return reducer_ ? &reducer_->stats() : nullptr;
 }

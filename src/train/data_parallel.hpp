@@ -81,6 +81,8 @@ class DataParallel {
   double mean(double value) const;
   // Collective: whether `flag` holds on any process.
   bool any(bool flag) const;
+  // Collective: the first process's `value` (in rank order) that is not 0; 0 when all are.
+  int first_nonzero(int value) const;
 
   // The reducer's figures (null before attach or with one process).
   const dist::ReducerStats* stats() const;

@@ -1,10 +1,8 @@
 #include "mantissa/train/trainer.hpp"
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 
 #include "data_parallel.hpp"
 #include "digest.hpp"
@@ -15,6 +13,7 @@
 #include "mantissa/train/checkpoint.hpp"
 #include "param_groups.hpp"
 #include "run_dir.hpp"
+#include "run_outcome.hpp"
 #include "run_settings.hpp"
 #include "support/machine.hpp"
 #include "support/number_text.hpp"
@@ -22,9 +21,6 @@
 
 namespace mantissa::train {
 namespace {
-
-using json = nlohmann::json;
-using Clock = std::chrono::steady_clock;
 
 std::string fmt_double(double v, const char* f = "%.4g") {
   char b[64];
@@ -36,37 +32,13 @@ bool evaluates(RunMode mode) {
   return mode != RunMode::train;
 }
 
-// "a, b, c and 50 more": at most kNamesShown names in a log line (a GPT has dozens of
-// parameters; the metrics record keeps them all).
-std::string some_names(const std::vector<std::string>& names) {
-  constexpr std::size_t kNamesShown = 4;
-  std::string out;
-  for (std::size_t i = 0; i < names.size() && i < kNamesShown; ++i)
-    out += (i == 0 ? "" : ", ") + names[i];
-  if (names.size() > kNamesShown)
-    out += " and " + std::to_string(names.size() - kNamesShown) + " more";
-  return out;
-}
-
-// The log line of a step that was not applied, saying why.
-std::string skipped_step_line(std::int64_t step, double loss, const amp::StepReport& r) {
-  std::string line = "skipped step " + std::to_string(step) + ": ";
-  if (!r.refused_update.empty()) {
-    return line + "the update would have made '" + r.refused_update +
-           "' non-finite (inf or NaN; the gradients were finite): not applied";
-  }
-  line += std::string("non-finite ") + (std::isfinite(loss) ? "gradients" : "loss") +
-          " at loss scale " + support::scale_text(r.loss_scale);
-  if (!r.nonfinite_params.empty()) line += " in " + some_names(r.nonfinite_params);
-  return line;
-}
-
 }  // namespace
 
 Trainer::Trainer(config::TrainerConfig config, TrainerHooks hooks)
     : config_(std::move(config)),
       events_(hooks.events != nullptr ? hooks.events : &silent_),
-      external_stop_(hooks.stop) {
+      external_stop_(hooks.stop),
+      stop_signal_(hooks.stop_signal) {
   dp_ = std::make_unique<DataParallel>(hooks.world, config_.dist);
   if (!dp_->is_root()) events_ = &silent_;  // rank 0 reports for the job
   run_dir_ = config_.checkpoint.dir.empty() ? "runs/default" : config_.checkpoint.dir;
@@ -150,28 +122,6 @@ int Trainer::ranks() const {
 }
 const dist::ReducerStats* Trainer::reducer_stats() const {
   return dp_->stats();
-}
-
-void Trainer::record_new_routes() {
-  const std::vector<kernels::RouteRecord> routes = kernels::route_records();
-  if (routes.size() == routes_recorded_) return;
-  if (routes_recorded_ == 0) {
-    std::map<std::string, int> by_route, by_source;
-    for (const kernels::RouteRecord& r : routes) {
-      ++by_route[std::string(precision::route_name(r.route))];
-      ++by_source[std::string(name_of(kernels::kRouteSourceNames, r.source))];
-    }
-    std::string line = "matrix products: " + std::to_string(routes.size()) + " shapes on routes";
-    for (const auto& [route, n] : by_route) line += " " + route + " x" + std::to_string(n);
-    line += " (";
-    for (const auto& [source, n] : by_source) {
-      line += (line.back() == '(' ? "" : ", ") + std::to_string(n) + " " + source;
-    }
-    line += "; each shape's rates in metrics.jsonl)";
-    log(line);
-  }
-  routes_recorded_ = routes.size();
-  write_metrics(report::metrics_line(report::RoutesRecord{global_step_, routes}));
 }
 
 void Trainer::write_metrics(const std::string& json_line) {
@@ -280,12 +230,17 @@ StepResult Trainer::train_step() {
                                 config_.precision.max_gradient_value, dp_->step_agreement());
   }
   quant_->update(dp_->fp8_agreement());  // data parallel: the scales follow the global batch
-  if (auto wider = scaler_->take_fallback()) {
-    policy_.half = *wider;
-    log("precision falls back to " + std::string(numerics::name(*wider)) + " from here on");
-  }
   ++global_step_;
-  if (!r.report.stepped) log(skipped_step_line(global_step_, r.loss, r.report));
+  if (!r.report.stepped) log(detail::skipped_step_line(global_step_, r.loss, r.report));
+  if (auto wider = scaler_->take_fallback()) {
+    r.fallback = report::FallbackRecord{global_step_, policy_.half, *wider,
+                                        "loss scale stuck at its minimum " +
+                                            support::scale_text(scaler_->options().min_loss_scale) +
+                                            " (on_stuck: fall_back)"};
+    policy_.half = *wider;
+    log("precision falls back to " + std::string(numerics::name(*wider)) + " from step " +
+        std::to_string(global_step_ + 1) + " on");
+  }
   return r;
 }
 
@@ -317,7 +272,12 @@ report::RunRecord Trainer::run_record() const {
                             std::string(numerics::name(config_.optimizer.state_format)));
   }
   r.settings.emplace_back("learning rate", config_.schedule_text);
+  r.same_bits_opt_levels = detail::same_bits_levels(policy_, has_attention(), {});
   return r;
+}
+
+bool Trainer::has_attention() const {
+  return config_.model.kind == config::ModelKind::gpt;
 }
 
 std::int64_t Trainer::items_per_step() const {
@@ -444,130 +404,6 @@ RunSummary Trainer::run(RunMode mode, const ResumeFrom& resume, ResumeSettings s
   });
   optimizer_->check_schedules(config_.loop.max_steps);
   return train_loop(mode);
-}
-
-RunSummary Trainer::train_loop(RunMode mode) {
-  log("training " + std::string(name_of(config::kModelNames, config_.model.kind)) + " (" +
-      std::to_string(task_->module().parameter_count()) + " parameters), precision " +
-      precision_text() + ", " + optimizer_->name() + ", lr " + config_.schedule_text +
-      ", run directory " + run_dir_);
-  for (const std::string& line : quant_->describe_plan()) log("linear layers: " + line);
-  if (const dist::ReducerStats* st = dp_->stats()) {
-    const std::int64_t global = config_.train_data.batch_size;
-    log("data parallel over " + std::to_string(dp_->size()) +
-        " processes: " + std::to_string(global / dp_->size()) + " of every global batch of " +
-        std::to_string(global) + " each; gradients summed in " + std::to_string(st->buckets) +
-        " bucket" + (st->buckets == 1 ? "" : "s") + " over a " +
-        std::string(name_of(dist::kWireFormatNames, config_.dist.allreduce_dtype)) + " wire" +
-        (config_.dist.overlap ? ", started during the backward" : ", after the backward"));
-  }
-  const std::int64_t eval_every =
-      mode == RunMode::train_and_eval ? config_.loop.eval_interval() : 0;
-  if (mode == RunMode::train_and_eval && eval_every == 0) {
-    log("eval_frequency is 0: no validation while training");
-  }
-  RunSummary summary;
-  std::int64_t saved_at = -1;  // the step the last periodic checkpoint holds
-  try {
-    write_metrics(report::metrics_line(run_record()));
-    train_steps(summary, eval_every, saved_at);
-  } catch (const MetricsWriteError& e) {
-    // A metrics record that cannot be written stops the run, after a checkpoint of the state
-    // the last completed step left: nothing is lost silently, and the run resumes from there.
-    std::string saved;
-    try {
-      saved = "; checkpoint " + save_checkpoint_now() +
-              " written: resume with --resume latest once the file can be written";
-    } catch (const Error& again) {
-      saved = std::string("; the checkpoint could not be written either: ") + again.what();
-    }
-    throw Error(e.what() + saved);
-  }
-  if (saved_at != global_step_) summary.last_checkpoint = save_checkpoint_now();
-  log("checkpoint " + summary.last_checkpoint + (summary.interrupted ? " (interrupted)" : ""));
-  if (eval_every > 0 && !summary.interrupted) {
-    events_->evaluating(global_step_);
-    summary.eval = evaluate();
-  }
-  summary.global_step = global_step_;
-  summary.skipped_steps = scaler_->num_skipped_steps();
-  return summary;
-}
-
-void Trainer::train_steps(RunSummary& summary, std::int64_t eval_every, std::int64_t& saved_at) {
-  auto window_start = Clock::now();
-  const auto run_start = window_start;
-  std::int64_t window_items = 0, start_step = global_step_, refused = 0;
-  double loss_sum = 0;
-  std::int64_t loss_count = 0;
-  while (global_step_ < config_.loop.max_steps) {
-    if (dp_->any(stop_requested())) {  // every process stops after the same step
-      summary.interrupted = true;
-      break;
-    }
-    const auto [step_loss, report] = train_step();
-    record_new_routes();
-    refused += report.refused_update.empty() ? 0 : 1;
-    if (refused > 0 && refused == global_step_ - start_step &&
-        global_step_ == config_.loop.max_steps) {
-      throw Error("no step of this run was applied: every update would have made '" +
-                  report.refused_update +
-                  "' non-finite (inf or NaN) with finite gradients; the learning rate, weight "
-                  "decay or eps make the optimizer diverge: lower them");
-    }
-    if (!report.stepped) {
-      const std::vector<std::string> where = report.refused_update.empty()
-                                                 ? report.nonfinite_params
-                                                 : std::vector<std::string>{report.refused_update};
-      write_metrics(
-          report::metrics_line(report::SkipRecord{global_step_, report.loss_scale, where}));
-    }
-    window_items += items_per_step();
-    loss_sum += step_loss;
-    ++loss_count;
-    summary.last_loss = step_loss;
-    const bool log_now =
-        global_step_ % config_.logging.log_steps == 0 || global_step_ == config_.loop.max_steps;
-    if (log_now) {
-      const double secs = std::chrono::duration<double>(Clock::now() - window_start).count();
-      const double done = static_cast<double>(global_step_ - start_step);
-      const double elapsed = std::chrono::duration<double>(Clock::now() - run_start).count();
-      Progress p;
-      p.step = global_step_;
-      p.max_steps = config_.loop.max_steps;
-      p.loss = loss_sum / static_cast<double>(loss_count);
-      if (scales_loss_) p.loss_scale = report.loss_scale;
-      p.learning_rate = optimizer_->current_learning_rate();
-      p.grad_norm = report.grad_norm;
-      p.skipped_steps = report.skipped_steps;
-      p.items_per_second = static_cast<double>(window_items) / std::max(secs, 1e-9);
-      p.unit = task_->unit();
-      p.eta_seconds = elapsed / done * static_cast<double>(config_.loop.max_steps - global_step_);
-      const std::optional<double> logged_scale =
-          config_.precision.logs_loss_scale() ? p.loss_scale : std::nullopt;
-      report::WindowRecord w{
-          p.step,          p.loss,      p.learning_rate,    logged_scale,
-          p.skipped_steps, p.grad_norm, p.items_per_second, support::peak_rss_mib(),
-          std::nullopt};
-      if (!quant_->empty()) w.fp8 = quant_->take_window();
-      write_metrics(report::metrics_line(w, p.unit));
-      events_->progress(p);
-      window_start = Clock::now();
-      window_items = 0;
-      loss_sum = 0;
-      loss_count = 0;
-    }
-    const auto pause_start = Clock::now();
-    if (eval_every > 0 && global_step_ % eval_every == 0 && global_step_ < config_.loop.max_steps) {
-      events_->evaluating(global_step_);
-      summary.eval = evaluate();
-    }
-    if (config_.checkpoint.steps > 0 && global_step_ % config_.checkpoint.steps == 0) {
-      summary.last_checkpoint = save_checkpoint_now();
-      saved_at = global_step_;
-    }
-    window_start += Clock::now() - pause_start;  // throughput counts training time only
-  }
 }
 
 }  // namespace mantissa::train

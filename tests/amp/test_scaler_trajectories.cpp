@@ -83,9 +83,15 @@ TEST(ScalerTrajectory, StuckAtMinimumRaises) {
   try {
     t.step(true);  // would be 2^-15
     FAIL() << "expected the stuck-at-minimum error";
-  } catch (const Error& e) {
+  } catch (const amp::StepGuardError& e) {
     EXPECT_NE(std::string(e.what()).find("stuck at its minimum"), std::string::npos);
+    // Typed, with the facts of the step that ended the run (issue 27: the trainer records it).
+    EXPECT_EQ(e.why(), amp::GuardStop::loss_scale_floor);
+    EXPECT_EQ(e.loss_scale(), std::ldexp(1.0, -14)) << "the scale that step used";
+    EXPECT_FALSE(e.refused_update());
+    EXPECT_EQ(e.tensors(), std::vector<std::string>{"w"}) << "the parameter that overflowed";
   }
+  EXPECT_EQ(t.scaler.num_skipped_steps(), 2) << "the step it stopped at was skipped";
 }
 
 TEST(ScalerTrajectory, StuckAtMinimumKeepGoing) {

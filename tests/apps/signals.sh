@@ -46,7 +46,13 @@ re="mantissa: interrupted by SIG$case at step ([0-9]+): checkpoint ([^ ]+) writt
 step=${BASH_REMATCH[1]} ckpt=${BASH_REMATCH[2]}
 [[ -f $ckpt ]] || fail "the checkpoint $ckpt is not there"
 "$cli" inspect "$ckpt" | grep -Eq "global_step +$step\$" || fail "$ckpt does not hold step $step"
+# Issue 27: the metrics end with a record of how the run ended: interrupted, by which signal.
+tail -n 1 "$dir/run/metrics.jsonl" |
+  grep -Eq "^\{\"checkpoint\":\"$ckpt\",\"end\":$step,.*\"outcome\":\"interrupted\",\"signal\":\"SIG$case\"" ||
+  fail "no end record of the interruption: $(tail -n 1 "$dir/run/metrics.jsonl")"
 "$cli" "${run[@]}" --resume latest --set trainer.init.loop.max_steps=$((step + 1)) 2>"$dir/resume.err" ||
   fail "resuming failed: $(cat "$dir/resume.err")"
 grep -q "resumed from $ckpt at step $step" "$dir/resume.err" || fail "not resumed: $(cat "$dir/resume.err")"
+tail -n 1 "$dir/run/metrics.jsonl" | grep -Eq "\"end\":$((step + 1)),.*\"outcome\":\"completed\"" ||
+  fail "the resumed run did not record its completion: $(tail -n 1 "$dir/run/metrics.jsonl")"
 echo "ok: exit $status; $(grep interrupted "$dir/first.err")"

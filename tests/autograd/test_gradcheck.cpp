@@ -108,6 +108,12 @@ TEST(GradCheck, Conv2dAndMaxPool) {
   gradcheck(
       "max_pool2d", [](auto& v) { return ag::max_pool2d(v[0], 2, 2); },
       {Tensor::from_vector(vals, Shape{2, 3, 4, 4})}, {}, 1e-3);
+  // Values around zero: windows whose maximum is negative pass no gradient.
+  std::vector<float> signed_vals = vals;
+  for (float& v : signed_vals) v -= 0.9f;
+  gradcheck(
+      "relu_max_pool2d", [](auto& v) { return ag::relu_max_pool2d(v[0], 2, 2); },
+      {Tensor::from_vector(signed_vals, Shape{2, 3, 4, 4})}, {}, 1e-3);
 }
 
 TEST(GradCheck, CausalAttention) {

@@ -183,6 +183,8 @@ TEST(HalfPolicies, MoreElementwiseAndReductions) {
   check_op("concat", [](auto& v) { return ag::concat({v[0], v[1]}, 1); }, {a, b});
   check_op("max_pool2d", [](auto& v) { return ag::max_pool2d(v[0], 2, 2); },
            {random_tensor({2, 3, 6, 6}, 22)});
+  check_op("relu_max_pool2d", [](auto& v) { return ag::relu_max_pool2d(v[0], 2, 2); },
+           {random_tensor({2, 3, 6, 6}, 24)});
   const std::vector<std::int32_t> ids = {3, 0, 7, 3, 5, 1};
   check_op("embedding",
            [&](auto& v) {

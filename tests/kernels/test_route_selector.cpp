@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -182,6 +183,34 @@ TEST_F(RouteSelectorTest, RecordLinesRoundTripAndBadLinesAreRejected) {
         "256 256 64 NN bfloat16 1 head bf16 0 0 0 0 0"}) {
     EXPECT_FALSE(parse_route_record_line(bad)) << bad;
   }
+}
+
+// Whether float16 products multiply in float32 (where POL 0 and 1 compute the same bits):
+// before any product, by the route named or every route automatic may choose here; after,
+// by the routes the products of that format took (others do not count).
+TEST_F(RouteSelectorTest, Fp32RoutesAreKnownByNameOrByTheRecords) {
+  EXPECT_TRUE(takes_fp32_routes(Format::float16, MatmulRoute::fp32));
+  EXPECT_TRUE(takes_fp32_routes(Format::float16, MatmulRoute::onednn_fp32));
+  const std::vector<MatmulRoute> here = routes_for(Format::float16);
+  const bool bf16_here = std::any_of(here.begin(), here.end(), [](MatmulRoute r) {
+    return r == MatmulRoute::bf16 || r == MatmulRoute::onednn_bf16 || r == MatmulRoute::amx;
+  });
+  EXPECT_EQ(takes_fp32_routes(Format::float16, MatmulRoute::automatic), !bf16_here);
+  if (bf16_here) {
+    EXPECT_FALSE(takes_fp32_routes(Format::float16, MatmulRoute::bf16));
+  }
+  // A bf16 route named for float32 products applies to nothing: they choose among fp32 ones.
+  EXPECT_TRUE(takes_fp32_routes(Format::float32, MatmulRoute::bf16));
+  RouteRecord f16{{64, 64, 64, false, false, Format::float16, 3, true}, MatmulRoute::fp32, {}, {}};
+  RouteRecord other = f16;
+  other.key.format = Format::bfloat16;
+  other.route = MatmulRoute::bf16;
+  EXPECT_FALSE(took_fp32_routes(Format::float16, {})) << "nothing routed: nothing known";
+  EXPECT_TRUE(took_fp32_routes(Format::float16, {f16, other}));
+  f16.route = MatmulRoute::onednn_fp32;
+  EXPECT_TRUE(took_fp32_routes(Format::float16, {f16, other}));
+  f16.route = MatmulRoute::onednn_bf16;
+  EXPECT_FALSE(took_fp32_routes(Format::float16, {f16, other}));
 }
 
 TEST_F(RouteSelectorTest, ForgettingTheCacheMeasuresAgain) {

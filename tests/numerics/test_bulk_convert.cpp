@@ -92,7 +92,7 @@ TEST_P(BulkConvert, EncodeEveryPathMatchesScalarCodec) {
         const std::uint32_t b = numerics::encode(in[i], l, r, o, rnd);
         std::memcpy(want.data() + i * c.storage_bytes, &b, c.storage_bytes);
       }
-      for (SimdPath p : {SimdPath::scalar, SimdPath::avx2}) {
+      for (SimdPath p : {SimdPath::scalar, SimdPath::avx2, SimdPath::avx512}) {
         if (!numerics::cpu_supports(p)) continue;
         numerics::set_simd_path(p);
         for (std::size_t start : {std::size_t{0}, std::size_t{5}}) {
@@ -125,7 +125,7 @@ TEST_P(BulkConvert, DecodeOfEncodedArraysMatchesScalarOnEveryPath) {
   numerics::encode_array_ref(in.data(), in.size(), c.format, packed.data());
   std::vector<float> want(in.size()), got(in.size());
   numerics::decode_array_ref(packed.data(), in.size(), c.format, want.data());
-  for (SimdPath p : {SimdPath::scalar, SimdPath::avx2}) {
+  for (SimdPath p : {SimdPath::scalar, SimdPath::avx2, SimdPath::avx512}) {
     if (!numerics::cpu_supports(p)) continue;
     numerics::set_simd_path(p);
     numerics::decode_array(packed.data(), in.size(), c.format, got.data());
@@ -149,7 +149,7 @@ TEST_P(BulkConvert, DecodeKeepsSignedZerosAmongNormalNumbers) {
   std::vector<float> want(in.size()), got(in.size());
   numerics::decode_array_ref(packed.data(), in.size(), c.format, want.data());
   ASSERT_TRUE(std::signbit(want[7]) && want[7] == 0.0f);  // -0 survives the round trip
-  for (SimdPath p : {SimdPath::scalar, SimdPath::avx2}) {
+  for (SimdPath p : {SimdPath::scalar, SimdPath::avx2, SimdPath::avx512}) {
     if (!numerics::cpu_supports(p)) continue;
     numerics::set_simd_path(p);
     numerics::decode_array(packed.data(), in.size(), c.format, got.data());
@@ -220,6 +220,16 @@ TEST(SimdPath, ScalarIsAlwaysAvailableAndBestIsSupported) {
   EXPECT_TRUE(numerics::cpu_supports(SimdPath::scalar));
   EXPECT_TRUE(numerics::cpu_supports(numerics::best_simd_path()));
   EXPECT_EQ(numerics::active_simd_path(), numerics::best_simd_path());
+}
+
+TEST(SimdPath, Avx512RunsWhereTheCpuHasIt) {
+  // The tests above run every path this CPU supports; say so where avx512 is not one.
+  if (!numerics::cpu_supports(SimdPath::avx512)) {
+    GTEST_SKIP() << "skip: no AVX-512F/BW here, the avx512 conversion path is not run (it has: "
+                 << numerics::describe(numerics::cpu_features()) << ")";
+  }
+  EXPECT_EQ(numerics::best_simd_path(), SimdPath::avx512);
+  EXPECT_EQ(numerics::simd_path_name(SimdPath::avx512), "avx512");
 }
 
 TEST(SimdPath, Float32IsACopy) {

@@ -49,7 +49,8 @@ TEST_P(DecodeAll, BulkPathsMatchScalarOnEveryPattern) {
   }
   std::vector<float> scalar(patterns), fast(patterns);
   numerics::decode_array_ref(packed.data(), patterns, c.format, scalar.data());
-  for (numerics::SimdPath p : {numerics::SimdPath::scalar, numerics::SimdPath::avx2}) {
+  for (numerics::SimdPath p :
+       {numerics::SimdPath::scalar, numerics::SimdPath::avx2, numerics::SimdPath::avx512}) {
     if (!numerics::cpu_supports(p)) continue;
     numerics::set_simd_path(p);
     // Odd offsets and lengths exercise the vector tails.

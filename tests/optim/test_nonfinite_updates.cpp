@@ -89,6 +89,59 @@ TEST(NonFiniteUpdates, AFailureInALaterParameterPutsBackTheEarlierOnes) {
   EXPECT_TRUE(first->state_tensors().empty());
 }
 
+TEST(NonFiniteUpdates, AFailureInALaterRangeOfOneParameterPutsBackItsEarlierRanges) {
+  // 100,003 elements: AdamW's guarded update runs in ranges of 32 Ki elements on both
+  // threads. Only the last elements' gradient overflows when squared (exp_avg_sq = inf): every
+  // range, the first ones already updated in place, goes back to its values bit for bit.
+  const std::size_t n = 100003;
+  std::vector<float> value(n), grad(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    value[i] = 0.001f * static_cast<float>(i % 977) - 0.4f;
+    grad[i] = 0.01f * static_cast<float>(i % 131) - 0.6f;
+  }
+  Variable a = with_grad(value, grad), b = with_grad({3.0f}, {1.0f});
+  auto opt = adamw({a, b}, constant(1e-3), 1e-8);
+  ASSERT_TRUE(opt->step());
+  const std::vector<float> a1 = a.value().to_vector();
+  EXPECT_NE(a1, value);  // the first step moved every weight
+  std::map<std::string, std::vector<float>> state1;
+  for (const auto& [name, t] : opt->state_tensors()) state1[name] = t.to_vector();
+  std::vector<float> huge = grad;
+  huge[n - 2] = 1e30f;
+  a.mutable_grad() = Tensor::from_vector(huge, a.shape());
+  EXPECT_FALSE(opt->step());
+  EXPECT_EQ(opt->refused_tensor(), "a.exp_avg_sq");
+  EXPECT_EQ(a.value().to_vector(), a1);
+  for (const auto& [name, t] : opt->state_tensors())
+    EXPECT_EQ(t.to_vector(), state1.at(name)) << name;
+  // The same step with a finite gradient is taken.
+  a.mutable_grad() = Tensor::from_vector(grad, a.shape());
+  ASSERT_TRUE(opt->step());
+  EXPECT_TRUE(opt->refused_tensor().empty());
+}
+
+TEST(NonFiniteUpdates, GuardedRangesGiveTheBitsOfTheWholeUpdate) {
+  // The guarded step (ranges, copied and checked) and the unguarded one (one pass over the
+  // whole parameter) compute each element alike: the same bits after three steps.
+  const std::size_t n = 70001;
+  std::vector<float> value(n), grad(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    value[i] = 0.002f * static_cast<float>(i % 613) - 0.5f;
+    grad[i] = 0.03f * static_cast<float>(i % 89) - 1.2f;
+  }
+  Variable a = with_grad(value, grad), b = with_grad({3.0f}, {1.0f});
+  Variable c = with_grad(value, grad), d = with_grad({3.0f}, {1.0f});
+  auto guarded = adamw({a, b}, constant(1e-2), 1e-8);
+  auto whole = adamw({c, d}, constant(1e-2), 1e-8);
+  for (int step = 0; step < 3; ++step) {
+    ASSERT_TRUE(guarded->step(NonFiniteUpdate::refuse));
+    ASSERT_TRUE(whole->step(NonFiniteUpdate::apply));
+  }
+  EXPECT_EQ(a.value().to_vector(), c.value().to_vector());
+  const auto sa = guarded->state_tensors(), sc = whole->state_tensors();
+  for (const auto& [name, t] : sa) EXPECT_EQ(t.to_vector(), sc.at(name).to_vector()) << name;
+}
+
 TEST(NonFiniteUpdates, ApplyKeepsTheNonFiniteResultForExperiments) {
   Variable a = with_grad({1.0f, 2.0f}, {0.0f, 0.0f}), b = with_grad({3.0f}, {1.0f});
   auto opt = adamw({a, b}, constant(1e-3), 0.0);

@@ -58,6 +58,46 @@ TEST(Policy, AttentionSoftmaxInHalfAtPol2AndForCbFloat16AtPol1) {
   EXPECT_FALSE(attention_softmax_in_half({Format::float32, 2}));  // off is off
 }
 
+// POL decides the bf16 passes of a float16 / cbfloat16 product (4, 3, 1) and whether
+// attention's softmax runs in H (POL 2; POL 1 for cbfloat16). Two levels compute the same
+// bits when both agree, the passes counting as equal where fp32 routes multiply the values
+// exactly in one pass whatever their number (3 or 4; POL 2 rounds the inputs to bf16 first).
+TEST(SameBits, OnlyLevelsThatChangeNothingHereAreNamed) {
+  using V = std::vector<int>;
+  // float16 on fp32 routes: POL 0 and 1 agree, with or without attention.
+  EXPECT_EQ(same_bits_opt_levels({Format::float16, 1}, true, true), V{0});
+  EXPECT_EQ(same_bits_opt_levels({Format::float16, 0}, true, true), V{1});
+  EXPECT_EQ(same_bits_opt_levels({Format::float16, 2}, true, true), V{});
+  // ... not where a product may take a bf16 route (3 passes against 4).
+  EXPECT_EQ(same_bits_opt_levels({Format::float16, 1}, true, false), V{});
+  // cbfloat16 at POL 1 takes attention's softmax in H, at POL 0 in float32: the same only
+  // without attention.
+  EXPECT_EQ(same_bits_opt_levels({Format::cbfloat16, 1}, true, true), V{});
+  EXPECT_EQ(same_bits_opt_levels({Format::cbfloat16, 1}, false, true), V{0});
+  // bfloat16 is one pass at every level: POL 2 differs only in the softmax.
+  EXPECT_EQ(same_bits_opt_levels({Format::bfloat16, 1}, true, false), V{0});
+  EXPECT_EQ(same_bits_opt_levels({Format::bfloat16, 1}, false, false), (V{0, 2}));
+  EXPECT_EQ(same_bits_opt_levels({Format::bfloat16, 2}, true, true), V{});
+  // Mixed precision off: POL applies to nothing, nothing to say.
+  EXPECT_EQ(same_bits_opt_levels({Format::float32, 1}, true, true), V{});
+  EXPECT_EQ(same_bits_note(Format::float16, {0}),
+            "the same bits as precision_opt_level 0 on these routes: float16 products on fp32 "
+            "routes are exact in one pass at POL 0 and 1 (docs/engine.md \"Matrix products: "
+            "routes and precision_opt_level\")");
+  EXPECT_EQ(same_bits_note(Format::bfloat16, {0, 2})
+                .rfind("the same bits as precision_opt_level 0 and 2 on these routes: bfloat16 "
+                       "products take one pass at every level",
+                       0),
+            0u);
+  EXPECT_EQ(same_bits_note(Format::float16, {}), "");
+  EXPECT_TRUE(is_fp32_route(MatmulRoute::fp32));
+  EXPECT_TRUE(is_fp32_route(MatmulRoute::onednn_fp32));
+  EXPECT_FALSE(is_fp32_route(MatmulRoute::bf16));
+  EXPECT_FALSE(is_fp32_route(MatmulRoute::onednn_bf16));
+  EXPECT_FALSE(is_fp32_route(MatmulRoute::amx));
+  EXPECT_FALSE(is_fp32_route(MatmulRoute::automatic));
+}
+
 TEST(Autocast, SetsThePolicyForItsScopeOnThisThreadOnly) {
   EXPECT_EQ(current_policy().half, Format::float32);
   EXPECT_EQ(activation_format(), Format::float32);

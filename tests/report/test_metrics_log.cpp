@@ -230,7 +230,8 @@ TEST(MetricsReader, BrokenFilesAreNamedByFileAndLine) {
   EXPECT_EQ(expect_error(head + R"({"skipped_step":3,"loss_scale":1.0,"overflowed":"w"})"),
             "runs/x/metrics.jsonl:2: 'overflowed' is a string, expected a list of strings");
   EXPECT_EQ(expect_error(head + R"({"what":1})"),
-            "runs/x/metrics.jsonl:2: not a run, step, eval_step, skipped_step or routes record");
+            "runs/x/metrics.jsonl:2: not a run, step, eval_step, skipped_step, routes, "
+            "fallback_step or end record");
   EXPECT_EQ(expect_error(good),
             "runs/x/metrics.jsonl:1: a record before the run record (every run writes one first; "
             "this file was not written by mantissa train, or by an older version)");
@@ -249,7 +250,7 @@ TEST(MetricsLines, ARoutesRecordIsTheDocumentedJsonAndReadsBack) {
   r.source = kernels::RouteSource::measured;
   r.gflops[static_cast<std::size_t>(precision::MatmulRoute::fp32)] = 200.5;
   r.gflops[static_cast<std::size_t>(precision::MatmulRoute::onednn_bf16)] = 440.25;
-  const std::string line = metrics_line(RoutesRecord{1, {r}});
+  const std::string line = metrics_line(RoutesRecord{1, {r}, {}});
   EXPECT_EQ(line,
             R"({"products":[{"format":"bfloat16","gflops":{"fp32":200.5,"onednn_bf16":440.25},)"
             R"("k":384,"m":2048,"n":1536,"passes":1,"route":"onednn_bf16","source":"measured",)"
@@ -282,7 +283,7 @@ TEST(MetricsLines, AConvolutionsRouteNamesItsProductAndReadsBack) {
                             numerics::Format::float32, 1, true);
   r.route = precision::MatmulRoute::onednn_fp32;
   r.gflops[static_cast<std::size_t>(precision::MatmulRoute::onednn_fp32)] = 80.5;
-  const std::string line = metrics_line(RoutesRecord{2, {r}});
+  const std::string line = metrics_line(RoutesRecord{2, {r}, {}});
   EXPECT_EQ(line, R"({"products":[{"format":"float32","gflops":{"onednn_fp32":80.5},)"
                   R"("k":144,"m":32,"n":25088,"passes":1,)"
                   R"("product":"conv_fwd 128 16 14 14 32 3 3 1 1 bias","route":"onednn_fp32",)"

@@ -172,4 +172,64 @@ TEST(SvgPlot, TextIsEscaped) {
 }
 
 }  // namespace
+// Text in lines of at most a width (0.6 em a character at 12 px: 7.2 pixels): broken at
+// spaces, a word longer than a line broken inside it, a multi-byte character never split.
+TEST(SvgPlot, LongTextWrapsAndNothingIsDropped) {
+  EXPECT_DOUBLE_EQ(text_width("float16", 12), 7 * 7.2);
+  EXPECT_DOUBLE_EQ(text_width("a \u2192 b", 10), 5 * 6.0) << "an arrow is one character";
+  EXPECT_EQ(wrap_text("float16 (seed-2)", 200, 12), std::vector<std::string>{"float16 (seed-2)"});
+  EXPECT_EQ(wrap_text("float16 (seed-2)", 60, 12),
+            (std::vector<std::string>{"float16", "(seed-2)"}));
+  // 10 characters a line at 72 pixels.
+  EXPECT_EQ(wrap_text("ab abcdefghijklmnopqrstuvwxy z", 72, 12),
+            (std::vector<std::string>{"ab", "abcdefghij", "klmnopqrst", "uvwxy z"}));
+  EXPECT_EQ(wrap_text("\u2192\u2192\u2192", 2 * 7.2, 12),
+            (std::vector<std::string>{"\u2192\u2192", "\u2192"}));
+  EXPECT_EQ(wrap_text("", 50, 12), std::vector<std::string>{""});
+  // A long word breaks after a '-', '_', '/' or '.' in the second half of what fits.
+  EXPECT_EQ(wrap_text("abcdef-ghijkl-mn", 72, 12),
+            (std::vector<std::string>{"abcdef-", "ghijkl-mn"}));
+  EXPECT_EQ(wrap_text("ab-cdefghijklmnop", 72, 12),
+            (std::vector<std::string>{"ab-cdefghi", "jklmnop"}));
+}
+
+// A legend of more rows than fit above kTop moves the plot area down and makes the chart
+// taller by as much; a bar chart's label column widens for long labels (up to 220 pixels)
+// and wraps longer ones.
+TEST(SvgPlot, ALongLegendPushesThePlotDownAndLongBarLabelsWrap) {
+  LineChart c;
+  c.id = "c";
+  for (char name = 'a'; name < 'a' + 12; ++name)
+    c.legend.push_back({std::string("run ") + name, {"#000", "", Marker::circle}});
+  Series s;
+  s.run = "r";
+  s.kind = "k";
+  s.style = {"#000", "", Marker::none};
+  s.points = {{0, 0}, {1, 1}};
+  c.series.push_back(s);
+  const std::string svg = render(c);
+  // 12 entries of 36 + 5 * 7.2 + 10 = 82 pixels from x = 72 in rows ending at 562: five a
+  // row, three rows from y = 40, 16 apart: the last centred at 72, its text to 79; the plot
+  // starts 9 below, at 88, and the chart is 16 pixels taller than 340.
+  EXPECT_NE(svg.find("<rect x=\"72.0\" y=\"88.0\" width=\"490.0\" height=\"218.0\""),
+            std::string::npos)
+      << svg;
+  EXPECT_NE(svg.find("height=\"356.0\""), std::string::npos);
+  // Two rows (up to ten entries) still fit above the usual plot area.
+  c.legend.resize(10);
+  EXPECT_NE(render(c).find("<rect x=\"72.0\" y=\"72.0\" width=\"490.0\" height=\"218.0\""),
+            std::string::npos);
+  BarChart b{"b", "t", {}};
+  b.bars.push_back(
+      {"r", "a label of thirty characters!!", "1", 1.0, {"#000", "", Marker::none}, {}});
+  // 30 characters: 216 + 16 = 232 pixels, more than 220: the column is 220, the label wraps
+  // at 204 pixels (28 characters) onto two lines.
+  const std::string bars = render(b);
+  EXPECT_NE(bars.find("<rect x=\"220.0\""), std::string::npos) << bars;
+  EXPECT_NE(
+      bars.find(">a label of thirty</tspan><tspan x=\"212.0\" dy=\"14.0\">characters!!</tspan>"),
+      std::string::npos)
+      << bars;
+}
+
 }  // namespace mantissa::report::plot

@@ -209,13 +209,13 @@ TEST(Checkpoint, RoutesInTheMetadataAreDocumentedLinesAndBadOnesAreRefused) {
   r.gflops[static_cast<std::size_t>(precision::MatmulRoute::fp32)] = 77.5;
   m.routes = {r};
   std::map<std::string, std::string> meta = encode_checkpoint_meta(m);
-  EXPECT_EQ(meta.at("routes"), "64 256 64 NT float16 3 thread fp32 0 77.5 0 0 0\n");
+  EXPECT_EQ(meta.at("routes"), "64 256 64 NT float16 3 thread fp32 0 77.5 0 0 0 0\n");
   const CheckpointMeta back = decode_checkpoint_meta(meta, "x");
   ASSERT_EQ(back.routes.size(), 1u);
   EXPECT_EQ(back.routes[0].key, r.key);
   EXPECT_EQ(back.routes[0].route, r.route);
   EXPECT_EQ(back.routes[0].gflops, r.gflops);
-  for (const char* bad : {"64 256 64 NT float16 3 thread amx 0 0 0 0 0\n",
+  for (const char* bad : {"64 256 64 NT float16 3 thread tiles 0 0 0 0 0 0\n",
                           "64 256 64 NT float16 3 thread fp32 0 nan 0 0 0\n", "garbage\n"}) {
     meta["routes"] = bad;
     try {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "mantissa/autograd/variable.hpp"
+#include "mantissa/error.hpp"
 #include "mantissa/names.hpp"
 #include "mantissa/numerics/format.hpp"
 #include "mantissa/optim/optimizer.hpp"
@@ -67,6 +68,37 @@ inline constexpr NameTable<NonFinitePolicy, 3> kNonFinitePolicyNames = {{
 }};
 static_assert(in_enum_order(kNonFinitePolicyNames,
                             static_cast<std::size_t>(NonFinitePolicy::apply) + 1));
+
+// Why the step guard ended a run: the dynamic scale had to go below min_loss_scale with
+// on_stuck: raise, or too many steps in a row were not applied (non-finite gradients at a
+// scale that cannot adapt, or updates that would have made the state non-finite).
+enum class GuardStop { loss_scale_floor, nonfinite_steps };
+
+// The error the step guard throws when it ends a run, with the facts of the step that ended
+// it (a skipped step: nothing of it was applied), so a trainer can record that step and why
+// the run stopped. Its message says why and what to change.
+class StepGuardError : public Error {
+ public:
+  StepGuardError(GuardStop why, const std::string& message, double loss_scale,
+                 std::vector<std::string> tensors, bool refused_update = false)
+      : Error(message),
+        why_(why),
+        loss_scale_(loss_scale),
+        tensors_(std::move(tensors)),
+        refused_update_(refused_update) {}
+  GuardStop why() const { return why_; }
+  double loss_scale() const { return loss_scale_; }  // the scale the last step used
+  // The parameters whose gradients (or loss) held inf or NaN; or, when refused_update(), the
+  // tensor the update would have made non-finite from finite gradients.
+  const std::vector<std::string>& tensors() const { return tensors_; }
+  bool refused_update() const { return refused_update_; }
+
+ private:
+  GuardStop why_;
+  double loss_scale_;
+  std::vector<std::string> tensors_;
+  bool refused_update_;
+};
 
 // The vendor's documentation lists the scaler's defaults as 2e15 and 2e-14, meaning 2^15 and
 // 2^-14. For a value 2 x 10^k (k != 0) as written: a note saying how it is taken and what was

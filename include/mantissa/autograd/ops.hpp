@@ -71,6 +71,9 @@ std::vector<Variable> split(const Variable& x, const std::vector<std::int64_t>& 
 Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
                 std::int64_t stride = 1, std::int64_t padding = 0);
 Variable max_pool2d(const Variable& x, std::int64_t kernel, std::int64_t stride);
+// max_pool2d(relu(x), kernel, stride) in one pass and one node: the same values and gradients
+// (relu and max commute), without relu's full-size result in memory.
+Variable relu_max_pool2d(const Variable& x, std::int64_t kernel, std::int64_t stride);
 
 // Fused causal multi-head self-attention: q, k, v [b, heads, t, d] -> [b, heads, t, d],
 // softmax(q k^T / sqrt(d) + causal mask) v, computed blockwise (kernels/attention.hpp).

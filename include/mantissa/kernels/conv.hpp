@@ -30,4 +30,20 @@ void max_pool2d_forward(const float* x, std::int64_t planes, std::int64_t height
 void max_pool2d_backward(const float* dy, const std::int32_t* argmax, std::int64_t planes,
                          std::int64_t in_size, std::int64_t out_size, float* dx);
 
+// max_pool2d of relu(x) in one pass: y = max(0, the window's maximum) (relu and max commute;
+// +0 where the maximum is not above 0), argmax the first index of the window's maximum where
+// that maximum is above 0, else -1 (the gradient then reaches no input: relu's is 0 there).
+// The same results as relu (which maps NaN to 0) then max_pool2d: a NaN is never a window's
+// maximum. 2 x 2 windows of stride 2 run 8 outputs at a time (AVX2).
+void relu_max_pool2d_forward(const float* x, std::int64_t planes, std::int64_t height,
+                             std::int64_t width, std::int64_t kernel, std::int64_t stride, float* y,
+                             std::int32_t* argmax);
+// The scalar twin: the same window loop as max_pool2d_forward's.
+void relu_max_pool2d_forward_ref(const float* x, std::int64_t planes, std::int64_t height,
+                                 std::int64_t width, std::int64_t kernel, std::int64_t stride,
+                                 float* y, std::int32_t* argmax);
+// dx = 0, then dy at each output's argmax (none where it is -1).
+void relu_max_pool2d_backward(const float* dy, const std::int32_t* argmax, std::int64_t planes,
+                              std::int64_t in_size, std::int64_t out_size, float* dx);
+
 }  // namespace mantissa::kernels

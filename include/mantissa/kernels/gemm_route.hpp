@@ -223,6 +223,14 @@ std::string describe_route(Format half, int opt_level, MatmulRoute preference);
 // line names the CPU and the route cache.
 std::string route_table_text(const std::vector<RouteRecord>& records);
 
+// Whether the products of `half` values multiply in float32 (precision::is_fp32_route), which
+// makes POL 0 and 1 compute the same bits (precision::same_bits_opt_levels): before any
+// product runs, under `preference` (the route named, or every route automatic chooses among
+// on this CPU); after, as `records` show (every product of `half` routed so far; false when
+// there is none).
+bool takes_fp32_routes(Format half, MatmulRoute preference);
+bool took_fp32_routes(Format half, const std::vector<RouteRecord>& records);
+
 // One line for a concrete route: "bf16 (mantissa GEMM, AVX512-BF16 dot products)".
 std::string describe_concrete_route(MatmulRoute route);
 

@@ -24,6 +24,7 @@ std::string describe(const CpuFeatures& f);
 enum class SimdPath : std::uint8_t {
   scalar,  // the portable integer codec: same bits on every CPU
   avx2,    // AVX2 + F16C + FMA
+  avx512,  // avx2, with bfloat16 encode, decode and rounding 16 lanes at a time (AVX-512F/BW)
 };
 
 std::string_view simd_path_name(SimdPath p);

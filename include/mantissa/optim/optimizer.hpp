@@ -92,6 +92,15 @@ class Optimizer {
                       double wd, std::int64_t step_number) = 0;
   virtual std::vector<std::string> state_names(const Variable& param, std::size_t g) const = 0;
   virtual Tensor init_state(std::size_t index, const Variable& param, std::size_t g) const = 0;
+  // Whether group g's update is elementwise: each element's new value and state depend on
+  // that element alone and every state tensor has the parameter's shape. A guarded step then
+  // copies, updates and checks a parameter in cache-sized ranges (update_range) instead of
+  // in three passes over the whole of it.
+  virtual bool elementwise(std::size_t g) const;
+  // update() of elements [begin, end) only; called only where elementwise(g).
+  virtual void update_range(Variable& param, std::vector<Tensor>& state, std::size_t g, double lr,
+                            double wd, std::int64_t step_number, std::int64_t begin,
+                            std::int64_t end);
 
  private:
   OptimizerSettings settings_;
@@ -108,6 +117,12 @@ class Optimizer {
   // The weight or first state tensor of parameter i of group g holding a non-finite value,
   // by name; empty when all are finite.
   std::string nonfinite_tensor(std::size_t g, std::size_t i);
+  // The update of a float32 parameter of an elementwise group, in ranges spread over the
+  // threads; guarded, each range's values are first copied into the snapshot and checked
+  // after their update while in cache. False when a value came out non-finite (the snapshot
+  // then holds the whole parameter as it was); always true unguarded.
+  bool update_in_ranges(Variable& p, std::vector<Tensor>& s, std::size_t g, double lr, double wd,
+                        std::int64_t step_number, bool guarded);
   // One update of p through float32 copies of p, its gradient and its state (low-precision
   // weights or state); `index` numbers the parameter for the stochastic rounding stream.
   void staged_update(Variable& p, std::vector<Tensor>& s, std::size_t g, double lr, double wd,

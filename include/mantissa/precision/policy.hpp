@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "mantissa/names.hpp"
 #include "mantissa/numerics/format.hpp"
@@ -105,5 +106,24 @@ int matmul_passes(Format h, int opt_level);
 
 // Attention softmax in H (instead of float32): POL 2 for any H, and POL 1 for cbfloat16.
 bool attention_softmax_in_half(const Policy& p = current_policy());
+
+// Whether a route multiplies in float32 (fp32, onednn_fp32): float16 / cbfloat16 values are
+// multiplied exactly in one pass there, whatever the pass count (an 11-bit by 11-bit
+// product fits float32's 24 bits), so 3 and 4 passes compute the same bits.
+constexpr bool is_fp32_route(MatmulRoute route) {
+  return route == MatmulRoute::fp32 || route == MatmulRoute::onednn_fp32;
+}
+
+// The precision_opt_level values other than p's that compute the same bits as p on the same
+// routes (docs/engine.md "Matrix products: routes and precision_opt_level"). POL decides two
+// things: the bf16 passes of a float16 / cbfloat16 product (matmul_passes) and attention's
+// softmax format (attention_softmax_in_half). Another level computes the same bits when the
+// softmax rule is the same (or `attention` is false: the model has none) and the pass count
+// is the same, or both counts are exact splits (3, 4) and `fp32_routes` says every product
+// of H takes an fp32 route. Empty when mixed precision is off (POL applies to nothing).
+std::vector<int> same_bits_opt_levels(const Policy& p, bool attention, bool fp32_routes);
+// For a run computing in `half`: "the same bits as precision_opt_level 0 on these routes:
+// <why> (docs/engine.md ...)"; "" when `levels` is empty.
+std::string same_bits_note(Format half, const std::vector<int>& levels);
 
 }  // namespace mantissa::precision

@@ -1,12 +1,15 @@
 #pragma once
 // metrics.jsonl: what a training run records, one JSON object per line, and the reader that
 // turns a run directory's file back into typed records (report/report.hpp draws from them).
-// Four kinds of line, told apart by their first key (docs/config.md "Outputs"):
+// Kinds of line, told apart by their first key (docs/config.md "Outputs"):
 //   {"run": {...}}                   the run's settings; first line of every run() that trains
 //   {"step": N, "loss": ..., ...}    one logging window (every logging.log_steps steps)
 //   {"eval_step": N, ...}            one validation run
 //   {"skipped_step": N, ...}         a step skipped for non-finite gradients, with the
 //                                    parameters whose gradients overflowed
+//   {"routes": N, ...}               the matrix-product routes chosen so far
+//   {"fallback_step": N, ...}        the format changed (on_stuck: fall_back) after step N
+//   {"end": N, "outcome": ...}       how the run ended, and why
 // Steps count from 1: "step": N is the state after N optimizer steps of the loop.
 #include <cstdint>
 #include <optional>
@@ -31,6 +34,19 @@ inline constexpr NameTable<LossScalingMode, 3> kLossScalingModeNames = {
 static_assert(in_enum_order(kLossScalingModeNames,
                             static_cast<std::size_t>(LossScalingMode::dynamic) + 1));
 
+// How a training run ended (the `end` record): it ran its max_steps; the dynamic loss scale
+// had to go below its floor (on_stuck: raise); too many steps in a row (or all of them) were
+// not applied for non-finite values; a signal (or request_stop) stopped it after a
+// checkpoint; or another error stopped it.
+enum class RunOutcome { completed, loss_scale_floor, nonfinite_steps, interrupted, error };
+inline constexpr NameTable<RunOutcome, 5> kRunOutcomeNames = {
+    {{"completed", RunOutcome::completed},
+     {"loss_scale_floor", RunOutcome::loss_scale_floor},
+     {"nonfinite_steps", RunOutcome::nonfinite_steps},
+     {"interrupted", RunOutcome::interrupted},
+     {"error", RunOutcome::error}}};
+static_assert(in_enum_order(kRunOutcomeNames, static_cast<std::size_t>(RunOutcome::error) + 1));
+
 // A setting as the report shows it: its name and its value, written out.
 using SettingRow = std::pair<std::string, std::string>;
 
@@ -51,6 +67,10 @@ struct RunRecord {
   std::uint64_t seed = 0;
   std::string cpu;                   // the CPU's name
   std::vector<SettingRow> settings;  // the mixed-precision settings in force, in order
+  // The other precision_opt_level values that compute the same bits as this run's on the
+  // same routes, as far as known before the first step (precision::same_bits_opt_levels);
+  // written only when there are some.
+  std::vector<int> same_bits_opt_levels;
 };
 
 struct WindowRecord {
@@ -81,12 +101,38 @@ struct SkipRecord {
   std::vector<std::string> overflowed;  // parameters whose gradients held inf or NaN
 };
 
+// A change of format during the run: the dynamic loss scale reached its floor at `step` (a
+// skipped step) with on_stuck: fall_back, and the steps after it compute in `to`.
+struct FallbackRecord {
+  std::int64_t step = 0;
+  numerics::Format from = numerics::Format::float16;
+  numerics::Format to = numerics::Format::bfloat16;
+  std::string reason;  // the scaler's words
+};
+
+// How the run ended: its last step (the one that stopped it, for a stop of the step guard),
+// the outcome, the skipped steps in all, the last skipped step, the signal (interrupted:
+// "SIGINT", "SIGTERM"; "" when the program asked), the last checkpoint written, and why it
+// stopped (the error's message; "" when it completed or was interrupted).
+struct OutcomeRecord {
+  std::int64_t step = 0;
+  RunOutcome outcome = RunOutcome::completed;
+  std::int64_t skipped_steps = 0;
+  std::optional<std::int64_t> last_skipped_step;
+  std::string signal;
+  std::string checkpoint;
+  std::string message;
+};
+
 // The matrix-product routes the run has chosen so far (kernels::route_records()), written
 // after the first step that chose a new one: {"routes": <step>, "products": [{"m", "n",
 // "k", "trans", "format", "passes", "threads", "route", "source", "gflops": {route: rate}}]}.
 struct RoutesRecord {
   std::int64_t step = 0;
   std::vector<kernels::RouteRecord> products;
+  // The other precision_opt_level values that compute the same bits as the run on these
+  // routes (precision::same_bits_opt_levels); written only when there are some.
+  std::vector<int> same_bits_opt_levels;
 };
 
 // One line each (no newline). Non-finite numbers are written as null.
@@ -95,6 +141,8 @@ std::string metrics_line(const WindowRecord& r, std::string_view unit);
 std::string metrics_line(const EvalRecord& r);
 std::string metrics_line(const SkipRecord& r);
 std::string metrics_line(const RoutesRecord& r);
+std::string metrics_line(const FallbackRecord& r);
+std::string metrics_line(const OutcomeRecord& r);
 
 // A run as its metrics.jsonl tells it. A run record starts a run over: records of steps
 // after its start_step (from an earlier run in the same directory, or past the checkpoint a
@@ -106,7 +154,41 @@ struct RunLog {
   std::vector<EvalRecord> evals;
   std::vector<SkipRecord> skips;
   std::vector<RoutesRecord> routes;
+  std::vector<FallbackRecord> fallbacks;
+  std::optional<OutcomeRecord> outcome;  // none: still running, killed, or an older writer
 };
+
+// What a run trains in, as `compare --formats` and `bench train --precision` name it: its
+// linear layers' recipe by its short name (fp8 for delayed scaling, mxfp4, ...), or its
+// format.
+std::string precision_name(const RunRecord& r);
+// What a run trained in, as a label: precision_name, and after a fall-back the format it
+// continued in: "float16 -> bfloat16".
+std::string format_label(const RunLog& log);
+// One line on how the run ended: "completed 8 steps", "stopped at the loss-scale floor at
+// step 2 of 8 (last skipped step 2): <why>", "interrupted by SIGTERM at step 5 of 8
+// (checkpoint ...)", ..., or that no end was recorded.
+std::string outcome_text(const RunLog& log);
+// "fell back from float16 to bfloat16 after step 12: <why>", one per fall-back, in order.
+std::vector<std::string> fallback_texts(const RunLog& log);
+
+// A run's training throughput measured interleaved with the other runs' (`mantissa compare`:
+// every format's training steps in one process, step by step in turn, so each sees the same
+// machine): the only throughput the report compares across runs. Runs trained one after
+// another measure the machine's other work as much as the format. One JSON line each in
+// <compare dir>/throughput.jsonl: {"interleaved_throughput": "<format label>", "unit",
+// "items_per_s" (the median step's), "slowest_items_per_s", "fastest_items_per_s", "steps"}.
+struct ThroughputRecord {
+  std::string run;  // the run's format as compare names it: float32, ..., fp8
+  std::string unit = "tokens";
+  double items_per_second = 0;
+  double slowest = 0, fastest = 0;  // the slowest and fastest timed step, in items per second
+  std::int64_t steps = 0;           // timed steps
+};
+std::string metrics_line(const ThroughputRecord& r);
+// Throws mantissa::Error "<source>:<line>: ..." for a line that is not such a record.
+std::vector<ThroughputRecord> parse_throughput(std::string_view text, const std::string& source);
+std::vector<ThroughputRecord> read_throughput(const std::string& path);
 
 // Parses metrics.jsonl text. Throws mantissa::Error "<source>:<line>: ..." for a line that is
 // not one JSON object (a torn write), a record of no known kind, or a missing or mistyped

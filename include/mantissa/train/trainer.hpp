@@ -58,6 +58,9 @@ struct RunSummary {
   std::vector<CheckpointEval> evals;  // eval_all: every checkpoint's
   std::string last_checkpoint;
   bool interrupted = false;
+  // interrupted: the job's stop signal (TrainerHooks::stop_signal; data parallel: the first
+  // rank's that caught one); 0 when the stop was asked otherwise (request_stop).
+  int stop_signal = 0;
 };
 
 // What training keeps between steps, in bytes (bench train prints it per parameter).
@@ -73,6 +76,8 @@ struct TrainingStateBytes {
 struct StepResult {
   double loss = 0;  // mean over the micro-batches
   amp::StepReport report;
+  // The scale reached its floor with on_stuck: fall_back at this step: the format changed.
+  std::optional<report::FallbackRecord> fallback;
 };
 
 // The figures of one logged training window (every logging.log_steps steps and the last).
@@ -106,12 +111,14 @@ class TrainerEvents {
 // process. With several, every process runs the same Trainer on its part of each global
 // batch; rank 0 alone reports events, writes metrics and checkpoints. And a stop flag its
 // signal handlers set (SIGINT, SIGTERM): when it turns true, run() checkpoints at the next
-// step boundary and returns with RunSummary::interrupted (every process after the same step).
+// step boundary and returns with RunSummary::interrupted (every process after the same step),
+// with the signal number they store in stop_signal (recorded in the metrics' end record).
 struct TrainerHooks {
   TrainerEvents* events = nullptr;  // not owned; null: the run reports nothing
   data::CorpusProvider kjv_corpus;
   dist::Communicator world = {};
-  const std::atomic<bool>* stop = nullptr;  // not owned
+  const std::atomic<bool>* stop = nullptr;        // not owned
+  const std::atomic<int>* stop_signal = nullptr;  // not owned; 0 or the signal caught
 };
 
 // When a checkpoint resumed for training was made with a precision or optimizer (settings,
@@ -223,10 +230,19 @@ class Trainer {
   void take_routes(const std::vector<kernels::RouteRecord>& routes);
   // After a step that chose new routes: a routes record, and at the first, a line saying so.
   void record_new_routes();
+  // A skipped step's record (and the last skipped step the end record names).
+  void record_skip(std::int64_t step, double loss_scale, std::vector<std::string> tensors);
+  // The end record: how the run ended (metrics.hpp OutcomeRecord). `best_effort`: a failure
+  // to write it is ignored (the run is failing already, with an error of its own).
+  void record_end(report::RunOutcome outcome, const RunSummary& summary, const std::string& message,
+                  bool best_effort);
+  // A model with attention (POL also decides attention's softmax format).
+  bool has_attention() const;
 
   config::TrainerConfig config_;
   TrainerEvents* events_;
   const std::atomic<bool>* external_stop_;
+  const std::atomic<int>* stop_signal_;
   TrainerEvents silent_;
   std::unique_ptr<DataParallel> dp_;
   std::unique_ptr<Task> task_;
@@ -244,7 +260,8 @@ class Trainer {
   std::string last_finite_checkpoint_;
   std::atomic<bool> stop_{false};
   std::unique_ptr<MetricsFile> metrics_;
-  std::size_t routes_recorded_ = 0;  // route_records() already in a routes record
+  std::size_t routes_recorded_ = 0;                // route_records() already in a routes record
+  std::optional<std::int64_t> last_skipped_step_;  // of this run, for its end record
 };
 
 }  // namespace mantissa::train

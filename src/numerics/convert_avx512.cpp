@@ -1,0 +1,81 @@
+// bfloat16 conversions 16 lanes at a time (SimdPath::avx512): compiled with -mavx512f
+// -mavx512bw, entered only when cpu_supports(SimdPath::avx512). The same integer rounding on
+// the float32 pattern as the AVX2 path (convert_avx2.cpp) and the scalar codec, so the same
+// bits; the tails go through the codec.
+#include <immintrin.h>
+
+#include "convert_kernels.hpp"
+#include "mantissa/numerics/minifloat_codec.hpp"
+
+// GCC 12's AVX-512 headers fill the pass-through of unmasked intrinsics with a
+// self-initialised "undefined" vector, which -Wmaybe-uninitialized reports wherever they are
+// inlined (GCC bug 105593, fixed in GCC 13). Nothing here reads an undefined lane.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace mantissa::numerics::detail {
+namespace {
+
+// The bfloat16 halves of 16 float32 patterns: nearest even (or toward zero), NaN quieted
+// with its payload's top bits, in the low 16 bits of each lane.
+__m512i bf16_halves(__m512i u, bool nearest) {
+  const __m512i top = _mm512_srli_epi32(u, 16);
+  __m512i h = top;
+  if (nearest) {
+    const __m512i lsb = _mm512_and_si512(top, _mm512_set1_epi32(1));
+    h = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))),
+                          16);
+  }
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)),
+                                                _mm512_set1_epi32(0x7F800000));
+  return _mm512_mask_or_epi32(h, nan, top, _mm512_set1_epi32(0x40));
+}
+
+}  // namespace
+
+void encode_bfloat16_avx512(const float* src, std::size_t n, std::uint16_t* dst,
+                            Rounding rounding) {
+  const bool nearest = rounding == Rounding::nearest_even;
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512i a = bf16_halves(_mm512_loadu_si512(src + i), nearest);
+    const __m512i b = bf16_halves(_mm512_loadu_si512(src + i + 16), nearest);
+    // Pack the two halves' low words in order: packus works per 128-bit lane, the permute
+    // puts the lanes back.
+    const __m512i packed = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7),
+                                                    _mm512_packus_epi32(a, b));
+    _mm512_storeu_si512(dst + i, packed);
+  }
+  const Layout l = layout(Format::bfloat16);
+  for (; i < n; ++i) {
+    dst[i] = static_cast<std::uint16_t>(encode(src[i], l, rounding, Overflow::to_infinity));
+  }
+}
+
+void decode_bfloat16_avx512(const std::uint16_t* src, std::size_t n, float* dst) {
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i u = _mm512_slli_epi32(
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))), 16);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(
+        _mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_set1_epi32(0x7F800000));
+    _mm512_storeu_si512(dst + i, _mm512_mask_or_epi32(u, nan, u, _mm512_set1_epi32(0x00400000)));
+  }
+  const Layout l = layout(Format::bfloat16);
+  for (; i < n; ++i) dst[i] = decode(src[i], l);
+}
+
+void round_bfloat16_avx512(float* x, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i h = bf16_halves(_mm512_loadu_si512(x + i), true);
+    _mm512_storeu_si512(x + i, _mm512_slli_epi32(h, 16));
+  }
+  const Layout l = layout(Format::bfloat16);
+  for (; i < n; ++i) {
+    x[i] = decode(encode(x[i], l, Rounding::nearest_even, Overflow::to_infinity), l);
+  }
+}
+
+}  // namespace mantissa::numerics::detail
