@@ -45,12 +45,10 @@ kernels::GemmEpilogue scaled_into(float* c, std::int64_t ld, float factor) {
   };
 }
 
-struct LinearFp8Node : Node {
+struct LinearFp8Node : Node, LinearNodeShape {
   Tensor xq, wq;  // fp8: x [rows, in] and the weight [out, in], as the forward multiplied them
   float x_scale, w_scale;
   std::shared_ptr<Fp8Meta> meta;
-  std::int64_t rows, in, out;
-  bool has_bias;
   const char* name() const override { return "linear_fp8"; }
   kernels::OpClass op_class() const override { return kernels::OpClass::gemm; }
   std::vector<Tensor> apply(const Tensor& g) override {
@@ -68,7 +66,6 @@ struct LinearFp8Node : Node {
     const Tensor db = has_bias ? bias_gradient(gc, rows, out) : Tensor();
     return {dx.reshape(x_shape), dw, db};
   }
-  Shape x_shape;
 };
 
 }  // namespace
@@ -113,11 +110,7 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias,
     node->x_scale = x_scale;
     node->w_scale = w_scale;
     node->meta = fp8;
-    node->rows = rows;
-    node->in = in;
-    node->out = out;
-    node->has_bias = bias.defined();
-    node->x_shape = xs;
+    node->set_shape(sizes, xs, bias.defined());
     return node;
   });
 }

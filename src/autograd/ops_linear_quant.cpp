@@ -40,12 +40,9 @@ const WeightCopies& weight_copies(const Variable& weight, LinearQuant& quant) {
   return static_cast<const WeightCopies&>(*slot);
 }
 
-struct LinearQuantNode : Node {
+struct LinearQuantNode : Node, LinearNodeShape {
   QuantCopy x_col, w_col;  // x along its rows, W along its rows (the output features)
   std::shared_ptr<LinearQuant> quant;
-  std::int64_t rows, in, out;
-  bool has_bias;
-  Shape x_shape;
   const char* name() const override { return "linear_quantized"; }
   kernels::OpClass op_class() const override { return kernels::OpClass::gemm; }
   std::vector<Tensor> apply(const Tensor& g) override {
@@ -115,11 +112,7 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias,
     }
     node->w_col = w.col;
     node->quant = quant;
-    node->rows = rows;
-    node->in = in;
-    node->out = out;
-    node->has_bias = bias.defined();
-    node->x_shape = xs;
+    node->set_shape(sizes, xs, bias.defined());
     return node;
   });
 }
