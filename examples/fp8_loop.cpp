@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <random>
 
-#include "mantissa/amp/fp8_layers.hpp"
+#include "mantissa/amp/quantized_layers.hpp"
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/nn/models.hpp"
 #include "mantissa/optim/optimizer.hpp"

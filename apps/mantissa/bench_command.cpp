@@ -57,7 +57,7 @@ int run_interleaved(const BenchArgs& a, const dist::Communicator& world) {
         "float32,bfloat16)");
   }
   std::vector<config::TrainerConfig> configs;
-  for (const TrainingPrecision p : parse_training_precisions(a.precision, "--precision")) {
+  for (const TrainingPrecision& p : parse_training_precisions(a.precision, "--precision")) {
     configs.push_back(make_config(a, p));
   }
   const std::vector<bench::BenchResult> rs = bench::run_interleaved_benchmark(
@@ -122,11 +122,11 @@ Action register_bench_command(CLI::App& app, const dist::Communicator& world) {
   cmd->add_option("--config", a->config, "The YAML config (docs/config.md)")->required();
   cmd->add_option(
       "--precision", a->precision,
-      names_of(kTrainingPrecisionNames) +
+      training_precision_names() +
           " (default: the config's; float16 "
           "and cbfloat16 get dynamic loss scaling unless --loss-scaling says otherwise; "
-          "fp8: fp8 linear layers, the rest in bfloat16). With --interleave, a "
-          "comma-separated list");
+          "fp8 (delayed scaling) to nvfp4: the linear layers' recipe, the rest in bfloat16). "
+          "With --interleave, a comma-separated list");
   cmd->add_option("--opt-level", a->opt_level, "precision_opt_level 0 | 1 | 2 (default: config's)");
   cmd->add_option("--loss-scaling", a->loss_scaling, "dynamic or a number (the loss scale)");
   cmd->add_option("--route", a->route,

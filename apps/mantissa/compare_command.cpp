@@ -107,8 +107,8 @@ std::vector<report::ThroughputRecord> measure_throughput(
     const auto [fastest, slowest] =
         std::minmax_element(r.step_seconds.begin(), r.step_seconds.end());
     const double items = static_cast<double>(r.items_per_step);
-    records.push_back({std::string(name_of(kTrainingPrecisionNames, formats[i])), r.unit,
-                       r.items_per_second, items / *slowest, items / *fastest,
+    records.push_back({training_precision_name(formats[i]), r.unit, r.items_per_second,
+                       items / *slowest, items / *fastest,
                        static_cast<std::int64_t>(r.step_seconds.size())});
     lines += report::metrics_line(records.back()) + "\n";
     fmt::print(stderr, "compare: {:<10} {:>10.0f} {}/s  {:.3f}x {}'s\n", records.back().run,
@@ -142,10 +142,10 @@ int run(const CompareArgs& a) {
   const std::optional<std::int64_t> log_steps = logging_interval(a, base);
   std::vector<CompareRun> runs;
   std::vector<config::TrainerConfig> first_seed_configs;  // one per format
-  for (const TrainingPrecision f : formats) {
+  for (const TrainingPrecision& f : formats) {
     for (std::int64_t s = 0; s < a.seeds; ++s) {
       CompareRun r{f, first_seed + static_cast<std::uint64_t>(s), ""};
-      std::filesystem::path dir = std::filesystem::path(out) / name_of(kTrainingPrecisionNames, f);
+      std::filesystem::path dir = std::filesystem::path(out) / training_precision_name(f);
       if (a.seeds > 1) dir /= "seed-" + std::to_string(r.seed);
       r.dir = dir.string();
       // Every error before any work.
@@ -159,7 +159,7 @@ int run(const CompareArgs& a) {
   bool interrupted = false;
   for (std::size_t i = 0; i < runs.size() && !interrupted; ++i) {
     const CompareRun& run = runs[i];
-    std::string label(name_of(kTrainingPrecisionNames, run.format));
+    std::string label = training_precision_name(run.format);
     if (a.seeds > 1) label += " seed " + std::to_string(run.seed);
     fmt::print(stderr, "compare: {} ({} of {}), run directory {}\n", label, i + 1, runs.size(),
                run.dir);
@@ -212,8 +212,9 @@ Action register_compare_command(CLI::App& app) {
   cmd->add_option("--config", a->config, "The YAML config (docs/config.md)")->required();
   cmd->add_option(
       "--formats", a->formats,
-      "Comma-separated: " + names_of(kTrainingPrecisionNames) +
-          " (default the first four, in that order; fp8: fp8 linear layers, the rest in bfloat16)");
+      "Comma-separated: " + training_precision_names() +
+          " (default float32,bfloat16,float16,cbfloat16; fp8 (delayed scaling) to nvfp4: the "
+          "linear layers' recipe, the rest in bfloat16)");
   cmd->add_option("--steps", a->steps, "Training steps per format (default: the config's)");
   cmd->add_option("--precision-stats", a->precision_stats,
                   "Sample what every rounding loses, per layer, every N steps and on step 1 "

@@ -4,16 +4,43 @@
 #include <array>
 
 #include "mantissa/error.hpp"
+#include "mantissa/precision/policy.hpp"
 
 namespace mantissa::app {
-TrainingPrecision parse_training_precision(std::string_view word, std::string_view option) {
-  std::string names;
-  for (const auto& [name, value] : kTrainingPrecisionNames) {
-    if (name == word) return value;
-    names += (names.empty() ? "" : ", ") + std::string(name);
+namespace {
+
+// Every word with its precision: float32, the half formats, then the recipes.
+std::vector<std::pair<std::string, TrainingPrecision>> all_precisions() {
+  std::vector<std::pair<std::string, TrainingPrecision>> out;
+  out.emplace_back(std::string(numerics::name(numerics::Format::float32)), TrainingPrecision{});
+  for (numerics::Format f : precision::kHalfFormats) {
+    out.emplace_back(std::string(numerics::name(f)), TrainingPrecision{f, std::nullopt});
   }
-  throw Error(std::string(option) + ": '" + std::string(word) + "' (expected one of: " + names +
-              ")");
+  for (const auto& [word, recipe] : precision::kRecipeShortNames) {
+    out.emplace_back(std::string(word), TrainingPrecision{numerics::Format::bfloat16, recipe});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string training_precision_names() {
+  std::string names;
+  for (const auto& [word, p] : all_precisions()) names += (names.empty() ? "" : ", ") + word;
+  return names;
+}
+
+std::string training_precision_name(const TrainingPrecision& p) {
+  if (p.recipe) return std::string(name_of(precision::kRecipeShortNames, *p.recipe));
+  return std::string(numerics::name(p.format));
+}
+
+TrainingPrecision parse_training_precision(std::string_view word, std::string_view option) {
+  for (const auto& [name, p] : all_precisions()) {
+    if (name == word) return p;
+  }
+  throw Error(std::string(option) + ": '" + std::string(word) +
+              "' (expected one of: " + training_precision_names() + ")");
 }
 
 std::vector<TrainingPrecision> parse_training_precisions(std::string_view list,
@@ -23,11 +50,8 @@ std::vector<TrainingPrecision> parse_training_precisions(std::string_view list,
   while (start <= list.size()) {
     const std::size_t comma = std::min(list.find(',', start), list.size());
     const TrainingPrecision p = parse_training_precision(list.substr(start, comma - start), option);
-    for (const TrainingPrecision seen : out) {
-      if (seen == p) {
-        throw Error(std::string(option) + ": '" + std::string(name_of(kTrainingPrecisionNames, p)) +
-                    "' is listed twice");
-      }
+    if (std::find(out.begin(), out.end(), p) != out.end()) {
+      throw Error(std::string(option) + ": '" + training_precision_name(p) + "' is listed twice");
     }
     out.push_back(p);
     start = comma + 1;
@@ -40,16 +64,20 @@ std::vector<std::string> precision_overrides(std::optional<TrainingPrecision> pr
                                              const std::string& route) {
   const std::string key = "trainer.init.precision.";
   std::vector<std::string> o;
-  if (precision == TrainingPrecision::float32) {
+  if (precision && precision->format == numerics::Format::float32) {
     o.push_back(key + "enabled=false");
   } else if (precision) {
-    const bool fp8 = *precision == TrainingPrecision::fp8;
     o.push_back(key + "enabled=true");
-    o.push_back(key + "fp16_type=" +
-                std::string(fp8 ? "bfloat16" : name_of(kTrainingPrecisionNames, *precision)));
-    if (fp8) o.push_back(key + "fp8.enabled=true");
+    o.push_back(key + "fp16_type=" + std::string(numerics::name(precision->format)));
+    if (precision->recipe == precision::Recipe::delayed) {
+      o.push_back(key + "fp8.enabled=true");  // the spelling runs have always recorded
+    } else if (precision->recipe) {
+      o.push_back(
+          key + "recipe.name=" + std::string(name_of(precision::kRecipeNames, *precision->recipe)));
+    }
     // float16 and cbfloat16 need loss scaling (docs/design.md section 4): dynamic unless told.
-    if ((*precision == TrainingPrecision::float16 || *precision == TrainingPrecision::cbfloat16) &&
+    if ((precision->format == numerics::Format::float16 ||
+         precision->format == numerics::Format::cbfloat16) &&
         loss_scaling.empty()) {
       o.push_back(key + "loss_scaling_factor=dynamic");
     }

@@ -6,22 +6,23 @@
 #include <string_view>
 #include <vector>
 
-#include "mantissa/names.hpp"
+#include "mantissa/numerics/format.hpp"
+#include "mantissa/precision/recipe.hpp"
 
 namespace mantissa::app {
 
-// What a run trains in: float32 (mixed precision off), bfloat16, float16, cbfloat16, or fp8
-// (fp8 linear layers, the rest in bfloat16: precision.fp8, docs/mixed_precision.md).
-enum class TrainingPrecision { float32, bfloat16, float16, cbfloat16, fp8 };
-inline constexpr NameTable<TrainingPrecision, 5> kTrainingPrecisionNames = {{
-    {"float32", TrainingPrecision::float32},
-    {"bfloat16", TrainingPrecision::bfloat16},
-    {"float16", TrainingPrecision::float16},
-    {"cbfloat16", TrainingPrecision::cbfloat16},
-    {"fp8", TrainingPrecision::fp8},
-}};
-static_assert(in_enum_order(kTrainingPrecisionNames,
-                            static_cast<std::size_t>(TrainingPrecision::fp8) + 1));
+// What a run trains in: float32 (mixed precision off), a half format (bfloat16, float16,
+// cbfloat16), or a linear-layer recipe with the rest in bfloat16 (the recipe's short name,
+// precision::kRecipeShortNames: fp8 for delayed scaling, fp8_current, fp8_block, mxfp8,
+// mxfp6, mxfp4, nvfp4; precision.recipe, docs/mixed_precision.md).
+struct TrainingPrecision {
+  numerics::Format format = numerics::Format::float32;
+  std::optional<precision::Recipe> recipe;
+  bool operator==(const TrainingPrecision&) const = default;
+};
+// "float32, bfloat16, float16, cbfloat16, fp8, fp8_current, ...": the words, in that order.
+std::string training_precision_names();
+std::string training_precision_name(const TrainingPrecision& p);
 
 // `word` as a TrainingPrecision; mantissa::Error naming `option` and the words otherwise.
 TrainingPrecision parse_training_precision(std::string_view word, std::string_view option);
@@ -31,8 +32,8 @@ std::vector<TrainingPrecision> parse_training_precisions(std::string_view list,
                                                          std::string_view option);
 
 // Overrides applied after the user's --set: `precision` (float32 turns mixed precision off;
-// float16 and cbfloat16 get dynamic loss scaling unless `loss_scaling` is given; fp8 turns on
-// precision.fp8 with fp16_type bfloat16),
+// float16 and cbfloat16 get dynamic loss scaling unless `loss_scaling` is given; a recipe
+// sets precision.recipe.name with fp16_type bfloat16),
 // `loss_scaling` ("dynamic" or a number; empty: unchanged), `opt_level` (< 0: unchanged),
 // `route` (a matmul_route word; empty: unchanged).
 std::vector<std::string> precision_overrides(std::optional<TrainingPrecision> precision,

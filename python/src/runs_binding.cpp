@@ -136,6 +136,10 @@ py::dict run_record_dict(const report::RunRecord& r) {
   py::dict settings;
   for (const auto& [name, value] : r.settings) settings[py::str(name)] = value;
   d["settings"] = settings;
+  d["recipe"] = r.recipe.empty() ? py::object(py::none()) : py::object(py::str(r.recipe));
+  py::list layers;
+  for (const auto& [layer, what] : r.layers) layers.append(py::make_tuple(layer, what));
+  d["layers"] = layers;
   d["same_bits_opt_levels"] = r.same_bits_opt_levels;
   return d;
 }

@@ -100,6 +100,17 @@ void MixedPrecision::validate() const {
     if (!enabled) throw Error("fp8.enabled: true needs enabled: true (fp8 is a half policy)");
     fp8.validate();
   }
+  if (recipe) {
+    if (!enabled) {
+      throw Error("recipe: needs enabled: true (the layers outside the recipe run in fp16_type)");
+    }
+    if (fp8.enabled) {
+      throw Error(
+          "recipe: and fp8.enabled: true both choose the linear layers' recipe (fp8: {enabled: "
+          "true} is recipe: {name: delayed}; set one)");
+    }
+    recipe->validate();
+  }
   if (master_weights != optim::MasterWeights::float32 &&
       (!enabled || fp16_type != Format::bfloat16)) {
     throw Error(
@@ -128,9 +139,16 @@ bool MixedPrecision::logs_loss_scale() const {
   return log_loss_scale.value_or(std::holds_alternative<DynamicLossScaling>(loss_scaling));
 }
 
+std::optional<precision::RecipeSettings> MixedPrecision::linear_recipe() const {
+  if (!enabled) return std::nullopt;
+  if (recipe) return recipe;
+  if (fp8.enabled) return precision::delayed_recipe(fp8);
+  return std::nullopt;
+}
+
 precision::Policy MixedPrecision::policy() const {
   precision::Fp8Settings f = fp8;
-  f.enabled = enabled && fp8.enabled;
+  f.enabled = enabled && (fp8.enabled || recipe.has_value());
   return {enabled ? fp16_type : numerics::Format::float32, precision_opt_level, matmul_route, f};
 }
 

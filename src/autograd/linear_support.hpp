@@ -1,5 +1,6 @@
 #pragma once
-// Internal: what linear and its fp8 form share: the shape checks and the bias gradient.
+// Internal: what linear and its quantized forms share: the shape checks, writing the GEMM's
+// finished blocks and the bias gradient.
 #include <optional>
 
 #include "op_support.hpp"
@@ -13,6 +14,21 @@ struct LinearSizes {
 
 // x [..., in], weight [out, in], bias [out] or undefined; else mantissa::Error naming linear.
 LinearSizes linear_sizes(const Variable& x, const Variable& weight, const Variable& bias);
+
+// What a linear node's backward keeps of the forward's shapes (the fp8 and block-scaled
+// nodes derive from it).
+struct LinearNodeShape {
+  std::int64_t rows = 0, in = 0, out = 0;
+  bool has_bias = false;
+  Shape x_shape;
+  void set_shape(const LinearSizes& s, const Shape& x, bool bias) {
+    rows = s.rows;
+    in = s.in;
+    out = s.out;
+    has_bias = bias;
+    x_shape = x;
+  }
+};
 
 // The output's shape: x's with the last dimension `out`.
 Shape linear_output_shape(const Shape& x, std::int64_t out);

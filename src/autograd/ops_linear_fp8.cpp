@@ -15,19 +15,6 @@ using precision::QuantRole;
 
 constexpr const char* kOp = "linear_fp8";
 
-// The probe's role of a slot's cast.
-QuantRole role_of(Fp8Slot slot) {
-  switch (slot) {
-    case Fp8Slot::input:
-      return QuantRole::input;
-    case Fp8Slot::weight:
-      return QuantRole::weight;
-    case Fp8Slot::grad:
-      break;
-  }
-  return QuantRole::grad;
-}
-
 // t cast to fp8 with the slot's scale; what the cast found is recorded while gradients are on
 // (a training step), not in evaluation, and on a sampled step what it lost (`layer`'s).
 Tensor cast(const Tensor& t, Fp8Meta& meta, Fp8Slot slot, bool record,
@@ -63,12 +50,10 @@ kernels::GemmEpilogue scaled_into(float* c, std::int64_t ld, float factor) {
   };
 }
 
-struct LinearFp8Node : Node {
+struct LinearFp8Node : Node, LinearNodeShape {
   Tensor xq, wq;  // fp8: x [rows, in] and the weight [out, in], as the forward multiplied them
   float x_scale, w_scale;
   std::shared_ptr<Fp8Meta> meta;
-  std::int64_t rows, in, out;
-  bool has_bias;
   const char* name() const override { return kOp; }
   kernels::OpClass op_class() const override { return kernels::OpClass::gemm; }
   std::vector<Tensor> apply(const Tensor& g) override {
@@ -86,7 +71,6 @@ struct LinearFp8Node : Node {
     const Tensor db = has_bias ? bias_gradient(gc, rows, out) : Tensor();
     return {dx.reshape(x_shape), dw, db};
   }
-  Shape x_shape;
 };
 
 }  // namespace
@@ -124,11 +108,7 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias,
     node->x_scale = x_scale;
     node->w_scale = w_scale;
     node->meta = fp8;
-    node->rows = rows;
-    node->in = in;
-    node->out = out;
-    node->has_bias = bias.defined();
-    node->x_shape = xs;
+    node->set_shape(sizes, xs, bias.defined());
     return node;
   });
 }

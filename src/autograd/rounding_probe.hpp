@@ -3,12 +3,26 @@
 // RoundingProbe stands for one rounding site of an op (its layer, op and role); on a sampled
 // step it measures what the site's roundings lose and records it in the step's probe, on
 // every other step it is inert (made with one thread-local read, used with one test).
+#include "mantissa/precision/fp8.hpp"
 #include "mantissa/precision/quant_probe.hpp"
 #include "mantissa/tensor/tensor.hpp"
 
 namespace mantissa::autograd::detail {
 
 using tensor::Tensor;
+
+// The role of a GEMM operand a recipe quantizes (its fp8 slot).
+inline precision::QuantRole role_of(precision::Fp8Slot slot) {
+  switch (slot) {
+    case precision::Fp8Slot::input:
+      return precision::QuantRole::input;
+    case precision::Fp8Slot::weight:
+      return precision::QuantRole::weight;
+    case precision::Fp8Slot::grad:
+      break;
+  }
+  return precision::QuantRole::grad;
+}
 
 class RoundingProbe {
  public:

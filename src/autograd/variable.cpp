@@ -240,6 +240,9 @@ void backward(const Variable& root, float seed, const LeafReadyHook& on_leaf_rea
     std::vector<Tensor> grads;
     if (g.defined()) {
       kernels::ProfileScope scope(n->op_class());
+      // The node's backward runs in the layer its forward ran in (the probe's sites, a
+      // recipe's quantization points read it).
+      const precision::LayerScope in_layer(n->layer);
       const bool watching = watch != nullptr && !watch->first();
       // The gradient of an op's output is rounded to the H it ran under, and kept packed.
       if (n->policy.enabled() && g.format() != n->policy.half) {

@@ -84,12 +84,22 @@ std::string fixed(double v, int decimals) {
 BenchResult describe_run(const Trainer& trainer, const config::TrainerConfig& config) {
   BenchResult r;
   r.model = std::string(name_of(config::kModelNames, config.model.kind));
-  r.precision = trainer.policy().describe();
+  r.precision = trainer.precision_text();
   r.route = kernels::describe_route(trainer.policy().half, trainer.policy().opt_level,
                                     trainer.policy().matmul_route);
-  if (trainer.policy().fp8.enabled) {
-    r.route += "; fp8 linear layers: " + kernels::describe_route(numerics::Format::float8_e4m3, 1,
-                                                                 trainer.policy().matmul_route);
+  if (const auto recipe = config.precision.linear_recipe()) {
+    // fp8 elements with float32 scales multiply as fp8; the others decoded to bfloat16 values
+    // (kernels/block_operand.hpp).
+    const precision::LayerRecipe l = precision::resolve(*recipe, recipe->recipe);
+    const bool fp8_operands =
+        l.recipe == precision::Recipe::delayed ||
+        ((l.recipe == precision::Recipe::current || l.recipe == precision::Recipe::blockwise) &&
+         !l.power_of_two_scales);
+    r.route += "; " + std::string(name_of(precision::kRecipeShortNames, l.recipe)) +
+               " linear layers: " +
+               kernels::describe_route(
+                   fp8_operands ? numerics::Format::float8_e4m3 : numerics::Format::bfloat16, 1,
+                   trainer.policy().matmul_route);
   }
   r.unit = trainer.item_unit();
   r.parameters = trainer.parameter_count();

@@ -46,6 +46,68 @@ precision::Fp8Settings parse_fp8(Reader r) {
   return f;
 }
 
+// A format word for GEMM role `key` of the recipe (the recipe checks which it takes).
+std::optional<numerics::Format> recipe_format(Reader& r, const char* key) {
+  if (!r.has(key)) return std::nullopt;
+  const auto text = r.require<std::string>(key, "a format name");
+  const std::optional<numerics::Format> f = numerics::parse_format(text);
+  if (!f) {
+    throw Error(r.key_path(key) + ": '" + text +
+                "' (expected one of: " + std::string(numerics::format_names()) + ")");
+  }
+  return f;
+}
+
+// recipe.layers: [{match: <pattern>, recipe: <recipe word or none>}, ...].
+std::vector<precision::LayerOverride> parse_layer_overrides(const YAML::Node& list,
+                                                            const std::string& path) {
+  if (!list.IsSequence()) {
+    throw Error(path + ": expected a list of {match: <parameter-name pattern>, recipe: <" +
+                names_of(precision::kRecipeNames) + " or none>}");
+  }
+  std::vector<precision::LayerOverride> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    Reader item(list[i], path + "[" + std::to_string(i) + "]");
+    precision::LayerOverride o;
+    o.match = item.require<std::string>("match", "a parameter-name pattern");
+    const std::string expected =
+        "a string (one of: " + names_of(precision::kRecipeNames) + ", none)";
+    const auto word = item.require<std::string>("recipe", expected.c_str());
+    if (word != precision::kNoRecipeWord) {
+      o.recipe = parse_named(precision::kRecipeNames, word, item.key_path("recipe"));
+    }
+    item.finish();
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+// precision.recipe: {name, input, weight, grad, scale_rule, block_size, pad_blocks,
+// power_of_two_scales, hadamard, stochastic_rounding, history_length, amax_compute, margin,
+// layers}.
+precision::RecipeSettings parse_recipe(Reader r) {
+  precision::RecipeSettings s;
+  s.recipe = r.require_named("name", precision::kRecipeNames);
+  for (std::size_t i = 0; i < precision::kFp8Slots; ++i) {
+    s.formats[i] = recipe_format(r, std::string(precision::kFp8SlotNames[i].name).c_str());
+  }
+  if (r.has("scale_rule"))
+    s.scale_rule = r.require_named("scale_rule", numerics::kMxScaleRuleNames);
+  optional_key(r, "block_size", s.block_size, kInt);
+  optional_key(r, "pad_blocks", s.pad_blocks, kBool);
+  optional_key(r, "power_of_two_scales", s.power_of_two_scales, kBool);
+  optional_key(r, "hadamard", s.hadamard, kBool);
+  optional_key(r, "stochastic_rounding", s.stochastic_rounding, kBool);
+  optional_key(r, "history_length", s.history_length, kInt);
+  if (r.has("amax_compute")) {
+    s.amax_compute = r.require_named("amax_compute", precision::kAmaxComputeNames);
+  }
+  optional_key(r, "margin", s.margin, kInt);
+  if (r.has("layers")) s.layers = parse_layer_overrides(r.raw("layers"), r.key_path("layers"));
+  r.finish();
+  return s;
+}
+
 }  // namespace
 
 amp::MixedPrecision parse_precision(Reader r, std::vector<std::string>& notes) {
@@ -79,6 +141,7 @@ amp::MixedPrecision parse_precision(Reader r, std::vector<std::string>& notes) {
   m.hysteresis = r.get<int>("hysteresis", m.hysteresis, kInt);
   m.consecutive_hysteresis = r.get<bool>("consecutive_hysteresis", m.consecutive_hysteresis, kBool);
   if (r.has("fp8")) m.fp8 = parse_fp8(r.child("fp8"));
+  if (r.has("recipe")) m.recipe = parse_recipe(r.child("recipe"));
   m.master_weights = r.get_named("master_weights", m.master_weights, optim::kMasterWeightsNames);
   m.on_nonfinite = r.get_named("on_nonfinite", m.on_nonfinite, amp::kNonFinitePolicyNames);
   m.max_consecutive_skipped_steps =

@@ -24,17 +24,13 @@ Linear::Linear(std::int64_t in, std::int64_t out, bool with_bias, tensor::Rng& r
 
 Variable Linear::forward(const Variable& x) const {
   const precision::LayerScope layer(layer_name());
-  return ag::linear(x, weight, bias, fp8);
+  return ag::linear(x, weight, bias, quant);
 }
 
-std::vector<std::pair<std::string, std::shared_ptr<precision::Fp8Meta>>> attach_fp8(
-    Module& root, const precision::Fp8Settings& settings) {
-  std::vector<std::pair<std::string, std::shared_ptr<precision::Fp8Meta>>> out;
+std::vector<std::pair<std::string, Linear*>> linear_layers(Module& root) {
+  std::vector<std::pair<std::string, Linear*>> out;
   root.for_each_module([&](const std::string& name, Module& m) {
-    if (auto* linear = dynamic_cast<Linear*>(&m)) {
-      linear->fp8 = std::make_shared<precision::Fp8Meta>(settings);
-      out.emplace_back(name, linear->fp8);
-    }
+    if (auto* linear = dynamic_cast<Linear*>(&m)) out.emplace_back(name, linear);
   });
   return out;
 }

@@ -49,13 +49,36 @@ std::string element_names() {
 
 }  // namespace
 
+namespace {
+
+// Per format: the MX emax and the float32 reciprocal of max (rceil's multiplier), made once
+// (a scale is found per block of 32: this is on the quantizers' path); emax -1: not an MX
+// element format.
+struct MxElementFacts {
+  int emax = -1;
+  float reciprocal_max = 0.0f;
+};
+const MxElementFacts& mx_facts(Format element) {
+  static const std::array<MxElementFacts, kFormatCount> table = [] {
+    std::array<MxElementFacts, kFormatCount> t{};
+    for (Format f : kBlockElementFormats) {
+      t[static_cast<std::size_t>(f)] = {std::ilogb(traits(f).max),
+                                        1.0f / static_cast<float>(traits(f).max)};
+    }
+    return t;
+  }();
+  return table[static_cast<std::size_t>(element)];
+}
+
+}  // namespace
+
 int mx_emax(Format element) {
-  if (std::find(kBlockElementFormats.begin(), kBlockElementFormats.end(), element) ==
-      kBlockElementFormats.end()) {
+  const int emax = mx_facts(element).emax;
+  if (emax < 0) {
     throw Error("MX element format: " + std::string(name(element)) +
                 " is not one (expected one of: " + element_names() + ")");
   }
-  return std::ilogb(traits(element).max);
+  return emax;
 }
 
 std::uint8_t mx_scale_field(float amax, Format element, MxScaleRule rule) {
@@ -83,7 +106,7 @@ std::uint8_t mx_scale_field(float amax, Format element, MxScaleRule rule) {
     case MxScaleRule::rceil: {
       // Transformer Engine: amax times the float32 reciprocal of max, then any mantissa bit
       // rounds the exponent up (a float32 subnormal up to 2^-127 gives 2^-127).
-      const float reciprocal = 1.0f / static_cast<float>(traits(element).max);
+      const float reciprocal = mx_facts(element).reciprocal_max;
       const std::uint32_t q = std::bit_cast<std::uint32_t>(std::fabs(amax) * reciprocal);
       std::uint32_t field = q >> 23;
       const std::uint32_t mantissa = q & 0x7fffffu;

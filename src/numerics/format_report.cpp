@@ -8,6 +8,7 @@
 #include <string>
 
 #include "mantissa/error.hpp"
+#include "mantissa/numerics/block_scaling.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
 
 namespace mantissa::numerics {
@@ -41,6 +42,45 @@ std::string relative_error(double exact, double got) {
   if (std::isinf(got) || std::isinf(exact)) return "inf";
   if (exact == 0.0) return "inf";
   return fmt::format("{:.3e}", std::fabs(got - exact) / std::fabs(exact));
+}
+
+// X as the largest magnitude of a block-scaled tile: the scale each recipe and rule gives
+// the tile, X's element code and the value it stands for.
+std::string block_rows(float x, double exact) {
+  std::string out =
+      "\nas the largest magnitude (amax) of a block: the block's scale and X's element\n";
+  out += fmt::format("{:<8} {:<12} {:<6} {:<14} {:<8} {:>16} {:>10}\n", "recipe", "element", "rule",
+                     "scale", "element", "value", "rel.error");
+  const auto row = [&](const char* recipe, Format element, std::string_view rule,
+                       const BlockQuantized& q) {
+    float v = 0;
+    dequantize(q, &v);
+    const std::vector<std::uint8_t> codes = q.scale_codes();
+    const std::string scale = q.scale_format == Format::float32
+                                  ? fmt::format("{:.6g}", q.scales[0])
+                                  : fmt::format("0x{:02x} {:.6g}", codes[0], q.scales[0]);
+    out +=
+        fmt::format("{:<8} {:<12} {:<6} {:<14} 0x{:<6x} {:>16.9g} {:>10}\n", recipe, name(element),
+                    rule, scale, q.elements[0] & (element == Format::float4_e2m1 ? 0xfu : 0xffu), v,
+                    relative_error(exact, v));
+  };
+  for (Format e : kBlockElementFormats) {
+    for (const auto& [rule_name, rule] : kMxScaleRuleNames) {
+      MxSettings s;
+      s.element = e;
+      s.rule = rule;
+      row("MX", e, rule_name, quantize_mx(&x, 1, 1, s));
+    }
+  }
+  row("NVFP4", Format::float4_e2m1, "-", quantize_nvfp4(&x, 1, 1, Nvfp4Settings{}));
+  for (Format e : {Format::float8_e4m3, Format::float8_e5m2}) {
+    Fp8BlockSettings s;
+    s.element = e;
+    row("fp8 blk", e, "pow2", quantize_fp8_blocks(&x, 1, 1, s));
+    s.power_of_two = false;
+    row("fp8 blk", e, "fp32", quantize_fp8_blocks(&x, 1, 1, s));
+  }
+  return out;
 }
 
 }  // namespace
@@ -111,7 +151,7 @@ std::string value_report(std::string_view text) {
                          hex_bits(down, l.total_bits()), vd);
     }
   }
-  return out;
+  return out + block_rows(x, exact);
 }
 
 std::string bits_report(std::string_view bits_text, Format format) {

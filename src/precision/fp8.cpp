@@ -17,14 +17,21 @@ void Fp8Settings::validate() const {
   }
 }
 
-Fp8Meta::Fp8Meta(const Fp8Settings& settings) : settings_(settings) {
-  settings_.validate();
-  history_.assign(static_cast<std::size_t>(kFp8Slots * settings_.history_length), 0.0f);
-}
+Fp8Meta::Fp8Meta(const Fp8Settings& settings)
+    : Fp8Meta(settings,
+              {Format::float8_e4m3, Format::float8_e4m3,
+               settings.recipe == Fp8Recipe::hybrid ? Format::float8_e5m2 : Format::float8_e4m3}) {}
 
-Format Fp8Meta::format(Fp8Slot slot) const {
-  return slot == Fp8Slot::grad && settings_.recipe == Fp8Recipe::hybrid ? Format::float8_e5m2
-                                                                        : Format::float8_e4m3;
+Fp8Meta::Fp8Meta(const Fp8Settings& settings, const std::array<Format, kFp8Slots>& formats)
+    : settings_(settings), formats_(formats) {
+  settings_.validate();
+  for (Format f : formats_) {
+    if (f != Format::float8_e4m3 && f != Format::float8_e5m2) {
+      throw Error("fp8 state: " + std::string(numerics::name(f)) +
+                  " is not an fp8 format (expected float8_e4m3 or float8_e5m2)");
+    }
+  }
+  history_.assign(static_cast<std::size_t>(kFp8Slots * settings_.history_length), 0.0f);
 }
 
 void Fp8Meta::record(Fp8Slot slot, float amax, std::int64_t overflows, std::int64_t underflows) {

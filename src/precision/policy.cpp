@@ -34,9 +34,8 @@ std::string Policy::describe() const {
   std::string s = std::string(numerics::name(half)) + ", POL " + std::to_string(opt_level);
   if (matmul_route != MatmulRoute::automatic)
     s += ", route " + std::string(route_name(matmul_route));
-  if (fp8.enabled) {
-    s += ", fp8 linear layers (" + std::string(name_of(kFp8RecipeNames, fp8.recipe)) + ")";
-  }
+  // The recipe each linear layer runs is in its own state (recipe.hpp's LinearQuant).
+  if (fp8.enabled) s += ", quantized linear layers";
   return s;
 }
 

@@ -45,8 +45,8 @@ void QuantStats::add(const float* x, const float* q, std::int64_t n, double scal
   counts_ += c;
 }
 
-void QuantStats::add_dequantized(const float* x, const float* xhat, std::int64_t n,
-                                 const float* tile_scale, double tensor_scale) {
+void QuantStats::add_elements(const float* x, const float* q, std::int64_t n,
+                              const float* tile_scale, double tensor_scale) {
   const numerics::FormatTraits& t = numerics::traits(format_);
   QuantCounts c;
   c.elements = n;
@@ -55,14 +55,10 @@ void QuantStats::add_dequantized(const float* x, const float* xhat, std::int64_t
     const double d = static_cast<double>(tile_scale[i]) * tensor_scale;
     lo = std::min(lo, d);
     hi = std::max(hi, d);
-    // The element: exact when the scale is a power of two or an e4m3 value.
-    const float element = xhat[i] / tile_scale[i];
     const double xd = x[i];
-    if (!tally(c, t, x[i], std::isfinite(d) ? element : std::numeric_limits<float>::quiet_NaN(),
-               xd / d)) {
-      continue;
-    }
-    const double error = xd - static_cast<double>(xhat[i]) * tensor_scale;  // two floats: exact
+    const float qi = std::isfinite(d) ? q[i] : std::numeric_limits<float>::quiet_NaN();
+    if (!tally(c, t, x[i], qi, xd / d)) continue;
+    const double error = xd - static_cast<double>(qi) * d;
     signal_.add(xd * xd);
     noise_.add(error * error);
   }

@@ -89,6 +89,19 @@ constexpr auto kRunFields =
                     Field<RunRecord, std::string>{"cpu", &RunRecord::cpu});
 // ... and format, loss_scaling (names) and settings ([name, value] pairs).
 
+// A list of [name, value] string pairs.
+std::vector<SettingRow> read_rows(const Fields& f, const char* key) {
+  const json& rows = f.required(key);
+  bool ok = rows.is_array();
+  for (const json& row : rows)
+    ok = ok && row.is_array() && row.size() == 2 && row[0].is_string() && row[1].is_string();
+  if (!ok) f.fail("'" + std::string(key) + "' is not a list of [name, value] string pairs");
+  std::vector<SettingRow> out;
+  for (const json& row : rows)
+    out.emplace_back(row[0].get<std::string>(), row[1].get<std::string>());
+  return out;
+}
+
 constexpr const char* kSameBits = "same_bits_opt_levels";
 
 // same_bits_opt_levels: a list of precision_opt_level values (0, 1, 2); none when absent.
@@ -117,13 +130,11 @@ RunRecord read_run(const Fields& f) {
   }
   r.loss_scaling = f.named("loss_scaling", kLossScalingModeNames);
   r.same_bits_opt_levels = read_levels(f);
-  const json& rows = f.required("settings");
-  bool ok = rows.is_array();
-  for (const json& row : rows)
-    ok = ok && row.is_array() && row.size() == 2 && row[0].is_string() && row[1].is_string();
-  if (!ok) f.fail("'settings' is not a list of [name, value] string pairs");
-  for (const json& row : rows)
-    r.settings.emplace_back(row[0].get<std::string>(), row[1].get<std::string>());
+  r.settings = read_rows(f, "settings");
+  if (f.has("recipe")) {
+    r.recipe = name_of(precision::kRecipeNames, f.named("recipe", precision::kRecipeNames));
+  }
+  if (f.has("layers")) r.layers = read_rows(f, "layers");
   return r;
 }
 
@@ -193,6 +204,11 @@ std::string metrics_line(const RunRecord& r) {
   write_levels(run, r.same_bits_opt_levels);
   run["settings"] = json::array();
   for (const auto& [name, value] : r.settings) run["settings"].push_back({name, value});
+  if (!r.recipe.empty()) {
+    run["recipe"] = r.recipe;
+    run["layers"] = json::array();
+    for (const auto& [layer, what] : r.layers) run["layers"].push_back({layer, what});
+  }
   return json{{kRun, run}}.dump();
 }
 

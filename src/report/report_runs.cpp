@@ -31,10 +31,11 @@ std::string directory_name(const std::string& metrics_file) {
 }
 
 // The format a run started in, as compare names it (what its interleaved throughput record
-// is keyed by): fp8, or the format before any fall-back.
+// is keyed by): its recipe's short name (fp8, mxfp4, ...), or the format before any
+// fall-back.
 std::string start_name(const RunLog& l) {
-  if (l.run.fp8) return "fp8";
-  return std::string(numerics::name(l.fallbacks.empty() ? l.run.format : l.fallbacks.front().from));
+  if (l.fallbacks.empty()) return precision_name(l.run);
+  return std::string(numerics::name(l.fallbacks.front().from));
 }
 
 // Runs of one job: the same format story and settings, model and sizes; only the seed (and

@@ -315,6 +315,12 @@ std::string formats_table(const std::vector<ReportRun>& runs) {
       add(numerics::Format::float8_e4m3);
       add(numerics::Format::float8_e5m2);
     }
+    if (const auto recipe = find_named(precision::kRecipeNames, r.log->run.recipe)) {
+      for (std::size_t role = 0; role < precision::kFp8Slots; ++role) {  // its default formats
+        add(precision::default_format(*recipe, static_cast<precision::Fp8Slot>(role),
+                                      precision::Fp8Recipe::hybrid));
+      }
+    }
   }
   std::string out =
       "<table class=\"formats\" id=\"formats\">\n<tr><th>format</th><th>sign / exponent / "

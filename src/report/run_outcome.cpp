@@ -6,8 +6,15 @@
 
 namespace mantissa::report {
 
+std::string precision_name(const RunRecord& r) {
+  if (const auto recipe = find_named(precision::kRecipeNames, r.recipe)) {
+    return std::string(name_of(precision::kRecipeShortNames, *recipe));
+  }
+  return r.fp8 ? "fp8" : std::string(numerics::name(r.format));
+}
+
 std::string format_label(const RunLog& log) {
-  std::string label = log.run.fp8 ? "fp8" : std::string(numerics::name(log.run.format));
+  std::string label = precision_name(log.run);
   // A resumed run after a fall-back starts in the format it fell back to: the first record
   // says where it came from.
   if (!log.fallbacks.empty()) {

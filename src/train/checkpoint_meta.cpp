@@ -81,6 +81,9 @@ std::map<std::string, std::string> encode_checkpoint_meta(const CheckpointMeta& 
   m["rng"] = json{{"seed", meta.rng.seed}, {"counter", meta.rng.counter}}.dump();
   m["dist_ranks"] = std::to_string(meta.dist_ranks);
   if (meta.scaler) m["scaler"] = amp::encode_scaler_state(*meta.scaler);
+  if (meta.stochastic_position) {
+    m["quant_stochastic_position"] = std::to_string(*meta.stochastic_position);
+  }
   if (!meta.routes.empty()) {
     std::string lines;
     for (const kernels::RouteRecord& r : meta.routes) lines += kernels::route_record_line(r) + "\n";
@@ -119,6 +122,9 @@ CheckpointMeta decode_checkpoint_meta(const std::map<std::string, std::string>& 
   if (f.has("dist_ranks")) {
     meta.dist_ranks = f.count("dist_ranks");
     if (meta.dist_ranks < 1) f.bad("dist_ranks", "an integer >= 1");
+  }
+  if (f.has("quant_stochastic_position")) {
+    meta.stochastic_position = f.count("quant_stochastic_position");
   }
   if (f.has("scaler")) {
     try {

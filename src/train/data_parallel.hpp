@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "mantissa/amp/fp8_layers.hpp"
 #include "mantissa/amp/grad_scaler.hpp"
+#include "mantissa/amp/quantized_layers.hpp"
 #include "mantissa/autograd/variable.hpp"
 #include "mantissa/config/config.hpp"
 #include "mantissa/dist/communicator.hpp"

@@ -1,7 +1,7 @@
 // Trainer::restore: a checkpoint's state into the run, after its settings were held against
 // the config's (a precision or optimizer that differs is an error unless the caller says
 // which one wins).
-#include "mantissa/amp/fp8_layers.hpp"
+#include "mantissa/amp/quantized_layers.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/train/checkpoint.hpp"
 #include "mantissa/train/trainer.hpp"
@@ -128,7 +128,15 @@ void Trainer::restore(const std::string& path, const Checkpoint& c, bool for_tra
     } else {
       optimizer_->set_step_index(meta.optimizer_step);
     }
-    fp8_->load_state_tensors(under_prefix(amp::kFp8Prefix, c.tensors));
+    quant_->load_state_tensors(under_prefix(amp::kFp8Prefix, c.tensors));
+    if (quant_->rounds_stochastically()) {
+      if (!meta.stochastic_position) {
+        throw Error(
+            "checkpoint metadata lacks 'quant_stochastic_position', but this run rounds "
+            "gradients stochastically (recipe nvfp4)");
+      }
+      quant_->set_stochastic_position(static_cast<std::uint64_t>(*meta.stochastic_position));
+    }
     task_->set_loader_state(meta.train_loader);
     task_->set_rng_state(meta.rng);
     take_routes(meta.routes);

@@ -5,7 +5,7 @@
 #include <map>
 
 #include "data_parallel.hpp"
-#include "mantissa/amp/fp8_layers.hpp"
+#include "mantissa/amp/quantized_layers.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/report/metrics.hpp"
 #include "mantissa/train/trainer.hpp"
@@ -56,8 +56,9 @@ void Trainer::record_new_routes() {
 RunSummary Trainer::train_loop(RunMode mode) {
   log("training " + std::string(name_of(config::kModelNames, config_.model.kind)) + " (" +
       std::to_string(task_->module().parameter_count()) + " parameters), precision " +
-      policy_.describe() + ", " + optimizer_->name() + ", lr " + config_.schedule_text +
+      precision_text() + ", " + optimizer_->name() + ", lr " + config_.schedule_text +
       ", run directory " + run_dir_);
+  for (const std::string& line : quant_->describe_plan()) log("linear layers: " + line);
   if (const dist::ReducerStats* st = dp_->stats()) {
     const std::int64_t global = config_.train_data.batch_size;
     log("data parallel over " + std::to_string(dp_->size()) +
@@ -211,7 +212,7 @@ void Trainer::train_steps(RunSummary& summary, std::int64_t eval_every, std::int
           p.step,          p.loss,      p.learning_rate,    logged_scale,
           p.skipped_steps, p.grad_norm, p.items_per_second, support::peak_rss_mib(),
           std::nullopt};
-      if (!fp8_->empty()) w.fp8 = fp8_->take_window();
+      if (!quant_->empty()) w.fp8 = quant_->take_window();
       write_metrics(report::metrics_line(w, p.unit));
       events_->progress(p);
       window_start = Clock::now();

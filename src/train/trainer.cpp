@@ -6,8 +6,8 @@
 
 #include "data_parallel.hpp"
 #include "digest.hpp"
-#include "mantissa/amp/fp8_layers.hpp"
 #include "mantissa/amp/optimizer_step.hpp"
+#include "mantissa/amp/quantized_layers.hpp"
 #include "mantissa/autograd/nonfinite_watch.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/report/metrics.hpp"
@@ -52,7 +52,7 @@ Trainer::Trainer(config::TrainerConfig config, TrainerHooks hooks)
   dp_->root_first([&] {
     task_ = make_task(config_, hooks.kjv_corpus);
     task_->set_batch_part(part);
-    fp8_ = std::make_unique<amp::Fp8Layers>(task_->module(), config_.precision.policy().fp8);
+    attach_recipes();
     build_optimizer_and_scaler();
   });
   // Every process runs the same config (after --set) on the same data, or none starts: a
@@ -71,6 +71,35 @@ Trainer::Trainer(config::TrainerConfig config, TrainerHooks hooks)
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::attach_recipes() {
+  const std::optional<precision::RecipeSettings> recipe = config_.precision.linear_recipe();
+  if (!recipe) {
+    quant_ = std::make_unique<amp::QuantizedLayers>();
+    return;
+  }
+  try {
+    // Stochastic rounding draws from its own stream, seeded from the run's seed.
+    quant_ = std::make_unique<amp::QuantizedLayers>(task_->module(), *recipe,
+                                                    config_.seed ^ 0x6e76667034726e67ull);
+  } catch (const Error& e) {
+    throw Error("trainer.init.precision." + std::string(e.what()));
+  }
+}
+
+std::string Trainer::precision_text() const {
+  precision::Policy p = policy_;
+  p.fp8.enabled = false;
+  std::string s = p.describe();
+  if (const std::optional<precision::RecipeSettings> r = config_.precision.linear_recipe()) {
+    s += r->recipe == precision::Recipe::delayed
+             ? ", fp8 linear layers (" +
+                   std::string(name_of(precision::kFp8RecipeNames, r->fp8_formats)) + ")"
+             : ", " + std::string(name_of(precision::kRecipeShortNames, r->recipe)) +
+                   " linear layers";
+  }
+  return s;
+}
 
 void Trainer::build_optimizer_and_scaler() {
   optimizer_ = optim::make_optimizer(
@@ -107,7 +136,7 @@ bool Trainer::stop_requested() const {
 std::map<std::string, tensor::Tensor> Trainer::state_tensors() const {
   std::map<std::string, tensor::Tensor> t = with_prefix(kModelPrefix, task_->module().state_dict());
   t.merge(with_prefix(kOptimizerPrefix, optimizer_->state_tensors()));
-  t.merge(with_prefix(amp::kFp8Prefix, fp8_->state_tensors()));
+  t.merge(with_prefix(amp::kFp8Prefix, quant_->state_tensors()));
   return t;
 }
 
@@ -122,6 +151,9 @@ std::map<std::string, std::string> Trainer::state_metadata() const {
   m.scaler = scaler_->state();
   m.dist_ranks = dp_->size();
   m.routes = kernels::route_records();
+  if (quant_->rounds_stochastically()) {
+    m.stochastic_position = static_cast<std::int64_t>(quant_->stochastic_position());
+  }
   return encode_checkpoint_meta(m);
 }
 
@@ -205,7 +237,7 @@ StepResult Trainer::train_step() {
     r.report = amp::finish_step(*optimizer_, scaler_.get(), config_.precision.max_gradient_norm,
                                 config_.precision.max_gradient_value, dp_->step_agreement());
   }
-  fp8_->update(dp_->fp8_agreement());  // data parallel: the scales follow the global batch
+  quant_->update(dp_->fp8_agreement());  // data parallel: the scales follow the global batch
   ++global_step_;
   if (probe) {
     write_metrics(
@@ -227,7 +259,14 @@ StepResult Trainer::train_step() {
 report::RunRecord Trainer::run_record() const {
   report::RunRecord r;
   r.format = policy_.half;
-  r.fp8 = policy_.fp8.enabled;
+  if (const std::optional<precision::RecipeSettings> recipe = config_.precision.linear_recipe()) {
+    r.fp8 = recipe->recipe == precision::Recipe::delayed;
+    r.recipe = name_of(precision::kRecipeNames, recipe->recipe);
+    for (const amp::LayerPlan& p : quant_->plan()) {
+      r.layers.emplace_back(
+          p.layer, p.recipe ? p.recipe->describe() : std::string(precision::kNoRecipeWord));
+    }
+  }
   r.loss_scaling = detail::loss_scaling_mode(scales_loss_ ? scaler_.get() : nullptr);
   r.model = name_of(config::kModelNames, config_.model.kind);
   r.parameters = parameter_count();

@@ -103,15 +103,15 @@ TEST(QuantStats, AScaleMeasuresTheErrorInTheUnscaledValues) {
 TEST(QuantStats, BlockScalesDecodeTheElements) {
   // float4_e2m1 (values 0, 0.5, 1, 1.5, 2, 3, 4, 6; min normal 1, max 6), a 3 x 2 matrix whose
   // rows are tiles with decode scales 2, 64 and 1:
-  //   1.5 / 2 = 0.75, a tie between 0.5 and 1: to 1 (even), dequantized 2;  3 / 2 = 1.5 exact;
-  //   0.01 / 64 flushes to 0;  100 / 64 = 1.5625: to 1.5, dequantized 96;
+  //   1.5 / 2 = 0.75, a tie between 0.5 and 1: to 1 (even), standing for 2;  3 / 2 = 1.5
+  //   exact;  0.01 / 64 flushes to 0;  100 / 64 = 1.5625: to 1.5, standing for 96;
   //   500 saturates at 6;  -0.7: to -0.5, a subnormal.
   const std::vector<float> x = {1.5f, 3.0f, 0.01f, 100.0f, 500.0f, -0.7f};
-  const std::vector<float> xhat = {2.0f, 3.0f, 0.0f, 96.0f, 6.0f, -0.5f};
+  const std::vector<float> q = {1.0f, 1.5f, 0.0f, 1.5f, 6.0f, -0.5f};
   const float row_scale[] = {2.0f, 64.0f, 1.0f};
   const std::vector<float> tile_scale = {2, 2, 64, 64, 1, 1};
   QuantStats s(Format::float4_e2m1);
-  s.add_dequantized(x.data(), xhat.data(), 6, tile_scale.data());
+  s.add_elements(x.data(), q.data(), 6, tile_scale.data());
   EXPECT_EQ(s.counts().elements, 6);
   EXPECT_EQ(s.counts().flushed, 1);
   EXPECT_EQ(s.counts().subnormal, 1);
@@ -128,20 +128,20 @@ TEST(QuantStats, BlockScalesDecodeTheElements) {
   // not saturated (3 is not past 6 x 0.5).
   QuantStats nv(Format::float4_e2m1);
   const float three = 3.0f, six = 6.0f, one = 1.0f;
-  nv.add_dequantized(&three, &six, 1, &one, 0.5);
+  nv.add_elements(&three, &six, 1, &one, 0.5);
   EXPECT_FALSE(nv.snr_db().has_value());
   EXPECT_EQ(nv.counts().saturated, 0);
   EXPECT_EQ(nv.scale_range()->min, 0.5);
   // The one-line probe call records it on a sampled step only.
   const auto scale_at = [&](std::int64_t r, std::int64_t) { return row_scale[r]; };
   QuantProbe probe;
-  probe_dequantized(QuantRole::input, "linear", Format::float4_e2m1, x.data(), xhat.data(), 3, 2,
-                    scale_at);
+  probe_elements(QuantRole::input, "linear", Format::float4_e2m1, x.data(), q.data(), 3, 2,
+                 scale_at);
   {
     const ProbeScope on(&probe);
     const LayerScope layer(std::make_shared<const std::string>("blocks.1.fc"));
-    probe_dequantized(QuantRole::input, "linear", Format::float4_e2m1, x.data(), xhat.data(), 3, 2,
-                      scale_at);
+    probe_elements(QuantRole::input, "linear", Format::float4_e2m1, x.data(), q.data(), 3, 2,
+                   scale_at);
   }
   const auto e = probe.entries();
   ASSERT_EQ(e.size(), 1u);

@@ -1,7 +1,7 @@
 // N steps straight vs N/2, checkpoint, a fresh trainer resuming, N/2 more: bitwise identical
 // parameters, optimizer state, scaler state and loader position (hence next batch), for a
 // float16 run with dynamic loss scaling that skips steps; the same for fp8 linear layers and
-// for bfloat16 master weights (issue 17).
+// for bfloat16 master weights (issue 17), and for the block-scaled recipes (issue 26).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -92,7 +92,8 @@ void expect_identical(const ResumePair& r) {
     EXPECT_EQ(t.format(), r.resumed.at(name).format()) << name;
     EXPECT_EQ(bits(t), bits(r.resumed.at(name))) << name;
   }
-  for (const char* key : {"global_step", "optimizer_step", "scaler", "train_loader", "rng"}) {
+  for (const char* key : {"global_step", "optimizer_step", "scaler", "train_loader", "rng",
+                          "quant_stochastic_position"}) {
     ASSERT_EQ(r.straight_meta.count(key), r.resumed_meta.count(key)) << key;
     if (r.straight_meta.count(key) != 0) {
       EXPECT_EQ(r.straight_meta.at(key), r.resumed_meta.at(key)) << key;
@@ -163,6 +164,33 @@ TEST(Resume, Fp8ScalingStateResumesBitForBit) {
   }
   // 2 blocks x (qkv, attention out, fc1, fc2) + the head.
   EXPECT_GE(layers, 8);
+}
+
+// The block-scaled and current-scaled recipes (issue 26): nvfp4's stochastic-rounding stream
+// position and rotation signs are checkpointed, so the resumed run rounds its gradients with
+// the same random bits; the just-in-time recipes resume from the weights alone.
+TEST(Resume, RecipesResumeBitForBit) {
+  const std::string p = "trainer.init.precision.";
+  const std::vector<std::vector<std::string>> runs = {
+      {p + "recipe={name: nvfp4}"},
+      {p + "recipe={name: mxfp4, scale_rule: floor, layers: [{match: head.*, recipe: mxfp8}]}"},
+      {p + "recipe={name: blockwise, block_size: 16, power_of_two_scales: false}"},
+      {p + "recipe={name: current}"},
+  };
+  for (const std::vector<std::string>& recipe : runs) {
+    SCOPED_TRACE(recipe[0]);
+    std::vector<std::string> overrides = {p + "fp16_type=bfloat16"};
+    overrides.insert(overrides.end(), recipe.begin(), recipe.end());
+    const ResumePair r = run_pair("recipe", overrides);
+    expect_identical(r);
+    if (recipe[0].find("nvfp4") != std::string::npos) {
+      ASSERT_EQ(r.resumed_meta.count("quant_stochastic_position"), 1u);
+      EXPECT_NE(r.resumed_meta.at("quant_stochastic_position"), "0");
+      EXPECT_EQ(r.resumed.count("fp8.hadamard_signs"), 1u);
+    } else {
+      EXPECT_EQ(r.resumed_meta.count("quant_stochastic_position"), 0u);
+    }
+  }
 }
 
 // bfloat16 parameters without a float32 copy: the stochastic-rounding stream and the Kahan

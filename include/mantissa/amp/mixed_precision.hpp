@@ -14,6 +14,7 @@
 #include "mantissa/optim/training_state.hpp"
 #include "mantissa/precision/fp8.hpp"
 #include "mantissa/precision/policy.hpp"
+#include "mantissa/precision/recipe.hpp"
 
 namespace mantissa::amp {
 
@@ -56,6 +57,9 @@ struct MixedPrecision {
   // fp8 linear layers (precision/fp8.hpp): `fp8: {enabled, recipe, history_length,
   // amax_compute, margin}`; the rest of the model runs in fp16_type.
   precision::Fp8Settings fp8;
+  // The linear layers' recipe (precision/recipe.hpp): `recipe: {name, ...}`; fp8 above is the
+  // older spelling of the delayed recipe, and the two are exclusive.
+  std::optional<precision::RecipeSettings> recipe;
   // The parameters' own format (optim/training_state.hpp); bfloat16_* needs fp16_type
   // bfloat16.
   optim::MasterWeights master_weights = optim::MasterWeights::float32;
@@ -68,7 +72,12 @@ struct MixedPrecision {
 
   // Throws mantissa::Error naming the setting and the allowed values.
   void validate() const;
+  // The policy: fp8 enabled (the switch the quantized linear layers read) when either
+  // spelling chooses a recipe.
   precision::Policy policy() const;
+  // The recipe the linear layers run: `recipe`, or the delayed one when fp8 is enabled;
+  // nullopt when neither (or mixed precision is off).
+  std::optional<precision::RecipeSettings> linear_recipe() const;
   // Whether these settings scale the loss: enabled, loss scaling set, and a format narrower
   // in range than float32 (float16, cbfloat16; bfloat16 ignores the scaling settings).
   bool scales_loss() const;

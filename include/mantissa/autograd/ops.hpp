@@ -9,6 +9,7 @@
 
 #include "mantissa/autograd/variable.hpp"
 #include "mantissa/precision/fp8.hpp"
+#include "mantissa/precision/recipe.hpp"
 #include "mantissa/tensor/random.hpp"
 
 namespace mantissa::autograd {
@@ -32,6 +33,14 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
 // the bias and the result in the policy's H. Without fp8 enabled: linear(x, weight, bias).
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias,
                 const std::shared_ptr<precision::Fp8Meta>& fp8);
+// The same product under layer `quant`'s recipe (precision/recipe.hpp), when the policy's fp8
+// is enabled (the switch for every recipe): delayed as above; the others quantize x, the
+// weight (once per weight version) and, in the backward, the output gradient per GEMM role,
+// row-wise and column-wise copies each from high precision, and multiply the quantized
+// values exactly with float32 sums (kernels/block_operand.hpp). Without fp8 enabled, or
+// without `quant`: linear(x, weight, bias).
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias,
+                const std::shared_ptr<precision::LinearQuant>& quant);
 
 Variable relu(const Variable& x);
 Variable gelu(const Variable& x);  // tanh form

@@ -10,20 +10,19 @@
 
 namespace mantissa::nn {
 
-// Weight [out, in] (PyTorch layout), optional bias [out]; init N(0, std), bias 0. With an fp8
-// state attached (attach_fp8) and the policy's fp8 on, its products run in fp8.
+// Weight [out, in] (PyTorch layout), optional bias [out]; init N(0, std), bias 0. With a
+// quantization state attached (amp::QuantizedLayers) and the policy's fp8 on, its products
+// run under that state's recipe (precision/recipe.hpp).
 class Linear : public Module {
  public:
   Linear(std::int64_t in, std::int64_t out, bool bias, tensor::Rng& rng, float init_std);
   Variable forward(const Variable& x) const;
   Variable weight, bias;
-  std::shared_ptr<precision::Fp8Meta> fp8;
+  std::shared_ptr<precision::LinearQuant> quant;
 };
 
-// Gives every Linear under `root` an fp8 scaling state; returns them by module name
-// ("blocks.0.fc"), in registration order.
-std::vector<std::pair<std::string, std::shared_ptr<precision::Fp8Meta>>> attach_fp8(
-    Module& root, const precision::Fp8Settings& settings);
+// Every Linear under `root` by module name ("blocks.0.fc"), in registration order.
+std::vector<std::pair<std::string, Linear*>> linear_layers(Module& root);
 
 class Embedding : public Module {
  public:

@@ -72,10 +72,12 @@ static_assert(in_enum_order(kFp8SlotNames, static_cast<std::size_t>(Fp8Slot::gra
 // this step's amax and overflow / underflow counts.
 class Fp8Meta {
  public:
+  // Formats from settings.recipe (e4m3; e5m2 for gradients under hybrid), or given per slot.
   explicit Fp8Meta(const Fp8Settings& settings);
+  Fp8Meta(const Fp8Settings& settings, const std::array<Format, kFp8Slots>& formats);
 
   const Fp8Settings& settings() const { return settings_; }
-  Format format(Fp8Slot slot) const;  // e4m3, or e5m2 for gradients under hybrid
+  Format format(Fp8Slot slot) const { return formats_[static_cast<std::size_t>(slot)]; }
   float scale(Fp8Slot slot) const { return scale_[index(slot)]; }
 
   // What a cast found this step (several casts per step combine: max of amax, sum of counts).
@@ -111,6 +113,7 @@ class Fp8Meta {
  private:
   static int index(Fp8Slot s) { return static_cast<int>(s); }
   Fp8Settings settings_;
+  std::array<Format, kFp8Slots> formats_{};
   std::vector<float> history_;  // kFp8Slots x history_length, most recent first
   std::array<float, kFp8Slots> scale_{1.0f, 1.0f, 1.0f};
   std::array<float, kFp8Slots> amax_{};  // this step's

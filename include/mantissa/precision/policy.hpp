@@ -59,7 +59,10 @@ struct Policy {
   Format half = Format::float32;  // float32: mixed precision disabled
   int opt_level = 1;              // precision_opt_level: 0, 1 or 2
   MatmulRoute matmul_route = MatmulRoute::automatic;
-  Fp8Settings fp8;  // fp8 linear layers (precision/fp8.hpp); off unless enabled
+  // fp8.enabled: the linear layers run the recipe of their attached state (recipe.hpp's
+  // LinearQuant; nn::Linear::quant), of any recipe; off, they run in H. The other fields are
+  // delayed scaling's settings (fp8.hpp) for ops given an Fp8Meta directly.
+  Fp8Settings fp8;
 
   Policy() = default;
   Policy(Format half_format, int precision_opt_level = 1,
@@ -70,7 +73,7 @@ struct Policy {
   // Throws mantissa::Error naming fp16_type / precision_opt_level and the allowed values:
   // `half` must be float32 (off) or a half format, opt_level 0, 1 or 2.
   void validate() const;
-  std::string describe() const;  // "cbfloat16, POL 1"
+  std::string describe() const;  // "cbfloat16, POL 1" (", quantized linear layers")
 };
 
 // The policy in force on this thread (float32 unless an Autocast is alive).

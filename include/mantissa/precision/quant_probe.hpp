@@ -9,10 +9,11 @@
 // LayerScope around its forward); nodes of the autograd graph keep it for their backward.
 //
 // Adding a quantization point (a new recipe), one line where the float32 values x (a row-major
-// rows x cols matrix) and their quantized values xhat = element * tile scale are at hand:
-//   precision::probe_dequantized(precision::QuantRole::input, "linear", element_format, x,
-//                                xhat, rows, cols, [&](auto r, auto c) { return scale(r, c); },
-//                                tensor_scale);
+// rows x cols matrix), their element values q (decoded, unscaled) and the tiles' decode scales
+// are at hand:
+//   precision::probe_elements(precision::QuantRole::input, "linear", element_format, x, q,
+//                             rows, cols, [&](auto r, auto c) { return scale(r, c); },
+//                             tensor_scale);
 // Per-tensor roundings of whole tensors: autograd's RoundingProbe, over
 // kernels::measure_quantization.
 #include <cstdint>
@@ -81,16 +82,16 @@ class QuantProbe {
 QuantProbe* active_probe();
 
 // On a sampled step (a probe active on this thread), records under (layer, op, role) what a
-// block-scaled quantization of the row-major rows x cols matrix x lost, xhat its quantized
-// values (element * tile scale, float32) and tile_scale_at(r, c) the tile scale of element
-// (r, c), each value standing for xhat * tensor_scale (QuantStats::add_dequantized); on any
-// other step nothing, for one thread-local read. Call it on the thread that runs the op,
-// `layer` a node's saved one in a backward.
+// block-scaled quantization of the row-major rows x cols matrix x lost, q its element values
+// and tile_scale_at(r, c) the decode scale of element (r, c)'s tile, each element standing for
+// q * tile scale * tensor_scale (QuantStats::add_elements); on any other step nothing, for one
+// thread-local read. Call it on the thread that runs the op (in a backward, autograd names
+// the node's layer as the current one).
 template <class TileScaleAt>
-void probe_dequantized(QuantRole role, const char* op, Format element, const float* x,
-                       const float* xhat, std::int64_t rows, std::int64_t cols,
-                       TileScaleAt&& tile_scale_at, double tensor_scale = 1.0,
-                       const LayerName& layer = current_layer()) {
+void probe_elements(QuantRole role, const char* op, Format element, const float* x,
+                    const float* q, std::int64_t rows, std::int64_t cols,
+                    TileScaleAt&& tile_scale_at, double tensor_scale = 1.0,
+                    const LayerName& layer = current_layer()) {
   QuantProbe* probe = active_probe();
   if (probe == nullptr || rows <= 0 || cols <= 0) return;
   QuantStats s(element);
@@ -99,7 +100,7 @@ void probe_dequantized(QuantRole role, const char* op, Format element, const flo
     for (std::int64_t c = 0; c < cols; ++c) {
       scales[static_cast<std::size_t>(c)] = static_cast<float>(tile_scale_at(r, c));
     }
-    s.add_dequantized(x + r * cols, xhat + r * cols, cols, scales.data(), tensor_scale);
+    s.add_elements(x + r * cols, q + r * cols, cols, scales.data(), tensor_scale);
   }
   probe->record({layer, op, role}, s);
 }

@@ -66,15 +66,14 @@ class QuantStats {
 
   // n values x rounded to q, q holding the format's values (decoded, unscaled): q ~ x * scale.
   void add(const float* x, const float* q, std::int64_t n, double scale = 1.0);
-  // A block-scaled quantization, given as what it dequantizes to: n values x, their
-  // quantized values xhat = element * tile_scale[i] (float32, exact: a few element bits times
-  // a power of two or an e4m3 scale), each standing for xhat * tensor_scale (NVFP4's
-  // per-tensor decode scale; 1 elsewhere). The element is xhat / tile_scale[i] (what the
-  // counts judge: subnormal, saturated at the format's max), the error
-  // x - xhat * tensor_scale (in double, exact), and the scale range takes every
-  // tile_scale[i] * tensor_scale.
-  void add_dequantized(const float* x, const float* xhat, std::int64_t n, const float* tile_scale,
-                       double tensor_scale = 1.0);
+  // A block-scaled quantization: n values x whose element values are q (decoded, unscaled),
+  // element i standing for q[i] * tile_scale[i] * tensor_scale (an MX block's 2^e, a block's
+  // float32 or e4m3 scale; NVFP4's per-tensor decode scale, 1 elsewhere). The error
+  // x - q * tile_scale * tensor_scale is computed in double (exact: a few element bits times
+  // two floats); saturated means |x| > max * tile_scale * tensor_scale and |q| = max. The
+  // scale range takes every tile_scale[i] * tensor_scale.
+  void add_elements(const float* x, const float* q, std::int64_t n, const float* tile_scale,
+                    double tensor_scale = 1.0);
   // Widens the scale range by a scale the rounding used (record the recipe's own scale: fp8's
   // multiplier, a block's divisor).
   void note_scale(double scale);

@@ -26,6 +26,7 @@
 #include "mantissa/numerics/format.hpp"
 #include "mantissa/precision/fp8.hpp"
 #include "mantissa/precision/quant_probe.hpp"
+#include "mantissa/precision/recipe.hpp"
 
 namespace mantissa::report {
 
@@ -55,7 +56,11 @@ using SettingRow = std::pair<std::string, std::string>;
 
 struct RunRecord {
   numerics::Format format = numerics::Format::float32;  // computes in; float32: mixed precision off
-  bool fp8 = false;  // fp8 linear layers (precision.fp8), the rest in `format`
+  bool fp8 = false;  // fp8 linear layers with delayed scaling, the rest in `format`
+  // The linear layers' recipe (precision/recipe.hpp: "mxfp4"; empty: none) and what each
+  // Linear runs ([layer, recipe described or "none"], per-layer overrides applied).
+  std::string recipe;
+  std::vector<SettingRow> layers;
   LossScalingMode loss_scaling = LossScalingMode::none;  // none also when there is no scaler
   std::string model;                                     // "gpt", "mlp", "cnn"
   std::int64_t parameters = 0;
@@ -186,8 +191,12 @@ struct RunLog {
   std::optional<OutcomeRecord> outcome;  // none: still running, killed, or an older writer
 };
 
-// What a run trained in, as a label: its format ("fp8" for fp8 linear layers), and after a
-// fall-back the format it continued in: "float16 -> bfloat16".
+// What a run trains in, as `compare --formats` and `bench train --precision` name it: its
+// linear layers' recipe by its short name (fp8 for delayed scaling, mxfp4, ...), or its
+// format.
+std::string precision_name(const RunRecord& r);
+// What a run trained in, as a label: precision_name, and after a fall-back the format it
+// continued in: "float16 -> bfloat16".
 std::string format_label(const RunLog& log);
 // One line on how the run ended: "completed 8 steps", "stopped at the loss-scale floor at
 // step 2 of 8 (last skipped step 2): <why>", "interrupted by SIGTERM at step 5 of 8

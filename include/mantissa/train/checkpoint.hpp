@@ -41,6 +41,9 @@ struct CheckpointMeta {
   // The matrix-product routes the run had chosen (absent in older checkpoints): a resume
   // takes the same ones, so that it continues bit for bit.
   std::vector<kernels::RouteRecord> routes;
+  // The position of the linear layers' stochastic-rounding stream (runs that round
+  // gradients stochastically: nvfp4), key "quant_stochastic_position".
+  std::optional<std::int64_t> stochastic_position;
 };
 // The metadata strings for `meta` (a key per field), and back: every field checked (integers
 // >= 0, fp16_type a half format or float32, the scaler state in range); mantissa::Error

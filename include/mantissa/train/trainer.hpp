@@ -21,7 +21,7 @@
 #include "mantissa/report/metrics.hpp"
 
 namespace mantissa::amp {
-class Fp8Layers;
+class QuantizedLayers;
 }  // namespace mantissa::amp
 
 namespace mantissa::train {
@@ -202,6 +202,8 @@ class Trainer {
   std::string save_checkpoint_now();
   // The settings this run trains under, as its metrics.jsonl records them first.
   report::RunRecord run_record() const;
+  // "bfloat16, POL 1, mxfp4 linear layers": the policy and the linear layers' recipe.
+  std::string precision_text() const;
 
  private:
   // Loads a checkpoint: for training, every part of the state (settings as `settings` says);
@@ -213,6 +215,9 @@ class Trainer {
                           ResumeSettings settings, bool& take_optimizer_state,
                           bool& take_scaler_state);
   void build_optimizer_and_scaler();
+  // The linear layers' recipe (precision.recipe or precision.fp8) on the model; errors name
+  // the key under trainer.init.precision.
+  void attach_recipes();
   // The newest checkpoint of the run directory, as rank 0 sees it.
   std::optional<std::string> latest_of_job() const;
   RunSummary evaluate_all();
@@ -244,10 +249,10 @@ class Trainer {
   std::unique_ptr<Task> task_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<amp::GradScaler> scaler_;
-  std::unique_ptr<amp::Fp8Layers> fp8_;
+  std::unique_ptr<amp::QuantizedLayers> quant_;  // the linear layers' recipes (may be empty)
   // Whether scaler_ scales the loss (float16, cbfloat16 with loss scaling), or only guards
   // the steps (scale 1: float32, bfloat16, no loss scaling).
-  bool scales_loss_ = false;  // the fp8 linear layers' scaling states (may be empty)
+  bool scales_loss_ = false;
   precision::Policy policy_;
   std::int64_t global_step_ = 0;
   std::string run_dir_;

@@ -1,0 +1,154 @@
+// Block-scaled GEMM operands (kernels/block_operand.hpp) on a linear layer's shapes: the
+// quantization into an operand at its width (quantize_packed), its decode to bfloat16
+// beside the scalar twin, and a whole block-scaled product beside the plain bfloat16
+// product of the same shape, in one run.
+//   build/bench/bench_block_operand --benchmark_repetitions=3
+//   --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include <vector>
+
+#include "bench_values.hpp"
+#include "mantissa/kernels/block_operand.hpp"
+#include "mantissa/numerics/convert.hpp"
+
+namespace {
+
+namespace k = mantissa::kernels;
+namespace n = mantissa::numerics;
+
+// GPT-ref's largest activation: 2048 tokens x 1536 features.
+constexpr std::int64_t kRows = 2048, kCols = 1536;
+
+const std::vector<float>& input() {
+  static const std::vector<float> x =
+      mantissa::bench_inputs::normal_values(static_cast<std::size_t>(kRows * kCols), 1);
+  return x;
+}
+
+k::BlockSpec spec(int which) {
+  switch (which) {
+    case 0: {
+      n::MxSettings s;  // mxfp8, row-wise
+      return s;
+    }
+    case 1: {
+      n::MxSettings s;  // mxfp8, column-wise
+      s.tile = {32, 1};
+      return s;
+    }
+    case 2: {
+      n::MxSettings s;
+      s.element = n::Format::float4_e2m1;
+      return s;
+    }
+    case 3: {
+      n::Nvfp4Settings s;
+      return s;
+    }
+    default: {
+      n::Fp8BlockSettings s;  // power-of-two scales (the default)
+      return s;
+    }
+  }
+}
+const char* kNames[] = {"mxfp8/1x32", "mxfp8/32x1", "mxfp4/1x32", "nvfp4/1x16", "fp8_blocks/1x128"};
+
+void set_rate(benchmark::State& state) {
+  state.SetBytesProcessed(state.iterations() * kRows * kCols *
+                          static_cast<std::int64_t>(sizeof(float)));
+}
+
+void BM_Quantize(benchmark::State& state) {
+  const k::BlockSpec s = spec(static_cast<int>(state.range(0)));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(
+        k::quantize_packed(input().data(), n::Format::float32, kRows, kCols, s));
+  state.SetLabel(kNames[state.range(0)]);
+  set_rate(state);
+}
+
+// The values of an operand read once, straight from float32 (quantize_to_bf16) against
+// quantize_packed followed by dequantize_to_bf16 (the twin's way, on the fast kernels).
+template <bool kFused>
+void BM_QuantizeToBf16(benchmark::State& state) {
+  const k::BlockSpec s = spec(static_cast<int>(state.range(0)));
+  std::vector<std::uint16_t> out(input().size());
+  for (auto _ : state) {
+    if (kFused) {
+      benchmark::DoNotOptimize(
+          k::quantize_to_bf16(input().data(), n::Format::float32, kRows, kCols, s, out.data()));
+    } else {
+      benchmark::DoNotOptimize(k::dequantize_to_bf16(
+          k::quantize_packed(input().data(), n::Format::float32, kRows, kCols, s), out.data()));
+    }
+  }
+  state.SetLabel(kNames[state.range(0)]);
+  set_rate(state);
+}
+
+template <bool kRef>
+void BM_DecodeBf16(benchmark::State& state) {
+  const k::PackedBlocks q = k::quantize_packed(input().data(), n::Format::float32, kRows, kCols,
+                                               spec(static_cast<int>(state.range(0))));
+  std::vector<std::uint16_t> out(input().size());
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(kRef ? k::dequantize_to_bf16_ref(q, out.data())
+                                  : k::dequantize_to_bf16(q, out.data()));
+  }
+  state.SetLabel(kNames[state.range(0)]);
+  set_rate(state);
+}
+
+// y [2048, 384] = x [2048, 1536] W^T: the block-scaled product (decode included) against the
+// plain product of bfloat16 operands.
+void BM_Product(benchmark::State& state) {
+  constexpr std::int64_t kOut = 384;
+  const bool blocks = state.range(0) != 0;
+  const std::vector<float>& x = input();
+  const k::PackedBlocks qx =
+      k::quantize_packed(x.data(), n::Format::float32, kRows, kCols, spec(0));
+  const k::PackedBlocks qw = k::quantize_packed(x.data(), n::Format::float32, kOut, kCols, spec(0));
+  std::vector<std::uint16_t> xb(x.size()), wb(static_cast<std::size_t>(kOut * kCols));
+  n::encode_array(x.data(), xb.size(), n::Format::bfloat16, xb.data());
+  n::encode_array(x.data(), wb.size(), n::Format::bfloat16, wb.data());
+  std::vector<float> y(static_cast<std::size_t>(kRows * kOut));
+  const k::GemmShape shape = k::GemmShape::dense(kRows, kOut, kCols, false, true);
+  for (auto _ : state) {
+    if (blocks) {
+      k::block_scaled_gemm(
+          shape, qx, qw, [&](const k::GemmTile&) {}, mantissa::precision::MatmulRoute::automatic);
+    } else {
+      k::gemm(shape, k::Operand(xb.data(), n::Format::bfloat16),
+              k::Operand(wb.data(), n::Format::bfloat16), y.data(), false,
+              {n::Format::bfloat16, 1, k::GemmAlgorithm::automatic,
+               mantissa::precision::MatmulRoute::automatic});
+    }
+  }
+  state.SetLabel(blocks ? "mxfp8 operands (decode + bf16 GEMM)" : "bfloat16 operands");
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      shape.flops() * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
+BENCHMARK(BM_Quantize)->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_QuantizeToBf16<true>)
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_QuantizeToBf16<false>)
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_DecodeBf16<false>)->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_DecodeBf16<true>)->Arg(0)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Product)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,269 @@
+// Block-scaled GEMM operands (kernels/block_operand.hpp): quantize_packed gives the numerics
+// quantizers' bits (bands on all threads, stochastic counters continued), the bfloat16
+// decode against its scalar twin and against values from the codec, the exactness flag on
+// values below float32's normal range, the bytes an operand takes, and the chunk route
+// against its scalar twin bit for bit on the fp32 route.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "mantissa/error.hpp"
+#include "mantissa/kernels/block_operand.hpp"
+#include "mantissa/numerics/convert.hpp"
+#include "mantissa/numerics/minifloat_codec.hpp"
+
+namespace mantissa::testing {
+namespace {
+
+using kernels::PackedBlocks;
+using numerics::Format;
+using numerics::TileShape;
+
+std::vector<float> matrix(std::int64_t rows, std::int64_t cols, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(static_cast<std::size_t>(rows * cols));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float scale = std::ldexp(1.0f, static_cast<int>(rng() % 16) - 8);
+    for (std::int64_t c = 0; c < cols; ++c) x[r * cols + c] = d(rng) * scale;
+  }
+  return x;
+}
+
+void expect_same(const PackedBlocks& a, const numerics::BlockQuantized& b) {
+  EXPECT_EQ(a.elements, b.elements);
+  if (b.scale_format == Format::float32) {
+    ASSERT_EQ(a.scales32.size(), b.scales.size());
+    for (std::size_t i = 0; i < b.scales.size(); ++i) {
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(a.scales32[i]),
+                std::bit_cast<std::uint32_t>(b.scales[i]));
+    }
+  } else {
+    EXPECT_EQ(a.scale_codes, b.scale_codes());
+  }
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(a.tensor_scale),
+            std::bit_cast<std::uint32_t>(b.tensor_scale));
+}
+
+TEST(BlockOperand, QuantizePackedGivesTheQuantizersBits) {
+  // 600 x 256: several groups of bands per thread; 600 rows: a last column block of 24. The
+  // same matrix stored as bfloat16 is decoded group by group: the bits of its float32 values.
+  const std::int64_t rows = 600, cols = 256;
+  const std::vector<float> x = matrix(rows, cols, 1);
+  std::vector<std::uint16_t> xb(x.size());
+  numerics::encode_array(x.data(), x.size(), Format::bfloat16, xb.data());
+  std::vector<float> xbf(x.size());
+  numerics::decode_array(xb.data(), xb.size(), Format::bfloat16, xbf.data());
+  const auto check = [&](const kernels::BlockSpec& spec, const auto& twin) {
+    expect_same(kernels::quantize_packed(x.data(), Format::float32, rows, cols, spec), twin(x));
+    expect_same(kernels::quantize_packed(xb.data(), Format::bfloat16, rows, cols, spec), twin(xbf));
+  };
+  for (Format e : {Format::float8_e4m3, Format::float6_e3m2, Format::float4_e2m1}) {
+    for (TileShape t : {TileShape{1, 32}, TileShape{32, 1}}) {
+      numerics::MxSettings s;
+      s.element = e;
+      s.tile = t;
+      s.rule = numerics::MxScaleRule::rceil;
+      s.rounding = numerics::Rounding::stochastic;
+      s.seed = 5;
+      s.counter = 1000;
+      check(s, [&](const std::vector<float>& v) {
+        return numerics::quantize_mx_ref(v.data(), rows, cols, s);
+      });
+    }
+  }
+  numerics::Fp8BlockSettings b;
+  b.tile = {128, 128};
+  b.power_of_two = false;
+  check(b, [&](const std::vector<float>& v) {
+    return numerics::quantize_fp8_blocks_ref(v.data(), rows, cols, b);
+  });
+  numerics::Nvfp4Settings n;
+  n.tile = {16, 16};
+  check(n, [&](const std::vector<float>& v) {
+    return numerics::quantize_nvfp4_ref(v.data(), rows, cols, n);
+  });
+}
+
+TEST(BlockOperand, Bf16DecodeMatchesItsTwinAndTheCodec) {
+  const std::int64_t rows = 37, cols = 45;  // odd: fp4 rows start inside a byte
+  const std::vector<float> x = matrix(rows, cols, 2);
+  std::vector<kernels::BlockSpec> specs;
+  for (Format e : numerics::kBlockElementFormats) {
+    numerics::MxSettings s;
+    s.element = e;
+    s.tile = {1, 32};
+    specs.push_back(s);
+    s.tile = {32, 1};
+    specs.push_back(s);
+  }
+  numerics::Nvfp4Settings n;
+  specs.push_back(n);
+  numerics::Fp8BlockSettings b;
+  b.tile = {1, 16};
+  specs.push_back(b);
+  for (const kernels::BlockSpec& spec : specs) {
+    const PackedBlocks q = kernels::quantize_packed(x.data(), Format::float32, rows, cols, spec);
+    std::vector<std::uint16_t> fast(x.size()), twin(x.size());
+    ASSERT_TRUE(kernels::dequantize_to_bf16(q, fast.data()));
+    ASSERT_TRUE(kernels::dequantize_to_bf16_ref(q, twin.data()));
+    ASSERT_EQ(fast, twin);
+    std::vector<float> f32(x.size());
+    kernels::dequantize_to_float32(q, f32.data());
+    const numerics::Layout& l = numerics::layout(q.element);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const std::int64_t i = r * cols + c;
+        const std::uint32_t code =
+            q.element == Format::float4_e2m1
+                ? (q.elements[static_cast<std::size_t>(i / 2)] >> (4 * (i % 2))) & 0xfu
+                : q.elements[static_cast<std::size_t>(i)];
+        const double want = static_cast<double>(numerics::decode(code, l)) * q.scale_at(r, c);
+        ASSERT_EQ(f32[static_cast<std::size_t>(i)], want);  // exact in float32
+        ASSERT_EQ(std::bit_cast<float>(static_cast<std::uint32_t>(fast[static_cast<std::size_t>(i)])
+                                       << 16),
+                  want);  // and in bfloat16
+      }
+    }
+  }
+}
+
+TEST(BlockOperand, ValuesStraightFromTheMatrixMatchPackingThenDecoding) {
+  const std::int64_t rows = 70, cols = 100;  // partial tiles both ways
+  std::vector<float> x = matrix(rows, cols, 8);
+  x[5] = std::numeric_limits<float>::quiet_NaN();  // a NaN tile (MX: codes 0, scale NaN)
+  x[3 * cols + 40] = -std::numeric_limits<float>::infinity();
+  x[6 * cols + 70] = std::ldexp(1.0f, -140);                     // a float32 subnormal input
+  for (std::int64_t c = 0; c < 32; ++c) x[9 * cols + c] = 0.0f;  // an all-zero tile
+  // The same matrix as bfloat16 (the H operands come in): its values as float32 too.
+  std::vector<std::uint16_t> xb(x.size());
+  numerics::encode_array(x.data(), x.size(), Format::bfloat16, xb.data());
+  std::vector<float> xbf(x.size());
+  numerics::decode_array(xb.data(), xb.size(), Format::bfloat16, xbf.data());
+  std::vector<kernels::BlockSpec> specs;
+  for (Format e : numerics::kBlockElementFormats) {
+    for (auto rule : {numerics::MxScaleRule::floor, numerics::MxScaleRule::rceil,
+                      numerics::MxScaleRule::ceil, numerics::MxScaleRule::even}) {
+      for (TileShape t : {TileShape{1, 32}, TileShape{32, 1}}) {
+        numerics::MxSettings s;
+        s.element = e;
+        s.rule = rule;
+        s.tile = t;
+        specs.push_back(s);
+      }
+    }
+  }
+  for (Format e : {Format::float8_e4m3, Format::float8_e5m2}) {
+    for (TileShape t : {TileShape{1, 16}, TileShape{16, 1}, TileShape{rows, cols}}) {
+      numerics::Fp8BlockSettings s;
+      s.element = e;
+      s.tile = t;
+      specs.push_back(s);
+    }
+  }
+  std::size_t compared = 0;
+  for (const kernels::BlockSpec& spec : specs) {
+    ASSERT_TRUE(kernels::quantize_to_bf16_takes(spec));
+    for (bool bf16_input : {false, true}) {
+      const std::vector<float>& src = bf16_input ? xbf : x;
+      std::vector<std::uint16_t> got(x.size()), want(x.size());
+      const bool exact = kernels::quantize_to_bf16(
+          bf16_input ? static_cast<const void*>(xb.data()) : static_cast<const void*>(x.data()),
+          bf16_input ? Format::bfloat16 : Format::float32, rows, cols, spec, got.data());
+      const bool want_exact = kernels::dequantize_to_bf16_ref(
+          kernels::quantize_packed(src.data(), Format::float32, rows, cols, spec), want.data());
+      ASSERT_EQ(exact, want_exact);
+      if (exact) {
+        ASSERT_EQ(got, want);
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 2 * specs.size());  // every spec's values are bfloat16 values here
+  numerics::Nvfp4Settings nv;
+  EXPECT_FALSE(kernels::quantize_to_bf16_takes(nv));
+  numerics::Fp8BlockSettings f32_scales;
+  f32_scales.power_of_two = false;
+  EXPECT_FALSE(kernels::quantize_to_bf16_takes(f32_scales));
+}
+
+TEST(BlockOperand, ValuesBelowTheNormalRangeAreNotBf16Exact) {
+  // An MX block of tiny values: scale 2^-127 with elements down to 2^-9: values of 2^-136.
+  std::vector<float> x(32, std::ldexp(1.0f, -135));
+  x[0] = std::ldexp(1.0f, -127);
+  numerics::MxSettings s;
+  const PackedBlocks q = kernels::quantize_packed(x.data(), Format::float32, 1, 32, s);
+  std::vector<std::uint16_t> fast(32), twin(32);
+  EXPECT_FALSE(kernels::dequantize_to_bf16(q, fast.data()));
+  EXPECT_FALSE(kernels::dequantize_to_bf16_ref(q, twin.data()));
+  // A product with large values then takes the float32 route and stays exact (bf16 units
+  // would read the tiny values as zero and give 0).
+  const std::vector<float> big(32, std::ldexp(1.0f, 100));
+  const PackedBlocks qb = kernels::quantize_packed(big.data(), Format::float32, 1, 32, s);
+  float c = 0;
+  kernels::block_scaled_gemm(
+      kernels::GemmShape::dense(1, 1, 32, false, true), q, qb,
+      [&](const kernels::GemmTile& t) { c = t.values[0]; }, precision::MatmulRoute::automatic);
+  double want = 0;
+  for (float e : x) want += static_cast<double>(e) * std::ldexp(1.0, 100);
+  EXPECT_EQ(c, static_cast<float>(want));
+  EXPECT_GT(c, 0.0f);
+}
+
+TEST(BlockOperand, Mxfp4TakesFourAndAQuarterBitsPerElement) {
+  const std::vector<float> x = matrix(64, 128, 3);
+  numerics::MxSettings s;
+  s.element = Format::float4_e2m1;
+  EXPECT_EQ(kernels::quantize_packed(x.data(), Format::float32, 64, 128, s).bytes() * 8,
+            64 * 128 * 17 / 4);
+  numerics::Nvfp4Settings n;
+  EXPECT_EQ(kernels::quantize_packed(x.data(), Format::float32, 64, 128, n).bytes() * 8,
+            64 * 128 * 9 / 2);
+}
+
+TEST(BlockOperand, ChunkRouteMatchesItsTwinOnTheFp32Route) {
+  const std::int64_t m = 24, n = 40, k = 96;
+  const std::vector<float> a = matrix(m, k, 4), b = matrix(k, n, 5), bt = matrix(n, k, 6);
+  numerics::Fp8BlockSettings s;
+  s.power_of_two = false;
+  s.tile = {1, 32};
+  const PackedBlocks qa = kernels::quantize_packed(a.data(), Format::float32, m, k, s);
+  s.tile = {32, 32};
+  const PackedBlocks qb = kernels::quantize_packed(b.data(), Format::float32, k, n, s);
+  const PackedBlocks qbt = kernels::quantize_packed(bt.data(), Format::float32, n, k, s);
+  for (bool trans_b : {false, true}) {
+    const PackedBlocks& q = trans_b ? qbt : qb;
+    const kernels::GemmShape shape = kernels::GemmShape::dense(m, n, k, false, trans_b);
+    std::vector<float> got(static_cast<std::size_t>(m * n)), want(got.size());
+    kernels::block_scaled_gemm(
+        shape, qa, q,
+        [&](const kernels::GemmTile& t) {
+          for (std::int64_t r = 0; r < t.rows; ++r) {
+            for (std::int64_t j = 0; j < t.cols; ++j) {
+              got[static_cast<std::size_t>((t.row0 + r) * n + t.col0 + j)] = t.values[r * t.ld + j];
+            }
+          }
+        },
+        precision::MatmulRoute::fp32);
+    kernels::block_scaled_gemm_chunks_ref(shape, qa, q, want.data());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i])) << i;
+    }
+  }
+}
+
+TEST(BlockOperand, MismatchedOperandsAreRefused) {
+  const std::vector<float> a = matrix(8, 32, 7);
+  numerics::MxSettings s;
+  const PackedBlocks q = kernels::quantize_packed(a.data(), Format::float32, 8, 32, s);
+  EXPECT_THROW(kernels::block_scaled_gemm(
+                   kernels::GemmShape::dense(8, 8, 16, false, true), q, q,
+                   [](const kernels::GemmTile&) {}, precision::MatmulRoute::automatic),
+               Error);
+}
+
+}  // namespace
+}  // namespace mantissa::testing
