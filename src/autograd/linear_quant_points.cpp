@@ -67,8 +67,7 @@ void probe_copy(const Tensor& t, std::int64_t rows, std::int64_t cols, Fp8Slot r
   }
   precision::probe_elements(
       role_of(role), kOp, blocks->element, t32.f32(), q.data(), rows, cols,
-      [&](std::int64_t r, std::int64_t c) { return blocks->scale_at(r, c); },
-      blocks->tensor_scale);
+      [&](std::int64_t r, std::int64_t c) { return blocks->scale_at(r, c); }, blocks->tensor_scale);
 }
 
 }  // namespace

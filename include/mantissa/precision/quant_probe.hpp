@@ -88,10 +88,9 @@ QuantProbe* active_probe();
 // thread-local read. Call it on the thread that runs the op (in a backward, autograd names
 // the node's layer as the current one).
 template <class TileScaleAt>
-void probe_elements(QuantRole role, const char* op, Format element, const float* x,
-                    const float* q, std::int64_t rows, std::int64_t cols,
-                    TileScaleAt&& tile_scale_at, double tensor_scale = 1.0,
-                    const LayerName& layer = current_layer()) {
+void probe_elements(QuantRole role, const char* op, Format element, const float* x, const float* q,
+                    std::int64_t rows, std::int64_t cols, TileScaleAt&& tile_scale_at,
+                    double tensor_scale = 1.0, const LayerName& layer = current_layer()) {
   QuantProbe* probe = active_probe();
   if (probe == nullptr || rows <= 0 || cols <= 0) return;
   QuantStats s(element);
