@@ -72,6 +72,22 @@ inline void load_operands(const std::uint32_t* a, std::int64_t a_ld, const std::
   _tile_loadd(7, b + 16, static_cast<long>(b_ld * 4));
 }
 
+// Pair words, rows `ld` words apart.
+struct Words {
+  const std::uint32_t* data;
+  std::int64_t ld;
+};
+
+// The rows x cols words of w copied into a zeroed pad of pad_rows x pad_cols.
+Words padded(Words w, std::int64_t rows, std::int64_t cols, std::uint32_t* pad,
+             std::int64_t pad_rows, std::int64_t pad_cols) {
+  std::fill(pad, pad + pad_rows * pad_cols, 0u);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::copy(w.data + r * w.ld, w.data + r * w.ld + cols, pad + r * pad_cols);
+  }
+  return {pad, pad_cols};
+}
+
 // One 32 x 32 block of C at rows i, columns j. Operands that do not fill the tiles (the
 // product's last rows, columns or pairs) are copied into zero-padded scratch first.
 void product_block(std::int64_t m, std::int64_t n, std::int64_t pairs, const PairRows& a,
@@ -97,25 +113,11 @@ void product_block(std::int64_t m, std::int64_t n, std::int64_t pairs, const Pai
   }
   for (std::int64_t p0 = 0; p0 < pairs; p0 += kChunk) {
     const std::int64_t np = std::min(kChunk, pairs - p0);
-    const std::uint32_t* ap = a.data + i * a.row_stride + p0;
-    std::int64_t a_ld = a.row_stride;
-    if (rows < kBlock || np < kChunk) {
-      std::fill(a_pad, a_pad + kBlock * kChunk, 0u);
-      for (std::int64_t r = 0; r < rows; ++r)
-        std::copy(ap + r * a_ld, ap + r * a_ld + np, a_pad + r * kChunk);
-      ap = a_pad;
-      a_ld = kChunk;
-    }
-    const std::uint32_t* bp = b.data + p0 * b.ld + j;
-    std::int64_t b_ld = b.ld;
-    if (cols < kBlock || np < kChunk) {
-      std::fill(b_pad, b_pad + kChunk * kBlock, 0u);
-      for (std::int64_t p = 0; p < np; ++p)
-        std::copy(bp + p * b_ld, bp + p * b_ld + cols, b_pad + p * kBlock);
-      bp = b_pad;
-      b_ld = kBlock;
-    }
-    load_operands(ap, a_ld, bp, b_ld);
+    Words ap{a.data + i * a.row_stride + p0, a.row_stride};
+    if (rows < kBlock || np < kChunk) ap = padded(ap, rows, np, a_pad, kBlock, kChunk);
+    Words bp{b.data + p0 * b.ld + j, b.ld};
+    if (cols < kBlock || np < kChunk) bp = padded(bp, np, cols, b_pad, kChunk, kBlock);
+    load_operands(ap.data, ap.ld, bp.data, bp.ld);
     multiply_chunk();
   }
   store_c(cp, ldcp);

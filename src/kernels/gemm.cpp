@@ -157,13 +157,17 @@ RouteRecord sample_route(Format format, int passes, std::int64_t n) {
   throw Error("sample_route: no route recorded for " + describe(key));
 }
 
-void gemm_bf16_ref(const GemmShape& s, Operand a, Operand b, float* c, bool accumulate,
-                   const GemmPrecision& p) {
+namespace {
+// The pair routes' twins share this walk: for each C[i][j] and each pass, `sum(acc, x, y)` adds
+// the pass's products the way the route's instruction does, x(k) and y(k) being A's row and B's
+// column (zero past s.k, as the packed panels' padding).
+template <class Sum>
+void pair_route_ref(const char* name, const char* route, const GemmShape& s, Operand a, Operand b,
+                    float* c, bool accumulate, const GemmPrecision& p, Sum sum) {
   check(s);
   if (p.format == Format::float32) {
-    throw Error(
-        "gemm_bf16_ref: float32 values are not bf16 values (the bf16 route needs a half "
-        "or fp8 format)");
+    throw Error(std::string(name) + ": float32 values are not bf16 values (the " + route +
+                " route needs a half or fp8 format)");
   }
   const gemm_detail::PassList passes = gemm_detail::passes_for(p, true);
   for (std::int64_t i = 0; i < s.m; ++i) {
@@ -179,56 +183,46 @@ void gemm_bf16_ref(const GemmShape& s, Operand a, Operand b, float* c, bool accu
           return k < s.k ? gemm_detail::part_value(element(b, s.trans_b, s.ldb, k, j), pass.b)
                          : 0.0f;
         };
-        for (std::int64_t k = 0; k < s.k; k += 2) {
-          acc = dot_step(acc, x(k + 1), y(k + 1));
-          acc = dot_step(acc, x(k), y(k));
-        }
+        acc = sum(acc, x, y);
       }
       float& out = c[i * s.ldc + j];
       out = accumulate ? out + acc : acc;
     }
   }
 }
+}  // namespace
+
+void gemm_bf16_ref(const GemmShape& s, Operand a, Operand b, float* c, bool accumulate,
+                   const GemmPrecision& p) {
+  pair_route_ref("gemm_bf16_ref", "bf16", s, a, b, c, accumulate, p,
+                 [&](float acc, const auto& x, const auto& y) {
+                   for (std::int64_t k = 0; k < s.k; k += 2) {
+                     acc = dot_step(acc, x(k + 1), y(k + 1));
+                     acc = dot_step(acc, x(k), y(k));
+                   }
+                   return acc;
+                 });
+}
 
 void gemm_amx_ref(const GemmShape& s, Operand a, Operand b, float* c, bool accumulate,
                   const GemmPrecision& p) {
-  check(s);
-  if (p.format == Format::float32) {
-    throw Error(
-        "gemm_amx_ref: float32 values are not bf16 values (the amx route needs a half "
-        "or fp8 format)");
-  }
-  const gemm_detail::PassList passes = gemm_detail::passes_for(p, true);
   constexpr std::int64_t kChunk = 2 * detail::kAmxChunkPairs;
-  for (std::int64_t i = 0; i < s.m; ++i) {
-    for (std::int64_t j = 0; j < s.n; ++j) {
-      float acc = 0.0f;
-      for (int q = 0; q < passes.count; ++q) {
-        const gemm_detail::Pass& pass = passes.pass[q];
-        const auto x = [&](std::int64_t k) {
-          return k < s.k ? gemm_detail::part_value(element(a, s.trans_a, s.lda, i, k), pass.a)
-                         : 0.0f;
-        };
-        const auto y = [&](std::int64_t k) {
-          return k < s.k ? gemm_detail::part_value(element(b, s.trans_b, s.ldb, k, j), pass.b)
-                         : 0.0f;
-        };
-        for (std::int64_t k0 = 0; k0 < s.k; k0 += kChunk) {
-          const std::int64_t pairs = (std::min(kChunk, s.k - k0) + 1) / 2;
-          acc = detail::amx_chunk(acc, pairs,
-                                  [&](std::int64_t pp, float& a0, float& b0, float& a1, float& b1) {
-                                    const std::int64_t k = k0 + 2 * pp;
-                                    a0 = x(k);
-                                    b0 = y(k);
-                                    a1 = x(k + 1);
-                                    b1 = y(k + 1);
-                                  });
-        }
-      }
-      float& out = c[i * s.ldc + j];
-      out = accumulate ? out + acc : acc;
-    }
-  }
+  pair_route_ref("gemm_amx_ref", "amx", s, a, b, c, accumulate, p,
+                 [&](float acc, const auto& x, const auto& y) {
+                   for (std::int64_t k0 = 0; k0 < s.k; k0 += kChunk) {
+                     const std::int64_t pairs = (std::min(kChunk, s.k - k0) + 1) / 2;
+                     acc = detail::amx_chunk(
+                         acc, pairs,
+                         [&](std::int64_t pp, float& a0, float& b0, float& a1, float& b1) {
+                           const std::int64_t k = k0 + 2 * pp;
+                           a0 = x(k);
+                           b0 = y(k);
+                           a1 = x(k + 1);
+                           b1 = y(k + 1);
+                         });
+                   }
+                   return acc;
+                 });
 }
 
 void gemm_ref(const GemmShape& s, Operand a, Operand b, float* c, bool accumulate,

@@ -89,16 +89,20 @@ TEST(NonFiniteUpdates, AFailureInALaterParameterPutsBackTheEarlierOnes) {
   EXPECT_TRUE(first->state_tensors().empty());
 }
 
+// n values step * (i % period) + offset: many distinct values, none the same as its neighbour.
+std::vector<float> sawtooth(std::size_t n, std::size_t period, float step, float offset) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = step * static_cast<float>(i % period) + offset;
+  return v;
+}
+
 TEST(NonFiniteUpdates, AFailureInALaterRangeOfOneParameterPutsBackItsEarlierRanges) {
   // 100,003 elements: AdamW's guarded update runs in ranges of 32 Ki elements on both
   // threads. Only the last elements' gradient overflows when squared (exp_avg_sq = inf): every
   // range, the first ones already updated in place, goes back to its values bit for bit.
   const std::size_t n = 100003;
-  std::vector<float> value(n), grad(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    value[i] = 0.001f * static_cast<float>(i % 977) - 0.4f;
-    grad[i] = 0.01f * static_cast<float>(i % 131) - 0.6f;
-  }
+  const std::vector<float> value = sawtooth(n, 977, 0.001f, -0.4f);
+  const std::vector<float> grad = sawtooth(n, 131, 0.01f, -0.6f);
   Variable a = with_grad(value, grad), b = with_grad({3.0f}, {1.0f});
   auto opt = adamw({a, b}, constant(1e-3), 1e-8);
   ASSERT_TRUE(opt->step());
@@ -124,11 +128,8 @@ TEST(NonFiniteUpdates, GuardedRangesGiveTheBitsOfTheWholeUpdate) {
   // The guarded step (ranges, copied and checked) and the unguarded one (one pass over the
   // whole parameter) compute each element alike: the same bits after three steps.
   const std::size_t n = 70001;
-  std::vector<float> value(n), grad(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    value[i] = 0.002f * static_cast<float>(i % 613) - 0.5f;
-    grad[i] = 0.03f * static_cast<float>(i % 89) - 1.2f;
-  }
+  const std::vector<float> value = sawtooth(n, 613, 0.002f, -0.5f);
+  const std::vector<float> grad = sawtooth(n, 89, 0.03f, -1.2f);
   Variable a = with_grad(value, grad), b = with_grad({3.0f}, {1.0f});
   Variable c = with_grad(value, grad), d = with_grad({3.0f}, {1.0f});
   auto guarded = adamw({a, b}, constant(1e-2), 1e-8);
