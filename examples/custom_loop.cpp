@@ -3,13 +3,13 @@
 // small MLP on synthetic data under float16 with dynamic loss scaling and prints the loss.
 //   build/examples/custom_loop
 #include <cstdio>
-#include <random>
 
 #include "mantissa/amp/autocast.hpp"
 #include "mantissa/amp/grad_scaler.hpp"
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/optim/clip.hpp"
 #include "mantissa/tensor/random.hpp"
+#include "toy_data.hpp"
 
 namespace ag = mantissa::autograd;
 using mantissa::autograd::Variable;
@@ -38,18 +38,12 @@ int main() {
   mantissa::amp::GradScaler grad_scaler(
       mantissa::amp::GradScalerOptions::defaults_for(mantissa::numerics::Format::float16));
 
-  std::mt19937 data(1);
-  std::normal_distribution<float> noise(0.0f, 1.2f);
+  ToyData data(/*features=*/16, /*classes=*/4);
   for (int step = 0; step < 200; ++step) {
-    std::vector<float> xs(32 * 16);
-    std::vector<std::int32_t> ys(32);
-    for (int i = 0; i < 32; ++i) {
-      ys[i] = static_cast<std::int32_t>(data() % 4);
-      for (int d = 0; d < 16; ++d) xs[i * 16 + d] = noise(data) + (d % 4 == ys[i] ? 1.5f : 0.0f);
-    }
-    const Variable x(Tensor::from_vector(xs, {32, 16}));
+    const ToyBatch batch = data.next(32);
+    const Variable x(batch.x);
     const Variable hidden = ag::gelu(ag::linear(x, params[0], params[1]));
-    const Variable loss = ag::cross_entropy(ag::linear(hidden, params[2], params[3]), ys);
+    const Variable loss = ag::cross_entropy(ag::linear(hidden, params[2], params[3]), batch.y);
 
     ag::backward(grad_scaler.scale(loss));         // scale the loss, then backward
     grad_scaler.unscale_(*optimizer);              // unscale gradients in place

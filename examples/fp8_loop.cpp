@@ -6,13 +6,13 @@
 // checkpoint. It trains a small MLP on synthetic data (bfloat16 elsewhere, no loss scaler).
 //   build/examples/fp8_loop
 #include <cstdio>
-#include <random>
 
 #include "mantissa/amp/quantized_layers.hpp"
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/nn/models.hpp"
 #include "mantissa/optim/optimizer.hpp"
 #include "mantissa/precision/policy.hpp"
+#include "toy_data.hpp"
 
 namespace ag = mantissa::autograd;
 namespace precision = mantissa::precision;
@@ -33,28 +33,16 @@ int main() {
   mantissa::nn::Mlp model(shape, /*seed=*/0);
   mantissa::amp::Fp8Layers fp8_layers(model, fp8);  // one state per Linear: fc layers 0 and 1
 
-  mantissa::optim::ParamGroup group;
-  for (const auto& [name, p] : model.named_parameters()) {
-    group.names.push_back(name);
-    group.params.push_back(p);
-  }
-  group.learning_rate = mantissa::optim::constant(0.01);
-  auto optimizer = mantissa::optim::make_optimizer(mantissa::optim::AdamW{}, {group});
+  auto optimizer =
+      mantissa::optim::make_optimizer(mantissa::optim::AdamW{}, model.parameters(), 0.01);
 
   // bfloat16 activations, fp8 products in the Linear layers.
   precision::Autocast cast(precision::Policy(mantissa::numerics::Format::bfloat16, 1,
                                              precision::MatmulRoute::automatic, fp8));
-  std::mt19937 data(1);
-  std::normal_distribution<float> noise(0.0f, 1.2f);
+  ToyData data(/*features=*/16, /*classes=*/4);
   for (int step = 0; step < 200; ++step) {
-    std::vector<float> xs(32 * 16);
-    std::vector<std::int32_t> ys(32);
-    for (int i = 0; i < 32; ++i) {
-      ys[i] = static_cast<std::int32_t>(data() % 4);
-      for (int d = 0; d < 16; ++d) xs[i * 16 + d] = noise(data) + (d % 4 == ys[i] ? 1.5f : 0.0f);
-    }
-    const Variable loss =
-        ag::cross_entropy(model.logits(Variable(Tensor::from_vector(xs, {32, 16}))), ys);
+    const ToyBatch batch = data.next(32);
+    const Variable loss = ag::cross_entropy(model.logits(Variable(batch.x)), batch.y);
     ag::backward(loss);
     optimizer->step();
     optimizer->zero_grad();
