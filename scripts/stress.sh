@@ -18,7 +18,15 @@ for d in "$build" "$other"; do
   [[ -f $d/CTestTestfile.cmake ]] || { echo "stress.sh: $d is not a build directory" >&2; exit 2; }
 done
 [[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "stress.sh: RUNS must be a positive integer, got '$runs'" >&2; exit 2; }
+if [[ $(realpath "$build") == $(realpath "$other") ]]; then
+  echo "stress.sh: BUILD_DIR and OTHER_BUILD_DIR are the same directory; two suites in one" \
+    "build would share its test outputs (give a second checkout's build)" >&2
+  exit 2
+fi
 mkdir -p "$out" || exit 2
+# A reused OUT_DIR: its old stop file would end the loop beside before it starts.
+rm -f "$out/stop" "$out/summary.txt" "$out/beside.txt" || exit 2
+: >"$out/beside.txt" || exit 2
 (
   i=0
   while [[ ! -e $out/stop ]]; do
@@ -41,4 +49,5 @@ touch "$out/stop"
 wait "$beside"
 tee -a "$out/summary.txt" <"$out/beside.txt"
 grep -q 'rc=[1-9]' "$out/beside.txt" && failed=1
+[[ -s $out/beside.txt ]] || { echo "stress.sh: no run beside finished" | tee -a "$out/summary.txt" >&2; failed=1; }
 exit $failed
