@@ -2,11 +2,14 @@
 // result, quantizing in bands on all threads, and decoding to bfloat16 or float32.
 #include "mantissa/kernels/block_operand.hpp"
 
+#include "block_bands.hpp"
+
 #include <immintrin.h>
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cstring>
+#include <optional>
 
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/parallel.hpp"
@@ -178,6 +181,10 @@ std::int64_t PackedBlocks::bytes() const {
 
 PackedBlocks quantize_packed(const void* x, Format x_format, std::int64_t rows, std::int64_t cols,
                              const BlockSpec& spec) {
+  if (std::optional<PackedBlocks> fast =
+          detail::quantize_packed_avx512(x, x_format, rows, cols, spec)) {
+    return std::move(*fast);
+  }
   const auto quantize = [&](const float* xs, std::int64_t n_rows, std::uint64_t counter_offset) {
     return std::visit(
         [&](auto s) {

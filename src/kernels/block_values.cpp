@@ -10,8 +10,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <vector>
 
+#include "block_bands.hpp"
 #include "mantissa/kernels/block_operand.hpp"
 #include "mantissa/kernels/parallel.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
@@ -76,34 +78,6 @@ inline __m256 round8(__m256 y, const Grid& g) {
   return _mm256_or_ps(r, _mm256_and_ps(y, sign_mask));
 }
 
-// The tile scales of spec for a tile with largest magnitude amax: {encode, decode}.
-struct Pow2Scale {
-  float encode, decode;
-};
-
-// 2^k for k in -127..127 (2^-127 a float32 subnormal).
-float pow2(int k) {
-  return k >= -126 ? std::bit_cast<float>(static_cast<std::uint32_t>(k + 127) << 23)
-                   : std::bit_cast<float>(0x00400000u);
-}
-
-Pow2Scale tile_scale_of(const BlockSpec& spec, float amax) {
-  if (const auto* mx = std::get_if<numerics::MxSettings>(&spec)) {
-    const std::uint8_t field = numerics::mx_scale_field(amax, mx->element, mx->rule);
-    if (field == 0xff) return {0.0f, std::numeric_limits<float>::quiet_NaN()};
-    const int k = static_cast<int>(field) - 127;
-    return {pow2(-k), pow2(k)};
-  }
-  const auto& s = std::get<numerics::Fp8BlockSettings>(spec);
-  const float encode = numerics::fp8_encode_scale(amax, s.element, s.power_of_two, s.epsilon);
-  return {encode, 1.0f / encode};
-}
-
-Format element_of(const BlockSpec& spec) {
-  if (const auto* mx = std::get_if<numerics::MxSettings>(&spec)) return mx->element;
-  return std::get<numerics::Fp8BlockSettings>(spec).element;
-}
-
 }  // namespace
 
 bool quantize_to_bf16_takes(const BlockSpec& spec) {
@@ -118,8 +92,12 @@ bool quantize_to_bf16_takes(const BlockSpec& spec) {
 
 bool quantize_to_bf16(const void* x, Format x_format, std::int64_t rows, std::int64_t cols,
                       const BlockSpec& spec, std::uint16_t* out) {
+  if (const std::optional<bool> fast =
+          detail::quantize_to_bf16_avx512(x, x_format, rows, cols, spec, out)) {
+    return *fast;
+  }
   const numerics::TileShape tile = std::visit([](const auto& s) { return s.tile; }, spec);
-  const Grid grid(element_of(spec));
+  const Grid grid(detail::element_of(spec));
   const std::int64_t band_rows = std::min<std::int64_t>(tile.rows, std::max<std::int64_t>(rows, 1));
   const std::int64_t bands = rows > 0 ? (rows + band_rows - 1) / band_rows : 0;
   const std::int64_t grid_cols = (cols + tile.cols - 1) / tile.cols;
@@ -164,8 +142,8 @@ bool quantize_to_bf16(const void* x, Format x_format, std::int64_t rows, std::in
             }
           }
           for (std::int64_t t = 0; t < grid_cols; ++t) {
-            const Pow2Scale s =
-                tile_scale_of(spec, std::bit_cast<float>(amax[static_cast<std::size_t>(t)]));
+            const detail::TileMultipliers s = detail::tile_multipliers(
+                spec, std::bit_cast<float>(amax[static_cast<std::size_t>(t)]));
             const std::int64_t c0 = t * tile.cols, c1 = std::min(cols, c0 + tile.cols);
             std::fill(enc.begin() + c0, enc.begin() + c1, s.encode);
             std::fill(dec.begin() + c0, dec.begin() + c1, s.decode);

@@ -24,21 +24,11 @@ float pow2f(int k) {
                    : std::bit_cast<float>(1u << (k + 149));
 }
 
-// floor(log2(x)) of positive finite float32 bits.
-int floor_log2(std::uint32_t u) {
-  if (u >= 0x00800000u) return static_cast<int>(u >> 23) - 127;
-  return (31 - std::countl_zero(u)) - 149;
-}
-
 // a * b, or mantissa::Error naming `what` when it overflows int64.
 std::int64_t product_or_throw(std::int64_t a, std::int64_t b, const std::string& what) {
   const std::optional<std::int64_t> p = checked_mul(a, b);
   if (!p) throw Error(what + ": " + std::to_string(a) + " x " + std::to_string(b) + " overflows");
   return *p;
-}
-
-bool power_of_two(std::uint32_t u) {
-  return u >= 0x00800000u ? (u & 0x7fffffu) == 0 : std::has_single_bit(u);
 }
 
 std::string element_names() {
@@ -81,40 +71,80 @@ int mx_emax(Format element) {
   return emax;
 }
 
-std::uint8_t mx_scale_field(float amax, Format element, MxScaleRule rule) {
-  const std::uint32_t u = detail::abs_bits(amax);
-  const int emax = mx_emax(element);
-  if (u > 0x7f800000u) return 0xff;
-  if (u == 0x7f800000u) return 0xfe;
-  if (u == 0) return 0x00;
-  int e = 0;  // the scale's exponent before clamping
-  switch (rule) {
-    case MxScaleRule::floor:
-      e = floor_log2(u) - emax;
-      break;
-    case MxScaleRule::ceil:
-      e = floor_log2(u) + (power_of_two(u) ? 0 : 1) - emax;
-      break;
-    case MxScaleRule::even: {
+namespace {
+
+// floor(log2(x)) of positive finite float32 bits, without a branch: a subnormal's integer
+// bits u < 2^23 convert to float exactly, whose exponent field is floor(log2(u)).
+inline int floor_log2_branchless(std::uint32_t u) {
+  const int normal = static_cast<int>(u >> 23) - 127;
+  const int sub =
+      static_cast<int>(std::bit_cast<std::uint32_t>(static_cast<float>(u)) >> 23) - 127 - 149;
+  return u >= 0x00800000u ? normal : sub;
+}
+
+// mx_scale_field on |amax|'s bits u, with the element's facts found by the caller; selects,
+// not branches, so that the loop over a band's tiles vectorizes.
+template <MxScaleRule rule>
+inline std::uint8_t scale_field(std::uint32_t u, int emax, int mantissa_bits, float reciprocal) {
+  std::uint32_t field = 0;
+  if constexpr (rule == MxScaleRule::rceil) {
+    // Transformer Engine: amax times the float32 reciprocal of max, then any mantissa bit
+    // rounds the exponent up (a float32 subnormal up to 2^-127 gives 2^-127).
+    const std::uint32_t q = std::bit_cast<std::uint32_t>(std::bit_cast<float>(u) * reciprocal);
+    const std::uint32_t f = q >> 23, mantissa = q & 0x7fffffu;
+    const bool up = mantissa > 0 && f != 0xfe && !(f == 0 && mantissa <= 0x400000u);
+    field = std::min<std::uint32_t>(f + (up ? 1u : 0u), 0xfe);
+  } else {
+    int e = 0;  // the scale's exponent before clamping
+    if constexpr (rule == MxScaleRule::floor) {
+      e = floor_log2_branchless(u) - emax;
+    } else if constexpr (rule == MxScaleRule::ceil) {
+      const bool exact = u >= 0x00800000u ? (u & 0x7fffffu) == 0 : (u & (u - 1)) == 0;
+      e = floor_log2_branchless(u) + (exact ? 0 : 1) - emax;
+    } else {
       // Add half an element ulp to the float32 bits, drop the mantissa (ties away; a carry
       // moves to the next binade).
-      const int m = layout(element).mantissa_bits;
-      const std::uint32_t rounded = u + (1u << (22 - m));
+      const std::uint32_t rounded = u + (1u << (22 - mantissa_bits));
       e = (rounded >= 0x00800000u ? static_cast<int>(rounded >> 23) - 127 : -127) - emax;
-      break;
     }
-    case MxScaleRule::rceil: {
-      // Transformer Engine: amax times the float32 reciprocal of max, then any mantissa bit
-      // rounds the exponent up (a float32 subnormal up to 2^-127 gives 2^-127).
-      const float reciprocal = mx_facts(element).reciprocal_max;
-      const std::uint32_t q = std::bit_cast<std::uint32_t>(std::fabs(amax) * reciprocal);
-      std::uint32_t field = q >> 23;
-      const std::uint32_t mantissa = q & 0x7fffffu;
-      if (mantissa > 0 && field != 0xfe && !(field == 0 && mantissa <= 0x400000u)) ++field;
-      return static_cast<std::uint8_t>(std::min<std::uint32_t>(field, 0xfe));
-    }
+    field = static_cast<std::uint32_t>(std::clamp(e, -127, 127) + 127);
   }
-  return static_cast<std::uint8_t>(std::clamp(e, -127, 127) + 127);
+  field = u == 0 ? 0x00u : field;
+  field = u == 0x7f800000u ? 0xfeu : field;
+  return static_cast<std::uint8_t>(u > 0x7f800000u ? 0xffu : field);
+}
+
+template <MxScaleRule rule>
+void scale_fields(const std::uint32_t* amax_bits, std::size_t n, Format element,
+                  std::uint8_t* fields) {
+  const int emax = mx_emax(element), m = layout(element).mantissa_bits;
+  const float reciprocal = mx_facts(element).reciprocal_max;
+  for (std::size_t i = 0; i < n; ++i) {
+    fields[i] = scale_field<rule>(amax_bits[i] & 0x7fffffffu, emax, m, reciprocal);
+  }
+}
+
+}  // namespace
+
+std::uint8_t mx_scale_field(float amax, Format element, MxScaleRule rule) {
+  const std::uint32_t u = detail::abs_bits(amax);
+  std::uint8_t field = 0;
+  mx_scale_fields(&u, 1, element, rule, &field);
+  return field;
+}
+
+void mx_scale_fields(const std::uint32_t* amax_bits, std::size_t n, Format element,
+                     MxScaleRule rule, std::uint8_t* fields) {
+  switch (rule) {
+    case MxScaleRule::floor:
+      return scale_fields<MxScaleRule::floor>(amax_bits, n, element, fields);
+    case MxScaleRule::ceil:
+      return scale_fields<MxScaleRule::ceil>(amax_bits, n, element, fields);
+    case MxScaleRule::even:
+      return scale_fields<MxScaleRule::even>(amax_bits, n, element, fields);
+    case MxScaleRule::rceil:
+      return scale_fields<MxScaleRule::rceil>(amax_bits, n, element, fields);
+  }
 }
 
 float fp8_encode_scale(float amax, Format element, bool power_of_two_scale, float epsilon) {

@@ -13,6 +13,7 @@
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/block_operand.hpp"
 #include "mantissa/numerics/convert.hpp"
+#include "mantissa/numerics/cpu_features.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
 
 namespace mantissa::testing {
@@ -32,6 +33,19 @@ std::vector<float> matrix(std::int64_t rows, std::int64_t cols, unsigned seed) {
   }
   return x;
 }
+
+// The vector paths the block quantizers' bands take here (AVX2, and AVX-512 where the CPU
+// has it: kernels/block_bands.hpp), each set in turn; the best one restored at the end.
+struct EveryPath {
+  std::vector<numerics::SimdPath> paths;
+  EveryPath() {
+    for (numerics::SimdPath p : {numerics::SimdPath::avx2, numerics::SimdPath::avx512}) {
+      if (numerics::cpu_supports(p)) paths.push_back(p);
+    }
+  }
+  ~EveryPath() { numerics::set_simd_path(numerics::best_simd_path()); }
+  bool has_avx512() const { return paths.size() == 2; }
+};
 
 void expect_same(const PackedBlocks& a, const numerics::BlockQuantized& b) {
   EXPECT_EQ(a.elements, b.elements);
@@ -86,6 +100,62 @@ TEST(BlockOperand, QuantizePackedGivesTheQuantizersBits) {
   check(n, [&](const std::vector<float>& v) {
     return numerics::quantize_nvfp4_ref(v.data(), rows, cols, n);
   });
+}
+
+TEST(BlockOperand, NearestEvenCodesGiveTheQuantizersBitsOnEveryPath) {
+  // Nearest-even MX and fp8 blocks with one-byte elements (the AVX-512 bands where the CPU
+  // has them) against the scalar reference quantizers: partial tiles both ways, a NaN tile,
+  // an infinity, a negative zero, a float32 subnormal, an all-zero tile; float32 and
+  // bfloat16 input.
+  const std::int64_t rows = 70, cols = 100;
+  std::vector<float> x = matrix(rows, cols, 12);
+  x[7] = std::numeric_limits<float>::quiet_NaN();
+  x[2 * cols + 50] = std::numeric_limits<float>::infinity();
+  x[4 * cols + 3] = -0.0f;
+  x[6 * cols + 70] = std::ldexp(1.0f, -140);
+  for (std::int64_t c = 32; c < 64; ++c) x[9 * cols + c] = 0.0f;
+  x[40 * cols + 99] = -std::ldexp(1.0f, 20);  // a large element beside small ones: subnormal codes
+  std::vector<std::uint16_t> xb(x.size());
+  numerics::encode_array(x.data(), x.size(), Format::bfloat16, xb.data());
+  std::vector<float> xbf(x.size());
+  numerics::decode_array(xb.data(), xb.size(), Format::bfloat16, xbf.data());
+  const EveryPath every;
+  std::size_t compared = 0;
+  for (const numerics::SimdPath path : every.paths) {
+    numerics::set_simd_path(path);
+    SCOPED_TRACE(std::string(numerics::simd_path_name(path)));
+    for (Format e :
+         {Format::float8_e4m3, Format::float8_e5m2, Format::float6_e2m3, Format::float6_e3m2}) {
+      for (auto rule : {numerics::MxScaleRule::floor, numerics::MxScaleRule::rceil}) {
+        for (TileShape t : {TileShape{1, 32}, TileShape{32, 1}}) {
+          numerics::MxSettings s;
+          s.element = e;
+          s.rule = rule;
+          s.tile = t;
+          expect_same(kernels::quantize_packed(x.data(), Format::float32, rows, cols, s),
+                      numerics::quantize_mx_ref(x.data(), rows, cols, s));
+          expect_same(kernels::quantize_packed(xb.data(), Format::bfloat16, rows, cols, s),
+                      numerics::quantize_mx_ref(xbf.data(), rows, cols, s));
+          compared += 2;
+        }
+      }
+    }
+    for (Format e : {Format::float8_e4m3, Format::float8_e5m2}) {
+      for (bool pow2 : {true, false}) {
+        for (TileShape t : {TileShape{1, 16}, TileShape{16, 1}, TileShape{128, 128}}) {
+          numerics::Fp8BlockSettings b;
+          b.element = e;
+          b.power_of_two = pow2;
+          b.tile = t;
+          expect_same(kernels::quantize_packed(x.data(), Format::float32, rows, cols, b),
+                      numerics::quantize_fp8_blocks_ref(x.data(), rows, cols, b));
+          compared += 1;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(compared, every.paths.size() * (4 * 2 * 2 * 2 + 2 * 2 * 3));
+  if (!every.has_avx512()) std::printf("[  SKIPPED ] the AVX-512 bands: not on this CPU\n");
 }
 
 TEST(BlockOperand, Bf16DecodeMatchesItsTwinAndTheCodec) {
@@ -165,29 +235,99 @@ TEST(BlockOperand, ValuesStraightFromTheMatrixMatchPackingThenDecoding) {
     }
   }
   std::size_t compared = 0;
-  for (const kernels::BlockSpec& spec : specs) {
-    ASSERT_TRUE(kernels::quantize_to_bf16_takes(spec));
-    for (bool bf16_input : {false, true}) {
-      const std::vector<float>& src = bf16_input ? xbf : x;
-      std::vector<std::uint16_t> got(x.size()), want(x.size());
-      const bool exact = kernels::quantize_to_bf16(
-          bf16_input ? static_cast<const void*>(xb.data()) : static_cast<const void*>(x.data()),
-          bf16_input ? Format::bfloat16 : Format::float32, rows, cols, spec, got.data());
-      const bool want_exact = kernels::dequantize_to_bf16_ref(
-          kernels::quantize_packed(src.data(), Format::float32, rows, cols, spec), want.data());
-      ASSERT_EQ(exact, want_exact);
-      if (exact) {
-        ASSERT_EQ(got, want);
-        ++compared;
+  const EveryPath every;
+  for (const numerics::SimdPath path : every.paths) {
+    numerics::set_simd_path(path);
+    SCOPED_TRACE(std::string(numerics::simd_path_name(path)));
+    for (const kernels::BlockSpec& spec : specs) {
+      ASSERT_TRUE(kernels::quantize_to_bf16_takes(spec));
+      for (bool bf16_input : {false, true}) {
+        const std::vector<float>& src = bf16_input ? xbf : x;
+        std::vector<std::uint16_t> got(x.size()), want(x.size());
+        const bool exact = kernels::quantize_to_bf16(
+            bf16_input ? static_cast<const void*>(xb.data()) : static_cast<const void*>(x.data()),
+            bf16_input ? Format::bfloat16 : Format::float32, rows, cols, spec, got.data());
+        const bool want_exact = kernels::dequantize_to_bf16_ref(
+            kernels::quantize_packed(src.data(), Format::float32, rows, cols, spec), want.data());
+        ASSERT_EQ(exact, want_exact);
+        if (exact) {
+          ASSERT_EQ(got, want);
+          ++compared;
+        }
       }
     }
   }
-  EXPECT_EQ(compared, 2 * specs.size());  // every spec's values are bfloat16 values here
+  // every spec's values are bfloat16 values here
+  EXPECT_EQ(compared, 2 * specs.size() * every.paths.size());
+  if (!every.has_avx512()) std::printf("[  SKIPPED ] the AVX-512 bands: not on this CPU\n");
   numerics::Nvfp4Settings nv;
   EXPECT_FALSE(kernels::quantize_to_bf16_takes(nv));
   numerics::Fp8BlockSettings f32_scales;
   f32_scales.power_of_two = false;
   EXPECT_FALSE(kernels::quantize_to_bf16_takes(f32_scales));
+}
+
+TEST(BlockOperand, ValuesAtEveryTileScaleMatchPackingThenDecoding) {
+  // One 1 x 32 tile (and one 32 x 1) per binade of amax from 2^-149 to 2^127: the tile
+  // scales cross the range where the AVX-512 bands round x in its own scale (2^-100..2^100)
+  // and where they scale first; each answer and, where exact, each value as packing then
+  // decoding gives them.
+  const std::int64_t tiles = 277, cols = 32;
+  std::vector<float> x(static_cast<std::size_t>(tiles * cols));
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const float v =
+          std::ldexp(1.0f + static_cast<float>(c * 7 % 32) / 32.0f, static_cast<int>(t) - 149);
+      x[static_cast<std::size_t>(t * cols + c)] = (c % 3 == 0 ? -v : v) / (c % 5 == 0 ? 4096 : 1);
+    }
+  }
+  const EveryPath every;
+  std::size_t exact_tiles = 0;
+  for (const numerics::SimdPath path : every.paths) {
+    numerics::set_simd_path(path);
+    SCOPED_TRACE(std::string(numerics::simd_path_name(path)));
+    for (Format e : {Format::float8_e4m3, Format::float8_e5m2, Format::float6_e2m3}) {
+      for (bool columns : {false, true}) {
+        numerics::MxSettings s;
+        s.element = e;
+        s.tile = columns ? TileShape{32, 1} : TileShape{1, 32};
+        // Column tiles: the transpose, so that each tile is again one binade.
+        std::vector<float> in = x;
+        if (columns) {
+          for (std::int64_t t = 0; t < tiles; ++t) {
+            for (std::int64_t c = 0; c < cols; ++c) in[c * tiles + t] = x[t * cols + c];
+          }
+        }
+        const std::int64_t rows = columns ? cols : tiles, width = columns ? tiles : cols;
+        for (std::int64_t t = 0; t < tiles; ++t) {  // tile by tile: one answer each
+          std::vector<float> one(static_cast<std::size_t>(cols));
+          for (std::int64_t c = 0; c < cols; ++c) {
+            one[static_cast<std::size_t>(c)] = columns ? in[c * width + t] : in[t * cols + c];
+          }
+          const std::int64_t r1 = columns ? cols : 1, c1 = columns ? 1 : cols;
+          std::vector<std::uint16_t> got(one.size()), want(one.size());
+          const bool exact =
+              kernels::quantize_to_bf16(one.data(), Format::float32, r1, c1, s, got.data());
+          const bool want_exact = kernels::dequantize_to_bf16_ref(
+              kernels::quantize_packed(one.data(), Format::float32, r1, c1, s), want.data());
+          ASSERT_EQ(exact, want_exact) << numerics::name(e) << " tile " << t;
+          if (exact) {
+            ASSERT_EQ(got, want) << numerics::name(e) << " tile " << t;
+            ++exact_tiles;
+          }
+        }
+        // The whole matrix at once: the AND of the tiles' answers, the same values.
+        std::vector<std::uint16_t> got(in.size()), want(in.size());
+        const bool exact =
+            kernels::quantize_to_bf16(in.data(), Format::float32, rows, width, s, got.data());
+        EXPECT_FALSE(exact);  // the smallest binades are below float32's normal range
+        EXPECT_FALSE(kernels::dequantize_to_bf16_ref(
+            kernels::quantize_packed(in.data(), Format::float32, rows, width, s), want.data()));
+      }
+    }
+  }
+  EXPECT_GT(exact_tiles, every.paths.size() * 6 * 200);  // most binades are exact
+  if (!every.has_avx512()) std::printf("[  SKIPPED ] the AVX-512 bands: not on this CPU\n");
 }
 
 TEST(BlockOperand, ValuesBelowTheNormalRangeAreNotBf16Exact) {

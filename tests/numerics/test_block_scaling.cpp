@@ -226,6 +226,71 @@ TEST(MxScale, HandDerivedRulesOnOneBlock) {
   EXPECT_THROW(numerics::mx_emax(Format::bfloat16), Error);
 }
 
+// The E8M0 field each rule gives for |amax|'s float32 bits u, in double arithmetic (every
+// float32 value and every product of two is exact there): floor / ceil of log2, the
+// significand rounded to the element's mantissa bits (ties away) for even, and for rceil
+// ceil(log2) of the float32 product amax * fl(1 / max), as Transformer Engine computes it.
+std::uint32_t scale_field_reference(std::uint32_t u, Format element, MxScaleRule rule) {
+  if (u > 0x7f800000u) return 0xff;
+  if (u == 0x7f800000u) return 0xfe;
+  if (u == 0) return 0;
+  const double max = numerics::traits(element).max;
+  const int emax = std::ilogb(max), m = numerics::layout(element).mantissa_bits;
+  const double a = std::bit_cast<float>(u);
+  const auto clamp_field = [](long e) {
+    return static_cast<std::uint32_t>(std::min(254L, std::max(0L, e + 127)));
+  };
+  const int fl = std::ilogb(a);
+  const bool power = a == std::ldexp(1.0, fl);
+  switch (rule) {
+    case MxScaleRule::floor:
+      return clamp_field(fl - emax);
+    case MxScaleRule::ceil:
+      return clamp_field((power ? fl : fl + 1) - emax);
+    case MxScaleRule::even: {
+      const double sig = std::floor(std::ldexp(a, m - fl) + 0.5);  // in [2^m, 2^(m+1)]
+      return clamp_field((sig >= std::ldexp(1.0, m + 1) ? fl + 1 : fl) - emax);
+    }
+    case MxScaleRule::rceil: {
+      const float recip = static_cast<float>(1.0 / max);
+      const double q = static_cast<float>(a * static_cast<double>(recip));
+      if (q == 0) return 0;
+      const int ql = std::ilogb(q);
+      return clamp_field(q == std::ldexp(1.0, ql) ? ql : ql + 1);
+    }
+  }
+  return 0;
+}
+
+TEST(MxScaleField, EveryRuleMatchesDoubleArithmeticAcrossFloat32) {
+  // Every exponent field with mantissas at both ends, around the half and on a stride
+  // through the rest: the batch call (as the quantizers' bands make it) and the single one.
+  std::vector<std::uint32_t> bits;
+  for (std::uint32_t e = 0; e < 256; ++e) {
+    for (std::uint32_t mant : {0x0u, 0x1u, 0x2u, 0x1fffffu, 0x200000u, 0x3fffffu, 0x400000u,
+                               0x400001u, 0x5fffffu, 0x600000u, 0x7ffffeu, 0x7fffffu}) {
+      bits.push_back(e << 23 | mant);
+    }
+    for (std::uint32_t mant = 0x1357u; mant < 0x800000u; mant += 0x2f3d1u)
+      bits.push_back(e << 23 | mant);
+  }
+  std::vector<std::uint8_t> fields(bits.size());
+  for (Format element : numerics::kBlockElementFormats) {
+    for (MxScaleRule rule :
+         {MxScaleRule::floor, MxScaleRule::ceil, MxScaleRule::even, MxScaleRule::rceil}) {
+      numerics::mx_scale_fields(bits.data(), bits.size(), element, rule, fields.data());
+      for (std::size_t i = 0; i < bits.size(); ++i) {
+        const std::uint32_t want = scale_field_reference(bits[i], element, rule);
+        ASSERT_EQ(fields[i], want) << numerics::name(element) << " rule " << static_cast<int>(rule)
+                                   << " amax bits " << bits[i];
+        ASSERT_EQ(
+            numerics::mx_scale_field(std::bit_cast<float>(bits[i] | 0x80000000u), element, rule),
+            want);  // the sign ignored
+      }
+    }
+  }
+}
+
 TEST(MxQuantizeEdges, ZeroNaNInfinityAndAShortBlock) {
   // One row of 40 fp4 elements in 1 x 32 blocks: the second block is 8 long.
   std::vector<float> x(40, 0.0f);

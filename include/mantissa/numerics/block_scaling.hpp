@@ -65,6 +65,9 @@ int mx_emax(Format element);
 // The E8M0 field of an MX block's scale: NaN amax -> 0xFF; +inf -> 0xFE; amax 0 -> 0x00;
 // otherwise the rule's exponent clamped to -127..127, plus 127.
 std::uint8_t mx_scale_field(float amax, Format element, MxScaleRule rule);
+// The same for n amaxes given as float32 bits (the quantizers' bands: one call per band).
+void mx_scale_fields(const std::uint32_t* amax_bits, std::size_t n, Format element,
+                     MxScaleRule rule, std::uint8_t* fields);
 
 // Transformer Engine's compute_scale_from_amax (the encode multiplier; see above).
 float fp8_encode_scale(float amax, Format element, bool power_of_two, float epsilon);

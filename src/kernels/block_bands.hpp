@@ -1,0 +1,34 @@
+#pragma once
+// Internal: the block quantizers on the AVX-512 units (block_bands.cpp), band of tile rows by
+// band on all threads: the tile amaxes, the quantizer's scale per tile, then each element
+// scaled, rounded to the element format (nearest-even, saturating) in float32 bit
+// arithmetic and written as a bfloat16 value (quantize_to_bf16) or as its code
+// (quantize_packed). The same bits as the numerics quantizers; the callers fall back to the
+// AVX2 / codec paths where these do not take the spec.
+#include <optional>
+
+#include "mantissa/kernels/block_operand.hpp"
+
+namespace mantissa::kernels::detail {
+
+// A tile's encode and decode multipliers under spec: MX powers of two (a NaN amax gives
+// encode 0 and a NaN decode); fp8 blocks the quantizer's scale and its reciprocal.
+struct TileMultipliers {
+  float encode, decode;
+};
+TileMultipliers tile_multipliers(const BlockSpec& spec, float amax);
+Format element_of(const BlockSpec& spec);
+
+// quantize_to_bf16's answer and values on the AVX-512 units; nullopt where they do not take
+// the input (no AVX-512, a tile neither one column wide nor a multiple of 16 columns wide).
+std::optional<bool> quantize_to_bf16_avx512(const void* x, Format x_format, std::int64_t rows,
+                                            std::int64_t cols, const BlockSpec& spec,
+                                            std::uint16_t* out);
+
+// quantize_packed's result on the AVX-512 units for MX and fp8 blocks with nearest-even
+// rounding and one-byte elements; nullopt where they do not take the input.
+std::optional<PackedBlocks> quantize_packed_avx512(const void* x, Format x_format,
+                                                   std::int64_t rows, std::int64_t cols,
+                                                   const BlockSpec& spec);
+
+}  // namespace mantissa::kernels::detail

@@ -1,0 +1,276 @@
+// Compiled with -mavx512f -mavx512bw; entered only when numerics::active_simd_path() is avx512
+// (block_bands.cpp). 16 elements a step, a row's last partial step under a lane mask; an
+// element that scales to an infinity or NaN goes through the codec one lane at a time.
+#include "block_bands_avx512.hpp"
+
+#include <immintrin.h>
+
+#include <utility>
+
+// GCC 12's AVX-512 headers fill the pass-through of unmasked intrinsics with a
+// self-initialised "undefined" vector, which -Wmaybe-uninitialized reports wherever they are
+// inlined (GCC bug 105593, fixed in GCC 13; -Wuninitialized where a reduction's extract is
+// inlined). Nothing here reads an undefined lane.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+namespace mantissa::kernels::detail {
+namespace {
+
+inline __mmask16 lanes_below(std::int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// 16 elements of row r from column c as float32 (masked-off lanes 0; never read).
+inline __m512 load16(const BandRows& in, std::int64_t r, std::int64_t c, __mmask16 m) {
+  const std::int64_t i = r * in.cols + c;
+  if (in.bf16) {
+    const __m512i h = _mm512_maskz_loadu_epi16(static_cast<__mmask32>(m),
+                                               static_cast<const std::uint16_t*>(in.x) + i);
+    return _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
+  }
+  return _mm512_maskz_loadu_ps(m, static_cast<const float*>(in.x) + i);
+}
+
+// 16 lanes' tile multipliers, and for kThresholds the grid's thresholds in x's own scale
+// (lo NaN where the tile is not plain: BandScales).
+struct Tile16 {
+  __m512 enc, dec, lo, magic, top;
+};
+
+// body(r, c, lanes, tile) for every 16 elements of the band, with their tiles' multipliers:
+// loaded per column, or broadcast once per tile.
+template <bool kThresholds, class Body>
+inline void each_vector(const BandRows& in, const BandScales& s, Body&& body) {
+  const std::int64_t cols = in.cols, tile_cols = s.tile_cols;
+  const auto per_column = [&](std::int64_t c, __mmask16 m) {
+    Tile16 t{_mm512_maskz_loadu_ps(m, s.encode + c), _mm512_maskz_loadu_ps(m, s.decode + c),
+             _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    if constexpr (kThresholds) {
+      t.lo = _mm512_maskz_loadu_ps(m, s.lo + c);
+      t.magic = _mm512_maskz_loadu_ps(m, s.magic + c);
+      t.top = _mm512_maskz_loadu_ps(m, s.top + c);
+    }
+    return t;
+  };
+  const auto per_tile = [&](std::int64_t i) {
+    Tile16 t{_mm512_set1_ps(s.encode[i]), _mm512_set1_ps(s.decode[i]), _mm512_setzero_ps(),
+             _mm512_setzero_ps(), _mm512_setzero_ps()};
+    if constexpr (kThresholds) {
+      t.lo = _mm512_set1_ps(s.lo[i]);
+      t.magic = _mm512_set1_ps(s.magic[i]);
+      t.top = _mm512_set1_ps(s.top[i]);
+    }
+    return t;
+  };
+  for (std::int64_t r = in.r0; r < in.r1; ++r) {
+    if (tile_cols == 1) {
+      for (std::int64_t c = 0; c < cols; c += 16) {
+        const __mmask16 m = lanes_below(cols - c);
+        body(r, c, m, per_column(c, m));
+      }
+      continue;
+    }
+    for (std::int64_t c0 = 0, i = 0; c0 < cols; c0 += tile_cols, ++i) {
+      const Tile16 t = per_tile(i);
+      const std::int64_t c1 = c0 + tile_cols < cols ? c0 + tile_cols : cols;
+      for (std::int64_t c = c0; c < c1; c += 16) body(r, c, lanes_below(c1 - c), t);
+    }
+  }
+}
+
+// 16 finite y rounded to the grid whose smallest normal is lo, whose subnormal spacing is
+// magic's ulp and whose largest value is top: normal magnitudes keep `shift` fewer bits
+// (nearest-even on the bits), smaller ones round to the spacing by one float add; saturated
+// at top; the sign kept. As block_values.cpp's round8.
+inline __m512 round16(__m512 y, int shift, __m512 lo, __m512 magic, __m512 top) {
+  const __m512i sign_mask = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+  const __m512i yb = _mm512_castps_si512(y);
+  const __m512i b = _mm512_andnot_si512(sign_mask, yb);
+  const __m512 a = _mm512_castsi512_ps(b);
+  const __m512i lsb =
+      _mm512_and_si512(_mm512_srli_epi32(b, static_cast<unsigned>(shift)), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_and_si512(
+      _mm512_add_epi32(b, _mm512_add_epi32(_mm512_set1_epi32((1 << (shift - 1)) - 1), lsb)),
+      _mm512_set1_epi32(static_cast<int>(~((1u << shift) - 1u))));
+  const __m512 small = _mm512_sub_ps(_mm512_add_ps(a, magic), magic);
+  const __mmask16 tiny = _mm512_cmp_ps_mask(a, lo, _CMP_LT_OQ);
+  __m512 r = _mm512_mask_blend_ps(tiny, _mm512_castsi512_ps(rounded), small);
+  r = _mm512_min_ps(r, top);
+  return _mm512_castsi512_ps(
+      _mm512_or_si512(_mm512_castps_si512(r), _mm512_and_si512(yb, sign_mask)));
+}
+
+// y, the element scaled by its tile's encode multiplier, rounded to the element format.
+inline __m512 round16(__m512 y, const BandGrid& g) {
+  return round16(y, g.shift, _mm512_set1_ps(g.min_normal), _mm512_set1_ps(g.subnormal_magic),
+                 _mm512_set1_ps(g.max));
+}
+
+// The lanes of y (within m) that are an infinity or NaN.
+inline __mmask16 nonfinite16(__m512 y, __mmask16 m) {
+  const __m512i mag = _mm512_and_si512(_mm512_castps_si512(y), _mm512_set1_epi32(0x7fffffff));
+  return _mm512_mask_cmpgt_epi32_mask(m, mag, _mm512_set1_epi32(0x7f7fffff));
+}
+
+}  // namespace
+
+void band_amax_avx512(const BandRows& in, std::int64_t tile_cols, std::uint32_t* amax) {
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
+  for (std::int64_t r = in.r0; r < in.r1; ++r) {
+    if (tile_cols == 1) {
+      for (std::int64_t c = 0; c < in.cols; c += 16) {
+        const __mmask16 m = lanes_below(in.cols - c);
+        const __m512i a = _mm512_and_si512(_mm512_castps_si512(load16(in, r, c, m)), abs_mask);
+        const __m512i cur = _mm512_maskz_loadu_epi32(m, amax + c);
+        _mm512_mask_storeu_epi32(amax + c, m, _mm512_max_epu32(cur, a));
+      }
+      continue;
+    }
+    for (std::int64_t c0 = 0, t = 0; c0 < in.cols; c0 += tile_cols, ++t) {
+      const std::int64_t c1 = c0 + tile_cols < in.cols ? c0 + tile_cols : in.cols;
+      __m512i acc = _mm512_setzero_si512();
+      for (std::int64_t c = c0; c < c1; c += 16) {
+        const __mmask16 m = lanes_below(c1 - c);
+        acc = _mm512_max_epu32(
+            acc, _mm512_and_si512(_mm512_castps_si512(load16(in, r, c, m)), abs_mask));
+      }
+      const std::uint32_t tile_max = _mm512_reduce_max_epu32(acc);
+      if (tile_max > amax[t]) amax[t] = tile_max;
+    }
+  }
+}
+
+namespace {
+
+// The grid's codes of 16 rounded elements q (sign from q's bit 31): a normal's code from its
+// float32 bits, a subnormal's from its magnitude over the spacing.
+inline __m512i codes16(__m512 q, const BandGrid& g) {
+  const __m512i qb = _mm512_castps_si512(q);
+  const __m512i ab = _mm512_and_si512(qb, _mm512_set1_epi32(0x7fffffff));
+  const __m512 a = _mm512_castsi512_ps(ab);
+  const __m512i normal = _mm512_sub_epi32(_mm512_srli_epi32(ab, static_cast<unsigned>(g.shift)),
+                                          _mm512_set1_epi32(static_cast<int>(g.normal_offset)));
+  const __m512i sub =
+      _mm512_cvtps_epi32(_mm512_mul_ps(a, _mm512_set1_ps(g.inv_spacing)));  // exact integers
+  const __m512i code = _mm512_mask_blend_epi32(
+      _mm512_cmp_ps_mask(a, _mm512_set1_ps(g.min_normal), _CMP_GE_OQ), sub, normal);
+  return _mm512_or_si512(
+      code, _mm512_slli_epi32(_mm512_srli_epi32(qb, 31), static_cast<unsigned>(g.sign_bit)));
+}
+
+// y's lanes `bad` (infinities and NaNs) through the codec: rounded values, or codes (a NaN
+// tile's element 0, so its value is 0 * NaN as on the vector path).
+__m512 codec_values(__m512 y, __m512 q, __m512 dec, __mmask16 bad, const ElementCodec& codec) {
+  alignas(64) float yl[16], ql[16], dl[16];
+  _mm512_store_ps(yl, y);
+  _mm512_store_ps(ql, q);
+  _mm512_store_ps(dl, dec);
+  for (int i = 0; i < 16; ++i) {
+    if ((bad >> i) & 1u) ql[i] = dl[i] != dl[i] ? 0.0f : codec.value(codec.ctx, yl[i]);
+  }
+  return _mm512_load_ps(ql);
+}
+__m512i codec_codes(__m512 y, __m512i code, __mmask16 bad, const ElementCodec& codec) {
+  alignas(64) float yl[16];
+  alignas(64) std::uint32_t cl[16];
+  _mm512_store_ps(yl, y);
+  _mm512_store_si512(cl, code);
+  for (int i = 0; i < 16; ++i) {
+    if ((bad >> i) & 1u) cl[i] = codec.code(codec.ctx, yl[i]);
+  }
+  return _mm512_load_si512(cl);
+}
+
+// The band's values (kCodec: with the codec for infinities and NaNs, the rare second pass;
+// without, the hot loop makes no call). Returns {some value not a bfloat16 value, some
+// element not finite after scaling}.
+// The band's values (kCodec: with the codec for infinities and NaNs, the rare second pass;
+// without, the hot loop makes no call). A vector whose tiles are all plain is rounded in x's
+// own scale: no multiplier, its values bfloat16 values and finite by construction (the tile's
+// amax is). Returns {some value not a bfloat16 value, some element not finite after scaling}.
+template <bool kCodec>
+std::pair<bool, bool> values_pass(const BandRows& in, const BandScales& s, const BandGrid& g,
+                                  const ElementCodec& codec, std::uint16_t* out) {
+  const std::int64_t cols = in.cols;
+  __m512i low_bits = _mm512_setzero_si512();         // OR of every value's bits
+  __m512i smallest = _mm512_set1_epi32(0x7fffffff);  // the smallest nonzero magnitude
+  __mmask16 nonfinite = 0;
+  each_vector<true>(in, s, [&](std::int64_t r, std::int64_t c, __mmask16 m, const Tile16& t) {
+    const __m512 x = load16(in, r, c, m);
+    __m512i v;
+    if (_mm512_mask_cmp_ps_mask(m, t.lo, t.lo, _CMP_UNORD_Q) == 0) {
+      v = _mm512_castps_si512(round16(x, g.shift, t.lo, t.magic, t.top));
+    } else {
+      const __m512 y = _mm512_mul_ps(x, t.enc);
+      __m512 q = round16(y, g);
+      const __mmask16 bad = nonfinite16(y, m);
+      if constexpr (kCodec) {
+        if (bad != 0) q = codec_values(y, q, t.dec, bad, codec);
+      } else {
+        nonfinite |= bad;
+      }
+      v = _mm512_castps_si512(_mm512_mul_ps(q, t.dec));
+      const __m512i mag = _mm512_and_si512(v, _mm512_set1_epi32(0x7fffffff));
+      low_bits = _mm512_mask_or_epi32(low_bits, m, low_bits, v);
+      smallest =
+          _mm512_mask_min_epu32(smallest, _mm512_mask_test_epi32_mask(m, mag, mag), smallest, mag);
+    }
+    std::uint16_t* o = out + r * cols + c;
+    if (m == 0xffff) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o),
+                          _mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
+    } else {
+      _mm512_mask_cvtepi32_storeu_epi16(o, m, _mm512_srli_epi32(v, 16));
+    }
+  });
+  // Exact in bfloat16: the low halves zero and no float32 subnormal.
+  const bool wrong = (_mm512_reduce_or_epi32(low_bits) & 0xffff) != 0 ||
+                     _mm512_reduce_min_epu32(smallest) < 0x00800000u;
+  return {wrong, nonfinite != 0};
+}
+
+template <bool kCodec>
+bool codes_pass(const BandRows& in, const BandScales& s, const BandGrid& g,
+                const ElementCodec& codec, std::uint8_t* out) {
+  const std::int64_t cols = in.cols;
+  __mmask16 nonfinite = 0;
+  each_vector<false>(in, s, [&](std::int64_t r, std::int64_t c, __mmask16 m, const Tile16& t) {
+    const __m512 y = _mm512_mul_ps(load16(in, r, c, m), t.enc);
+    __m512i code = codes16(round16(y, g), g);
+    const __mmask16 bad = nonfinite16(y, m);
+    if constexpr (kCodec) {
+      if (bad != 0) code = codec_codes(y, code, bad, codec);
+    } else {
+      nonfinite |= bad;
+    }
+    // NaN tiles: codes 0.
+    code = _mm512_maskz_mov_epi32(_mm512_cmp_ps_mask(t.dec, t.dec, _CMP_ORD_Q), code);
+    std::uint8_t* o = out + r * cols + c;
+    if (m == 0xffff) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o), _mm512_cvtepi32_epi8(code));
+    } else {
+      _mm512_mask_cvtepi32_storeu_epi8(o, m, code);
+    }
+  });
+  return nonfinite != 0;
+}
+
+}  // namespace
+
+bool band_values_avx512(const BandRows& in, const BandScales& s, const BandGrid& g,
+                        const ElementCodec& codec, std::uint16_t* out) {
+  std::pair<bool, bool> r = values_pass<false>(in, s, g, codec, out);
+  if (r.second) r = values_pass<true>(in, s, g, codec, out);  // the band again, with the codec
+  return !r.first;
+}
+
+void band_codes_avx512(const BandRows& in, const BandScales& s, const BandGrid& g,
+                       const ElementCodec& codec, std::uint8_t* out) {
+  if (codes_pass<false>(in, s, g, codec, out)) codes_pass<true>(in, s, g, codec, out);
+}
+
+}  // namespace mantissa::kernels::detail

@@ -1,0 +1,64 @@
+#pragma once
+// Internal: the AVX-512 bodies of the block quantizers' fast bands (block_bands.cpp),
+// compiled with -mavx512f -mavx512bw (block_bands_avx512.cpp), entered only when
+// numerics::active_simd_path() is avx512. Only plain types cross this boundary.
+#include <cstdint>
+
+namespace mantissa::kernels::detail {
+
+// An element format's grid in float32 terms.
+struct BandGrid {
+  int shift = 0;                    // 23 - mantissa bits: the float32 bits below the grid's
+  float min_normal = 0;             // 2^emin
+  float max = 0;                    // the largest finite value (saturation)
+  float subnormal_magic = 0;        // 2^(emin - m + 23): (|y| + magic) - magic rounds
+  float inv_spacing = 0;            // 2^(m - emin): a subnormal's code from its magnitude
+  std::uint32_t normal_offset = 0;  // (127 - bias) << m: a normal's code is bits >> shift - this
+  int sign_bit = 0;                 // the code's sign bit
+};
+
+// Rows [r0, r1) of a row-major matrix of `cols` columns, float32 or bfloat16.
+struct BandRows {
+  const void* x = nullptr;
+  bool bf16 = false;
+  std::int64_t cols = 0, r0 = 0, r1 = 0;
+};
+
+// The band's encode / decode multipliers: one per column when tile_cols is 1, else one per
+// tile_cols columns (then a multiple of 16). A NaN decode marks a NaN tile (codes 0). For the
+// values, the grid's smallest normal, subnormal magic and largest value times decode, where
+// the tile is plain (a finite amax and decode within 2^-100..2^100: rounding x itself then
+// gives the same bits, and a bfloat16 value), lo NaN where not.
+struct BandScales {
+  const float* encode = nullptr;
+  const float* decode = nullptr;
+  std::int64_t tile_cols = 1;
+  const float* lo = nullptr;
+  const float* magic = nullptr;
+  const float* top = nullptr;
+};
+
+// The codec for one element that scaled to an infinity or NaN: y rounded to the format and
+// decoded, or its code (nearest-even, saturating).
+struct ElementCodec {
+  float (*value)(const void* ctx, float y) = nullptr;
+  std::uint32_t (*code)(const void* ctx, float y) = nullptr;
+  const void* ctx = nullptr;
+};
+
+// Folds the largest |x| bits of each tile of the band's rows into amax (a NaN is above every
+// number there): amax[c] per column when tile_cols is 1, else amax[t] per tile.
+void band_amax_avx512(const BandRows& in, std::int64_t tile_cols, std::uint32_t* amax);
+
+// Each element of the band times its tile's encode multiplier, rounded to the grid, times
+// the decode multiplier, stored as the high half of its float32 bits into out (row r at
+// out + r * cols). Returns false when some value is not a bfloat16 value (low bits or a
+// float32 subnormal).
+bool band_values_avx512(const BandRows& in, const BandScales& s, const BandGrid& g,
+                        const ElementCodec& codec, std::uint16_t* out);
+
+// The same rounded elements as their one-byte codes (row r at out + r * cols); NaN tiles 0.
+void band_codes_avx512(const BandRows& in, const BandScales& s, const BandGrid& g,
+                       const ElementCodec& codec, std::uint8_t* out);
+
+}  // namespace mantissa::kernels::detail
