@@ -1,11 +1,13 @@
 // Block-scaled GEMM operands (kernels/block_operand.hpp) on a linear layer's shapes: the
 // quantization into an operand at its width (quantize_packed), its decode to bfloat16
-// beside the scalar twin, and a whole block-scaled product beside the plain bfloat16
-// product of the same shape, in one run.
+// beside the scalar twin, the quantization of the same matrix stored as bfloat16 (values and
+// codes), and a whole block-scaled product beside the plain bfloat16 product of the same
+// shape, in one run.
 //   build/bench/bench_block_operand --benchmark_repetitions=3
 //   --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
+#include <string>
 #include <vector>
 
 #include "bench_values.hpp"
@@ -87,6 +89,34 @@ void BM_QuantizeToBf16(benchmark::State& state) {
   set_rate(state);
 }
 
+// The same matrix stored as bfloat16, as a linear layer's H activations and gradients come
+// in: its values (a copy read once) and its codes (a kept copy), mxfp8 both ways.
+const std::vector<std::uint16_t>& input_bf16() {
+  static const std::vector<std::uint16_t> x = [] {
+    std::vector<std::uint16_t> b(input().size());
+    n::encode_array(input().data(), b.size(), n::Format::bfloat16, b.data());
+    return b;
+  }();
+  return x;
+}
+
+template <bool kCodes>
+void BM_FromBf16(benchmark::State& state) {
+  const k::BlockSpec s = spec(static_cast<int>(state.range(0)));
+  std::vector<std::uint16_t> out(input().size());
+  for (auto _ : state) {
+    if (kCodes) {
+      benchmark::DoNotOptimize(
+          k::quantize_packed(input_bf16().data(), n::Format::bfloat16, kRows, kCols, s));
+    } else {
+      benchmark::DoNotOptimize(k::quantize_to_bf16(input_bf16().data(), n::Format::bfloat16, kRows,
+                                                   kCols, s, out.data()));
+    }
+  }
+  state.SetLabel(std::string(kNames[state.range(0)]) + (kCodes ? " codes" : " values"));
+  state.SetBytesProcessed(state.iterations() * kRows * kCols * 2);
+}
+
 template <bool kRef>
 void BM_DecodeBf16(benchmark::State& state) {
   const k::PackedBlocks q = k::quantize_packed(input().data(), n::Format::float32, kRows, kCols,
@@ -145,6 +175,8 @@ BENCHMARK(BM_QuantizeToBf16<false>)
     ->Arg(4)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK(BM_FromBf16<false>)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_FromBf16<true>)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_DecodeBf16<false>)->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_DecodeBf16<true>)->Arg(0)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Product)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();

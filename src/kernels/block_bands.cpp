@@ -50,6 +50,8 @@ BandGrid grid_of(Format element) {
   g.inv_spacing = std::ldexp(1.0f, l.mantissa_bits) / g.min_normal;
   g.normal_offset = static_cast<std::uint32_t>(127 - l.bias) << l.mantissa_bits;
   g.sign_bit = l.exponent_bits + l.mantissa_bits;
+  g.bias = l.bias;
+  g.mantissa_bits = l.mantissa_bits;
   return g;
 }
 
@@ -77,9 +79,87 @@ TileMultipliers mx_multipliers(std::uint8_t field) {
   return {pow2(-k), pow2(k)};
 }
 
+// The per-tile arrays of a group of bands (index: band in the group * tiles a band + tile),
+// derived from the tiles' amaxes in loops of selects that vectorize.
+struct ScaleArrays {
+  std::vector<std::uint32_t> amax;
+  std::vector<std::uint8_t> fields;
+  std::vector<float> enc, dec, lo, magic, top;
+  std::vector<std::uint16_t> lo16, top16, offset16;
+
+  explicit ScaleArrays(std::size_t n)
+      : amax(n),
+        fields(n),
+        enc(n),
+        dec(n),
+        lo(n),
+        magic(n),
+        top(n),
+        lo16(n),
+        top16(n),
+        offset16(n) {}
+
+  // The first n tiles' multipliers under spec.
+  void multipliers(const BlockSpec& spec, std::size_t n) {
+    const auto* mx = std::get_if<numerics::MxSettings>(&spec);
+    if (mx == nullptr) {
+      for (std::size_t t = 0; t < n; ++t) {
+        const TileMultipliers m = tile_multipliers(spec, std::bit_cast<float>(amax[t]));
+        enc[t] = m.encode;
+        dec[t] = m.decode;
+      }
+      return;
+    }
+    numerics::mx_scale_fields(amax.data(), n, mx->element, mx->rule, fields.data());
+    for (std::size_t t = 0; t < n; ++t) {  // mx_multipliers, branch-free
+      const std::uint32_t f = fields[t];
+      const std::uint32_t d = f == 0 ? 0x00400000u : f << 23;
+      const std::uint32_t e = f == 254 ? 0x00400000u : (254 - f) << 23;
+      dec[t] = std::bit_cast<float>(f == 0xff ? 0x7fc00000u : d);
+      enc[t] = std::bit_cast<float>(f == 0xff ? 0u : e);
+    }
+  }
+
+  // The first n tiles' thresholds of grid in x's scale (BandScales), and as bfloat16 bits.
+  void thresholds(const BandGrid& g, bool bits16, std::size_t n) {
+    constexpr std::uint32_t kLow = 0x0d800000u, kHigh = 0x71800000u;  // 2^-100, 2^100
+    for (std::size_t t = 0; t < n; ++t) {
+      const float d = dec[t];
+      const std::uint32_t db = std::bit_cast<std::uint32_t>(d);
+      // A power of two (fp8 blocks may scale by any float) in range (a NaN is above); fp8
+      // blocks scale a NaN or infinite amax by 1: not plain either.
+      const bool plain =
+          db >= kLow && db <= kHigh && (db & 0x7fffffu) == 0 && amax[t] < 0x7f800000u;
+      lo[t] = plain ? g.min_normal * d : std::numeric_limits<float>::quiet_NaN();
+      magic[t] = g.subnormal_magic * d;
+      top[t] = g.max * d;
+    }
+    if (!bits16) return;
+    for (std::size_t t = 0; t < n; ++t) {  // exact: powers of two; max has <= 4 significant bits
+      const std::uint32_t lb = std::bit_cast<std::uint32_t>(lo[t]);
+      lo16[t] = static_cast<std::uint16_t>(lb == 0x7fc00000u ? 0xffffu : lb >> 16);
+      top16[t] = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(top[t]) >> 16);
+      const auto e = static_cast<std::int32_t>(std::bit_cast<std::uint32_t>(dec[t]) >> 23);
+      offset16[t] = static_cast<std::uint16_t>((e - g.bias) << g.mantissa_bits);
+    }
+  }
+
+  BandScales at(std::size_t first, std::int64_t tile_cols, bool with16) const {
+    BandScales s{enc.data() + first, dec.data() + first,   tile_cols,
+                 lo.data() + first,  magic.data() + first, top.data() + first};
+    if (with16) {
+      s.lo16 = lo16.data() + first;
+      s.top16 = top16.data() + first;
+      s.offset16 = offset16.data() + first;
+    }
+    return s;
+  }
+};
+
 // For each band of tile rows, on all threads: the tiles' multipliers (one per column for
 // one-column tiles), with the thresholds of `grid` in x's scale where it is given, then
-// emit(band, rows, multipliers).
+// emit(band, rows, multipliers). Bands go in groups (up to 16 one-row bands of 1 x 32 tiles),
+// so that the scales are found in long loops.
 template <class Emit>
 void over_bands(const void* x, Format x_format, std::int64_t rows, std::int64_t cols,
                 const BlockSpec& spec, const BandGrid* grid, Emit&& emit) {
@@ -87,45 +167,34 @@ void over_bands(const void* x, Format x_format, std::int64_t rows, std::int64_t 
   const std::int64_t band_rows = tile.rows;
   const std::int64_t bands = rows > 0 ? (rows + band_rows - 1) / band_rows : 0;
   const std::int64_t grid_cols = (cols + tile.cols - 1) / tile.cols;
+  const std::int64_t group =
+      std::clamp<std::int64_t>(1024 / std::max<std::int64_t>(grid_cols, 1), 1, 16);
+  const bool bits16 = x_format == Format::bfloat16;
+  // The 32-lane bfloat16 path: one-column tiles or tiles a multiple of 32 wide.
+  const bool with16 = grid != nullptr && bits16 && (tile.cols == 1 || tile.cols % 32 == 0);
   parallel_chunks(
       bands,
       [&](std::int64_t b0, std::int64_t b1) {
-        std::vector<std::uint32_t> amax(static_cast<std::size_t>(grid_cols));
-        std::vector<float> enc(amax.size()), dec(amax.size());
-        std::vector<float> lo(amax.size()), magic(amax.size()), top(amax.size());
-        std::vector<std::uint8_t> fields(amax.size());
-        for (std::int64_t band = b0; band < b1; ++band) {
-          const BandRows in{x, x_format == Format::bfloat16, cols, band * band_rows,
-                            std::min(rows, (band + 1) * band_rows)};
-          std::fill(amax.begin(), amax.end(), 0u);
-          band_amax_avx512(in, tile.cols, amax.data());
-          if (const auto* mx = std::get_if<numerics::MxSettings>(&spec)) {
-            numerics::mx_scale_fields(amax.data(), amax.size(), mx->element, mx->rule,
-                                      fields.data());
-            for (std::size_t t = 0; t < amax.size(); ++t) {
-              const TileMultipliers m = mx_multipliers(fields[t]);
-              enc[t] = m.encode;
-              dec[t] = m.decode;
-            }
-          } else {
-            for (std::size_t t = 0; t < amax.size(); ++t) {
-              const TileMultipliers m = tile_multipliers(spec, std::bit_cast<float>(amax[t]));
-              enc[t] = m.encode;
-              dec[t] = m.decode;
-            }
+        ScaleArrays a(static_cast<std::size_t>(group * grid_cols));
+        std::vector<std::uint16_t> scratch(bits16 ? static_cast<std::size_t>(cols) : 0);
+        const auto rows_of = [&](std::int64_t band) {
+          return BandRows{x, bits16, cols, band * band_rows,
+                          std::min(rows, (band + 1) * band_rows)};
+        };
+        for (std::int64_t g0 = b0; g0 < b1; g0 += group) {
+          const std::int64_t g1 = std::min(b1, g0 + group);
+          const auto n = static_cast<std::size_t>((g1 - g0) * grid_cols);
+          std::fill(a.amax.begin(), a.amax.begin() + static_cast<std::ptrdiff_t>(n), 0u);
+          for (std::int64_t band = g0; band < g1; ++band) {
+            band_amax_avx512(rows_of(band), tile.cols, a.amax.data() + (band - g0) * grid_cols,
+                             bits16 ? scratch.data() : nullptr);
           }
-          if (grid != nullptr) {
-            for (std::size_t t = 0; t < amax.size(); ++t) {
-              const float d = dec[t];
-              // fp8 blocks scale a NaN or infinite amax by 1: not plain either
-              const bool plain = d >= 0x1p-100f && d <= 0x1p100f && amax[t] < 0x7f800000u;
-              lo[t] = plain ? grid->min_normal * d : std::numeric_limits<float>::quiet_NaN();
-              magic[t] = grid->subnormal_magic * d;
-              top[t] = grid->max * d;
-            }
+          a.multipliers(spec, n);
+          if (grid != nullptr) a.thresholds(*grid, bits16, n);
+          for (std::int64_t band = g0; band < g1; ++band) {
+            emit(band, rows_of(band),
+                 a.at(static_cast<std::size_t>((band - g0) * grid_cols), tile.cols, with16));
           }
-          emit(band, in,
-               BandScales{enc.data(), dec.data(), tile.cols, lo.data(), magic.data(), top.data()});
         }
       },
       std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(band_rows * cols, 1)),
@@ -189,7 +258,7 @@ std::optional<PackedBlocks> quantize_packed_avx512(const void* x, Format x_forma
   }
   const BandGrid grid = grid_of(p.element);
   const ElementCodec codec{codec_value, codec_code, &numerics::layout(p.element)};
-  over_bands(x, x_format, rows, cols, spec, nullptr,
+  over_bands(x, x_format, rows, cols, spec, &grid,
              [&](std::int64_t band, const BandRows& in, const BandScales& s) {
                band_codes_avx512(in, s, grid, codec, p.elements.data());
                const auto first = static_cast<std::size_t>(band * grid_cols);

@@ -118,7 +118,77 @@ inline __mmask16 nonfinite16(__m512 y, __mmask16 m) {
 
 }  // namespace
 
-void band_amax_avx512(const BandRows& in, std::int64_t tile_cols, std::uint32_t* amax) {
+namespace {
+
+inline __mmask32 lanes32_below(std::int64_t n) {
+  return n >= 32 ? ~__mmask32{0} : (__mmask32{1} << n) - 1;
+}
+
+// The largest of 32 unsigned 16-bit lanes: halves folded, then the SSE4.1 minimum-position
+// search on the complements.
+inline std::uint32_t reduce_max_epu16(__m512i v) {
+  const __m256i h = _mm256_max_epu16(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+  const __m128i q = _mm_max_epu16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  const __m128i ones = _mm_set1_epi32(-1);
+  return 0xffffu ^
+         (static_cast<std::uint32_t>(_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(q, ones)))) &
+          0xffffu);
+}
+
+// band_amax_avx512 for bfloat16 input, 32 lanes a step: the magnitudes' bits are the high
+// half of their float32 bits.
+void band_amax_bf16(const BandRows& in, std::int64_t tile_cols, std::uint32_t* amax,
+                    std::uint16_t* scratch) {
+  const auto* x = static_cast<const std::uint16_t*>(in.x);
+  const __m512i abs_mask = _mm512_set1_epi16(0x7fff);
+  const std::int64_t cols = in.cols;
+  if (tile_cols == 1) {
+    for (std::int64_t c = 0; c < cols; c += 32) {
+      _mm512_mask_storeu_epi16(scratch + c, lanes32_below(cols - c), _mm512_setzero_si512());
+    }
+    for (std::int64_t r = in.r0; r < in.r1; ++r) {
+      for (std::int64_t c = 0; c < cols; c += 32) {
+        const __mmask32 m = lanes32_below(cols - c);
+        const __m512i a = _mm512_and_si512(_mm512_maskz_loadu_epi16(m, x + r * cols + c), abs_mask);
+        _mm512_mask_storeu_epi16(scratch + c, m,
+                                 _mm512_max_epu16(_mm512_maskz_loadu_epi16(m, scratch + c), a));
+      }
+    }
+    for (std::int64_t c = 0; c < cols; c += 16) {
+      const __mmask16 m = lanes_below(cols - c);
+      const __m512i wide =
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(
+                                _mm512_maskz_loadu_epi16(static_cast<__mmask32>(m), scratch + c))),
+                            16);
+      _mm512_mask_storeu_epi32(amax + c, m,
+                               _mm512_max_epu32(_mm512_maskz_loadu_epi32(m, amax + c), wide));
+    }
+    return;
+  }
+  for (std::int64_t r = in.r0; r < in.r1; ++r) {
+    for (std::int64_t c0 = 0, t = 0; c0 < cols; c0 += tile_cols, ++t) {
+      const std::int64_t c1 = c0 + tile_cols < cols ? c0 + tile_cols : cols;
+      __m512i acc = _mm512_setzero_si512();
+      for (std::int64_t c = c0; c < c1; c += 32) {
+        acc = _mm512_max_epu16(
+            acc, _mm512_and_si512(_mm512_maskz_loadu_epi16(lanes32_below(c1 - c), x + r * cols + c),
+                                  abs_mask));
+      }
+      const std::uint32_t tile_max = reduce_max_epu16(acc) << 16;
+      if (tile_max > amax[t]) amax[t] = tile_max;
+    }
+  }
+}
+
+}  // namespace
+
+void band_amax_avx512(const BandRows& in, std::int64_t tile_cols, std::uint32_t* amax,
+                      std::uint16_t* scratch) {
+  if (in.bf16 && scratch != nullptr && (tile_cols == 1 || tile_cols % 32 == 0)) {
+    band_amax_bf16(in, tile_cols, amax, scratch);
+    return;
+  }
+
   const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
   for (std::int64_t r = in.r0; r < in.r1; ++r) {
     if (tile_cols == 1) {
@@ -185,9 +255,77 @@ __m512i codec_codes(__m512 y, __m512i code, __mmask16 bad, const ElementCodec& c
   return _mm512_load_si512(cl);
 }
 
-// The band's values (kCodec: with the codec for infinities and NaNs, the rare second pass;
-// without, the hot loop makes no call). Returns {some value not a bfloat16 value, some
-// element not finite after scaling}.
+// For bfloat16 input whose tiles are one column or a multiple of 32 columns wide: 32 elements
+// at a time, fast(r, c, lanes, lo, top, code offset) with the tiles' thresholds as bfloat16
+// bits; where it declines (a nonzero lane below lo, or a tile that is not plain), half(r, c,
+// lanes, tile) for each 16.
+template <class Fast, class Half>
+inline void each_pair(const BandRows& in, const BandScales& s, Fast&& fast, Half&& half) {
+  const std::int64_t cols = in.cols, tile_cols = s.tile_cols;
+  const auto halves = [&](std::int64_t r, std::int64_t c, std::int64_t n, const Tile16& t0,
+                          const Tile16& t1) {
+    half(r, c, lanes_below(n), t0);
+    if (n > 16) half(r, c + 16, lanes_below(n - 16), t1);
+  };
+  const auto column_tile = [&](std::int64_t c, std::int64_t n) {
+    const __mmask16 m = lanes_below(n);
+    return Tile16{_mm512_maskz_loadu_ps(m, s.encode + c), _mm512_maskz_loadu_ps(m, s.decode + c),
+                  _mm512_maskz_loadu_ps(m, s.lo + c), _mm512_maskz_loadu_ps(m, s.magic + c),
+                  _mm512_maskz_loadu_ps(m, s.top + c)};
+  };
+  for (std::int64_t r = in.r0; r < in.r1; ++r) {
+    if (tile_cols == 1) {
+      for (std::int64_t c = 0; c < cols; c += 32) {
+        const std::int64_t n = cols - c < 32 ? cols - c : 32;
+        const __mmask32 m = n >= 32 ? ~__mmask32{0} : (__mmask32{1} << n) - 1;
+        if (!fast(r, c, m, _mm512_maskz_loadu_epi16(m, s.lo16 + c),
+                  _mm512_maskz_loadu_epi16(m, s.top16 + c),
+                  _mm512_maskz_loadu_epi16(m, s.offset16 + c))) {
+          halves(r, c, n, column_tile(c, n), column_tile(c + 16, n > 16 ? n - 16 : 0));
+        }
+      }
+      continue;
+    }
+    for (std::int64_t c0 = 0, i = 0; c0 < cols; c0 += tile_cols, ++i) {
+      const __m512i lo = _mm512_set1_epi16(static_cast<short>(s.lo16[i]));
+      const __m512i top = _mm512_set1_epi16(static_cast<short>(s.top16[i]));
+      const __m512i offset = _mm512_set1_epi16(static_cast<short>(s.offset16[i]));
+      const std::int64_t c1 = c0 + tile_cols < cols ? c0 + tile_cols : cols;
+      for (std::int64_t c = c0; c < c1; c += 32) {
+        const std::int64_t n = c1 - c < 32 ? c1 - c : 32;
+        const __mmask32 m = n >= 32 ? ~__mmask32{0} : (__mmask32{1} << n) - 1;
+        if (!fast(r, c, m, lo, top, offset)) {
+          const Tile16 t{_mm512_set1_ps(s.encode[i]), _mm512_set1_ps(s.decode[i]),
+                         _mm512_set1_ps(s.lo[i]), _mm512_set1_ps(s.magic[i]),
+                         _mm512_set1_ps(s.top[i])};
+          halves(r, c, n, t, t);
+        }
+      }
+    }
+  }
+}
+
+// 32 bfloat16 magnitudes a (of x) rounded to the grid in x's scale, `shift` low bits dropped
+// (nearest-even on the bits; the tile is plain and every nonzero lane at or above lo, so
+// no subnormal spacing applies), saturated at top.
+inline __m512i round32(__m512i a, int shift, __m512i top) {
+  const __m512i lsb =
+      _mm512_and_si512(_mm512_srli_epi16(a, static_cast<unsigned>(shift)), _mm512_set1_epi16(1));
+  const __m512i rounded = _mm512_and_si512(
+      _mm512_add_epi16(
+          a, _mm512_add_epi16(_mm512_set1_epi16(static_cast<short>((1 << (shift - 1)) - 1)), lsb)),
+      _mm512_set1_epi16(static_cast<short>(~((1u << shift) - 1u))));
+  return _mm512_min_epu16(rounded, top);
+}
+
+// Whether the fast path declines these 32 lanes: a nonzero magnitude below lo, or a tile
+// that is not plain (lo all ones).
+inline bool declines(__mmask32 m, __m512i a, __m512i lo) {
+  const __mmask32 watched =
+      _mm512_mask_test_epi16_mask(m, a, a) | _mm512_cmpeq_epi16_mask(lo, _mm512_set1_epi16(-1));
+  return _mm512_mask_cmplt_epu16_mask(m & watched, a, lo) != 0;
+}
+
 // The band's values (kCodec: with the codec for infinities and NaNs, the rare second pass;
 // without, the hot loop makes no call). A vector whose tiles are all plain is rounded in x's
 // own scale: no multiplier, its values bfloat16 values and finite by construction (the tile's
@@ -199,7 +337,7 @@ std::pair<bool, bool> values_pass(const BandRows& in, const BandScales& s, const
   __m512i low_bits = _mm512_setzero_si512();         // OR of every value's bits
   __m512i smallest = _mm512_set1_epi32(0x7fffffff);  // the smallest nonzero magnitude
   __mmask16 nonfinite = 0;
-  each_vector<true>(in, s, [&](std::int64_t r, std::int64_t c, __mmask16 m, const Tile16& t) {
+  const auto half = [&](std::int64_t r, std::int64_t c, __mmask16 m, const Tile16& t) {
     const __m512 x = load16(in, r, c, m);
     __m512i v;
     if (_mm512_mask_cmp_ps_mask(m, t.lo, t.lo, _CMP_UNORD_Q) == 0) {
@@ -226,7 +364,26 @@ std::pair<bool, bool> values_pass(const BandRows& in, const BandScales& s, const
     } else {
       _mm512_mask_cvtepi32_storeu_epi16(o, m, _mm512_srli_epi32(v, 16));
     }
-  });
+  };
+  if (!kCodec && s.lo16 != nullptr) {
+    const int shift = g.shift - 16;
+    const auto* x16 = static_cast<const std::uint16_t*>(in.x);
+    each_pair(
+        in, s,
+        [&](std::int64_t r, std::int64_t c, __mmask32 m, __m512i lo, __m512i top, __m512i) {
+          const __m512i x = _mm512_maskz_loadu_epi16(m, x16 + r * cols + c);
+          const __m512i a = _mm512_and_si512(x, _mm512_set1_epi16(0x7fff));
+          if (declines(m, a, lo)) return false;
+          const __m512i v =
+              _mm512_or_si512(round32(a, shift, top),
+                              _mm512_and_si512(x, _mm512_set1_epi16(static_cast<short>(0x8000))));
+          _mm512_mask_storeu_epi16(out + r * cols + c, m, v);
+          return true;
+        },
+        half);
+  } else {
+    each_vector<true>(in, s, half);
+  }
   // Exact in bfloat16: the low halves zero and no float32 subnormal.
   const bool wrong = (_mm512_reduce_or_epi32(low_bits) & 0xffff) != 0 ||
                      _mm512_reduce_min_epu32(smallest) < 0x00800000u;
@@ -238,7 +395,7 @@ bool codes_pass(const BandRows& in, const BandScales& s, const BandGrid& g,
                 const ElementCodec& codec, std::uint8_t* out) {
   const std::int64_t cols = in.cols;
   __mmask16 nonfinite = 0;
-  each_vector<false>(in, s, [&](std::int64_t r, std::int64_t c, __mmask16 m, const Tile16& t) {
+  const auto half = [&](std::int64_t r, std::int64_t c, __mmask16 m, const Tile16& t) {
     const __m512 y = _mm512_mul_ps(load16(in, r, c, m), t.enc);
     __m512i code = codes16(round16(y, g), g);
     const __mmask16 bad = nonfinite16(y, m);
@@ -255,7 +412,31 @@ bool codes_pass(const BandRows& in, const BandScales& s, const BandGrid& g,
     } else {
       _mm512_mask_cvtepi32_storeu_epi8(o, m, code);
     }
-  });
+  };
+  if (!kCodec && s.lo16 != nullptr) {
+    // A normal element's code from its rounded bits: the exponent field less the tile's
+    // (offset), the sign above; zero stays zero.
+    const int shift = g.shift - 16;
+    const auto* x16 = static_cast<const std::uint16_t*>(in.x);
+    each_pair(
+        in, s,
+        [&](std::int64_t r, std::int64_t c, __mmask32 m, __m512i lo, __m512i top, __m512i offset) {
+          const __m512i x = _mm512_maskz_loadu_epi16(m, x16 + r * cols + c);
+          const __m512i a = _mm512_and_si512(x, _mm512_set1_epi16(0x7fff));
+          if (declines(m, a, lo)) return false;
+          const __m512i magnitude = _mm512_maskz_sub_epi16(
+              _mm512_test_epi16_mask(a, a),
+              _mm512_srli_epi16(round32(a, shift, top), static_cast<unsigned>(shift)), offset);
+          const __m512i code = _mm512_or_si512(
+              magnitude,
+              _mm512_slli_epi16(_mm512_srli_epi16(x, 15), static_cast<unsigned>(g.sign_bit)));
+          _mm512_mask_cvtepi16_storeu_epi8(out + r * cols + c, m, code);
+          return true;
+        },
+        half);
+  } else {
+    each_vector<false>(in, s, half);
+  }
   return nonfinite != 0;
 }
 

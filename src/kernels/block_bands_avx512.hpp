@@ -15,6 +15,8 @@ struct BandGrid {
   float inv_spacing = 0;            // 2^(m - emin): a subnormal's code from its magnitude
   std::uint32_t normal_offset = 0;  // (127 - bias) << m: a normal's code is bits >> shift - this
   int sign_bit = 0;                 // the code's sign bit
+  int bias = 0;                     // the element format's exponent bias
+  int mantissa_bits = 0;
 };
 
 // Rows [r0, r1) of a row-major matrix of `cols` columns, float32 or bfloat16.
@@ -36,6 +38,12 @@ struct BandScales {
   const float* lo = nullptr;
   const float* magic = nullptr;
   const float* top = nullptr;
+  // For bfloat16 input (else null): lo and top as bfloat16 bits (lo 0xffff where the tile
+  // is not plain), and the code offset ((bias of float32 - bias of the element + k) << m for
+  // decode 2^k): a normal element's code is its rounded bits >> (shift - 16) less this.
+  const std::uint16_t* lo16 = nullptr;
+  const std::uint16_t* top16 = nullptr;
+  const std::uint16_t* offset16 = nullptr;
 };
 
 // The codec for one element that scaled to an infinity or NaN: y rounded to the format and
@@ -47,8 +55,10 @@ struct ElementCodec {
 };
 
 // Folds the largest |x| bits of each tile of the band's rows into amax (a NaN is above every
-// number there): amax[c] per column when tile_cols is 1, else amax[t] per tile.
-void band_amax_avx512(const BandRows& in, std::int64_t tile_cols, std::uint32_t* amax);
+// number there): amax[c] per column when tile_cols is 1, else amax[t] per tile. `scratch`
+// (cols 16-bit words, or null) lets bfloat16 input run 32 lanes a step.
+void band_amax_avx512(const BandRows& in, std::int64_t tile_cols, std::uint32_t* amax,
+                      std::uint16_t* scratch);
 
 // Each element of the band times its tile's encode multiplier, rounded to the grid, times
 // the decode multiplier, stored as the high half of its float32 bits into out (row r at

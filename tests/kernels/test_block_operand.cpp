@@ -149,12 +149,14 @@ TEST(BlockOperand, NearestEvenCodesGiveTheQuantizersBitsOnEveryPath) {
           b.tile = t;
           expect_same(kernels::quantize_packed(x.data(), Format::float32, rows, cols, b),
                       numerics::quantize_fp8_blocks_ref(x.data(), rows, cols, b));
-          compared += 1;
+          expect_same(kernels::quantize_packed(xb.data(), Format::bfloat16, rows, cols, b),
+                      numerics::quantize_fp8_blocks_ref(xbf.data(), rows, cols, b));
+          compared += 2;
         }
       }
     }
   }
-  EXPECT_EQ(compared, every.paths.size() * (4 * 2 * 2 * 2 + 2 * 2 * 3));
+  EXPECT_EQ(compared, every.paths.size() * (4 * 2 * 2 * 2 + 2 * 2 * 3 * 2));
   if (!every.has_avx512()) std::printf("[  SKIPPED ] the AVX-512 bands: not on this CPU\n");
 }
 
@@ -305,15 +307,28 @@ TEST(BlockOperand, ValuesAtEveryTileScaleMatchPackingThenDecoding) {
             one[static_cast<std::size_t>(c)] = columns ? in[c * width + t] : in[t * cols + c];
           }
           const std::int64_t r1 = columns ? cols : 1, c1 = columns ? 1 : cols;
-          std::vector<std::uint16_t> got(one.size()), want(one.size());
-          const bool exact =
-              kernels::quantize_to_bf16(one.data(), Format::float32, r1, c1, s, got.data());
-          const bool want_exact = kernels::dequantize_to_bf16_ref(
-              kernels::quantize_packed(one.data(), Format::float32, r1, c1, s), want.data());
-          ASSERT_EQ(exact, want_exact) << numerics::name(e) << " tile " << t;
-          if (exact) {
-            ASSERT_EQ(got, want) << numerics::name(e) << " tile " << t;
-            ++exact_tiles;
+          // As float32, and as bfloat16 (the 32-lane path), against the scalar twins.
+          std::vector<std::uint16_t> one_bf16(one.size());
+          numerics::encode_array(one.data(), one.size(), Format::bfloat16, one_bf16.data());
+          std::vector<float> one_bf16_values(one.size());
+          numerics::decode_array(one_bf16.data(), one.size(), Format::bfloat16,
+                                 one_bf16_values.data());
+          for (const bool bf16 : {false, true}) {
+            const void* input = bf16 ? static_cast<const void*>(one_bf16.data()) : one.data();
+            const Format f = bf16 ? Format::bfloat16 : Format::float32;
+            const std::vector<float>& values = bf16 ? one_bf16_values : one;
+            std::vector<std::uint16_t> got(one.size()), want(one.size());
+            const bool exact = kernels::quantize_to_bf16(input, f, r1, c1, s, got.data());
+            const bool want_exact = kernels::dequantize_to_bf16_ref(
+                kernels::quantize_packed(values.data(), Format::float32, r1, c1, s), want.data());
+            ASSERT_EQ(exact, want_exact) << numerics::name(e) << " tile " << t << " bf16 " << bf16;
+            if (exact) {
+              ASSERT_EQ(got, want) << numerics::name(e) << " tile " << t << " bf16 " << bf16;
+              ++exact_tiles;
+            }
+            // The kept copy's codes from the same input: the reference quantizer's.
+            expect_same(kernels::quantize_packed(input, f, r1, c1, s),
+                        numerics::quantize_mx_ref(values.data(), r1, c1, s));
           }
         }
         // The whole matrix at once: the AND of the tiles' answers, the same values.
@@ -326,7 +341,7 @@ TEST(BlockOperand, ValuesAtEveryTileScaleMatchPackingThenDecoding) {
       }
     }
   }
-  EXPECT_GT(exact_tiles, every.paths.size() * 6 * 200);  // most binades are exact
+  EXPECT_GT(exact_tiles, every.paths.size() * 6 * 2 * 200);  // most binades are exact
   if (!every.has_avx512()) std::printf("[  SKIPPED ] the AVX-512 bands: not on this CPU\n");
 }
 
