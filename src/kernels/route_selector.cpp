@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
@@ -47,37 +48,52 @@ ThreadChoices& thread_choices() {
   return c;
 }
 
-// The fastest call of `route` on the key, in GFLOP/s.
-double time_route(const GemmKey& key, MatmulRoute route,
-                  const std::function<void(MatmulRoute)>& probe,
-                  const std::function<double()>& clock) {
-  probe(route);  // warm-up: primitive creation, first touch of scratch
-  double best = 0, spent = 0;
-  for (int call = 0; call < kMaxCalls && (call < 2 || spent < kBudgetSeconds); ++call) {
-    const double t0 = clock();
-    probe(route);
-    const double dt = clock() - t0;
-    spent += dt;
-    if (call == 0 || dt < best) best = dt;
+// Every route of the key timed in rounds: one warm-up call each (primitive creation, first
+// touch of scratch), then one call of each unfinished route per round, a route finished
+// after 2 calls once it has spent the budget, or after kMaxCalls. The routes take turns, so
+// a machine whose speed drifts while they are measured (another process starting, a clock
+// changing) slows them alike rather than the one that happened to run then. Each route's
+// fastest call counts.
+RouteRecord measure(const GemmKey& key, const std::function<void(MatmulRoute)>& probe,
+                    const std::function<double()>& clock) {
+  struct Timing {
+    MatmulRoute route;
+    int calls = 0;
+    double spent = 0, best = 0;
+    bool done() const { return calls >= kMaxCalls || (calls >= 2 && spent >= kBudgetSeconds); }
+  };
+  std::vector<Timing> timings;
+  for (MatmulRoute r : routes_for(key)) {
+    probe(r);
+    timings.push_back({r});
+  }
+  for (bool more = true; more;) {
+    more = false;
+    for (Timing& t : timings) {
+      if (t.done()) continue;
+      const double t0 = clock();
+      probe(t.route);
+      const double dt = clock() - t0;
+      t.spent += dt;
+      t.best = t.calls == 0 ? dt : std::min(t.best, dt);
+      ++t.calls;
+      more = more || !t.done();
+    }
   }
   const double flops = 2.0 * static_cast<double>(key.m) * static_cast<double>(key.n) *
                        static_cast<double>(std::max<std::int64_t>(key.k, 1));
-  // A call shorter than the clock's tick counts as one tick (empty products are not measured).
-  return flops / std::max(best, 1e-9) * 1e-9;
-}
-
-RouteRecord measure(const GemmKey& key, const std::function<void(MatmulRoute)>& probe,
-                    const std::function<double()>& clock) {
   RouteRecord rec;
   rec.key = key;
   rec.source = RouteSource::measured;
   double best = -1;
-  for (MatmulRoute r : routes_for(key)) {
-    const double rate = time_route(key, r, probe, clock);
-    rec.gflops[static_cast<std::size_t>(r)] = rate;
+  for (const Timing& t : timings) {
+    // A call shorter than the clock's tick counts as one tick (empty products are not
+    // measured).
+    const double rate = flops / std::max(t.best, 1e-9) * 1e-9;
+    rec.gflops[static_cast<std::size_t>(t.route)] = rate;
     if (rate > best) {  // ties keep the earlier route in table order
       best = rate;
-      rec.route = r;
+      rec.route = t.route;
     }
   }
   return rec;

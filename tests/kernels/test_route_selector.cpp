@@ -93,6 +93,29 @@ TEST_F(RouteSelectorTest, QuickRoutesAreTimedForTwoMillisecondsAtMostTwentyCalls
   EXPECT_EQ(route_records().at(0).route, MatmulRoute::fp32);
 }
 
+TEST_F(RouteSelectorTest, RoutesTakeTurnsSoThatADriftingMachineSlowsThemAlike) {
+  // The last route in table order is the fastest (1 ms a call, the others 1.5 ms); after the
+  // warm-ups and two rounds the machine gets 3x slower for good. Timed one route after
+  // another, the last would see only the slow machine (3 ms) and lose; timed in turns, each
+  // route's two calls of the first rounds ran on the fast one.
+  const std::vector<MatmulRoute> routes = routes_for(Format::bfloat16);
+  ASSERT_GE(routes.size(), 2u);
+  for (MatmulRoute r : routes) seconds_[r] = 0.0015;
+  seconds_[routes.back()] = 0.001;
+  std::vector<MatmulRoute> order;
+  const auto drifting = [&](MatmulRoute r) {
+    order.push_back(r);
+    const bool slow = order.size() > 3 * routes.size();
+    now_ += seconds_.at(r) * (slow ? 3.0 : 1.0);
+  };
+  EXPECT_EQ(choose_route(key_, MatmulRoute::automatic, drifting), routes.back());
+  // The order: every warm-up, then rounds of every route still timing.
+  ASSERT_GE(order.size(), 3 * routes.size());
+  for (std::size_t i = 0; i < 3 * routes.size(); ++i) {
+    EXPECT_EQ(order[i], routes[i % routes.size()]) << "call " << i;
+  }
+}
+
 TEST_F(RouteSelectorTest, NamedRoutesAreTakenWithoutMeasuring) {
   make_fastest(MatmulRoute::onednn_fp32);
   EXPECT_EQ(choose_route(key_, MatmulRoute::fp32, probe()), MatmulRoute::fp32);
