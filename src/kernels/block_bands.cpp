@@ -29,6 +29,7 @@ enum class Output : std::uint8_t { values, codes };
 
 bool takes(const BlockSpec& spec, Format x_format, Output output) {
   if (numerics::active_simd_path() != numerics::SimdPath::avx512) return false;
+  if (!valid_settings(spec)) return false;
   if (x_format != Format::float32 && x_format != Format::bfloat16) return false;
   if (std::holds_alternative<numerics::Nvfp4Settings>(spec)) return false;
   if (rounding_of(spec) != numerics::Rounding::nearest_even) return false;
@@ -207,6 +208,21 @@ Format element_of(const BlockSpec& spec) {
   if (const auto* mx = std::get_if<numerics::MxSettings>(&spec)) return mx->element;
   if (std::holds_alternative<numerics::Nvfp4Settings>(spec)) return Format::float4_e2m1;
   return std::get<numerics::Fp8BlockSettings>(spec).element;
+}
+
+bool valid_settings(const BlockSpec& spec) {
+  const numerics::TileShape tile = tile_of(spec);
+  if (tile.rows < 1 || tile.cols < 1) return false;
+  const Format e = element_of(spec);
+  if (std::holds_alternative<numerics::MxSettings>(spec)) {
+    return std::find(numerics::kBlockElementFormats.begin(), numerics::kBlockElementFormats.end(),
+                     e) != numerics::kBlockElementFormats.end();
+  }
+  if (const auto* f = std::get_if<numerics::Fp8BlockSettings>(&spec)) {
+    return (e == Format::float8_e4m3 || e == Format::float8_e5m2) && f->epsilon >= 0.0f &&
+           !std::isinf(f->epsilon);
+  }
+  return true;
 }
 
 TileMultipliers tile_multipliers(const BlockSpec& spec, float amax) {

@@ -18,6 +18,11 @@ struct TileMultipliers {
 };
 TileMultipliers tile_multipliers(const BlockSpec& spec, float amax);
 Format element_of(const BlockSpec& spec);
+// Whether spec's tile is at least 1 x 1 and its element format one its recipe has (MX: the
+// block element formats; fp8 blocks: e4m3 or e5m2, with a finite epsilon >= 0): the fast paths take
+// nothing else, so that the numerics quantizers refuse it with their message, outside any parallel
+// region.
+bool valid_settings(const BlockSpec& spec);
 
 // quantize_to_bf16's answer and values on the AVX-512 units; nullopt where they do not take
 // the input (no AVX-512, a tile neither one column wide nor a multiple of 16 columns wide).

@@ -2,8 +2,6 @@
 // result, quantizing in bands on all threads, and decoding to bfloat16 or float32.
 #include "mantissa/kernels/block_operand.hpp"
 
-#include "block_bands.hpp"
-
 #include <immintrin.h>
 #include <algorithm>
 #include <array>
@@ -11,6 +9,7 @@
 #include <cstring>
 #include <optional>
 
+#include "block_bands.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/parallel.hpp"
 #include "mantissa/numerics/convert.hpp"

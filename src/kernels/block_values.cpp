@@ -11,9 +11,11 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "block_bands.hpp"
+#include "mantissa/error.hpp"
 #include "mantissa/kernels/block_operand.hpp"
 #include "mantissa/kernels/parallel.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
@@ -81,6 +83,7 @@ inline __m256 round8(__m256 y, const Grid& g) {
 }  // namespace
 
 bool quantize_to_bf16_takes(const BlockSpec& spec) {
+  if (!detail::valid_settings(spec)) return false;
   if (const auto* mx = std::get_if<numerics::MxSettings>(&spec)) {
     return mx->rounding == numerics::Rounding::nearest_even;
   }
@@ -92,6 +95,15 @@ bool quantize_to_bf16_takes(const BlockSpec& spec) {
 
 bool quantize_to_bf16(const void* x, Format x_format, std::int64_t rows, std::int64_t cols,
                       const BlockSpec& spec, std::uint16_t* out) {
+  if (!quantize_to_bf16_takes(spec) || rows < 0 || cols < 0 ||
+      (x_format != Format::float32 && x_format != Format::bfloat16)) {
+    throw Error(
+        "quantize_to_bf16: takes MX or power-of-two fp8 blocks with nearest-even "
+        "rounding, valid tiles and element formats, float32 or bfloat16 input of sizes "
+        ">= 0 (got " +
+        std::to_string(rows) + " x " + std::to_string(cols) + " " +
+        std::string(numerics::name(x_format)) + ")");
+  }
   if (const std::optional<bool> fast =
           detail::quantize_to_bf16_avx512(x, x_format, rows, cols, spec, out)) {
     return *fast;

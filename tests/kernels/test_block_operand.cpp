@@ -160,6 +160,41 @@ TEST(BlockOperand, NearestEvenCodesGiveTheQuantizersBitsOnEveryPath) {
   if (!every.has_avx512()) std::printf("[  SKIPPED ] the AVX-512 bands: not on this CPU\n");
 }
 
+TEST(BlockOperand, SettingsTheRecipesLackAreRefusedOnEveryPath) {
+  // Refused with the numerics quantizers' messages before any band runs (an exception
+  // thrown inside a parallel region would end the process instead).
+  const std::vector<float> x(64, 1.0f);
+  const EveryPath every;
+  for (const numerics::SimdPath path : every.paths) {
+    numerics::set_simd_path(path);
+    SCOPED_TRACE(std::string(numerics::simd_path_name(path)));
+    numerics::MxSettings mx;
+    mx.element = Format::bfloat16;
+    EXPECT_FALSE(kernels::quantize_to_bf16_takes(mx));
+    std::vector<std::uint16_t> out(x.size());
+    try {
+      kernels::quantize_packed(x.data(), Format::float32, 2, 32, mx);
+      ADD_FAILURE() << "an MX element format that is not one was taken";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("bfloat16"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(kernels::quantize_to_bf16(x.data(), Format::float32, 2, 32, mx, out.data()),
+                 Error);
+    numerics::Fp8BlockSettings fp8;
+    fp8.epsilon = -1.0f;
+    EXPECT_FALSE(kernels::quantize_to_bf16_takes(fp8));
+    EXPECT_THROW(kernels::quantize_packed(x.data(), Format::float32, 2, 32, fp8), Error);
+    fp8.epsilon = 0.0f;
+    fp8.tile = {1, 0};
+    EXPECT_THROW(kernels::quantize_packed(x.data(), Format::float32, 2, 32, fp8), Error);
+    numerics::MxSettings ok;
+    EXPECT_THROW(kernels::quantize_to_bf16(x.data(), Format::float16, 2, 32, ok, out.data()),
+                 Error);
+    EXPECT_THROW(kernels::quantize_to_bf16(x.data(), Format::float32, -2, 32, ok, out.data()),
+                 Error);
+  }
+}
+
 TEST(BlockOperand, Bf16DecodeMatchesItsTwinAndTheCodec) {
   const std::int64_t rows = 37, cols = 45;  // odd: fp4 rows start inside a byte
   const std::vector<float> x = matrix(rows, cols, 2);

@@ -61,13 +61,15 @@ PackedBlocks quantize_packed(const void* x, Format x_format, std::int64_t rows, 
                              const BlockSpec& spec);
 
 // Whether quantize_to_bf16 takes `spec`: MX, or fp8 blocks with power-of-two scales, with
-// nearest-even rounding (their values are bfloat16 values).
+// nearest-even rounding (their values are bfloat16 values), tiles of at least 1 x 1 and an
+// element format the recipe has.
 bool quantize_to_bf16_takes(const BlockSpec& spec);
 // The values quantize_packed then dequantize_to_bf16 give (the same bits and the same
 // answer), made straight from x (float32 or bfloat16, row-major rows x cols) without element
 // codes, for an operand a product reads once: per tile the quantizer's scale, per element
 // y = x * encode rounded to the element format in float32 bit arithmetic (vectorized; an
-// infinity or NaN through the codec), times the decode scale. On all threads.
+// infinity or NaN through the codec), times the decode scale. On all threads. Throws
+// mantissa::Error for a spec it does not take, a negative size or another input format.
 bool quantize_to_bf16(const void* x, Format x_format, std::int64_t rows, std::int64_t cols,
                       const BlockSpec& spec, std::uint16_t* out);
 
