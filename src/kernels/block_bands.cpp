@@ -12,6 +12,7 @@
 #include "block_bands_avx512.hpp"
 #include "mantissa/kernels/parallel.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
+#include "mantissa/numerics/fp4_packing.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
 
 namespace mantissa::kernels::detail {
@@ -27,7 +28,7 @@ numerics::Rounding rounding_of(const BlockSpec& spec) {
 
 enum class Output : std::uint8_t { values, codes };
 
-bool takes(const BlockSpec& spec, Format x_format, Output output) {
+bool takes(const BlockSpec& spec, Format x_format, std::int64_t cols, Output output) {
   if (numerics::active_simd_path() != numerics::SimdPath::avx512) return false;
   if (!valid_settings(spec)) return false;
   if (x_format != Format::float32 && x_format != Format::bfloat16) return false;
@@ -35,7 +36,8 @@ bool takes(const BlockSpec& spec, Format x_format, Output output) {
   if (rounding_of(spec) != numerics::Rounding::nearest_even) return false;
   const numerics::TileShape tile = tile_of(spec);
   if (tile.rows < 1 || tile.cols < 1 || (tile.cols != 1 && tile.cols % 16 != 0)) return false;
-  if (output == Output::codes) return element_of(spec) != Format::float4_e2m1;
+  // fp4 codes two a byte: every row must start at a byte (cols even).
+  if (output == Output::codes) return element_of(spec) != Format::float4_e2m1 || cols % 2 == 0;
   const auto* fp8 = std::get_if<numerics::Fp8BlockSettings>(&spec);
   return fp8 == nullptr || fp8->power_of_two;  // values: power-of-two scales
 }
@@ -237,7 +239,7 @@ TileMultipliers tile_multipliers(const BlockSpec& spec, float amax) {
 std::optional<bool> quantize_to_bf16_avx512(const void* x, Format x_format, std::int64_t rows,
                                             std::int64_t cols, const BlockSpec& spec,
                                             std::uint16_t* out) {
-  if (!takes(spec, x_format, Output::values)) return std::nullopt;
+  if (!takes(spec, x_format, cols, Output::values)) return std::nullopt;
   const Format element = element_of(spec);
   const BandGrid grid = grid_of(element);
   const ElementCodec codec{codec_value, codec_code, &numerics::layout(element)};
@@ -255,7 +257,7 @@ std::optional<bool> quantize_to_bf16_avx512(const void* x, Format x_format, std:
 std::optional<PackedBlocks> quantize_packed_avx512(const void* x, Format x_format,
                                                    std::int64_t rows, std::int64_t cols,
                                                    const BlockSpec& spec) {
-  if (!takes(spec, x_format, Output::codes) || rows < 0 || cols < 0) return std::nullopt;
+  if (!takes(spec, x_format, cols, Output::codes) || rows < 0 || cols < 0) return std::nullopt;
   PackedBlocks p;
   p.rows = rows;
   p.cols = cols;
@@ -263,7 +265,8 @@ std::optional<PackedBlocks> quantize_packed_avx512(const void* x, Format x_forma
   p.element = element_of(spec);
   const bool mx = std::holds_alternative<numerics::MxSettings>(spec);
   p.scale_format = mx ? Format::float8_e8m0 : Format::float32;
-  p.elements.resize(static_cast<std::size_t>(rows * cols));
+  const auto n = static_cast<std::size_t>(rows * cols);
+  p.elements.resize(p.element == Format::float4_e2m1 ? numerics::fp4_packed_bytes(n) : n);
   const std::int64_t grid_cols = p.tile_grid_cols();
   const std::size_t tiles =
       static_cast<std::size_t>((rows + p.tile.rows - 1) / p.tile.rows * grid_cols);
@@ -272,7 +275,8 @@ std::optional<PackedBlocks> quantize_packed_avx512(const void* x, Format x_forma
   } else {
     p.scales32.resize(tiles);
   }
-  const BandGrid grid = grid_of(p.element);
+  BandGrid grid = grid_of(p.element);
+  grid.packed = p.element == Format::float4_e2m1;
   const ElementCodec codec{codec_value, codec_code, &numerics::layout(p.element)};
   over_bands(x, x_format, rows, cols, spec, &grid,
              [&](std::int64_t band, const BandRows& in, const BandScales& s) {

@@ -31,7 +31,8 @@ std::optional<bool> quantize_to_bf16_avx512(const void* x, Format x_format, std:
                                             std::uint16_t* out);
 
 // quantize_packed's result on the AVX-512 units for MX and fp8 blocks with nearest-even
-// rounding and one-byte elements; nullopt where they do not take the input.
+// rounding: one-byte elements, or fp4 two a byte where cols is even; nullopt where they do
+// not take the input.
 std::optional<PackedBlocks> quantize_packed_avx512(const void* x, Format x_format,
                                                    std::int64_t rows, std::int64_t cols,
                                                    const BlockSpec& spec);

@@ -406,6 +406,12 @@ bool codes_pass(const BandRows& in, const BandScales& s, const BandGrid& g,
     }
     // NaN tiles: codes 0.
     code = _mm512_maskz_mov_epi32(_mm512_cmp_ps_mask(t.dec, t.dec, _CMP_ORD_Q), code);
+    if (g.packed) {  // two codes a byte, the even element's low: pairs of lanes in 64 bits
+      const auto pairs = static_cast<__mmask8>((1u << (__builtin_popcount(m) / 2)) - 1u);
+      _mm512_mask_cvtepi64_storeu_epi8(out + (r * cols + c) / 2, pairs,
+                                       _mm512_or_si512(code, _mm512_srli_epi64(code, 28)));
+      return;
+    }
     std::uint8_t* o = out + r * cols + c;
     if (m == 0xffff) {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(o), _mm512_cvtepi32_epi8(code));
@@ -430,7 +436,13 @@ bool codes_pass(const BandRows& in, const BandScales& s, const BandGrid& g,
           const __m512i code = _mm512_or_si512(
               magnitude,
               _mm512_slli_epi16(_mm512_srli_epi16(x, 15), static_cast<unsigned>(g.sign_bit)));
-          _mm512_mask_cvtepi16_storeu_epi8(out + r * cols + c, m, code);
+          if (g.packed) {  // pairs of 16-bit lanes in 32 bits
+            const auto pairs = static_cast<__mmask16>((1u << (__builtin_popcount(m) / 2)) - 1u);
+            _mm512_mask_cvtepi32_storeu_epi8(out + (r * cols + c) / 2, pairs,
+                                             _mm512_or_si512(code, _mm512_srli_epi32(code, 12)));
+          } else {
+            _mm512_mask_cvtepi16_storeu_epi8(out + r * cols + c, m, code);
+          }
           return true;
         },
         half);

@@ -17,6 +17,7 @@ struct BandGrid {
   int sign_bit = 0;                 // the code's sign bit
   int bias = 0;                     // the element format's exponent bias
   int mantissa_bits = 0;
+  bool packed = false;  // codes of 4 bits, two a byte (the even element's low; cols even)
 };
 
 // Rows [r0, r1) of a row-major matrix of `cols` columns, float32 or bfloat16.
@@ -67,7 +68,8 @@ void band_amax_avx512(const BandRows& in, std::int64_t tile_cols, std::uint32_t*
 bool band_values_avx512(const BandRows& in, const BandScales& s, const BandGrid& g,
                         const ElementCodec& codec, std::uint16_t* out);
 
-// The same rounded elements as their one-byte codes (row r at out + r * cols); NaN tiles 0.
+// The same rounded elements as their codes (row r at out + r * cols, or at out + r * cols / 2
+// two a byte where g.packed); NaN tiles 0.
 void band_codes_avx512(const BandRows& in, const BandScales& s, const BandGrid& g,
                        const ElementCodec& codec, std::uint8_t* out);
 

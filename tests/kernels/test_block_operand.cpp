@@ -103,7 +103,7 @@ TEST(BlockOperand, QuantizePackedGivesTheQuantizersBits) {
 }
 
 TEST(BlockOperand, NearestEvenCodesGiveTheQuantizersBitsOnEveryPath) {
-  // Nearest-even MX and fp8 blocks with one-byte elements (the AVX-512 bands where the CPU
+  // Nearest-even MX and fp8 blocks, fp4 two codes a byte (the AVX-512 bands where the CPU
   // has them) against the scalar reference quantizers: partial tiles both ways, a NaN tile,
   // an infinity, a negative zero, a float32 subnormal, an all-zero tile; float32 and
   // bfloat16 input.
@@ -124,8 +124,7 @@ TEST(BlockOperand, NearestEvenCodesGiveTheQuantizersBitsOnEveryPath) {
   for (const numerics::SimdPath path : every.paths) {
     numerics::set_simd_path(path);
     SCOPED_TRACE(std::string(numerics::simd_path_name(path)));
-    for (Format e :
-         {Format::float8_e4m3, Format::float8_e5m2, Format::float6_e2m3, Format::float6_e3m2}) {
+    for (Format e : numerics::kBlockElementFormats) {  // fp4: 100 columns, two codes a byte
       for (auto rule : {numerics::MxScaleRule::floor, numerics::MxScaleRule::rceil}) {
         for (TileShape t : {TileShape{1, 32}, TileShape{32, 1}}) {
           numerics::MxSettings s;
@@ -156,7 +155,7 @@ TEST(BlockOperand, NearestEvenCodesGiveTheQuantizersBitsOnEveryPath) {
       }
     }
   }
-  EXPECT_EQ(compared, every.paths.size() * (4 * 2 * 2 * 2 + 2 * 2 * 3 * 2));
+  EXPECT_EQ(compared, every.paths.size() * (5 * 2 * 2 * 2 + 2 * 2 * 3 * 2));
   if (!every.has_avx512()) std::printf("[  SKIPPED ] the AVX-512 bands: not on this CPU\n");
 }
 
@@ -323,7 +322,8 @@ TEST(BlockOperand, ValuesAtEveryTileScaleMatchPackingThenDecoding) {
   for (const numerics::SimdPath path : every.paths) {
     numerics::set_simd_path(path);
     SCOPED_TRACE(std::string(numerics::simd_path_name(path)));
-    for (Format e : {Format::float8_e4m3, Format::float8_e5m2, Format::float6_e2m3}) {
+    for (Format e :
+         {Format::float8_e4m3, Format::float8_e5m2, Format::float6_e2m3, Format::float4_e2m1}) {
       for (bool columns : {false, true}) {
         numerics::MxSettings s;
         s.element = e;
@@ -376,7 +376,7 @@ TEST(BlockOperand, ValuesAtEveryTileScaleMatchPackingThenDecoding) {
       }
     }
   }
-  EXPECT_GT(exact_tiles, every.paths.size() * 6 * 2 * 200);  // most binades are exact
+  EXPECT_GT(exact_tiles, every.paths.size() * 8 * 2 * 200);  // most binades are exact
   if (!every.has_avx512()) std::printf("[  SKIPPED ] the AVX-512 bands: not on this CPU\n");
 }
 
