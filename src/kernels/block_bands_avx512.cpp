@@ -5,8 +5,6 @@
 
 #include <immintrin.h>
 
-#include <utility>
-
 // GCC 12's AVX-512 headers fill the pass-through of unmasked intrinsics with a
 // self-initialised "undefined" vector, which -Wmaybe-uninitialized reports wherever they are
 // inlined (GCC bug 105593, fixed in GCC 13; -Wuninitialized where a reduction's extract is
@@ -329,10 +327,15 @@ inline bool declines(__mmask32 m, __m512i a, __m512i lo) {
 // The band's values (kCodec: with the codec for infinities and NaNs, the rare second pass;
 // without, the hot loop makes no call). A vector whose tiles are all plain is rounded in x's
 // own scale: no multiplier, its values bfloat16 values and finite by construction (the tile's
-// amax is). Returns {some value not a bfloat16 value, some element not finite after scaling}.
+// amax is). (A struct of this file, not std::pair: nothing here may lend the rest of the
+// program an AVX-512 copy of a shared inline function.)
+struct ValuesAnswer {
+  bool wrong;      // some value not a bfloat16 value
+  bool nonfinite;  // some element not finite after scaling
+};
 template <bool kCodec>
-std::pair<bool, bool> values_pass(const BandRows& in, const BandScales& s, const BandGrid& g,
-                                  const ElementCodec& codec, std::uint16_t* out) {
+ValuesAnswer values_pass(const BandRows& in, const BandScales& s, const BandGrid& g,
+                         const ElementCodec& codec, std::uint16_t* out) {
   const std::int64_t cols = in.cols;
   __m512i low_bits = _mm512_setzero_si512();         // OR of every value's bits
   __m512i smallest = _mm512_set1_epi32(0x7fffffff);  // the smallest nonzero magnitude
@@ -456,9 +459,9 @@ bool codes_pass(const BandRows& in, const BandScales& s, const BandGrid& g,
 
 bool band_values_avx512(const BandRows& in, const BandScales& s, const BandGrid& g,
                         const ElementCodec& codec, std::uint16_t* out) {
-  std::pair<bool, bool> r = values_pass<false>(in, s, g, codec, out);
-  if (r.second) r = values_pass<true>(in, s, g, codec, out);  // the band again, with the codec
-  return !r.first;
+  ValuesAnswer r = values_pass<false>(in, s, g, codec, out);
+  if (r.nonfinite) r = values_pass<true>(in, s, g, codec, out);  // the band again, with the codec
+  return !r.wrong;
 }
 
 void band_codes_avx512(const BandRows& in, const BandScales& s, const BandGrid& g,
