@@ -35,7 +35,7 @@ bool takes(const BlockSpec& spec, Format x_format, std::int64_t cols, Output out
   if (std::holds_alternative<numerics::Nvfp4Settings>(spec)) return false;
   if (rounding_of(spec) != numerics::Rounding::nearest_even) return false;
   const numerics::TileShape tile = tile_of(spec);
-  if (tile.rows < 1 || tile.cols < 1 || (tile.cols != 1 && tile.cols % 16 != 0)) return false;
+  if (tile.cols != 1 && tile.cols % 16 != 0) return false;  // valid_settings: at least 1 x 1
   // fp4 codes two a byte: every row must start at a byte (cols even).
   if (output == Output::codes) return element_of(spec) != Format::float4_e2m1 || cols % 2 == 0;
   const auto* fp8 = std::get_if<numerics::Fp8BlockSettings>(&spec);
