@@ -135,9 +135,9 @@ QuantCopy quantize_copy(const Tensor& t, std::int64_t rows, std::int64_t cols,
     case Recipe::delayed:
       throw Error("quantize_copy: the delayed recipe casts per tensor (precision/fp8.hpp)");
   }
-  // A copy read once or a weight's, with power-of-two scales: its values straight from t
-  // (bfloat16 or float32), unless some are not bfloat16 values.
-  if (use != Use::kept && kernels::quantize_to_bf16_takes(spec) &&
+  // A copy read once, with power-of-two scales: its values straight from t (bfloat16 or
+  // float32), unless some are not bfloat16 values.
+  if (use == Use::once && kernels::quantize_to_bf16_takes(spec) &&
       (t.format() == Format::float32 || t.format() == Format::bfloat16)) {
     QuantCopy copy;
     copy.values = Tensor::empty(Shape{rows, cols}, Format::bfloat16);

@@ -34,14 +34,13 @@ struct QuantCopy {
   }
 };
 
-// How long a copy lives: kept for the backward (held at its format's width), a weight's for
-// the optimizer step (each copy feeds one product a micro-batch: as values where it can be,
-// a decode per product saved for 2 bytes an element of a small matrix), or read once.
-enum class Use : std::uint8_t { kept, per_step, once };
+// Whether a copy is kept (for the backward, or a weight's for the step: held at its format's
+// width) or read once.
+enum class Use : std::uint8_t { kept, once };
 
 // The copy of t (contiguous, any format, `rows` x `cols` elements) for `role` with tiles
 // `along`, as layer `quant`'s recipe says (stochastic rounding draws from its stream). A
-// copy read once or a weight's may come as values.
+// copy read once may come as values.
 QuantCopy quantize_copy(const Tensor& t, std::int64_t rows, std::int64_t cols,
                         precision::LinearQuant& quant, precision::Fp8Slot role, Along along,
                         Use use);

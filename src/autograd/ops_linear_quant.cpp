@@ -1,8 +1,8 @@
 // linear under a block-scaled or current-scaled recipe (precision/recipe.hpp): each product's
 // operands quantized at their quantization points (linear_quant_points.hpp), multiplied
 // exactly with float32 sums (kernels/block_operand.hpp), the bias and the result in H. The
-// backward keeps x's column-wise copy at its format's width; W's two copies live for the
-// optimizer step, as bfloat16 values where their scales are powers of two.
+// backward keeps the column-wise copy of x, and W's two copies live for the optimizer step,
+// at their format's width.
 #include "linear_quant_points.hpp"
 #include "linear_support.hpp"
 #include "mantissa/autograd/ops.hpp"
@@ -33,10 +33,10 @@ const WeightCopies& weight_copies(const Variable& weight, LinearQuant& quant) {
   const Tensor& w = weight.value();
   const std::int64_t out = w.shape()[0], in = w.shape()[1];
   const Tensor wc = w.contiguous();
-  fresh->row = quantize_copy(wc, out, in, quant, Fp8Slot::weight, Along::last, Use::per_step);
+  fresh->row = quantize_copy(wc, out, in, quant, Fp8Slot::weight, Along::last, Use::kept);
   fresh->col = one_copy(quant.recipe(), Fp8Slot::weight)
                    ? fresh->row
-                   : quantize_copy(wc, out, in, quant, Fp8Slot::weight, Along::rows, Use::per_step);
+                   : quantize_copy(wc, out, in, quant, Fp8Slot::weight, Along::rows, Use::kept);
   slot = std::move(fresh);
   return static_cast<const WeightCopies&>(*slot);
 }

@@ -455,7 +455,81 @@ bool codes_pass(const BandRows& in, const BandScales& s, const BandGrid& g,
   return nonfinite != 0;
 }
 
+// The values of 16 codes' magnitudes idx from the table in registers (16, 32 or 128
+// entries: one permute, one two-source permute, or four and a blend by bits 5 and 6).
+struct MagnitudeTable {
+  __m512 t[8];
+  int entries;
+  explicit MagnitudeTable(const CodeTable& c) : entries(1 << c.sign_bit) {
+    for (int i = 0; i < 8; ++i) {
+      t[i] = i * 16 < entries ? _mm512_loadu_ps(c.magnitudes + i * 16) : _mm512_setzero_ps();
+    }
+  }
+  __m512 operator()(__m512i idx) const {
+    if (entries <= 16) return _mm512_permutexvar_ps(idx, t[0]);
+    if (entries <= 32) return _mm512_permutex2var_ps(t[0], idx, t[1]);
+    const __mmask16 bit5 = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(32));
+    const __mmask16 bit6 = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(64));
+    const __m512 lo = _mm512_mask_blend_ps(bit5, _mm512_permutex2var_ps(t[0], idx, t[1]),
+                                           _mm512_permutex2var_ps(t[2], idx, t[3]));
+    const __m512 hi = _mm512_mask_blend_ps(bit5, _mm512_permutex2var_ps(t[4], idx, t[5]),
+                                           _mm512_permutex2var_ps(t[6], idx, t[7]));
+    return _mm512_mask_blend_ps(bit6, lo, hi);
+  }
+};
+
 }  // namespace
+
+bool band_decode_avx512(const std::uint8_t* codes, std::int64_t cols, std::int64_t r0,
+                        std::int64_t r1, const BandScales& s, const CodeTable& t,
+                        std::uint16_t* out) {
+  const MagnitudeTable table(t);
+  const __m512i magnitude_mask = _mm512_set1_epi32((1 << t.sign_bit) - 1);
+  __m512i low_bits = _mm512_setzero_si512();         // OR of every value's bits
+  __m512i smallest = _mm512_set1_epi32(0x7fffffff);  // the smallest nonzero magnitude
+  const BandRows rows{codes, false, cols, r0, r1};
+  each_vector<false>(rows, s, [&](std::int64_t r, std::int64_t c, __mmask16 m, const Tile16& tl) {
+    __m512i code;
+    if (t.packed) {  // 8 bytes of nibble pairs, interleaved low nibble first
+      const auto bytes = static_cast<__mmask64>((1u << ((__builtin_popcount(m) + 1) / 2)) - 1u);
+      const __m128i b =
+          _mm512_castsi512_si128(_mm512_maskz_loadu_epi8(bytes, codes + (r * cols + c) / 2));
+      const __m128i nibble = _mm_set1_epi8(0x0f);
+      code = _mm512_cvtepu8_epi32(
+          _mm_unpacklo_epi8(_mm_and_si128(b, nibble), _mm_and_si128(_mm_srli_epi16(b, 4), nibble)));
+    } else {
+      code = _mm512_cvtepu8_epi32(_mm512_castsi512_si128(
+          _mm512_maskz_loadu_epi8(static_cast<__mmask64>(m), codes + r * cols + c)));
+    }
+    __m512 v = _mm512_castsi512_ps(_mm512_or_si512(
+        _mm512_castps_si512(table(_mm512_and_si512(code, magnitude_mask))),
+        _mm512_slli_epi32(_mm512_srli_epi32(code, static_cast<unsigned>(t.sign_bit)), 31)));
+    if (const __mmask16 nan = _mm512_mask_cmp_ps_mask(m, v, v, _CMP_UNORD_Q); nan != 0) {
+      alignas(64) float vl[16];  // a NaN code: its own value's bits
+      alignas(64) std::uint32_t cl[16];
+      _mm512_store_ps(vl, v);
+      _mm512_store_si512(cl, code);
+      for (int i = 0; i < 16; ++i) {
+        if ((nan >> i) & 1u) vl[i] = t.all[cl[i]];
+      }
+      v = _mm512_load_ps(vl);
+    }
+    const __m512i b = _mm512_castps_si512(_mm512_mul_ps(v, tl.dec));
+    const __m512i mag = _mm512_and_si512(b, _mm512_set1_epi32(0x7fffffff));
+    low_bits = _mm512_mask_or_epi32(low_bits, m, low_bits, b);
+    smallest =
+        _mm512_mask_min_epu32(smallest, _mm512_mask_test_epi32_mask(m, mag, mag), smallest, mag);
+    std::uint16_t* o = out + r * cols + c;
+    if (m == 0xffff) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o),
+                          _mm512_cvtepi32_epi16(_mm512_srli_epi32(b, 16)));
+    } else {
+      _mm512_mask_cvtepi32_storeu_epi16(o, m, _mm512_srli_epi32(b, 16));
+    }
+  });
+  return (_mm512_reduce_or_epi32(low_bits) & 0xffff) == 0 &&
+         _mm512_reduce_min_epu32(smallest) >= 0x00800000u;
+}
 
 bool band_values_avx512(const BandRows& in, const BandScales& s, const BandGrid& g,
                         const ElementCodec& codec, std::uint16_t* out) {

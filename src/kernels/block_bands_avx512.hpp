@@ -73,4 +73,22 @@ bool band_values_avx512(const BandRows& in, const BandScales& s, const BandGrid&
 void band_codes_avx512(const BandRows& in, const BandScales& s, const BandGrid& g,
                        const ElementCodec& codec, std::uint8_t* out);
 
+// A packed operand's element codes as values: the element format's magnitudes (indexed by
+// the code without its sign; at most 128), every code's value (256, for a NaN's exact bits),
+// and where the sign is.
+struct CodeTable {
+  const float* magnitudes = nullptr;
+  const float* all = nullptr;
+  int sign_bit = 7;
+  bool packed = false;  // two codes a byte, the even element's low nibble (rows of even length)
+};
+
+// Rows [r0, r1) of `codes` (row r at codes + r * cols, or + r * cols / 2 packed) decoded and
+// times their tile's multiplier (s.decode, s.tile_cols), stored as the high half of their
+// float32 bits into out (row r at out + r * cols). Returns false when some value is not a
+// bfloat16 value (low bits or a float32 subnormal).
+bool band_decode_avx512(const std::uint8_t* codes, std::int64_t cols, std::int64_t r0,
+                        std::int64_t r1, const BandScales& s, const CodeTable& t,
+                        std::uint16_t* out);
+
 }  // namespace mantissa::kernels::detail

@@ -10,9 +10,11 @@
 #include <optional>
 
 #include "block_bands.hpp"
+#include "block_bands_avx512.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/parallel.hpp"
 #include "mantissa/numerics/convert.hpp"
+#include "mantissa/numerics/cpu_features.hpp"
 #include "mantissa/numerics/fp4_packing.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
 
@@ -258,7 +260,56 @@ PackedBlocks quantize_packed(const void* x, Format x_format, std::int64_t rows, 
   return PackedBlocks::from(std::move(whole));
 }
 
+namespace {
+
+// dequantize_to_bf16 on the AVX-512 units (block_bands_avx512.cpp): a table permute per 16
+// codes, row by row with the tiles' multipliers; nullopt where they do not take q (no
+// AVX-512, a tile neither one column wide nor a multiple of 16 wide, fp4 rows of odd length).
+std::optional<bool> dequantize_to_bf16_avx512(const PackedBlocks& q, std::uint16_t* out) {
+  const bool packed = q.element == Format::float4_e2m1;
+  if (numerics::active_simd_path() != numerics::SimdPath::avx512 || q.tile.rows < 1 ||
+      (q.tile.cols != 1 && q.tile.cols % 16 != 0) || (packed && q.cols % 2 != 0)) {
+    return std::nullopt;
+  }
+  const numerics::Layout& l = numerics::layout(q.element);
+  detail::CodeTable table;
+  table.sign_bit = l.exponent_bits + l.mantissa_bits;
+  table.all = element_table(q.element);
+  table.magnitudes = table.all;  // the codes without a sign come first
+  table.packed = packed;
+  const std::int64_t grid_cols = q.tile_grid_cols();
+  std::uint32_t bad_any = 0;
+  parallel_chunks(
+      q.rows,
+      [&](std::int64_t r0, std::int64_t r1) {
+        std::vector<float> mult(static_cast<std::size_t>(grid_cols));
+        std::int64_t band = -1;
+        std::uint32_t bad = 0;
+        for (std::int64_t r = r0; r < r1; ++r) {
+          if (r / q.tile.rows != band) {  // the tiles' multipliers, once per band of tile rows
+            band = r / q.tile.rows;
+            for (std::int64_t t = 0; t < grid_cols; ++t) {
+              mult[static_cast<std::size_t>(t)] = tile_scale(q, band * grid_cols + t);
+            }
+          }
+          const detail::BandScales s{mult.data(), mult.data(), q.tile.cols};
+          bad |= detail::band_decode_avx512(q.elements.data(), q.cols, r, r + 1, s, table, out)
+                     ? 0u
+                     : 1u;
+        }
+        if (bad != 0) {
+#pragma omp atomic write
+          bad_any = 1u;
+        }
+      },
+      std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(q.cols, 1)), 1);
+  return bad_any == 0;
+}
+
+}  // namespace
+
 bool dequantize_to_bf16(const PackedBlocks& q, std::uint16_t* out) {
+  if (const std::optional<bool> fast = dequantize_to_bf16_avx512(q, out)) return *fast;
   std::uint32_t bad_any = 0;
   parallel_chunks(
       q.rows,

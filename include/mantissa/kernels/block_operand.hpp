@@ -77,7 +77,8 @@ bool quantize_to_bf16(const void* x, Format x_format, std::int64_t rows, std::in
 // bit patterns; on all threads. Returns false, leaving `out` unspecified, when some value is
 // not zero, NaN, infinite or a normal bfloat16 value (then dequantize_to_float32 is exact).
 bool dequantize_to_bf16(const PackedBlocks& q, std::uint16_t* out);
-// The scalar twin: one element at a time through the codec; the same bits and answer.
+// The scalar twin: one element at a time through the codec; the same bits and answer (a
+// NaN's sign and payload aside: a NaN code in a NaN-scaled tile may give either NaN).
 bool dequantize_to_bf16_ref(const PackedBlocks& q, std::uint16_t* out);
 // element * tile scale as float32 (exact: the float32 product of an element and a power of
 // two or an e4m3 scale).
