@@ -42,22 +42,6 @@ bool takes(const BlockSpec& spec, Format x_format, std::int64_t cols, Output out
   return fp8 == nullptr || fp8->power_of_two;  // values: power-of-two scales
 }
 
-BandGrid grid_of(Format element) {
-  const numerics::Layout& l = numerics::layout(element);
-  const numerics::FormatTraits& t = numerics::traits(element);
-  BandGrid g;
-  g.shift = 23 - l.mantissa_bits;
-  g.min_normal = static_cast<float>(t.min_normal);
-  g.max = static_cast<float>(t.max);
-  g.subnormal_magic = std::ldexp(g.min_normal, 23 - l.mantissa_bits);
-  g.inv_spacing = std::ldexp(1.0f, l.mantissa_bits) / g.min_normal;
-  g.normal_offset = static_cast<std::uint32_t>(127 - l.bias) << l.mantissa_bits;
-  g.sign_bit = l.exponent_bits + l.mantissa_bits;
-  g.bias = l.bias;
-  g.mantissa_bits = l.mantissa_bits;
-  return g;
-}
-
 float codec_value(const void* ctx, float y) {
   const auto& l = *static_cast<const numerics::Layout*>(ctx);
   return numerics::decode(
@@ -69,17 +53,14 @@ std::uint32_t codec_code(const void* ctx, float y) {
                           numerics::Rounding::nearest_even, numerics::Overflow::saturate);
 }
 
-// 2^k for k in -127..127 (2^-127 a float32 subnormal).
-float pow2(int k) {
-  return k >= -126 ? std::bit_cast<float>(static_cast<std::uint32_t>(k + 127) << 23)
-                   : std::bit_cast<float>(0x00400000u);
-}
-
-// An MX tile's multipliers from its E8M0 field: 2^-k and 2^k, or 0 and NaN (a NaN tile).
-TileMultipliers mx_multipliers(std::uint8_t field) {
-  if (field == 0xff) return {0.0f, std::numeric_limits<float>::quiet_NaN()};
-  const int k = static_cast<int>(field) - 127;
-  return {pow2(-k), pow2(k)};
+// An MX tile's multipliers from its E8M0 field f = k + 127: 2^-k and 2^k (2^-127 a float32
+// subnormal), or 0 and NaN (a NaN tile). Selects, not branches: the loop over a group of
+// tiles that calls it vectorizes.
+inline TileMultipliers mx_multipliers(std::uint32_t f) {
+  const std::uint32_t d = f == 0 ? 0x00400000u : f << 23;
+  const std::uint32_t e = f == 254 ? 0x00400000u : (254 - f) << 23;
+  return {std::bit_cast<float>(f == 0xff ? 0u : e),
+          std::bit_cast<float>(f == 0xff ? 0x7fc00000u : d)};
 }
 
 // The per-tile arrays of a group of bands (index: band in the group * tiles a band + tile),
@@ -114,12 +95,10 @@ struct ScaleArrays {
       return;
     }
     numerics::mx_scale_fields(amax.data(), n, mx->element, mx->rule, fields.data());
-    for (std::size_t t = 0; t < n; ++t) {  // mx_multipliers, branch-free
-      const std::uint32_t f = fields[t];
-      const std::uint32_t d = f == 0 ? 0x00400000u : f << 23;
-      const std::uint32_t e = f == 254 ? 0x00400000u : (254 - f) << 23;
-      dec[t] = std::bit_cast<float>(f == 0xff ? 0x7fc00000u : d);
-      enc[t] = std::bit_cast<float>(f == 0xff ? 0u : e);
+    for (std::size_t t = 0; t < n; ++t) {
+      const TileMultipliers m = mx_multipliers(fields[t]);
+      enc[t] = m.encode;
+      dec[t] = m.decode;
     }
   }
 
@@ -206,6 +185,26 @@ void over_bands(const void* x, Format x_format, std::int64_t rows, std::int64_t 
 
 }  // namespace
 
+BandGrid grid_of(Format element) {
+  const numerics::Layout& l = numerics::layout(element);
+  const numerics::FormatTraits& t = numerics::traits(element);
+  BandGrid g;
+  g.shift = 23 - l.mantissa_bits;
+  g.min_normal = static_cast<float>(t.min_normal);
+  g.max = static_cast<float>(t.max);
+  g.subnormal_magic = std::ldexp(g.min_normal, 23 - l.mantissa_bits);
+  g.inv_spacing = std::ldexp(1.0f, l.mantissa_bits) / g.min_normal;
+  g.normal_offset = static_cast<std::uint32_t>(127 - l.bias) << l.mantissa_bits;
+  g.sign_bit = l.exponent_bits + l.mantissa_bits;
+  g.bias = l.bias;
+  g.mantissa_bits = l.mantissa_bits;
+  return g;
+}
+
+ElementCodec codec_of(Format element) {
+  return {codec_value, codec_code, &numerics::layout(element)};
+}
+
 Format element_of(const BlockSpec& spec) {
   if (const auto* mx = std::get_if<numerics::MxSettings>(&spec)) return mx->element;
   if (std::holds_alternative<numerics::Nvfp4Settings>(spec)) return Format::float4_e2m1;
@@ -242,7 +241,7 @@ std::optional<bool> quantize_to_bf16_avx512(const void* x, Format x_format, std:
   if (!takes(spec, x_format, cols, Output::values)) return std::nullopt;
   const Format element = element_of(spec);
   const BandGrid grid = grid_of(element);
-  const ElementCodec codec{codec_value, codec_code, &numerics::layout(element)};
+  const ElementCodec codec = codec_of(element);
   std::uint32_t wrong_any = 0;
   over_bands(x, x_format, rows, cols, spec, &grid,
              [&](std::int64_t, const BandRows& in, const BandScales& s) {
@@ -257,7 +256,8 @@ std::optional<bool> quantize_to_bf16_avx512(const void* x, Format x_format, std:
 std::optional<PackedBlocks> quantize_packed_avx512(const void* x, Format x_format,
                                                    std::int64_t rows, std::int64_t cols,
                                                    const BlockSpec& spec) {
-  if (!takes(spec, x_format, cols, Output::codes) || rows < 0 || cols < 0) return std::nullopt;
+  // (quantize_packed has refused negative sizes and a product that overflows.)
+  if (!takes(spec, x_format, cols, Output::codes)) return std::nullopt;
   PackedBlocks p;
   p.rows = rows;
   p.cols = cols;
@@ -277,7 +277,7 @@ std::optional<PackedBlocks> quantize_packed_avx512(const void* x, Format x_forma
   }
   BandGrid grid = grid_of(p.element);
   grid.packed = p.element == Format::float4_e2m1;
-  const ElementCodec codec{codec_value, codec_code, &numerics::layout(p.element)};
+  const ElementCodec codec = codec_of(p.element);
   over_bands(x, x_format, rows, cols, spec, &grid,
              [&](std::int64_t band, const BandRows& in, const BandScales& s) {
                band_codes_avx512(in, s, grid, codec, p.elements.data());

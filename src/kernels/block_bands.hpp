@@ -7,6 +7,7 @@
 // AVX2 / codec paths where these do not take the spec.
 #include <optional>
 
+#include "block_bands_avx512.hpp"
 #include "mantissa/kernels/block_operand.hpp"
 
 namespace mantissa::kernels::detail {
@@ -23,6 +24,11 @@ Format element_of(const BlockSpec& spec);
 // nothing else, so that the numerics quantizers refuse it with their message, outside any parallel
 // region.
 bool valid_settings(const BlockSpec& spec);
+
+// An element format's grid in float32 terms, and its codec for one element (nearest-even,
+// saturating): what the AVX-512 bands and the AVX2 path of block_values.cpp both round with.
+BandGrid grid_of(Format element);
+ElementCodec codec_of(Format element);
 
 // quantize_to_bf16's answer and values on the AVX-512 units; nullopt where they do not take
 // the input (no AVX-512, a tile neither one column wide nor a multiple of 16 columns wide).

@@ -324,6 +324,34 @@ inline bool declines(__mmask32 m, __m512i a, __m512i lo) {
   return _mm512_mask_cmplt_epu16_mask(m & watched, a, lo) != 0;
 }
 
+// Where values go as bfloat16 bits: 16 float32 values stored as their high halves (an
+// unmasked store for a whole vector), and whether every one so far was a bfloat16 value (the
+// low halves zero, no float32 subnormal).
+struct Bf16Out {
+  __m512i low_bits = _mm512_setzero_si512();         // OR of every value's bits
+  __m512i smallest = _mm512_set1_epi32(0x7fffffff);  // the smallest nonzero magnitude
+
+  void checked(std::uint16_t* o, __mmask16 m, __m512i v) {
+    const __m512i mag = _mm512_and_si512(v, _mm512_set1_epi32(0x7fffffff));
+    low_bits = _mm512_mask_or_epi32(low_bits, m, low_bits, v);
+    smallest =
+        _mm512_mask_min_epu32(smallest, _mm512_mask_test_epi32_mask(m, mag, mag), smallest, mag);
+    store(o, m, v);
+  }
+  static void store(std::uint16_t* o, __mmask16 m, __m512i v) {
+    if (m == 0xffff) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o),
+                          _mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
+    } else {
+      _mm512_mask_cvtepi32_storeu_epi16(o, m, _mm512_srli_epi32(v, 16));
+    }
+  }
+  bool exact() const {
+    return (_mm512_reduce_or_epi32(low_bits) & 0xffff) == 0 &&
+           _mm512_reduce_min_epu32(smallest) >= 0x00800000u;
+  }
+};
+
 // The band's values (kCodec: with the codec for infinities and NaNs, the rare second pass;
 // without, the hot loop makes no call). A vector whose tiles are all plain is rounded in x's
 // own scale: no multiplier, its values bfloat16 values and finite by construction (the tile's
@@ -337,14 +365,13 @@ template <bool kCodec>
 ValuesAnswer values_pass(const BandRows& in, const BandScales& s, const BandGrid& g,
                          const ElementCodec& codec, std::uint16_t* out) {
   const std::int64_t cols = in.cols;
-  __m512i low_bits = _mm512_setzero_si512();         // OR of every value's bits
-  __m512i smallest = _mm512_set1_epi32(0x7fffffff);  // the smallest nonzero magnitude
+  Bf16Out sink;
   __mmask16 nonfinite = 0;
   const auto half = [&](std::int64_t r, std::int64_t c, __mmask16 m, const Tile16& t) {
     const __m512 x = load16(in, r, c, m);
-    __m512i v;
-    if (_mm512_mask_cmp_ps_mask(m, t.lo, t.lo, _CMP_UNORD_Q) == 0) {
-      v = _mm512_castps_si512(round16(x, g.shift, t.lo, t.magic, t.top));
+    std::uint16_t* o = out + r * cols + c;
+    if (_mm512_mask_cmp_ps_mask(m, t.lo, t.lo, _CMP_UNORD_Q) == 0) {  // bfloat16 values
+      Bf16Out::store(o, m, _mm512_castps_si512(round16(x, g.shift, t.lo, t.magic, t.top)));
     } else {
       const __m512 y = _mm512_mul_ps(x, t.enc);
       __m512 q = round16(y, g);
@@ -354,18 +381,7 @@ ValuesAnswer values_pass(const BandRows& in, const BandScales& s, const BandGrid
       } else {
         nonfinite |= bad;
       }
-      v = _mm512_castps_si512(_mm512_mul_ps(q, t.dec));
-      const __m512i mag = _mm512_and_si512(v, _mm512_set1_epi32(0x7fffffff));
-      low_bits = _mm512_mask_or_epi32(low_bits, m, low_bits, v);
-      smallest =
-          _mm512_mask_min_epu32(smallest, _mm512_mask_test_epi32_mask(m, mag, mag), smallest, mag);
-    }
-    std::uint16_t* o = out + r * cols + c;
-    if (m == 0xffff) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o),
-                          _mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
-    } else {
-      _mm512_mask_cvtepi32_storeu_epi16(o, m, _mm512_srli_epi32(v, 16));
+      sink.checked(o, m, _mm512_castps_si512(_mm512_mul_ps(q, t.dec)));
     }
   };
   if (!kCodec && s.lo16 != nullptr) {
@@ -387,10 +403,7 @@ ValuesAnswer values_pass(const BandRows& in, const BandScales& s, const BandGrid
   } else {
     each_vector<true>(in, s, half);
   }
-  // Exact in bfloat16: the low halves zero and no float32 subnormal.
-  const bool wrong = (_mm512_reduce_or_epi32(low_bits) & 0xffff) != 0 ||
-                     _mm512_reduce_min_epu32(smallest) < 0x00800000u;
-  return {wrong, nonfinite != 0};
+  return {!sink.exact(), nonfinite != 0};
 }
 
 template <bool kCodec>
@@ -462,7 +475,7 @@ struct MagnitudeTable {
   int entries;
   explicit MagnitudeTable(const CodeTable& c) : entries(1 << c.sign_bit) {
     for (int i = 0; i < 8; ++i) {
-      t[i] = i * 16 < entries ? _mm512_loadu_ps(c.magnitudes + i * 16) : _mm512_setzero_ps();
+      t[i] = i * 16 < entries ? _mm512_loadu_ps(c.values + i * 16) : _mm512_setzero_ps();
     }
   }
   __m512 operator()(__m512i idx) const {
@@ -485,8 +498,7 @@ bool band_decode_avx512(const std::uint8_t* codes, std::int64_t cols, std::int64
                         std::uint16_t* out) {
   const MagnitudeTable table(t);
   const __m512i magnitude_mask = _mm512_set1_epi32((1 << t.sign_bit) - 1);
-  __m512i low_bits = _mm512_setzero_si512();         // OR of every value's bits
-  __m512i smallest = _mm512_set1_epi32(0x7fffffff);  // the smallest nonzero magnitude
+  Bf16Out sink;
   const BandRows rows{codes, false, cols, r0, r1};
   each_vector<false>(rows, s, [&](std::int64_t r, std::int64_t c, __mmask16 m, const Tile16& tl) {
     __m512i code;
@@ -510,25 +522,13 @@ bool band_decode_avx512(const std::uint8_t* codes, std::int64_t cols, std::int64
       _mm512_store_ps(vl, v);
       _mm512_store_si512(cl, code);
       for (int i = 0; i < 16; ++i) {
-        if ((nan >> i) & 1u) vl[i] = t.all[cl[i]];
+        if ((nan >> i) & 1u) vl[i] = t.values[cl[i]];
       }
       v = _mm512_load_ps(vl);
     }
-    const __m512i b = _mm512_castps_si512(_mm512_mul_ps(v, tl.dec));
-    const __m512i mag = _mm512_and_si512(b, _mm512_set1_epi32(0x7fffffff));
-    low_bits = _mm512_mask_or_epi32(low_bits, m, low_bits, b);
-    smallest =
-        _mm512_mask_min_epu32(smallest, _mm512_mask_test_epi32_mask(m, mag, mag), smallest, mag);
-    std::uint16_t* o = out + r * cols + c;
-    if (m == 0xffff) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o),
-                          _mm512_cvtepi32_epi16(_mm512_srli_epi32(b, 16)));
-    } else {
-      _mm512_mask_cvtepi32_storeu_epi16(o, m, _mm512_srli_epi32(b, 16));
-    }
+    sink.checked(out + r * cols + c, m, _mm512_castps_si512(_mm512_mul_ps(v, tl.dec)));
   });
-  return (_mm512_reduce_or_epi32(low_bits) & 0xffff) == 0 &&
-         _mm512_reduce_min_epu32(smallest) >= 0x00800000u;
+  return sink.exact();
 }
 
 bool band_values_avx512(const BandRows& in, const BandScales& s, const BandGrid& g,

@@ -73,12 +73,11 @@ bool band_values_avx512(const BandRows& in, const BandScales& s, const BandGrid&
 void band_codes_avx512(const BandRows& in, const BandScales& s, const BandGrid& g,
                        const ElementCodec& codec, std::uint8_t* out);
 
-// A packed operand's element codes as values: the element format's magnitudes (indexed by
-// the code without its sign; at most 128), every code's value (256, for a NaN's exact bits),
-// and where the sign is.
+// A packed operand's element codes as values: every code's value (256 entries; the first
+// 2^sign_bit, at most 128, are the magnitudes a code without its sign indexes; the rest give
+// a NaN code its exact bits), and where the sign is.
 struct CodeTable {
-  const float* magnitudes = nullptr;
-  const float* all = nullptr;
+  const float* values = nullptr;
   int sign_bit = 7;
   bool packed = false;  // two codes a byte, the even element's low nibble (rows of even length)
 };

@@ -11,6 +11,7 @@
 
 #include "block_bands.hpp"
 #include "block_bands_avx512.hpp"
+#include "mantissa/checked.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/parallel.hpp"
 #include "mantissa/numerics/convert.hpp"
@@ -134,6 +135,13 @@ void scaled_rows(const PackedBlocks& q, std::int64_t r0, std::int64_t r1, Emit&&
 
 }  // namespace
 
+void check_sizes(const char* what, std::int64_t rows, std::int64_t cols) {
+  if (rows < 0 || cols < 0 || !checked_mul(rows, cols)) {
+    throw Error(std::string(what) + ": matrix of " + std::to_string(rows) + " x " +
+                std::to_string(cols) + " (expected sizes >= 0 whose product fits in 64 bits)");
+  }
+}
+
 PackedBlocks PackedBlocks::from(BlockQuantized&& q) {
   PackedBlocks p;
   p.rows = q.rows;
@@ -182,6 +190,7 @@ std::int64_t PackedBlocks::bytes() const {
 
 PackedBlocks quantize_packed(const void* x, Format x_format, std::int64_t rows, std::int64_t cols,
                              const BlockSpec& spec) {
+  check_sizes("quantize_packed", rows, cols);
   if (std::optional<PackedBlocks> fast =
           detail::quantize_packed_avx512(x, x_format, rows, cols, spec)) {
     return std::move(*fast);
@@ -274,8 +283,7 @@ std::optional<bool> dequantize_to_bf16_avx512(const PackedBlocks& q, std::uint16
   const numerics::Layout& l = numerics::layout(q.element);
   detail::CodeTable table;
   table.sign_bit = l.exponent_bits + l.mantissa_bits;
-  table.all = element_table(q.element);
-  table.magnitudes = table.all;  // the codes without a sign come first
+  table.values = element_table(q.element);
   table.packed = packed;
   const std::int64_t grid_cols = q.tile_grid_cols();
   std::uint32_t bad_any = 0;
@@ -292,6 +300,7 @@ std::optional<bool> dequantize_to_bf16_avx512(const PackedBlocks& q, std::uint16
               mult[static_cast<std::size_t>(t)] = tile_scale(q, band * grid_cols + t);
             }
           }
+          // The decode reads only `decode` (encode is never dereferenced as something else).
           const detail::BandScales s{mult.data(), mult.data(), q.tile.cols};
           bad |= detail::band_decode_avx512(q.elements.data(), q.cols, r, r + 1, s, table, out)
                      ? 0u

@@ -25,28 +25,6 @@ namespace {
 
 using V = __m256i;
 
-// The element format's grid in float32 terms.
-struct Grid {
-  int mantissa_bits;
-  float min_normal;  // 2^emin
-  float max;
-  float subnormal_magic;  // 2^(emin - m + 23): (|y| + magic) - magic rounds to the spacing
-  const numerics::Layout* layout;
-  explicit Grid(Format f) : layout(&numerics::layout(f)) {
-    const numerics::FormatTraits& t = numerics::traits(f);
-    mantissa_bits = layout->mantissa_bits;
-    min_normal = static_cast<float>(t.min_normal);
-    max = static_cast<float>(t.max);
-    subnormal_magic = std::ldexp(min_normal, 23 - mantissa_bits);
-  }
-  // y rounded to the format (the codec: nearest-even, saturate), decoded: one element.
-  float round_one(float y) const {
-    return numerics::decode(numerics::encode(y, *layout, numerics::Rounding::nearest_even,
-                                             numerics::Overflow::saturate),
-                            *layout);
-  }
-};
-
 // Loads 8 elements of a float32 or bfloat16 row as float32.
 inline __m256 load8(const void* row, Format f, std::int64_t c) {
   if (f == Format::float32) return _mm256_loadu_ps(static_cast<const float*>(row) + c);
@@ -63,7 +41,7 @@ inline float load1(const void* row, Format f, std::int64_t c) {
 // 8 finite y rounded to the grid: normal magnitudes keep m mantissa bits (nearest-even on the
 // bits), smaller ones round to multiples of the subnormal spacing by one float add; then
 // saturated at max; the sign kept.
-inline __m256 round8(__m256 y, const Grid& g) {
+inline __m256 round8(__m256 y, const detail::BandGrid& g) {
   const __m256 sign_mask = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)));
   const __m256 a = _mm256_andnot_ps(sign_mask, y);
   const int shift = 23 - g.mantissa_bits;
@@ -95,21 +73,21 @@ bool quantize_to_bf16_takes(const BlockSpec& spec) {
 
 bool quantize_to_bf16(const void* x, Format x_format, std::int64_t rows, std::int64_t cols,
                       const BlockSpec& spec, std::uint16_t* out) {
-  if (!quantize_to_bf16_takes(spec) || rows < 0 || cols < 0 ||
+  check_sizes("quantize_to_bf16", rows, cols);
+  if (!quantize_to_bf16_takes(spec) ||
       (x_format != Format::float32 && x_format != Format::bfloat16)) {
     throw Error(
         "quantize_to_bf16: takes MX or power-of-two fp8 blocks with nearest-even "
-        "rounding, valid tiles and element formats, float32 or bfloat16 input of sizes "
-        ">= 0 (got " +
-        std::to_string(rows) + " x " + std::to_string(cols) + " " +
-        std::string(numerics::name(x_format)) + ")");
+        "rounding, valid tiles and element formats, float32 or bfloat16 input (got " +
+        std::string(numerics::name(x_format)) + " input)");
   }
   if (const std::optional<bool> fast =
           detail::quantize_to_bf16_avx512(x, x_format, rows, cols, spec, out)) {
     return *fast;
   }
   const numerics::TileShape tile = std::visit([](const auto& s) { return s.tile; }, spec);
-  const Grid grid(detail::element_of(spec));
+  const detail::BandGrid grid = detail::grid_of(detail::element_of(spec));
+  const detail::ElementCodec codec = detail::codec_of(detail::element_of(spec));
   const std::int64_t band_rows = std::min<std::int64_t>(tile.rows, std::max<std::int64_t>(rows, 1));
   const std::int64_t bands = rows > 0 ? (rows + band_rows - 1) / band_rows : 0;
   const std::int64_t grid_cols = (cols + tile.cols - 1) / tile.cols;
@@ -180,7 +158,7 @@ bool quantize_to_bf16(const void* x, Format x_format, std::int64_t rows, std::in
                 for (int i = 0; i < 8; ++i) {  // a NaN tile scale: element codes 0
                   lanes[i] = std::isnan(dec[static_cast<std::size_t>(c + i)])
                                  ? 0.0f
-                                 : grid.round_one(lanes[i]);
+                                 : codec.value(codec.ctx, lanes[i]);
                 }
                 r8 = _mm256_load_ps(lanes);
               }
@@ -200,10 +178,11 @@ bool quantize_to_bf16(const void* x, Format x_format, std::int64_t rows, std::in
             }
             for (; c < cols; ++c) {
               const float d = dec[static_cast<std::size_t>(c)];
-              const float v = (std::isnan(d) ? 0.0f
-                                             : grid.round_one(load1(row, x_format, c) *
+              const float v =
+                  (std::isnan(d) ? 0.0f
+                                 : codec.value(codec.ctx, load1(row, x_format, c) *
                                                               enc[static_cast<std::size_t>(c)])) *
-                              d;
+                  d;
               const std::uint32_t b = std::bit_cast<std::uint32_t>(v);
               const std::uint32_t mag = b & 0x7fffffffu;
               bad |= ((b & 0xffffu) != 0 || (mag != 0 && mag < 0x00800000u)) ? 1u : 0u;

@@ -192,6 +192,18 @@ TEST(BlockOperand, SettingsTheRecipesLackAreRefusedOnEveryPath) {
                  Error);
     EXPECT_THROW(kernels::quantize_to_bf16(x.data(), Format::float32, -2, 32, ok, out.data()),
                  Error);
+    // Sizes whose product overflows: refused before anything is allocated or read.
+    const std::int64_t huge = std::int64_t{1} << 40;
+    EXPECT_THROW(kernels::quantize_to_bf16(x.data(), Format::float32, huge, huge, ok, out.data()),
+                 Error);
+    try {
+      kernels::quantize_packed(x.data(), Format::float32, huge, huge, ok);
+      ADD_FAILURE() << "an overflowing size was taken";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("1099511627776 x 1099511627776"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_THROW(kernels::quantize_packed(x.data(), Format::float32, -1, 32, ok), Error);
   }
 }
 

@@ -59,6 +59,9 @@ using BlockSpec =
 // (NVFP4, whose tensor scale needs the whole matrix, in one piece).
 PackedBlocks quantize_packed(const void* x, Format x_format, std::int64_t rows, std::int64_t cols,
                              const BlockSpec& spec);
+// Throws mantissa::Error naming `what` and the sizes unless rows, cols >= 0 and rows * cols
+// fits in 64 bits (quantize_packed and quantize_to_bf16 check their sizes so).
+void check_sizes(const char* what, std::int64_t rows, std::int64_t cols);
 
 // Whether quantize_to_bf16 takes `spec`: MX, or fp8 blocks with power-of-two scales, with
 // nearest-even rounding (their values are bfloat16 values), tiles of at least 1 x 1 and an
