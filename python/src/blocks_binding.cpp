@@ -44,7 +44,8 @@ numerics::Rounding rounding_or_throw(const std::string& word) {
 }
 
 // A new numpy uint8 array holding a copy of `v`.
-py::array_t<std::uint8_t> bytes_array(const std::vector<std::uint8_t>& v) {
+template <class Bytes>
+py::array_t<std::uint8_t> bytes_array(const Bytes& v) {
   py::array_t<std::uint8_t> a(std::vector<py::ssize_t>{static_cast<py::ssize_t>(v.size())},
                               std::vector<py::ssize_t>{1});
   if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size());

@@ -1,8 +1,10 @@
 // linear under a block-scaled or current-scaled recipe (precision/recipe.hpp): each product's
 // operands quantized at their quantization points (linear_quant_points.hpp), multiplied
 // exactly with float32 sums (kernels/block_operand.hpp), the bias and the result in H. The
-// backward keeps the column-wise copy of x, and W's two copies live for the optimizer step,
-// at their format's width.
+// backward keeps the column-wise copy of x, and W's column-wise copy lives for the optimizer
+// step at its format's width; W's row-wise copy, read once by the forward product, is made
+// there as bfloat16 values (one copy per weight where the recipe has one scale tile shape
+// for both: kept at its width).
 #include "linear_quant_points.hpp"
 #include "linear_support.hpp"
 #include "mantissa/autograd/ops.hpp"
@@ -14,11 +16,12 @@ using kernels::GemmShape;
 using precision::Fp8Slot;
 using precision::LinearQuant;
 
-// The weight's two copies, made once per weight version (once per optimizer step).
+// The weight's kept copies, made once per weight version (once per optimizer step): the
+// column-wise one for the backward, and the row-wise one only where it is the same copy.
 struct WeightCopies : precision::LinearQuantCache {
   const void* id = nullptr;
   std::uint64_t version = 0;
-  QuantCopy row, col;
+  QuantCopy row, col;  // row: defined where one_copy
 };
 
 const WeightCopies& weight_copies(const Variable& weight, LinearQuant& quant) {
@@ -33,10 +36,12 @@ const WeightCopies& weight_copies(const Variable& weight, LinearQuant& quant) {
   const Tensor& w = weight.value();
   const std::int64_t out = w.shape()[0], in = w.shape()[1];
   const Tensor wc = w.contiguous();
-  fresh->row = quantize_copy(wc, out, in, quant, Fp8Slot::weight, Along::last, Use::kept);
-  fresh->col = one_copy(quant.recipe(), Fp8Slot::weight)
-                   ? fresh->row
-                   : quantize_copy(wc, out, in, quant, Fp8Slot::weight, Along::rows, Use::kept);
+  if (one_copy(quant.recipe(), Fp8Slot::weight)) {
+    fresh->row = quantize_copy(wc, out, in, quant, Fp8Slot::weight, Along::last, Use::kept);
+    fresh->col = fresh->row;
+  } else {
+    fresh->col = quantize_copy(wc, out, in, quant, Fp8Slot::weight, Along::rows, Use::kept);
+  }
   slot = std::move(fresh);
   return static_cast<const WeightCopies&>(*slot);
 }
@@ -94,6 +99,11 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias,
   const std::int64_t rows = sizes.rows, in = sizes.in, out = sizes.out;
   const Tensor xc = x.value().contiguous();
   const WeightCopies& w = weight_copies(weight, *quant);
+  // W's row-wise copy for this product: the kept one, or values made for it.
+  const QuantCopy w_row = w.row.defined()
+                              ? w.row
+                              : quantize_copy(weight.value().contiguous(), out, in, *quant,
+                                              Fp8Slot::weight, Along::last, Use::once);
   // x's copy for the weight gradient is kept; the forward's is read once, unless it is the
   // same copy (one scale per tensor).
   const bool one = one_copy(quant->recipe(), Fp8Slot::input);
@@ -104,7 +114,7 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias,
   const Tensor b32 = bias.defined() ? to_format(bias.value(), Format::float32, false) : Tensor();
   const RoundingProbe lost(QuantRole::output, "linear_quantized");
   kernels::block_scaled_gemm(
-      GemmShape::dense(rows, out, in, false, true), x_row.operand(), w.row.operand(),
+      GemmShape::dense(rows, out, in, false, true), x_row.operand(), w_row.operand(),
       write_rows(y, 0, out, bias.defined() ? b32.f32() : nullptr, lost.if_active()),
       p.matmul_route);
   std::vector<Variable> inputs{x, weight};

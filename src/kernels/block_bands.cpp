@@ -138,7 +138,8 @@ struct ScaleArrays {
   }
 };
 
-// For each band of tile rows, on all threads: the tiles' multipliers (one per column for
+// For each band of tile rows, on all threads (runs of bands handed out as threads come free:
+// parallel_pieces): the tiles' multipliers (one per column for
 // one-column tiles), with the thresholds of `grid` in x's scale where it is given, then
 // emit(band, rows, multipliers). Bands go in groups (up to 16 one-row bands of 1 x 32 tiles),
 // so that the scales are found in long loops.
@@ -154,7 +155,7 @@ void over_bands(const void* x, Format x_format, std::int64_t rows, std::int64_t 
   const bool bits16 = x_format == Format::bfloat16;
   // The 32-lane bfloat16 path: one-column tiles or tiles a multiple of 32 wide.
   const bool with16 = grid != nullptr && bits16 && (tile.cols == 1 || tile.cols % 32 == 0);
-  parallel_chunks(
+  parallel_pieces(
       bands,
       [&](std::int64_t b0, std::int64_t b1) {
         ScaleArrays a(static_cast<std::size_t>(group * grid_cols));

@@ -287,7 +287,7 @@ std::optional<bool> dequantize_to_bf16_avx512(const PackedBlocks& q, std::uint16
   table.packed = packed;
   const std::int64_t grid_cols = q.tile_grid_cols();
   std::uint32_t bad_any = 0;
-  parallel_chunks(
+  parallel_pieces(
       q.rows,
       [&](std::int64_t r0, std::int64_t r1) {
         std::vector<float> mult(static_cast<std::size_t>(grid_cols));

@@ -189,7 +189,7 @@ TEST(Nvfp4Edges, HandDerivedBlockAndSpecials) {
   x[5] = kNaN;
   q = numerics::quantize_nvfp4(x.data(), 1, 16, {});
   EXPECT_TRUE(std::isnan(q.scales[0]));
-  EXPECT_EQ(q.elements, std::vector<std::uint8_t>(8, 0));
+  EXPECT_EQ(q.elements, numerics::CodeBytes(8, 0));
 }
 
 TEST(Hadamard16, ExactOnSmallIntegersAgainstTheMatrix) {

@@ -35,7 +35,7 @@ struct PackedBlocks {
   numerics::TileShape tile;
   Format element = Format::float8_e4m3;
   Format scale_format = Format::float8_e8m0;  // float8_e8m0, float8_e4m3 or float32
-  std::vector<std::uint8_t> elements;         // as BlockQuantized: fp4 packed two per byte
+  numerics::CodeBytes elements;               // as BlockQuantized: fp4 packed two per byte
   std::vector<std::uint8_t> scale_codes;      // E8M0 / e4m3 scales, one byte each
   std::vector<float> scales32;                // float32 scales
   float tensor_scale = 1.0f;                  // NVFP4's global decode scale

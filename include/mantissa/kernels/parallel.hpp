@@ -32,4 +32,26 @@ void parallel_chunks(std::int64_t n, Fn&& fn, std::int64_t min_elements = kParal
   }
 }
 
+// As parallel_chunks, but in about `per_thread` pieces a thread, handed out as threads come
+// free: a thread that the machine slows (another process, a busy neighbour) takes fewer
+// pieces instead of holding the others at the region's end. fn(begin, end) may run several
+// times on one thread, so it must not keep per-thread state across calls; pieces are
+// multiples of `align` items, at least min_elements / 2 (but the last), at most
+// per_thread a thread. Which thread takes which piece varies; the pieces do not.
+template <class Fn>
+void parallel_pieces(std::int64_t n, Fn&& fn, std::int64_t min_elements = kParallelMinElements,
+                     std::int64_t align = 16, std::int64_t per_thread = 4) {
+  const std::int64_t threads = omp_get_max_threads();
+  if (n < min_elements || omp_in_parallel() || threads == 1) {
+    if (n > 0) fn(std::int64_t{0}, n);
+    return;
+  }
+  const std::int64_t smallest = std::max<std::int64_t>(align, min_elements / 2);
+  const std::int64_t pieces = std::clamp<std::int64_t>(n / smallest, 1, threads * per_thread);
+  const std::int64_t piece = ((n + pieces - 1) / pieces + align - 1) / align * align;
+  const std::int64_t count = (n + piece - 1) / piece;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::int64_t i = 0; i < count; ++i) fn(i * piece, std::min(n, (i + 1) * piece));
+}
+
 }  // namespace mantissa::kernels

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "mantissa/names.hpp"
+#include "mantissa/numerics/code_bytes.hpp"
 #include "mantissa/numerics/format.hpp"
 #include "mantissa/numerics/rounding.hpp"
 
@@ -90,7 +91,7 @@ struct BlockQuantized {
   TileShape tile;
   Format element = Format::float8_e4m3;
   Format scale_format = Format::float8_e8m0;  // float8_e8m0, float8_e4m3 or float32
-  std::vector<std::uint8_t> elements;
+  CodeBytes elements;  // every byte written by the quantizer
   std::vector<float> scales;
   float tensor_scale = 1.0f;  // NVFP4's global decode scale; 1 for the others
 
