@@ -195,6 +195,9 @@ PackedBlocks quantize_packed(const void* x, Format x_format, std::int64_t rows, 
           detail::quantize_packed_avx512(x, x_format, rows, cols, spec)) {
     return std::move(*fast);
   }
+  // NVFP4 quantized in bands needs the matrix's global amax first (nullopt: the whole matrix
+  // in one piece finds its own).
+  std::optional<float> global_amax;
   const auto quantize = [&](const float* xs, std::int64_t n_rows, std::uint64_t counter_offset) {
     return std::visit(
         [&](auto s) {
@@ -202,7 +205,8 @@ PackedBlocks quantize_packed(const void* x, Format x_format, std::int64_t rows, 
           if constexpr (std::is_same_v<decltype(s), numerics::MxSettings>) {
             return numerics::quantize_mx(xs, n_rows, cols, s);
           } else if constexpr (std::is_same_v<decltype(s), numerics::Nvfp4Settings>) {
-            return numerics::quantize_nvfp4(xs, n_rows, cols, s);
+            return global_amax ? numerics::quantize_nvfp4_part(xs, n_rows, cols, s, *global_amax)
+                               : numerics::quantize_nvfp4(xs, n_rows, cols, s);
           } else {
             return numerics::quantize_fp8_blocks(xs, n_rows, cols, s);
           }
@@ -222,8 +226,7 @@ PackedBlocks quantize_packed(const void* x, Format x_format, std::int64_t rows, 
   const numerics::TileShape tile = std::visit([](const auto& s) { return s.tile; }, spec);
   const std::int64_t band_rows = std::max<std::int64_t>(tile.rows, 1);
   const std::int64_t bands = rows > 0 ? (rows + band_rows - 1) / band_rows : 0;
-  // One piece: NVFP4 (its tensor scale spans the matrix), a single band, or fp4 rows whose
-  // bands would start inside a byte.
+  // One piece: a single band, or fp4 rows whose bands would start inside a byte.
   const bool fp4 = std::visit(
       [](const auto& s) {
         if constexpr (std::is_same_v<std::decay_t<decltype(s)>, numerics::Nvfp4Settings>) {
@@ -233,10 +236,34 @@ PackedBlocks quantize_packed(const void* x, Format x_format, std::int64_t rows, 
         }
       },
       spec);
-  if (std::holds_alternative<numerics::Nvfp4Settings>(spec) || bands < 2 ||
-      (fp4 && (band_rows * cols) % 2 != 0)) {
+  if (bands < 2 || (fp4 && (band_rows * cols) % 2 != 0)) {
     std::vector<float> scratch;
     return PackedBlocks::from(quantize(rows_f32(0, rows, scratch), rows, 0));
+  }
+  const std::int64_t group =
+      std::max<std::int64_t>(1, (1 << 16) / std::max<std::int64_t>(band_rows * cols, 1));
+  const std::int64_t min_bands =
+      std::max<std::int64_t>(2, kParallelMinElements / std::max<std::int64_t>(band_rows * cols, 1));
+  if (const auto* nv = std::get_if<numerics::Nvfp4Settings>(&spec)) {
+    // The tensor scale spans the matrix: its global amax first, group of bands by group on
+    // all threads (a maximum: the same for any split), then the bands apart.
+    std::uint32_t global = 0;
+    parallel_pieces(
+        bands,
+        [&](std::int64_t b0, std::int64_t b1) {
+          std::vector<float> scratch;
+          std::uint32_t m = 0;
+          for (std::int64_t g0 = b0; g0 < b1; g0 += group) {
+            const std::int64_t r0 = g0 * band_rows,
+                               r1 = std::min(rows, std::min(b1, g0 + group) * band_rows);
+            m = std::max(m, std::bit_cast<std::uint32_t>(numerics::nvfp4_global_amax(
+                                rows_f32(r0, r1 - r0, scratch), r1 - r0, cols, nv->hadamard)));
+          }
+#pragma omp critical(mantissa_nvfp4_global_amax)
+          global = std::max(global, m);
+        },
+        min_bands, 1);
+    global_amax = std::bit_cast<float>(global);
   }
   // Groups of bands of tile rows (about 64K elements; in parallel), each decoded to float32 in
   // a small buffer if x is not, quantized with its counter advanced to its first element
@@ -247,8 +274,6 @@ PackedBlocks quantize_packed(const void* x, Format x_format, std::int64_t rows, 
                             : static_cast<std::size_t>(rows * cols));
   const std::int64_t grid_cols = (cols + tile.cols - 1) / tile.cols;
   whole.scales.resize(static_cast<std::size_t>(bands * grid_cols));
-  const std::int64_t group =
-      std::max<std::int64_t>(1, (1 << 16) / std::max<std::int64_t>(band_rows * cols, 1));
   parallel_chunks(
       bands,
       [&](std::int64_t b0, std::int64_t b1) {
@@ -264,8 +289,7 @@ PackedBlocks quantize_packed(const void* x, Format x_format, std::int64_t rows, 
                     whole.scales.begin() + static_cast<std::ptrdiff_t>(g0 * grid_cols));
         }
       },
-      std::max<std::int64_t>(2, kParallelMinElements / std::max<std::int64_t>(band_rows * cols, 1)),
-      1);
+      min_bands, 1);
   return PackedBlocks::from(std::move(whole));
 }
 

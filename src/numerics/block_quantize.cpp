@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "block_scaling_detail.hpp"
+#include "mantissa/error.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/fp4_packing.hpp"
 
@@ -100,27 +103,68 @@ BlockQuantized quantize_mx(const float* x, std::int64_t rows, std::int64_t cols,
   return q;
 }
 
-BlockQuantized quantize_nvfp4(const float* x, std::int64_t rows, std::int64_t cols,
-                              const Nvfp4Settings& s) {
-  detail::check_nvfp4(s, cols);
-  BlockQuantized q =
-      detail::make_result(rows, cols, s.tile, Format::float4_e2m1, Format::float8_e4m3, "NVFP4");
-  const std::size_t n = static_cast<std::size_t>(rows * cols);
+namespace {
+
+// q (made for x's shape) filled with NVFP4's bits under the global amax given.
+void quantize_nvfp4_into(BlockQuantized& q, const float* x, const Nvfp4Settings& s,
+                         float global_amax) {
+  const std::size_t n = static_cast<std::size_t>(q.rows * q.cols);
   std::vector<float> rotated;
   if (s.hadamard) {
     rotated.assign(x, x + n);
-    hadamard16_rows(rotated.data(), rows, cols);
+    hadamard16_rows(rotated.data(), q.rows, q.cols);
     x = rotated.data();
   }
-  std::uint32_t global = 0;
-  for (std::size_t i = 0; i < n; ++i) global = std::max(global, detail::abs_bits(x[i]));
-  const float global_encode = nvfp4_global_encode_scale(std::bit_cast<float>(global));
+  const float global_encode = nvfp4_global_encode_scale(global_amax);
   const float global_decode = 1.0f / global_encode;
   q.tensor_scale = global_decode;
   quantize_bands(
       x, q,
       [&](float amax) { return detail::nvfp4_tile_scale(amax, global_encode, global_decode); },
       {s.rounding, s.seed, s.counter, true});
+}
+
+}  // namespace
+
+float nvfp4_global_amax(const float* x, std::int64_t rows, std::int64_t cols, bool hadamard) {
+  if (rows < 0 || cols < 0 ||
+      (cols > 0 && rows > std::numeric_limits<std::int64_t>::max() / cols)) {
+    throw Error("NVFP4 global amax: matrix of " + std::to_string(rows) + " x " +
+                std::to_string(cols) + " (expected sizes >= 0 whose product fits)");
+  }
+  if (hadamard && cols % 16 != 0) {
+    throw Error("NVFP4 hadamard: " + std::to_string(cols) + " columns (expected a multiple of 16)");
+  }
+  const auto n = static_cast<std::size_t>(rows * cols);
+  std::uint32_t global = 0;
+  if (!hadamard) {
+    for (std::size_t i = 0; i < n; ++i) global = std::max(global, detail::abs_bits(x[i]));
+    return std::bit_cast<float>(global);
+  }
+  float v[16];  // each group of 16 rotated as quantize_nvfp4 rotates it
+  for (std::size_t g = 0; g < n; g += 16) {
+    std::copy(x + g, x + g + 16, v);
+    hadamard16_rows(v, 1, 16);
+    for (const float e : v) global = std::max(global, detail::abs_bits(e));
+  }
+  return std::bit_cast<float>(global);
+}
+
+BlockQuantized quantize_nvfp4_part(const float* x, std::int64_t rows, std::int64_t cols,
+                                   const Nvfp4Settings& s, float global_amax) {
+  detail::check_nvfp4(s, cols);
+  BlockQuantized q =
+      detail::make_result(rows, cols, s.tile, Format::float4_e2m1, Format::float8_e4m3, "NVFP4");
+  quantize_nvfp4_into(q, x, s, global_amax);
+  return q;
+}
+
+BlockQuantized quantize_nvfp4(const float* x, std::int64_t rows, std::int64_t cols,
+                              const Nvfp4Settings& s) {
+  detail::check_nvfp4(s, cols);
+  BlockQuantized q =
+      detail::make_result(rows, cols, s.tile, Format::float4_e2m1, Format::float8_e4m3, "NVFP4");
+  quantize_nvfp4_into(q, x, s, nvfp4_global_amax(x, rows, cols, s.hadamard));
   return q;
 }
 

@@ -96,11 +96,23 @@ TEST(BlockOperand, QuantizePackedGivesTheQuantizersBits) {
   check(b, [&](const std::vector<float>& v) {
     return numerics::quantize_fp8_blocks_ref(v.data(), rows, cols, b);
   });
-  numerics::Nvfp4Settings n;
-  n.tile = {16, 16};
-  check(n, [&](const std::vector<float>& v) {
-    return numerics::quantize_nvfp4_ref(v.data(), rows, cols, n);
-  });
+  // NVFP4's tensor scale spans the matrix (its amax is in one of the rows, scaled by up to
+  // 2^7): the bands quantized apart must share it. Weights' 16 x 16 tiles; activations' 1 x 16
+  // with the rotation, and gradients' with stochastic rounding both ways.
+  for (int which = 0; which < 4; ++which) {
+    numerics::Nvfp4Settings n;
+    n.tile = which == 0 ? TileShape{16, 16} : which == 3 ? TileShape{16, 1} : TileShape{1, 16};
+    n.hadamard = which == 1 || which == 2;
+    if (which >= 2) {
+      n.rounding = numerics::Rounding::stochastic;
+      n.seed = 9;
+      n.counter = 77;
+    }
+    SCOPED_TRACE(which);
+    check(n, [&](const std::vector<float>& v) {
+      return numerics::quantize_nvfp4_ref(v.data(), rows, cols, n);
+    });
+  }
 }
 
 TEST(BlockOperand, NearestEvenCodesGiveTheQuantizersBitsOnEveryPath) {

@@ -276,3 +276,52 @@ TEST(Fp8Scale, HandDerived) {
 
 }  // namespace
 }  // namespace mantissa::testing
+
+namespace mantissa::testing {
+namespace {
+
+TEST(Nvfp4Parts, PartsWithTheMatrixGlobalAmaxGiveTheWholeMatrixBits) {
+  // 64 x 32 in two parts of 32 rows; the matrix's amax (2^9) lies in the second part, so a
+  // part scaled by its own amax would differ. Stochastic rounding continues the stream.
+  const std::int64_t rows = 64, cols = 32;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(static_cast<std::size_t>(rows * cols));
+  for (float& v : x) v = d(rng);
+  x[40 * cols + 7] = 512.0f;
+  for (const bool hadamard : {false, true}) {
+    numerics::Nvfp4Settings s;
+    s.hadamard = hadamard;
+    s.rounding = Rounding::stochastic;
+    s.seed = 4;
+    s.counter = 10;
+    // The global amax: |x| at most, after the rotation where asked (the rotation's largest
+    // output here: the group of 16 holding 512 spreads it as 512 / 4 = 128 plus the others).
+    std::vector<float> rotated = x;
+    if (hadamard) numerics::hadamard16_rows(rotated.data(), rows, cols);
+    float want = 0.0f;
+    for (const float v : rotated) want = std::max(want, std::fabs(v));
+    const float global = numerics::nvfp4_global_amax(x.data(), rows, cols, hadamard);
+    EXPECT_EQ(global, want);
+    EXPECT_LT(global, hadamard ? 200.0f : 513.0f);
+    const BlockQuantized whole = numerics::quantize_nvfp4_ref(x.data(), rows, cols, s);
+    BlockQuantized top = numerics::quantize_nvfp4_part(x.data(), 32, cols, s, global);
+    numerics::Nvfp4Settings rest = s;
+    rest.counter += static_cast<std::uint64_t>(32 * cols);
+    const BlockQuantized bottom =
+        numerics::quantize_nvfp4_part(x.data() + 32 * cols, 32, cols, rest, global);
+    EXPECT_EQ(top.tensor_scale, whole.tensor_scale);
+    EXPECT_EQ(bottom.tensor_scale, whole.tensor_scale);
+    top.elements.insert(top.elements.end(), bottom.elements.begin(), bottom.elements.end());
+    top.scales.insert(top.scales.end(), bottom.scales.begin(), bottom.scales.end());
+    EXPECT_EQ(top.elements, whole.elements) << hadamard;
+    EXPECT_EQ(top.scales, whole.scales) << hadamard;
+    // A part scaled by its own amax is another quantization.
+    EXPECT_NE(numerics::quantize_nvfp4(x.data(), 32, cols, s).tensor_scale, whole.tensor_scale);
+  }
+  EXPECT_THROW(numerics::nvfp4_global_amax(x.data(), 2, 8, true), Error);  // 8 columns
+  EXPECT_THROW(numerics::nvfp4_global_amax(x.data(), -1, 8, false), Error);
+}
+
+}  // namespace
+}  // namespace mantissa::testing

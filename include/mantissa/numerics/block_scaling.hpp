@@ -91,7 +91,7 @@ struct BlockQuantized {
   TileShape tile;
   Format element = Format::float8_e4m3;
   Format scale_format = Format::float8_e8m0;  // float8_e8m0, float8_e4m3 or float32
-  CodeBytes elements;  // every byte written by the quantizer
+  CodeBytes elements;                         // every byte written by the quantizer
   std::vector<float> scales;
   float tensor_scale = 1.0f;  // NVFP4's global decode scale; 1 for the others
 
@@ -138,6 +138,15 @@ BlockQuantized quantize_nvfp4(const float* x, std::int64_t rows, std::int64_t co
                               const Nvfp4Settings& s);
 BlockQuantized quantize_fp8_blocks(const float* x, std::int64_t rows, std::int64_t cols,
                                    const Fp8BlockSettings& s);
+
+// NVFP4 in parts: the global amax quantize_nvfp4 scales by (the largest |x| bits of the
+// matrix, after the rotation where `hadamard`: a NaN is above every number), and the
+// quantization of rows of a matrix whose global amax is given (x rotated here where
+// s.hadamard; s.counter at the part's first element). quantize_nvfp4 is the part that is the
+// whole matrix; parts of one matrix give its bits band for band.
+float nvfp4_global_amax(const float* x, std::int64_t rows, std::int64_t cols, bool hadamard);
+BlockQuantized quantize_nvfp4_part(const float* x, std::int64_t rows, std::int64_t cols,
+                                   const Nvfp4Settings& s, float global_amax);
 
 // The scalar twins: one element at a time, the same bits.
 BlockQuantized quantize_mx_ref(const float* x, std::int64_t rows, std::int64_t cols,
