@@ -11,6 +11,7 @@
 
 #include "block_bands_avx512.hpp"
 #include "mantissa/kernels/parallel.hpp"
+#include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
 #include "mantissa/numerics/fp4_packing.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
@@ -32,10 +33,15 @@ bool takes(const BlockSpec& spec, Format x_format, std::int64_t cols, Output out
   if (numerics::active_simd_path() != numerics::SimdPath::avx512) return false;
   if (!valid_settings(spec)) return false;
   if (x_format != Format::float32 && x_format != Format::bfloat16) return false;
-  if (std::holds_alternative<numerics::Nvfp4Settings>(spec)) return false;
   if (rounding_of(spec) != numerics::Rounding::nearest_even) return false;
   const numerics::TileShape tile = tile_of(spec);
   if (tile.cols != 1 && tile.cols % 16 != 0) return false;  // valid_settings: at least 1 x 1
+  if (const auto* nv = std::get_if<numerics::Nvfp4Settings>(&spec)) {
+    // Codes only (values have no tensor scale); a rotation the numerics quantizer refuses
+    // stays there.
+    if (output != Output::codes) return false;
+    if (nv->hadamard && (!(tile == numerics::TileShape{1, 16}) || cols % 16 != 0)) return false;
+  }
   // fp4 codes two a byte: every row must start at a byte (cols even).
   if (output == Output::codes) return element_of(spec) != Format::float4_e2m1 || cols % 2 == 0;
   const auto* fp8 = std::get_if<numerics::Fp8BlockSettings>(&spec);
@@ -83,8 +89,13 @@ struct ScaleArrays {
         top16(n),
         offset16(n) {}
 
-  // The first n tiles' multipliers under spec.
-  void multipliers(const BlockSpec& spec, std::size_t n) {
+  // The first n tiles' multipliers under spec (NVFP4: under the tensor's global encode
+  // scale; a decode without it, the e4m3 scale).
+  void multipliers(const BlockSpec& spec, std::size_t n, float global_encode) {
+    if (std::holds_alternative<numerics::Nvfp4Settings>(spec)) {
+      numerics::nvfp4_tile_scales(amax.data(), n, global_encode, dec.data(), enc.data());
+      return;
+    }
     const auto* mx = std::get_if<numerics::MxSettings>(&spec);
     if (mx == nullptr) {
       for (std::size_t t = 0; t < n; ++t) {
@@ -103,6 +114,7 @@ struct ScaleArrays {
   }
 
   // The first n tiles' thresholds of grid in x's scale (BandScales), and as bfloat16 bits.
+  // No tile is plain where the encode multiplier is not the decode's reciprocal (NVFP4).
   void thresholds(const BandGrid& g, bool bits16, std::size_t n) {
     constexpr std::uint32_t kLow = 0x0d800000u, kHigh = 0x71800000u;  // 2^-100, 2^100
     for (std::size_t t = 0; t < n; ++t) {
@@ -111,7 +123,7 @@ struct ScaleArrays {
       // A power of two (fp8 blocks may scale by any float) in range (a NaN is above); fp8
       // blocks scale a NaN or infinite amax by 1: not plain either.
       const bool plain =
-          db >= kLow && db <= kHigh && (db & 0x7fffffu) == 0 && amax[t] < 0x7f800000u;
+          !g.nvfp4 && db >= kLow && db <= kHigh && (db & 0x7fffffu) == 0 && amax[t] < 0x7f800000u;
       lo[t] = plain ? g.min_normal * d : std::numeric_limits<float>::quiet_NaN();
       magic[t] = g.subnormal_magic * d;
       top[t] = g.max * d;
@@ -145,7 +157,7 @@ struct ScaleArrays {
 // so that the scales are found in long loops.
 template <class Emit>
 void over_bands(const void* x, Format x_format, std::int64_t rows, std::int64_t cols,
-                const BlockSpec& spec, const BandGrid* grid, Emit&& emit) {
+                const BlockSpec& spec, const BandGrid* grid, float global_encode, Emit&& emit) {
   const numerics::TileShape tile = tile_of(spec);
   const std::int64_t band_rows = tile.rows;
   const std::int64_t bands = rows > 0 ? (rows + band_rows - 1) / band_rows : 0;
@@ -172,7 +184,7 @@ void over_bands(const void* x, Format x_format, std::int64_t rows, std::int64_t 
             band_amax_avx512(rows_of(band), tile.cols, a.amax.data() + (band - g0) * grid_cols,
                              bits16 ? scratch.data() : nullptr);
           }
-          a.multipliers(spec, n);
+          a.multipliers(spec, n, global_encode);
           if (grid != nullptr) a.thresholds(*grid, bits16, n);
           for (std::int64_t band = g0; band < g1; ++band) {
             emit(band, rows_of(band),
@@ -182,6 +194,57 @@ void over_bands(const void* x, Format x_format, std::int64_t rows, std::int64_t 
       },
       std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(band_rows * cols, 1)),
       1);
+}
+
+// The e4m3 code of d, an e4m3 value >= 0 (an NVFP4 tile's decode scale) or NaN: from its
+// float32 bits (a normal's exponent and 3 fraction bits; a subnormal's multiple of 2^-9),
+// the codec for a NaN.
+std::uint8_t e4m3_code(float d, const numerics::Layout& e4m3) {
+  if (d != d) {
+    return static_cast<std::uint8_t>(
+        numerics::encode(d, e4m3, numerics::Rounding::nearest_even, numerics::Overflow::saturate));
+  }
+  const std::uint32_t b = std::bit_cast<std::uint32_t>(d);
+  if (d < 0x1p-6f) return static_cast<std::uint8_t>(d * 512.0f);  // exact: 0..7
+  return static_cast<std::uint8_t>((((b >> 23) - 127 + 7) << 3) | ((b >> 20) & 7u));
+}
+
+// x's rows as float32, each group of 16 rotated by NVFP4's Hadamard transform (cols a
+// multiple of 16), on all threads.
+std::vector<float> rotated_rows(const void* x, Format x_format, std::int64_t rows,
+                                std::int64_t cols) {
+  std::vector<float> out(static_cast<std::size_t>(rows * cols));
+  const std::size_t width = static_cast<std::size_t>(numerics::traits(x_format).storage_bytes);
+  parallel_pieces(
+      rows,
+      [&](std::int64_t r0, std::int64_t r1) {
+        float* o = out.data() + r0 * cols;
+        numerics::decode_array(
+            static_cast<const std::uint8_t*>(x) + static_cast<std::size_t>(r0 * cols) * width,
+            static_cast<std::size_t>((r1 - r0) * cols), x_format, o);
+        numerics::hadamard16_rows(o, r1 - r0, cols);
+      },
+      std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(cols, 1)), 1);
+  return out;
+}
+
+// The largest |x| of the matrix (a NaN above every number), on all threads.
+float global_amax(const void* x, Format x_format, std::int64_t rows, std::int64_t cols) {
+  std::uint32_t global = 0;
+  const bool bits16 = x_format == Format::bfloat16;
+  parallel_pieces(
+      rows,
+      [&](std::int64_t r0, std::int64_t r1) {
+        std::vector<std::uint32_t> amax(static_cast<std::size_t>(cols), 0u);
+        std::vector<std::uint16_t> scratch(bits16 ? static_cast<std::size_t>(cols) : 0);
+        band_amax_avx512(BandRows{x, bits16, cols, r0, r1}, 1, amax.data(),
+                         bits16 ? scratch.data() : nullptr);
+        const std::uint32_t m = amax.empty() ? 0u : *std::max_element(amax.begin(), amax.end());
+#pragma omp critical(mantissa_bands_global_amax)
+        global = std::max(global, m);
+      },
+      std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(cols, 1)), 1);
+  return std::bit_cast<float>(global);
 }
 
 }  // namespace
@@ -244,7 +307,7 @@ std::optional<bool> quantize_to_bf16_avx512(const void* x, Format x_format, std:
   const BandGrid grid = grid_of(element);
   const ElementCodec codec = codec_of(element);
   std::uint32_t wrong_any = 0;
-  over_bands(x, x_format, rows, cols, spec, &grid,
+  over_bands(x, x_format, rows, cols, spec, &grid, 1.0f,
              [&](std::int64_t, const BandRows& in, const BandScales& s) {
                if (!band_values_avx512(in, s, grid, codec, out)) {
 #pragma omp atomic write
@@ -265,32 +328,50 @@ std::optional<PackedBlocks> quantize_packed_avx512(const void* x, Format x_forma
   p.tile = tile_of(spec);
   p.element = element_of(spec);
   const bool mx = std::holds_alternative<numerics::MxSettings>(spec);
-  p.scale_format = mx ? Format::float8_e8m0 : Format::float32;
+  const auto* nv = std::get_if<numerics::Nvfp4Settings>(&spec);
+  p.scale_format = mx ? Format::float8_e8m0 : nv != nullptr ? Format::float8_e4m3 : Format::float32;
   const auto n = static_cast<std::size_t>(rows * cols);
   p.elements.resize(p.element == Format::float4_e2m1 ? numerics::fp4_packed_bytes(n) : n);
   const std::int64_t grid_cols = p.tile_grid_cols();
   const std::size_t tiles =
       static_cast<std::size_t>((rows + p.tile.rows - 1) / p.tile.rows * grid_cols);
-  if (mx) {
-    p.scale_codes.resize(tiles);
-  } else {
+  if (p.scale_format == Format::float32) {
     p.scales32.resize(tiles);
+  } else {
+    p.scale_codes.resize(tiles);
   }
   BandGrid grid = grid_of(p.element);
   grid.packed = p.element == Format::float4_e2m1;
+  grid.nvfp4 = nv != nullptr;
   const ElementCodec codec = codec_of(p.element);
-  over_bands(x, x_format, rows, cols, spec, &grid,
+  // NVFP4: x rotated first where asked (into float32), and its global encode scale.
+  std::vector<float> rotated;
+  float global_encode = 1.0f;
+  if (nv != nullptr) {
+    if (nv->hadamard) {
+      rotated = rotated_rows(x, x_format, rows, cols);
+      x = rotated.data();
+      x_format = Format::float32;
+    }
+    global_encode = numerics::nvfp4_global_encode_scale(global_amax(x, x_format, rows, cols));
+    p.tensor_scale = 1.0f / global_encode;
+  }
+  const numerics::Layout& e4m3 = numerics::layout(Format::float8_e4m3);
+  over_bands(x, x_format, rows, cols, spec, &grid, global_encode,
              [&](std::int64_t band, const BandRows& in, const BandScales& s) {
                band_codes_avx512(in, s, grid, codec, p.elements.data());
                const auto first = static_cast<std::size_t>(band * grid_cols);
                for (std::int64_t t = 0; t < grid_cols; ++t) {
                  const float d = s.decode[t];
+                 const auto i = first + static_cast<std::size_t>(t);
                  if (mx) {  // the E8M0 code: the power of two's exponent field, 0xff for NaN
-                   p.scale_codes[first + static_cast<std::size_t>(t)] =
+                   p.scale_codes[i] =
                        d != d ? 0xff
                               : static_cast<std::uint8_t>(std::bit_cast<std::uint32_t>(d) >> 23);
+                 } else if (nv != nullptr) {
+                   p.scale_codes[i] = e4m3_code(d, e4m3);
                  } else {
-                   p.scales32[first + static_cast<std::size_t>(t)] = d;
+                   p.scales32[i] = d;
                  }
                }
              });

@@ -411,8 +411,9 @@ bool codes_pass(const BandRows& in, const BandScales& s, const BandGrid& g,
                 const ElementCodec& codec, std::uint8_t* out) {
   const std::int64_t cols = in.cols;
   __mmask16 nonfinite = 0;
+  const __m512 plus_zero = _mm512_set1_ps(g.nvfp4 ? 0.0f : -0.0f);  // y + -0 is y
   const auto half = [&](std::int64_t r, std::int64_t c, __mmask16 m, const Tile16& t) {
-    const __m512 y = _mm512_mul_ps(load16(in, r, c, m), t.enc);
+    const __m512 y = _mm512_add_ps(_mm512_mul_ps(load16(in, r, c, m), t.enc), plus_zero);
     __m512i code = codes16(round16(y, g), g);
     const __mmask16 bad = nonfinite16(y, m);
     if constexpr (kCodec) {

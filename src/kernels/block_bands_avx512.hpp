@@ -18,6 +18,9 @@ struct BandGrid {
   int bias = 0;                     // the element format's exponent bias
   int mantissa_bits = 0;
   bool packed = false;  // codes of 4 bits, two a byte (the even element's low; cols even)
+  // NVFP4's elements: x times the tile's encode multiplier plus +0 (a product of exactly zero
+  // encodes as +0); that multiplier is not the decode's reciprocal, so no tile is plain.
+  bool nvfp4 = false;
 };
 
 // Rows [r0, r1) of a row-major matrix of `cols` columns, float32 or bfloat16.

@@ -164,6 +164,34 @@ float nvfp4_global_encode_scale(float global_amax) {
   return encode;
 }
 
+void nvfp4_tile_scales(const std::uint32_t* amax_bits, std::size_t n, float global_encode,
+                       float* decode, float* encode) {
+  const float multiplier = global_encode * (1.0f / 6.0f);
+  const float global_decode = 1.0f / global_encode;
+  constexpr float kE4m3MinNormal = 0x1p-6f;   // below: multiples of 2^-9
+  constexpr float kSubnormalMagic = 0x1p14f;  // (v + 2^14) - 2^14: v to the nearest 2^-9
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = std::bit_cast<float>(amax_bits[i]) * multiplier;  // >= 0, or NaN
+    const bool nan = v != v;
+    const float clamped = nan ? v : std::min(v, 448.0f);  // min_nan(min_nan(v, max), 448)
+    // e4m3, nearest-even: 3 fraction bits kept (normal), or a multiple of 2^-9; at most 448
+    // stays at most 448 (e4m3's largest value), so nothing saturates.
+    const std::uint32_t b = std::bit_cast<std::uint32_t>(clamped);
+    const std::uint32_t normal = (b + 0x7ffffu + ((b >> 20) & 1u)) & 0xfff00000u;
+    const float small = (clamped + kSubnormalMagic) - kSubnormalMagic;
+    const float d =
+        nan ? clamped : (clamped < kE4m3MinNormal ? small : std::bit_cast<float>(normal));
+    decode[i] = d;
+    const float e = 1.0f / (d * global_decode);
+    encode[i] = nan ? 0.0f : std::min(e, kFltMax);  // e > 0: an infinity becomes the largest
+  }
+}
+
+Nvfp4TileScale nvfp4_tile_scale(float amax, float global_encode) {
+  const detail::TileScale t = detail::nvfp4_tile_scale(amax, global_encode, 1.0f / global_encode);
+  return {t.decode, t.encode};
+}
+
 std::vector<std::uint8_t> BlockQuantized::scale_codes() const {
   const int width = traits(scale_format).storage_bytes;
   std::vector<std::uint8_t> out(scales.size() * static_cast<std::size_t>(width));

@@ -116,7 +116,7 @@ TEST(BlockOperand, QuantizePackedGivesTheQuantizersBits) {
 }
 
 TEST(BlockOperand, NearestEvenCodesGiveTheQuantizersBitsOnEveryPath) {
-  // Nearest-even MX and fp8 blocks, fp4 two codes a byte (the AVX-512 bands where the CPU
+  // Nearest-even MX, fp8 blocks and NVFP4, fp4 two codes a byte (the AVX-512 bands where the CPU
   // has them) against the scalar reference quantizers: partial tiles both ways, a NaN tile,
   // an infinity, a negative zero, a float32 subnormal, an all-zero tile; float32 and
   // bfloat16 input.
@@ -167,9 +167,61 @@ TEST(BlockOperand, NearestEvenCodesGiveTheQuantizersBitsOnEveryPath) {
         }
       }
     }
+    // NVFP4 (e4m3 tile scales under a tensor scale; a product of exactly zero encodes as +0):
+    // the matrix as it is (its NaN makes the tensor scale NaN: every tile a NaN tile), and
+    // finite, scaled so that the tensor scale and the tiles reach the ends of float32's and
+    // e4m3's ranges.
+    std::vector<float> finite = x;
+    finite[7] = 3.0f;
+    finite[2 * cols + 50] = -5.0f;
+    for (const int binade : {1000, 0, -100, -125, 100}) {
+      std::vector<float> scaled(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        scaled[i] = binade == 1000 ? x[i] : std::ldexp(finite[i], binade);
+      }
+      std::vector<std::uint16_t> scaled_b(x.size());
+      numerics::encode_array(scaled.data(), x.size(), Format::bfloat16, scaled_b.data());
+      std::vector<float> scaled_bf(x.size());
+      numerics::decode_array(scaled_b.data(), x.size(), Format::bfloat16, scaled_bf.data());
+      for (TileShape t : {TileShape{1, 16}, TileShape{16, 1}, TileShape{16, 16}}) {
+        numerics::Nvfp4Settings n;
+        n.tile = t;
+        SCOPED_TRACE("nvfp4 binade " + std::to_string(binade));
+        expect_same(kernels::quantize_packed(scaled.data(), Format::float32, rows, cols, n),
+                    numerics::quantize_nvfp4_ref(scaled.data(), rows, cols, n));
+        expect_same(kernels::quantize_packed(scaled_b.data(), Format::bfloat16, rows, cols, n),
+                    numerics::quantize_nvfp4_ref(scaled_bf.data(), rows, cols, n));
+        compared += 2;
+      }
+    }
   }
-  EXPECT_EQ(compared, every.paths.size() * (5 * 2 * 2 * 2 + 2 * 2 * 3 * 2));
+  EXPECT_EQ(compared, every.paths.size() * (5 * 2 * 2 * 2 + 2 * 2 * 3 * 2 + 5 * 3 * 2));
   if (!every.has_avx512()) std::printf("[  SKIPPED ] the AVX-512 bands: not on this CPU\n");
+}
+
+TEST(BlockOperand, Nvfp4TilesWithPowerOfTwoScalesTakeTheirMultiplier) {
+  // A matrix of ones with one 448: the tensor's global encode scale is 2688 / 448 = 6, so the
+  // tiles of ones get the e4m3 decode scale 1 * 6 / 6 = 1, a power of two, while their
+  // elements are scaled by 1 / (1 * (1/6)) = 6 (code 0x7), not by the decode's reciprocal (1:
+  // code 0x2). bfloat16 input with 16 x 1 tiles, where the bands would otherwise round in
+  // x's own scale.
+  const std::int64_t rows = 32, cols = 32;
+  std::vector<float> x(static_cast<std::size_t>(rows * cols), 1.0f);
+  x[0] = 448.0f;
+  std::vector<std::uint16_t> xb(x.size());
+  numerics::encode_array(x.data(), x.size(), Format::bfloat16, xb.data());
+  const EveryPath every;
+  for (const numerics::SimdPath path : every.paths) {
+    numerics::set_simd_path(path);
+    for (TileShape t : {TileShape{16, 1}, TileShape{1, 16}, TileShape{16, 16}}) {
+      numerics::Nvfp4Settings n;
+      n.tile = t;
+      const numerics::BlockQuantized want = numerics::quantize_nvfp4_ref(x.data(), rows, cols, n);
+      ASSERT_EQ(want.elements[511] >> 4, 0x7);  // the last element (a high nibble): 6.0
+      expect_same(kernels::quantize_packed(x.data(), Format::float32, rows, cols, n), want);
+      expect_same(kernels::quantize_packed(xb.data(), Format::bfloat16, rows, cols, n), want);
+    }
+  }
 }
 
 TEST(BlockOperand, SettingsTheRecipesLackAreRefusedOnEveryPath) {

@@ -325,3 +325,52 @@ TEST(Nvfp4Parts, PartsWithTheMatrixGlobalAmaxGiveTheWholeMatrixBits) {
 
 }  // namespace
 }  // namespace mantissa::testing
+
+namespace mantissa::testing {
+namespace {
+
+TEST(Nvfp4TileScales, TheBatchGivesTheCodecsScalesForSampledAmaxes) {
+  // Every 1,021st float32 bit pattern from 0 to infinity (e4m3's subnormal and normal ranges,
+  // the 448 clamp, amaxes whose decode scale underflows), infinity and NaN; global encode
+  // scales from the smallest to the largest the recipe makes.
+  std::vector<std::uint32_t> amax;
+  for (std::uint64_t b = 0; b <= 0x7f800000u; b += 1021)
+    amax.push_back(static_cast<std::uint32_t>(b));
+  amax.push_back(0x7f800000u);
+  amax.push_back(0x7fc00000u);
+  // Every tie between neighbouring e4m3 values and the floats either side (with the global
+  // encode scale 6 the multiplier is exactly 1: the amax is the value rounded).
+  for (std::uint32_t c = 0; c + 1 < 0x7f; ++c) {
+    const auto lo = static_cast<float>(ref_decode(c, kE4M3));
+    const auto hi = static_cast<float>(ref_decode(c + 1, kE4M3));
+    const std::uint32_t mid = std::bit_cast<std::uint32_t>((lo + hi) / 2.0f);
+    for (const std::uint32_t b : {mid - 1, mid, mid + 1}) amax.push_back(b);
+  }
+  std::vector<float> decode(amax.size()), encode(amax.size());
+  std::size_t subnormal = 0, clamped = 0;
+  ASSERT_EQ(6.0f * (1.0f / 6.0f), 1.0f);
+  for (const float global_encode : {1.0f, 6.0f, 2688.0f / 3.0e-30f, 1.0e-30f, kFltMax}) {
+    numerics::nvfp4_tile_scales(amax.data(), amax.size(), global_encode, decode.data(),
+                                encode.data());
+    for (std::size_t i = 0; i < amax.size(); ++i) {
+      const numerics::Nvfp4TileScale want =
+          numerics::nvfp4_tile_scale(std::bit_cast<float>(amax[i]), global_encode);
+      if (std::isnan(want.decode)) {
+        ASSERT_TRUE(std::isnan(decode[i])) << i;
+        ASSERT_EQ(encode[i], 0.0f) << i;
+        continue;
+      }
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(decode[i]), std::bit_cast<std::uint32_t>(want.decode))
+          << "amax bits " << amax[i] << " global encode " << global_encode;
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(encode[i]), std::bit_cast<std::uint32_t>(want.encode))
+          << "amax bits " << amax[i] << " global encode " << global_encode;
+      subnormal += want.decode > 0.0f && want.decode < 0x1p-6f;
+      clamped += want.decode == 448.0f;
+    }
+  }
+  EXPECT_GT(subnormal, 100u);
+  EXPECT_GT(clamped, 100u);
+}
+
+}  // namespace
+}  // namespace mantissa::testing

@@ -147,6 +147,17 @@ BlockQuantized quantize_fp8_blocks(const float* x, std::int64_t rows, std::int64
 float nvfp4_global_amax(const float* x, std::int64_t rows, std::int64_t cols, bool hadamard);
 BlockQuantized quantize_nvfp4_part(const float* x, std::int64_t rows, std::int64_t cols,
                                    const Nvfp4Settings& s, float global_amax);
+// One NVFP4 tile's scales under the global encode scale (nvfp4_global_encode_scale): the
+// e4m3 decode scale (NaN for a NaN amax: a NaN tile) and the elements' multiplier, as the
+// quantizers find them.
+struct Nvfp4TileScale {
+  float decode, encode;
+};
+Nvfp4TileScale nvfp4_tile_scale(float amax, float global_encode);
+// The same for n tiles' amaxes (as float32 bits) in one branch-free loop (the e4m3 rounding
+// by bit arithmetic, which vectorizes); the same bits as nvfp4_tile_scale's codec.
+void nvfp4_tile_scales(const std::uint32_t* amax_bits, std::size_t n, float global_encode,
+                       float* decode, float* encode);
 
 // The scalar twins: one element at a time, the same bits.
 BlockQuantized quantize_mx_ref(const float* x, std::int64_t rows, std::int64_t cols,
