@@ -40,12 +40,14 @@ void fold_row_amax(const float* row, std::int64_t cols, std::int64_t tile_cols,
   }
 }
 
-template <class ScaleOf>
-void quantize_bands(const float* x, BlockQuantized& q, const ScaleOf& scale_of,
+// scales_of(amax bits, n, TileScale* out): the scales of a band's n tiles.
+template <class ScalesOf>
+void quantize_bands(const float* x, BlockQuantized& q, const ScalesOf& scales_of,
                     const ElementRule& rule) {
   const std::int64_t cols = q.cols, grid_cols = q.tile_grid_cols();
   if (q.rows == 0 || cols == 0) return;
   std::vector<std::uint32_t> amax(static_cast<std::size_t>(grid_cols));
+  std::vector<TileScale> scales(amax.size());
   std::vector<float> multiplier(static_cast<std::size_t>(cols)), scaled(multiplier.size());
   std::vector<std::uint8_t> codes(multiplier.size());
   std::vector<std::uint8_t> nan_col(multiplier.size());
@@ -60,8 +62,9 @@ void quantize_bands(const float* x, BlockQuantized& q, const ScaleOf& scale_of,
     for (std::int64_t r = r0; r < r1; ++r)
       fold_row_amax(x + r * cols, cols, q.tile.cols, amax.data());
     bool any_nan = false;
+    scales_of(amax.data(), grid_cols, scales.data());
     for (std::int64_t t = 0; t < grid_cols; ++t) {
-      const TileScale s = scale_of(std::bit_cast<float>(amax[t]));
+      const TileScale& s = scales[static_cast<std::size_t>(t)];
       q.scales[static_cast<std::size_t>(band * grid_cols + t)] = s.decode;
       const std::int64_t c0 = t * q.tile.cols, c1 = std::min(cols, c0 + q.tile.cols);
       std::fill(multiplier.begin() + c0, multiplier.begin() + c1, s.encode);
@@ -92,14 +95,22 @@ void quantize_bands(const float* x, BlockQuantized& q, const ScaleOf& scale_of,
   }
 }
 
+// A per-tile scale rule as scales_of.
+template <class ScaleOf>
+auto each_tile(const ScaleOf& scale_of) {
+  return [&scale_of](const std::uint32_t* amax, std::int64_t n, TileScale* out) {
+    for (std::int64_t t = 0; t < n; ++t) out[t] = scale_of(std::bit_cast<float>(amax[t]));
+  };
+}
+
 }  // namespace
 
 BlockQuantized quantize_mx(const float* x, std::int64_t rows, std::int64_t cols,
                            const MxSettings& s) {
   detail::check_mx(s);
   BlockQuantized q = detail::make_result(rows, cols, s.tile, s.element, Format::float8_e8m0, "MX");
-  quantize_bands(x, q, [&](float amax) { return detail::mx_tile_scale(amax, s.element, s.rule); },
-                 {s.rounding, s.seed, s.counter, false});
+  const auto scale = [&](float amax) { return detail::mx_tile_scale(amax, s.element, s.rule); };
+  quantize_bands(x, q, each_tile(scale), {s.rounding, s.seed, s.counter, false});
   return q;
 }
 
@@ -118,10 +129,17 @@ void quantize_nvfp4_into(BlockQuantized& q, const float* x, const Nvfp4Settings&
   const float global_encode = nvfp4_global_encode_scale(global_amax);
   const float global_decode = 1.0f / global_encode;
   q.tensor_scale = global_decode;
-  quantize_bands(
-      x, q,
-      [&](float amax) { return detail::nvfp4_tile_scale(amax, global_encode, global_decode); },
-      {s.rounding, s.seed, s.counter, true});
+  // The band's tile scales in one branch-free loop (nvfp4_tile_scales: the codec's bits).
+  std::vector<float> decode, encode;
+  const auto scales = [&](const std::uint32_t* amax, std::int64_t n, TileScale* out) {
+    decode.resize(static_cast<std::size_t>(n));
+    encode.resize(decode.size());
+    nvfp4_tile_scales(amax, decode.size(), global_encode, decode.data(), encode.data());
+    for (std::size_t t = 0; t < decode.size(); ++t) {
+      out[t] = {decode[t], encode[t], decode[t] != decode[t]};
+    }
+  };
+  quantize_bands(x, q, scales, {s.rounding, s.seed, s.counter, true});
 }
 
 }  // namespace
@@ -173,8 +191,8 @@ BlockQuantized quantize_fp8_blocks(const float* x, std::int64_t rows, std::int64
   detail::check_fp8_blocks(s);
   BlockQuantized q =
       detail::make_result(rows, cols, s.tile, s.element, Format::float32, "fp8 blocks");
-  quantize_bands(x, q, [&](float amax) { return detail::fp8_tile_scale(amax, s); },
-                 {s.rounding, s.seed, s.counter, false});
+  const auto scale = [&](float amax) { return detail::fp8_tile_scale(amax, s); };
+  quantize_bands(x, q, each_tile(scale), {s.rounding, s.seed, s.counter, false});
   return q;
 }
 

@@ -73,7 +73,7 @@ BlockQuantized quantize_nvfp4_ref(const float* x, std::int64_t rows, std::int64_
   std::vector<float> rotated;
   if (s.hadamard) {
     rotated.assign(x, x + rows * cols);
-    hadamard16_rows(rotated.data(), rows, cols);
+    hadamard16_rows_ref(rotated.data(), rows, cols);
     x = rotated.data();
   }
   const float global_encode = nvfp4_global_encode_scale(tile_amax(x, cols, 0, rows, 0, cols));

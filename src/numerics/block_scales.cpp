@@ -1,5 +1,7 @@
 // The scale arithmetic of the block-scaled recipes (block_scaling.hpp), the checks and the
 // result layout the quantizers share, dequantization and NVFP4's Hadamard rotation.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -306,7 +308,7 @@ void dequantize(const BlockQuantized& q, float* out) {
   }
 }
 
-void hadamard16_rows(float* x, std::int64_t rows, std::int64_t cols) {
+void hadamard16_rows_ref(float* x, std::int64_t rows, std::int64_t cols) {
   if (cols % 16 != 0) {
     throw Error("hadamard16_rows: " + std::to_string(cols) +
                 " columns (expected a multiple of 16)");
@@ -325,6 +327,47 @@ void hadamard16_rows(float* x, std::int64_t rows, std::int64_t cols) {
       }
     }
     for (int i = 0; i < 16; ++i) v[i] *= 0.25f;
+  }
+}
+
+namespace {
+
+// One butterfly stage within each 8-lane half: lanes j with (j & h) == 0 become v[j] +
+// v[j + h], the others v[j - h] - v[j] (p: the lanes swapped by distance h; a + b is b + a).
+inline __m256 butterfly(__m256 v, __m256 p, __m256 upper) {
+  return _mm256_blendv_ps(_mm256_add_ps(v, p), _mm256_sub_ps(p, v), upper);
+}
+
+}  // namespace
+
+void hadamard16_rows(float* x, std::int64_t rows, std::int64_t cols) {
+  if (cols % 16 != 0) {
+    throw Error("hadamard16_rows: " + std::to_string(cols) +
+                " columns (expected a multiple of 16)");
+  }
+  const std::int64_t groups = product_or_throw(rows, cols / 16, "hadamard16_rows size");
+  // The scalar butterfly's operations lane by lane, in its order (signs, h = 1, 2, 4, 8, then
+  // 1/4): the same float32 results, a group of 16 in two 8-lane registers.
+  alignas(32) float signs[16];
+  for (int i = 0; i < 16; ++i) signs[i] = static_cast<float>(kNvfp4HadamardSigns[i]);
+  const __m256 s_lo = _mm256_load_ps(signs), s_hi = _mm256_load_ps(signs + 8);
+  const auto upper = [](int h) {  // lanes whose index has bit h
+    alignas(32) float m[8];
+    for (int j = 0; j < 8; ++j) m[j] = (j & h) != 0 ? -0.0f : 0.0f;  // sign bit: blendv's mask
+    return _mm256_load_ps(m);
+  };
+  const __m256 u1 = upper(1), u2 = upper(2), u4 = upper(4), quarter = _mm256_set1_ps(0.25f);
+  const auto half = [&](__m256 v) {
+    v = butterfly(v, _mm256_permute_ps(v, 0xb1), u1);             // (1, 0, 3, 2)
+    v = butterfly(v, _mm256_permute_ps(v, 0x4e), u2);             // (2, 3, 0, 1)
+    return butterfly(v, _mm256_permute2f128_ps(v, v, 0x01), u4);  // the 128-bit halves
+  };
+  for (std::int64_t g = 0; g < groups; ++g) {
+    float* v = x + g * 16;
+    const __m256 lo = half(_mm256_mul_ps(_mm256_loadu_ps(v), s_lo));
+    const __m256 hi = half(_mm256_mul_ps(_mm256_loadu_ps(v + 8), s_hi));
+    _mm256_storeu_ps(v, _mm256_mul_ps(_mm256_add_ps(lo, hi), quarter));
+    _mm256_storeu_ps(v + 8, _mm256_mul_ps(_mm256_sub_ps(lo, hi), quarter));
   }
 }
 

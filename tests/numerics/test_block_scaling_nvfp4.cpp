@@ -208,6 +208,47 @@ TEST(Hadamard16, ExactOnSmallIntegersAgainstTheMatrix) {
   EXPECT_THROW(numerics::hadamard16_rows(y.data(), 1, 24), Error);
 }
 
+TEST(Hadamard16, FloatsRoundAsTheScalarButterflyInItsOrder) {
+  // Random floats of all magnitudes (the sums round): bit for bit as the butterfly written
+  // out here in float32 (signs, then pairs (j, j + h) for h = 1, 2, 4, 8 as (a + b, a - b),
+  // then 1/4), including infinities and a NaN's position.
+  std::mt19937 rng(21);
+  std::uniform_int_distribution<int> e(-60, 60);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(16 * 200);
+  for (float& v : x) v = std::ldexp(d(rng), e(rng));
+  x[16 * 7 + 3] = std::numeric_limits<float>::infinity();
+  x[16 * 9 + 11] = kNaN;
+  std::vector<float> want = x;
+  for (std::size_t g = 0; g < want.size(); g += 16) {
+    float* v = want.data() + g;
+    for (int i = 0; i < 16; ++i) v[i] = v[i] * static_cast<float>(numerics::kNvfp4HadamardSigns[i]);
+    for (int h = 1; h < 16; h *= 2) {
+      for (int i = 0; i < 16; i += 2 * h) {
+        for (int j = i; j < i + h; ++j) {
+          const float a = v[j], b = v[j + h];
+          v[j] = a + b;
+          v[j + h] = a - b;
+        }
+      }
+    }
+    for (int i = 0; i < 16; ++i) v[i] = v[i] * 0.25f;
+  }
+  std::vector<float> got = x, twin = x;
+  numerics::hadamard16_rows(got.data(), 100, 32);
+  numerics::hadamard16_rows_ref(twin.data(), 100, 32);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (!std::isnan(want[i])) {
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(twin[i]), std::bit_cast<std::uint32_t>(want[i])) << i;
+    }
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << i;
+    } else {
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i])) << i;
+    }
+  }
+}
+
 class Fp8Blocks : public ::testing::TestWithParam<std::tuple<int, bool, Rounding>> {};
 
 TEST_P(Fp8Blocks, MatchTransformerEngineFormulasAndTheScalarTwin) {

@@ -173,9 +173,12 @@ void dequantize(const BlockQuantized& q, float* out);
 
 // NVFP4's rotation in place on each row's groups of 16 (cols a multiple of 16): the fast
 // Walsh-Hadamard butterfly on s * x in float32 (pairs (i, i + h) for h = 1, 2, 4, 8 as
-// (a + b, a - b)), then times 1/4. Throws mantissa::Error when cols is not a multiple of 16.
+// (a + b, a - b)), then times 1/4; vectorized (AVX2), the same float32 results. Throws
+// mantissa::Error when cols is not a multiple of 16.
 inline constexpr std::int8_t kNvfp4HadamardSigns[16] = {1,  1,  1,  -1, 1,  -1, -1, -1,
                                                         -1, -1, -1, 1,  -1, 1,  -1, -1};
 void hadamard16_rows(float* x, std::int64_t rows, std::int64_t cols);
+// Its scalar twin (the butterfly element by element; the reference quantizer's rotation).
+void hadamard16_rows_ref(float* x, std::int64_t rows, std::int64_t cols);
 
 }  // namespace mantissa::numerics
