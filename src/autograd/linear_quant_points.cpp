@@ -1,9 +1,11 @@
 #include "linear_quant_points.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <optional>
 #include <vector>
 
+#include "mantissa/numerics/block_scaling.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/fp4_packing.hpp"
 #include "rounding_probe.hpp"
@@ -21,24 +23,35 @@ numerics::TileShape along_tile(Along along, std::int64_t block) {
   return along == Along::last ? numerics::TileShape{1, block} : numerics::TileShape{block, 1};
 }
 
-// t as float32 [cols, rows_padded], zero rows appended: the rows dimension becomes the last.
-Tensor transposed_padded(const Tensor& t32, std::int64_t rows, std::int64_t cols,
+// t (float32, bfloat16 or another format, widened first) as float32 [cols, rows_padded],
+// zero rows appended (the rows dimension becomes the last), each new row's groups of 16
+// rotated by NVFP4's Hadamard transform; on all threads.
+Tensor rotated_transpose(const Tensor& t, std::int64_t rows, std::int64_t cols,
                          std::int64_t rows_padded) {
+  const Tensor src_t = t.format() == Format::bfloat16 ? t : to_format(t, Format::float32, false);
+  const bool bf16 = src_t.format() == Format::bfloat16;
+  const float* src32 = bf16 ? nullptr : src_t.f32();
+  const auto* src16 = bf16 ? static_cast<const std::uint16_t*>(src_t.raw_data()) : nullptr;
   Tensor out = Tensor::zeros(Shape{cols, rows_padded});
-  const float* src = t32.f32();
   float* dst = out.f32();
-  kernels::parallel_chunks(
+  kernels::parallel_pieces(
       cols,
       [&](std::int64_t c0, std::int64_t c1) {
         constexpr std::int64_t kBlock = 32;
         for (std::int64_t r0 = 0; r0 < rows; r0 += kBlock) {
           const std::int64_t r1 = std::min(rows, r0 + kBlock);
           for (std::int64_t c = c0; c < c1; ++c) {
-            for (std::int64_t r = r0; r < r1; ++r) dst[c * rows_padded + r] = src[r * cols + c];
+            for (std::int64_t r = r0; r < r1; ++r) {
+              dst[c * rows_padded + r] =
+                  bf16 ? std::bit_cast<float>(static_cast<std::uint32_t>(src16[r * cols + c]) << 16)
+                       : src32[r * cols + c];
+            }
           }
         }
+        numerics::hadamard16_rows(dst + c0 * rows_padded, c1 - c0, rows_padded);
       },
-      std::max<std::int64_t>(16, kernels::kParallelMinElements / std::max<std::int64_t>(rows, 1)));
+      std::max<std::int64_t>(16, kernels::kParallelMinElements / std::max<std::int64_t>(rows, 1)),
+      1);
   return out;
 }
 
@@ -123,8 +136,10 @@ QuantCopy quantize_copy(const Tensor& t, std::int64_t rows, std::int64_t cols,
         s.counter = quant.stream().take(rows_padded * cols);
       }
       if (rotate) {
-        const Tensor tt =
-            transposed_padded(to_format(t, Format::float32, false), rows, cols, rows_padded);
+        // Rotated here, in the transposed copy itself: the quantizer then takes it as it is
+        // (the same bits as rotating inside it, without a second copy).
+        const Tensor tt = rotated_transpose(t, rows, cols, rows_padded);
+        s.hadamard = false;
         return {std::make_shared<const kernels::PackedBlocks>(
                     kernels::quantize_packed(tt.f32(), Format::float32, cols, rows_padded, s)),
                 Tensor(), true};
