@@ -150,10 +150,10 @@ struct ScaleArrays {
   }
 };
 
-// For each band of tile rows, on all threads (runs of bands handed out as threads come free:
-// parallel_pieces): the tiles' multipliers (one per column for
-// one-column tiles), with the thresholds of `grid` in x's scale where it is given, then
-// emit(band, rows, multipliers). Bands go in groups (up to 16 one-row bands of 1 x 32 tiles),
+// For each band of tile rows, on all threads (runs of bands handed out as threads come
+// free: parallel_pieces): the tiles' multipliers (one per column for one-column tiles), with
+// the thresholds of `grid` in x's scale where it is given, then emit(band, rows,
+// multipliers). Bands go in groups (up to 16 one-row bands of 1 x 32 tiles),
 // so that the scales are found in long loops.
 template <class Emit>
 void over_bands(const void* x, Format x_format, std::int64_t rows, std::int64_t cols,

@@ -246,7 +246,9 @@ PackedBlocks quantize_packed(const void* x, Format x_format, std::int64_t rows, 
       std::max<std::int64_t>(2, kParallelMinElements / std::max<std::int64_t>(band_rows * cols, 1));
   if (const auto* nv = std::get_if<numerics::Nvfp4Settings>(&spec)) {
     // The tensor scale spans the matrix: its global amax first, group of bands by group on
-    // all threads (a maximum: the same for any split), then the bands apart.
+    // all threads (a maximum: the same for any split), then the bands apart. The settings
+    // are checked first, here: nothing may throw inside the parallel regions.
+    (void)quantize(nullptr, 0, 0);
     std::uint32_t global = 0;
     parallel_pieces(
         bands,

@@ -268,6 +268,17 @@ TEST(BlockOperand, SettingsTheRecipesLackAreRefusedOnEveryPath) {
           << e.what();
     }
     EXPECT_THROW(kernels::quantize_packed(x.data(), Format::float32, -1, 32, ok), Error);
+    // NVFP4's rotation on rows of 24 (not a multiple of 16), in a matrix large enough for
+    // the bands to run on all threads: refused with the numerics message, not inside them.
+    const std::vector<float> wide(2048 * 24, 1.0f);
+    numerics::Nvfp4Settings rotated;
+    rotated.hadamard = true;
+    try {
+      kernels::quantize_packed(wide.data(), Format::float32, 2048, 24, rotated);
+      ADD_FAILURE() << "a rotation of rows of 24 was taken";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("24 columns"), std::string::npos) << e.what();
+    }
   }
 }
 
