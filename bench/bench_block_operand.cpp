@@ -48,13 +48,20 @@ k::BlockSpec spec(int which) {
       n::Nvfp4Settings s;
       return s;
     }
+    case 5: {
+      n::Nvfp4Settings s;  // a gradient's row-wise copy
+      s.rounding = n::Rounding::stochastic;
+      s.seed = 1;
+      return s;
+    }
     default: {
       n::Fp8BlockSettings s;  // power-of-two scales (the default)
       return s;
     }
   }
 }
-const char* kNames[] = {"mxfp8/1x32", "mxfp8/32x1", "mxfp4/1x32", "nvfp4/1x16", "fp8_blocks/1x128"};
+const char* kNames[] = {"mxfp8/1x32", "mxfp8/32x1",       "mxfp4/1x32",
+                        "nvfp4/1x16", "fp8_blocks/1x128", "nvfp4/1x16 stochastic"};
 
 void set_rate(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * kRows * kCols *
@@ -160,7 +167,7 @@ void BM_Product(benchmark::State& state) {
       shape.flops() * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
-BENCHMARK(BM_Quantize)->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Quantize)->DenseRange(0, 5)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_QuantizeToBf16<true>)
     ->Arg(0)
     ->Arg(1)
