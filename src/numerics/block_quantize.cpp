@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -116,17 +117,21 @@ BlockQuantized quantize_mx(const float* x, std::int64_t rows, std::int64_t cols,
 
 namespace {
 
-// q (made for x's shape) filled with NVFP4's bits under the global amax given.
-void quantize_nvfp4_into(BlockQuantized& q, const float* x, const Nvfp4Settings& s,
-                         float global_amax) {
-  const std::size_t n = static_cast<std::size_t>(q.rows * q.cols);
+// NVFP4's bits of x under the global amax given, or (nullopt) x's own: x rotated once where
+// s.hadamard, its amax then taken from the rotated values.
+BlockQuantized quantize_nvfp4_with(const float* x, std::int64_t rows, std::int64_t cols,
+                                   const Nvfp4Settings& s, std::optional<float> global_amax) {
+  detail::check_nvfp4(s, cols);
+  BlockQuantized q =
+      detail::make_result(rows, cols, s.tile, Format::float4_e2m1, Format::float8_e4m3, "NVFP4");
   std::vector<float> rotated;
   if (s.hadamard) {
-    rotated.assign(x, x + n);
-    hadamard16_rows(rotated.data(), q.rows, q.cols);
+    rotated.assign(x, x + static_cast<std::size_t>(rows * cols));
+    hadamard16_rows(rotated.data(), rows, cols);
     x = rotated.data();
   }
-  const float global_encode = nvfp4_global_encode_scale(global_amax);
+  if (!global_amax) global_amax = nvfp4_global_amax(x, rows, cols, false);
+  const float global_encode = nvfp4_global_encode_scale(*global_amax);
   const float global_decode = 1.0f / global_encode;
   q.tensor_scale = global_decode;
   // The band's tile scales in one branch-free loop (nvfp4_tile_scales: the codec's bits).
@@ -140,6 +145,7 @@ void quantize_nvfp4_into(BlockQuantized& q, const float* x, const Nvfp4Settings&
     }
   };
   quantize_bands(x, q, scales, {s.rounding, s.seed, s.counter, true});
+  return q;
 }
 
 }  // namespace
@@ -170,20 +176,12 @@ float nvfp4_global_amax(const float* x, std::int64_t rows, std::int64_t cols, bo
 
 BlockQuantized quantize_nvfp4_part(const float* x, std::int64_t rows, std::int64_t cols,
                                    const Nvfp4Settings& s, float global_amax) {
-  detail::check_nvfp4(s, cols);
-  BlockQuantized q =
-      detail::make_result(rows, cols, s.tile, Format::float4_e2m1, Format::float8_e4m3, "NVFP4");
-  quantize_nvfp4_into(q, x, s, global_amax);
-  return q;
+  return quantize_nvfp4_with(x, rows, cols, s, global_amax);
 }
 
 BlockQuantized quantize_nvfp4(const float* x, std::int64_t rows, std::int64_t cols,
                               const Nvfp4Settings& s) {
-  detail::check_nvfp4(s, cols);
-  BlockQuantized q =
-      detail::make_result(rows, cols, s.tile, Format::float4_e2m1, Format::float8_e4m3, "NVFP4");
-  quantize_nvfp4_into(q, x, s, nvfp4_global_amax(x, rows, cols, s.hadamard));
-  return q;
+  return quantize_nvfp4_with(x, rows, cols, s, std::nullopt);
 }
 
 BlockQuantized quantize_fp8_blocks(const float* x, std::int64_t rows, std::int64_t cols,

@@ -7,14 +7,7 @@
 #include "convert_kernels.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
 
-// GCC 12's AVX-512 headers fill the pass-through of unmasked intrinsics with a
-// self-initialised "undefined" vector, which -Wmaybe-uninitialized reports wherever they are
-// inlined (GCC bug 105593, fixed in GCC 13; -Wuninitialized at -O1, as the sanitizer build
-// compiles). Nothing here reads an undefined lane.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+#include "mantissa/numerics/avx512_gcc12.hpp"  // after <immintrin.h>
 
 namespace mantissa::numerics::detail {
 namespace {

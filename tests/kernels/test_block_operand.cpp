@@ -63,18 +63,45 @@ void expect_same(const PackedBlocks& a, const numerics::BlockQuantized& b) {
             std::bit_cast<std::uint32_t>(b.tensor_scale));
 }
 
+// The reference quantizers as ref(values, rows, cols) for expect_reference_bits.
+auto mx_ref(const numerics::MxSettings& s) {
+  return [s](const float* v, std::int64_t r, std::int64_t c) {
+    return numerics::quantize_mx_ref(v, r, c, s);
+  };
+}
+auto fp8_blocks_ref(const numerics::Fp8BlockSettings& s) {
+  return [s](const float* v, std::int64_t r, std::int64_t c) {
+    return numerics::quantize_fp8_blocks_ref(v, r, c, s);
+  };
+}
+auto nvfp4_ref(const numerics::Nvfp4Settings& s) {
+  return [s](const float* v, std::int64_t r, std::int64_t c) {
+    return numerics::quantize_nvfp4_ref(v, r, c, s);
+  };
+}
+
+// quantize_packed of x (rows x cols) stored as float32 and as bfloat16, each against
+// ref(values, rows, cols), the reference quantizer of the float32 values it stands for.
+template <class Ref>
+void expect_reference_bits(const std::vector<float>& x, std::int64_t rows, std::int64_t cols,
+                           const kernels::BlockSpec& spec, const Ref& ref) {
+  std::vector<std::uint16_t> xb(x.size());
+  numerics::encode_array(x.data(), x.size(), Format::bfloat16, xb.data());
+  std::vector<float> xbf(x.size());
+  numerics::decode_array(xb.data(), xb.size(), Format::bfloat16, xbf.data());
+  expect_same(kernels::quantize_packed(x.data(), Format::float32, rows, cols, spec),
+              ref(x.data(), rows, cols));
+  expect_same(kernels::quantize_packed(xb.data(), Format::bfloat16, rows, cols, spec),
+              ref(xbf.data(), rows, cols));
+}
+
 TEST(BlockOperand, QuantizePackedGivesTheQuantizersBits) {
   // 600 x 256: several groups of bands per thread; 600 rows: a last column block of 24. The
   // same matrix stored as bfloat16 is decoded group by group: the bits of its float32 values.
   const std::int64_t rows = 600, cols = 256;
   const std::vector<float> x = matrix(rows, cols, 1);
-  std::vector<std::uint16_t> xb(x.size());
-  numerics::encode_array(x.data(), x.size(), Format::bfloat16, xb.data());
-  std::vector<float> xbf(x.size());
-  numerics::decode_array(xb.data(), xb.size(), Format::bfloat16, xbf.data());
-  const auto check = [&](const kernels::BlockSpec& spec, const auto& twin) {
-    expect_same(kernels::quantize_packed(x.data(), Format::float32, rows, cols, spec), twin(x));
-    expect_same(kernels::quantize_packed(xb.data(), Format::bfloat16, rows, cols, spec), twin(xbf));
+  const auto check = [&](const auto& spec, const auto& twin) {
+    expect_reference_bits(x, rows, cols, spec, twin(spec));
   };
   for (Format e : {Format::float8_e4m3, Format::float6_e3m2, Format::float4_e2m1}) {
     for (TileShape t : {TileShape{1, 32}, TileShape{32, 1}}) {
@@ -85,17 +112,13 @@ TEST(BlockOperand, QuantizePackedGivesTheQuantizersBits) {
       s.rounding = numerics::Rounding::stochastic;
       s.seed = 5;
       s.counter = 1000;
-      check(s, [&](const std::vector<float>& v) {
-        return numerics::quantize_mx_ref(v.data(), rows, cols, s);
-      });
+      check(s, mx_ref);
     }
   }
   numerics::Fp8BlockSettings b;
   b.tile = {128, 128};
   b.power_of_two = false;
-  check(b, [&](const std::vector<float>& v) {
-    return numerics::quantize_fp8_blocks_ref(v.data(), rows, cols, b);
-  });
+  check(b, fp8_blocks_ref);
   // NVFP4's tensor scale spans the matrix (its amax is in one of the rows, scaled by up to
   // 2^7): the bands quantized apart must share it. Weights' 16 x 16 tiles; activations' 1 x 16
   // with the rotation, and gradients' with stochastic rounding both ways.
@@ -109,9 +132,7 @@ TEST(BlockOperand, QuantizePackedGivesTheQuantizersBits) {
       n.counter = 77;
     }
     SCOPED_TRACE(which);
-    check(n, [&](const std::vector<float>& v) {
-      return numerics::quantize_nvfp4_ref(v.data(), rows, cols, n);
-    });
+    check(n, nvfp4_ref);
   }
 }
 
@@ -128,10 +149,6 @@ TEST(BlockOperand, NearestEvenCodesGiveTheQuantizersBitsOnEveryPath) {
   x[6 * cols + 70] = std::ldexp(1.0f, -140);
   for (std::int64_t c = 32; c < 64; ++c) x[9 * cols + c] = 0.0f;
   x[40 * cols + 99] = -std::ldexp(1.0f, 20);  // a large element beside small ones: subnormal codes
-  std::vector<std::uint16_t> xb(x.size());
-  numerics::encode_array(x.data(), x.size(), Format::bfloat16, xb.data());
-  std::vector<float> xbf(x.size());
-  numerics::decode_array(xb.data(), xb.size(), Format::bfloat16, xbf.data());
   const EveryPath every;
   std::size_t compared = 0;
   for (const numerics::SimdPath path : every.paths) {
@@ -144,10 +161,7 @@ TEST(BlockOperand, NearestEvenCodesGiveTheQuantizersBitsOnEveryPath) {
           s.element = e;
           s.rule = rule;
           s.tile = t;
-          expect_same(kernels::quantize_packed(x.data(), Format::float32, rows, cols, s),
-                      numerics::quantize_mx_ref(x.data(), rows, cols, s));
-          expect_same(kernels::quantize_packed(xb.data(), Format::bfloat16, rows, cols, s),
-                      numerics::quantize_mx_ref(xbf.data(), rows, cols, s));
+          expect_reference_bits(x, rows, cols, s, mx_ref(s));
           compared += 2;
         }
       }
@@ -159,10 +173,7 @@ TEST(BlockOperand, NearestEvenCodesGiveTheQuantizersBitsOnEveryPath) {
           b.element = e;
           b.power_of_two = pow2;
           b.tile = t;
-          expect_same(kernels::quantize_packed(x.data(), Format::float32, rows, cols, b),
-                      numerics::quantize_fp8_blocks_ref(x.data(), rows, cols, b));
-          expect_same(kernels::quantize_packed(xb.data(), Format::bfloat16, rows, cols, b),
-                      numerics::quantize_fp8_blocks_ref(xbf.data(), rows, cols, b));
+          expect_reference_bits(x, rows, cols, b, fp8_blocks_ref(b));
           compared += 2;
         }
       }
@@ -179,18 +190,11 @@ TEST(BlockOperand, NearestEvenCodesGiveTheQuantizersBitsOnEveryPath) {
       for (std::size_t i = 0; i < x.size(); ++i) {
         scaled[i] = binade == 1000 ? x[i] : std::ldexp(finite[i], binade);
       }
-      std::vector<std::uint16_t> scaled_b(x.size());
-      numerics::encode_array(scaled.data(), x.size(), Format::bfloat16, scaled_b.data());
-      std::vector<float> scaled_bf(x.size());
-      numerics::decode_array(scaled_b.data(), x.size(), Format::bfloat16, scaled_bf.data());
       for (TileShape t : {TileShape{1, 16}, TileShape{16, 1}, TileShape{16, 16}}) {
         numerics::Nvfp4Settings n;
         n.tile = t;
         SCOPED_TRACE("nvfp4 binade " + std::to_string(binade));
-        expect_same(kernels::quantize_packed(scaled.data(), Format::float32, rows, cols, n),
-                    numerics::quantize_nvfp4_ref(scaled.data(), rows, cols, n));
-        expect_same(kernels::quantize_packed(scaled_b.data(), Format::bfloat16, rows, cols, n),
-                    numerics::quantize_nvfp4_ref(scaled_bf.data(), rows, cols, n));
+        expect_reference_bits(scaled, rows, cols, n, nvfp4_ref(n));
         compared += 2;
       }
     }
