@@ -155,10 +155,15 @@ void register_all() {
     if (tiles) {
       add("amx_route/bfloat16/" + shape, BM_ours, g, Format::bfloat16, 1, GemmRoute::amx);
       add("amx_route/float16_pol1/" + shape, BM_ours, g, Format::float16, 1, GemmRoute::amx);
+      add("amx_route/float16_pol2/" + shape, BM_ours, g, Format::float16, 2, GemmRoute::amx);
     }
     if (native) {
       add("onednn_bf16/bfloat16/" + shape, BM_ours, g, Format::bfloat16, 1, GemmRoute::onednn_bf16);
       add("onednn_bf16/float16_pol1/" + shape, BM_ours, g, Format::float16, 1,
+          GemmRoute::onednn_bf16);
+      add("onednn_bf16/float16_pol2/" + shape, BM_ours, g, Format::float16, 2,
+          GemmRoute::onednn_bf16);
+      add("onednn_bf16/float8_e4m3/" + shape, BM_ours, g, Format::float8_e4m3, 1,
           GemmRoute::onednn_bf16);
     }
   }

@@ -41,6 +41,27 @@ bool scalar_only(Format format) {
          active_simd_path() == SimdPath::scalar;
 }
 
+// Every code of a one-byte format as bfloat16 bits, by the scalar codec: the bits decoding
+// the code and encoding that value as bfloat16 (nearest-even) give, so a lookup is that path.
+struct ByteTable {
+  std::uint16_t bits[256];
+  explicit ByteTable(Format from) {
+    const Layout in = layout(from), out = layout(Format::bfloat16);
+    for (std::uint32_t c = 0; c < 256; ++c) {
+      bits[c] = static_cast<std::uint16_t>(
+          encode(decode(c, in), out, Rounding::nearest_even, Overflow::to_infinity));
+    }
+  }
+};
+
+// The fp8 tensor formats' tables (every byte a code of theirs), or null.
+const std::uint16_t* bf16_table(Format from) {
+  static const ByteTable e4m3(Format::float8_e4m3), e5m2(Format::float8_e5m2);
+  if (from == Format::float8_e4m3) return e4m3.bits;
+  if (from == Format::float8_e5m2) return e5m2.bits;
+  return nullptr;
+}
+
 }  // namespace
 
 void encode_array_ref(const float* src, std::size_t n, Format format, void* dst,
@@ -121,6 +142,12 @@ void convert_array(const void* src, Format from, std::size_t n, void* dst, Forma
   }
   if (to == Format::float32) {
     decode_array(src, n, from, static_cast<float*>(dst));
+    return;
+  }
+  if (const std::uint16_t* table = to == Format::bfloat16 ? bf16_table(from) : nullptr;
+      table != nullptr && active_simd_path() == SimdPath::avx512) {
+    detail::bytes_to_bfloat16_avx512(static_cast<const std::uint8_t*>(src), n, table,
+                                     static_cast<std::uint16_t*>(dst));
     return;
   }
   constexpr std::size_t kBlock = 1024;

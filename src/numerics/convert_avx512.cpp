@@ -61,6 +61,27 @@ void decode_bfloat16_avx512(const std::uint16_t* src, std::size_t n, float* dst)
   for (; i < n; ++i) dst[i] = decode(src[i], l);
 }
 
+void bytes_to_bfloat16_avx512(const std::uint8_t* src, std::size_t n, const std::uint16_t* table,
+                              std::uint16_t* dst) {
+  // The table in 8 registers of 32 words; a code's bits 5, 6 and 7 pick the register: bit 5
+  // inside a two-source permute, bits 6 and 7 by blends.
+  __m512i t[8];
+  for (int i = 0; i < 8; ++i) t[i] = _mm512_loadu_si512(table + 32 * i);
+  std::size_t i = 0;
+  for (; i < n; i += 32) {
+    const __mmask32 m = n - i >= 32 ? ~__mmask32{0} : (__mmask32{1} << (n - i)) - 1;
+    const __m512i idx = _mm512_cvtepu8_epi16(
+        _mm512_castsi512_si256(_mm512_maskz_loadu_epi8(static_cast<__mmask64>(m), src + i)));
+    const __mmask32 bit6 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(64));
+    const __mmask32 bit7 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(128));
+    const __m512i low = _mm512_mask_blend_epi16(bit6, _mm512_permutex2var_epi16(t[0], idx, t[1]),
+                                                _mm512_permutex2var_epi16(t[2], idx, t[3]));
+    const __m512i high = _mm512_mask_blend_epi16(bit6, _mm512_permutex2var_epi16(t[4], idx, t[5]),
+                                                 _mm512_permutex2var_epi16(t[6], idx, t[7]));
+    _mm512_mask_storeu_epi16(dst + i, m, _mm512_mask_blend_epi16(bit7, low, high));
+  }
+}
+
 void round_bfloat16_avx512(float* x, std::size_t n) {
   std::size_t i = 0;
   for (; i + 16 <= n; i += 16) {

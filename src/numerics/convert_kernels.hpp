@@ -39,5 +39,8 @@ void encode_bfloat16_avx512(const float* src, std::size_t n, std::uint16_t* dst,
 void decode_bfloat16_avx512(const std::uint16_t* src, std::size_t n, float* dst);
 // Nearest even, overflow to infinity, in place.
 void round_bfloat16_avx512(float* x, std::size_t n);
+// n one-byte codes through a 256-entry table of bfloat16 bits: dst[i] = table[src[i]].
+void bytes_to_bfloat16_avx512(const std::uint8_t* src, std::size_t n, const std::uint16_t* table,
+                              std::uint16_t* dst);
 
 }  // namespace mantissa::numerics::detail

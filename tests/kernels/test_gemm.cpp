@@ -501,24 +501,47 @@ TEST_P(Bf16RouteTest, RandomProductsStayWithinTheDerivedBound) {
 }
 
 TEST_P(Bf16RouteTest, ManyRowBlocksFromTransposedStridedOperandsAreExact) {
-  // More rows than one block of either route, A transposed and B strided: bfloat16 goes in
-  // as stored, float16 through the split passes; exact sums, so exact results.
+  // More rows than one block of either route, A transposed and strided, B strided and either
+  // way round: bfloat16 goes in as stored, float16 through the split passes (4) or rounded
+  // to bfloat16 in one pass (POL 2: the product of the bf16 roundings), fp8 values in one
+  // pass; exact sums, so exact results.
   std::mt19937 rng(9);
-  for (Format f : {Format::bfloat16, Format::float16}) {
+  struct Run {
+    Format f;
+    int passes;
+    bool trans_b;
+  };
+  for (const Run& run : {Run{Format::bfloat16, 4, false}, Run{Format::float16, 4, false},
+                         Run{Format::float16, 1, false}, Run{Format::float16, 1, true},
+                         Run{Format::float8_e4m3, 1, true}}) {
+    const Format f = run.f;
     const std::int64_t m = 1100, n = 20, k = 32;
-    GemmShape s{m, n, k, true, false, m + 3, n + 5, n};
+    const GemmShape s{m, n, k, true, run.trans_b, m + 3, run.trans_b ? k + 5 : n + 5, n};
     auto av = exact_sum_values(static_cast<std::size_t>(k * (m + 3)), rng);
-    auto bv = exact_sum_values(static_cast<std::size_t>(k * (n + 5)), rng);
-    if (f == Format::bfloat16) {
+    auto bv =
+        exact_sum_values(static_cast<std::size_t>(run.trans_b ? n * (k + 5) : k * (n + 5)), rng);
+    if (f != Format::float16) {
       for (float& x : av) x = std::trunc(x / 2.0f);
       for (float& x : bv) x = std::trunc(x / 2.0f);
     }
+    if (f == Format::float8_e4m3) {  // integers of at most 4 significant bits: e4m3 values
+      for (auto* v : {&av, &bv}) {
+        for (float& x : *v) x = std::fmod(x, 16.0f);
+      }
+    }
     const Stored a = store(av, f), b = store(bv, f);
-    std::vector<float> out(static_cast<std::size_t>(m * n));
-    gemm(s, a.operand(), b.operand(), out.data(), false, on(f, 4));
-    const Exact e = exact_product(s, a.values, b.values);
+    std::vector<float> out(static_cast<std::size_t>(m * n), 7.0f);
+    gemm(s, a.operand(), b.operand(), out.data(), false, on(f, run.passes));
+    std::vector<float> ah = a.values, bh = b.values;
+    if (run.passes == 1) {
+      for (auto* v : {&ah, &bh}) {
+        for (float& x : *v) x = static_cast<float>(hi_of(x));
+      }
+    }
+    const Exact e = exact_product(s, ah, bh);
     for (std::size_t i = 0; i < out.size(); ++i) {
-      ASSERT_EQ(static_cast<double>(out[i]), e.value[i]) << numerics::name(f) << " element " << i;
+      ASSERT_EQ(static_cast<double>(out[i]), e.value[i])
+          << numerics::name(f) << ", " << run.passes << " passes, element " << i;
     }
   }
 }

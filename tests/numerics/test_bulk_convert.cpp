@@ -232,6 +232,55 @@ TEST(SimdPath, Avx512RunsWhereTheCpuHasIt) {
   EXPECT_EQ(numerics::simd_path_name(SimdPath::avx512), "avx512");
 }
 
+TEST(ConvertArray, Fp8CodesToBfloat16AreTheCodecsOnEveryPath) {
+  // Every code of each fp8 format (at each offset of a 64-byte line, and tails of every
+  // length to 37) against the scalar codec's decode of the code, encoded as bfloat16; with the
+  // hand-derived bits of some codes: e4m3 0x01 = 2^-9, 0x7e = 448, 0xfe = -448; e5m2 0x01 =
+  // 2^-16, 0x7b = 57344, 0x7c = inf; the NaN codes give NaN bits.
+  PathGuard guard;
+  for (numerics::Format f : {numerics::Format::float8_e4m3, numerics::Format::float8_e5m2}) {
+    std::vector<std::uint8_t> codes;
+    for (int rep = 0; rep < 3; ++rep) {
+      for (int c = 0; c < 256; ++c) codes.push_back(static_cast<std::uint8_t>(c * 7 + rep));
+    }
+    std::vector<float> decoded(codes.size());
+    numerics::decode_array_ref(codes.data(), codes.size(), f, decoded.data());
+    std::vector<std::uint16_t> want(codes.size());
+    numerics::encode_array_ref(decoded.data(), decoded.size(), numerics::Format::bfloat16,
+                               want.data());
+    for (SimdPath p : {SimdPath::scalar, SimdPath::avx2, SimdPath::avx512}) {
+      if (!numerics::cpu_supports(p)) continue;
+      numerics::set_simd_path(p);
+      for (std::size_t length : {codes.size(), std::size_t{37}, std::size_t{31}, std::size_t{1}}) {
+        for (std::size_t at : {std::size_t{0}, std::size_t{5}}) {
+          const std::size_t n = std::min(length, codes.size() - at);
+          std::vector<std::uint16_t> got(n + 1, 0xABCD);
+          numerics::convert_array(codes.data() + at, f, n, got.data(), numerics::Format::bfloat16);
+          for (std::size_t i = 0; i < n; ++i) {
+            ASSERT_EQ(got[i], want[at + i]) << numerics::name(f) << " code " << int(codes[at + i])
+                                            << " on " << numerics::simd_path_name(p);
+          }
+          ASSERT_EQ(got[n], 0xABCD) << "wrote past the end, " << numerics::simd_path_name(p);
+        }
+      }
+    }
+  }
+  const auto one = [](numerics::Format f, std::uint8_t code) {
+    std::uint16_t out = 0;
+    numerics::convert_array(&code, f, 1, &out, numerics::Format::bfloat16);
+    return out;
+  };
+  using numerics::Format;
+  EXPECT_EQ(one(Format::float8_e4m3, 0x01), 0x3B00);  // 2^-9: exponent 118, mantissa 0
+  EXPECT_EQ(one(Format::float8_e4m3, 0x7e), 0x43E0);  // 448 = 1.75 * 2^8
+  EXPECT_EQ(one(Format::float8_e4m3, 0xfe), 0xC3E0);
+  EXPECT_EQ(one(Format::float8_e5m2, 0x01), 0x3780);  // 2^-16
+  EXPECT_EQ(one(Format::float8_e5m2, 0x7b), 0x4760);  // 57344 = 1.75 * 2^15
+  EXPECT_EQ(one(Format::float8_e5m2, 0x7c), 0x7F80);  // inf
+  EXPECT_TRUE((one(Format::float8_e4m3, 0x7f) & 0x7FFF) > 0x7F80);
+  EXPECT_TRUE((one(Format::float8_e5m2, 0xff) & 0x7FFF) > 0x7F80);
+}
+
 TEST(SimdPath, Float32IsACopy) {
   const std::vector<float> in = mixed_inputs(1000, 3);
   std::vector<float> out(in.size());

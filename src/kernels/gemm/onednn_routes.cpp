@@ -12,6 +12,7 @@
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/parallel.hpp"
 #include "mantissa/kernels/scratch.hpp"
+#include "mantissa/numerics/convert.hpp"
 #include "packing.hpp"
 
 namespace mantissa::kernels {
@@ -149,6 +150,36 @@ bool direct(const Operand& x, const gemm_detail::PassList& passes, bool a_side, 
   return x.format == Format::float32 && part == gemm_detail::Part::whole;
 }
 
+// Whether x's one pass can be copied in x's own layout, a stored run at a time (one bulk
+// conversion per run, no transposing scatter): its values themselves (whole), or on the bf16
+// type their bf16 rounding, nearest-even (hi; numerics' bfloat16 encoding is that rounding).
+bool copies_in_layout(const gemm_detail::PassList& passes, bool a_side, bool bf16) {
+  if (passes.count != 1) return false;
+  const gemm_detail::Part part = a_side ? passes.pass[0].a : passes.pass[0].b;
+  return part == gemm_detail::Part::whole || (bf16 && part == gemm_detail::Part::hi);
+}
+
+// runs x run_length stored elements of x (run i at index i * ld) into out (run i at i *
+// run_length), as bf16 bits or float32, on all threads unless in_thread.
+template <class T>
+void copy_runs(const Operand& x, std::int64_t runs, std::int64_t run_length, std::int64_t ld,
+               T* out, bool in_thread) {
+  constexpr Format kTo = std::is_same_v<T, std::uint16_t> ? Format::bfloat16 : Format::float32;
+  const auto* base = static_cast<const char*>(x.data);
+  const std::int64_t bytes = numerics::traits(x.format).storage_bytes;
+  const auto copy = [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      numerics::convert_array(base + r * ld * bytes, x.format, static_cast<std::size_t>(run_length),
+                              out + r * run_length, kTo);
+    }
+  };
+  if (in_thread) {
+    copy(0, runs);
+  } else {
+    parallel_pieces(runs, copy, std::max<std::int64_t>(1, kParallelMinElements / run_length), 1);
+  }
+}
+
 template <class T>
 void onednn_gemm(const GemmShape& s, const Operand& a, const Operand& b,
                  const gemm_detail::PassList& passes, const GemmEpilogue& epilogue,
@@ -170,7 +201,15 @@ void onednn_gemm(const GemmShape& s, const Operand& a, const Operand& b,
   // B: in place when it is bf16 already, else encoded once into bf16 passes [k2, n].
   const void* bp = b.data;
   GemmShape g = s;
-  if (!direct(b, passes, false, kBf16)) {
+  if (direct(b, passes, false, kBf16)) {
+    // oneDNN reads B as stored.
+  } else if (copies_in_layout(passes, false, kBf16)) {
+    auto* out = sc.b.as<T>(static_cast<std::size_t>(s.k * s.n));
+    // Stored as k rows of n, or transposed: n rows of k.
+    copy_runs(b, s.trans_b ? s.n : s.k, s.trans_b ? s.k : s.n, s.ldb, out, in_thread);
+    bp = out;
+    g.ldb = s.trans_b ? s.k : s.n;
+  } else {
     auto* out = sc.b.as<T>(static_cast<std::size_t>(k2 * s.n));
     // Each thread encodes a range of B's columns (whole depth rows would share cache lines).
     over_rows(s.n, [&](std::int64_t c0, std::int64_t c1) {
@@ -192,6 +231,7 @@ void onednn_gemm(const GemmShape& s, const Operand& a, const Operand& b,
   constexpr std::int64_t kBlockRows = 512;
   const int a_bytes = numerics::traits(a.format).storage_bytes;
   const bool a_direct = direct(a, passes, true, kBf16);
+  const bool a_copied = !a_direct && copies_in_layout(passes, true, kBf16);
   for (std::int64_t i0 = 0; i0 < s.m; i0 += kBlockRows) {
     const std::int64_t rows = std::min(kBlockRows, s.m - i0);
     GemmShape gb = g;
@@ -199,7 +239,14 @@ void onednn_gemm(const GemmShape& s, const Operand& a, const Operand& b,
     const void* first_row =
         static_cast<const char*>(a.data) + (s.trans_a ? i0 : i0 * s.lda) * a_bytes;
     const void* ap = first_row;
-    if (!a_direct) {
+    if (a_copied) {
+      // The block's rows: `rows` stored rows of k, or transposed: k stored runs of `rows`.
+      const Operand block{first_row, a.format};
+      auto* out = sc.a.as<T>(static_cast<std::size_t>(rows * s.k));
+      copy_runs(block, s.trans_a ? s.k : rows, s.trans_a ? rows : s.k, s.lda, out, in_thread);
+      ap = out;
+      gb.lda = s.trans_a ? rows : s.k;
+    } else if (!a_direct) {
       auto* out = sc.a.as<T>(static_cast<std::size_t>(rows * k2));
       over_rows(rows, [&](std::int64_t r0, std::int64_t r1) {
         const gemm_detail::MatrixRef part{
