@@ -8,8 +8,11 @@
 #include <cstring>
 #include <vector>
 
+#include "block_bands.hpp"
+#include "fp8_cast_avx512.hpp"
 #include "mantissa/kernels/parallel.hpp"
 #include "mantissa/numerics/convert.hpp"
+#include "mantissa/numerics/cpu_features.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
 
 namespace mantissa::kernels {
@@ -83,8 +86,23 @@ Fp8CastStats cast_to_fp8(const void* src, Format src_format, std::int64_t n, flo
   const int in_bytes = numerics::traits(src_format).storage_bytes;
   std::vector<Tally> parts(static_cast<std::size_t>(std::max(1, omp_get_max_threads())),
                            make_tally(fp8));
+  const bool wide = numerics::active_simd_path() == numerics::SimdPath::avx512 &&
+                    (src_format == Format::float32 || src_format == Format::bfloat16);
+  const detail::BandGrid grid = detail::grid_of(fp8);
+  const detail::ElementCodec codec = detail::codec_of(fp8);
   parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
     Tally& t = parts[static_cast<std::size_t>(omp_get_thread_num())];
+    if (wide) {
+      detail::Fp8Tally w{t.amax, 0, 0};
+      detail::fp8_cast_avx512(static_cast<const char*>(src) + begin * in_bytes,
+                              src_format == Format::bfloat16, end - begin, scale, grid, codec,
+                              t.max_finite, t.half_subnormal, w,
+                              static_cast<std::uint8_t*>(dst) + begin);
+      t.amax = w.amax;
+      t.overflows += w.overflows;
+      t.underflows += w.underflows;
+      return;
+    }
     alignas(64) float x[kTile], v[kTile];
     for (std::int64_t i = begin; i < end; i += kTile) {
       const std::int64_t m = std::min(kTile, end - i);

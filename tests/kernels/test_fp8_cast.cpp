@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "mantissa/kernels/fp8_cast.hpp"
 #include "mantissa/numerics/convert.hpp"
+#include "mantissa/numerics/cpu_features.hpp"
 
 namespace mantissa::kernels {
 namespace {
@@ -48,6 +51,61 @@ TEST(Fp8Cast, MatchesTheScalarTwinOnEverySourceFormat) {
         EXPECT_TRUE(std::isnan(c.amax) && std::isnan(e.amax));
         EXPECT_EQ(c.overflows, e.overflows);
         EXPECT_EQ(c.underflows, e.underflows);
+      }
+    }
+  }
+}
+
+TEST(Fp8Cast, EveryValueItsMidpointsAndTheirNeighboursMatchTheTwinOnEveryPath) {
+  // For each fp8 format: every finite value, the midpoints between neighbours (the ties),
+  // one float32 ulp either side of each, half the smallest subnormal, the saturation edge and
+  // beyond, both signs, in float32 and bfloat16 storage; on each bulk path this CPU has.
+  struct Restore {
+    ~Restore() { numerics::set_simd_path(numerics::best_simd_path()); }
+  } restore;
+  for (Format fp8 : {Format::float8_e4m3, Format::float8_e5m2}) {
+    std::vector<float> values;
+    for (std::uint32_t c = 0; c < 128; ++c) {
+      float v = 0;
+      numerics::decode_array_ref(&c, 1, fp8, &v);  // little-endian: the low byte is the code
+      if (std::isfinite(v)) values.push_back(v);
+    }
+    std::vector<float> x;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const float next = i + 1 < values.size() ? values[i + 1] : values[i] * 1.125f;
+      for (float v : {values[i], (values[i] + next) / 2}) {
+        for (float w : {v, std::nextafter(v, 0.0f), std::nextafter(v, INFINITY)}) {
+          x.push_back(w);
+          x.push_back(-w);
+        }
+      }
+    }
+    x.push_back(INFINITY);
+    x.push_back(-INFINITY);
+    x.push_back(1e30f);
+    for (Format src : {Format::float32, Format::bfloat16}) {
+      std::vector<std::uint8_t> stored(x.size() * numerics::traits(src).storage_bytes);
+      numerics::encode_array_ref(x.data(), x.size(), src, stored.data());
+      const auto n = static_cast<std::int64_t>(x.size());
+      std::vector<std::uint8_t> ref(x.size());
+      const Fp8CastStats b = cast_to_fp8_ref(stored.data(), src, n, 1.0f, fp8, ref.data());
+      for (numerics::SimdPath p :
+           {numerics::SimdPath::scalar, numerics::SimdPath::avx2, numerics::SimdPath::avx512}) {
+        if (!numerics::cpu_supports(p)) {
+          std::printf("skip: the %s path is not on this CPU\n",
+                      std::string(numerics::simd_path_name(p)).c_str());
+          continue;
+        }
+        numerics::set_simd_path(p);
+        std::vector<std::uint8_t> fast(x.size());
+        const Fp8CastStats a = cast_to_fp8(stored.data(), src, n, 1.0f, fp8, fast.data());
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          ASSERT_EQ(fast[i], ref[i]) << numerics::name(src) << " -> " << numerics::name(fp8)
+                                     << " of " << x[i] << " on " << numerics::simd_path_name(p);
+        }
+        EXPECT_EQ(a.amax, b.amax);
+        EXPECT_EQ(a.overflows, b.overflows);
+        EXPECT_EQ(a.underflows, b.underflows);
       }
     }
   }
