@@ -430,6 +430,30 @@ double hi_of(double x) {
   return v;
 }
 
+// The exact result of a product of `passes` bf16 passes over the values: 4 (or a format of
+// bf16 values), the plain product; 3, without the lo x lo terms; 1, the product of the bf16
+// roundings (the parts by the numerics codec, independently of the GEMM's own split).
+std::vector<double> exact_of_passes(const GemmShape& s, const std::vector<float>& a,
+                                    const std::vector<float>& b, int passes) {
+  if (passes == 4) return exact_product(s, a, b).value;
+  std::vector<float> ah = a, bh = b, al = a, bl = b;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ah[i] = static_cast<float>(hi_of(a[i]));
+    al[i] = a[i] - ah[i];
+  }
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    bh[i] = static_cast<float>(hi_of(b[i]));
+    bl[i] = b[i] - bh[i];
+  }
+  std::vector<double> v = exact_product(s, ah, bh).value;
+  if (passes == 3) {
+    const std::vector<double> x = exact_product(s, ah, bl).value,
+                              y = exact_product(s, al, bh).value;
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] += x[i] + y[i];
+  }
+  return v;
+}
+
 TEST_P(Bf16RouteTest, ExactSumsAreBitIdenticalToTheExactResult) {
   std::mt19937 rng(6);
   const GemmShape s = GemmShape::dense(20, 24, 32, false, true);
@@ -513,7 +537,7 @@ TEST_P(Bf16RouteTest, ManyRowBlocksFromTransposedStridedOperandsAreExact) {
   };
   for (const Run& run : {Run{Format::bfloat16, 4, false}, Run{Format::float16, 4, false},
                          Run{Format::float16, 1, false}, Run{Format::float16, 1, true},
-                         Run{Format::float8_e4m3, 1, true}}) {
+                         Run{Format::float16, 3, true}, Run{Format::float8_e4m3, 1, true}}) {
     const Format f = run.f;
     const std::int64_t m = 1100, n = 20, k = 32;
     const GemmShape s{m, n, k, true, run.trans_b, m + 3, run.trans_b ? k + 5 : n + 5, n};
@@ -532,16 +556,53 @@ TEST_P(Bf16RouteTest, ManyRowBlocksFromTransposedStridedOperandsAreExact) {
     const Stored a = store(av, f), b = store(bv, f);
     std::vector<float> out(static_cast<std::size_t>(m * n), 7.0f);
     gemm(s, a.operand(), b.operand(), out.data(), false, on(f, run.passes));
-    std::vector<float> ah = a.values, bh = b.values;
-    if (run.passes == 1) {
-      for (auto* v : {&ah, &bh}) {
-        for (float& x : *v) x = static_cast<float>(hi_of(x));
-      }
-    }
-    const Exact e = exact_product(s, ah, bh);
+    const std::vector<double> want = exact_of_passes(s, a.values, b.values, run.passes);
     for (std::size_t i = 0; i < out.size(); ++i) {
-      ASSERT_EQ(static_cast<double>(out[i]), e.value[i])
+      ASSERT_EQ(static_cast<double>(out[i]), want[i])
           << numerics::name(f) << ", " << run.passes << " passes, element " << i;
+    }
+  }
+}
+
+TEST_P(Bf16RouteTest, ANaNInARowOfAMakesThatRowNaNAndNoOther) {
+  // A NaN of A (row 3, depth 7), whichever way A is stored, in every pass count: that row of
+  // C is NaN (the NaN's hi is a NaN; its lo 0, which times finite values adds 0), the other
+  // rows exact.
+  std::mt19937 rng(10);
+  struct Run {
+    Format f;
+    int passes;
+    bool trans_a;
+  };
+  for (const Run& run : {Run{Format::float16, 1, false}, Run{Format::float16, 3, true},
+                         Run{Format::float16, 4, false}, Run{Format::bfloat16, 1, true},
+                         Run{Format::float8_e4m3, 1, false}}) {
+    const std::int64_t m = 12, n = 10, k = 16;
+    const GemmShape s = GemmShape::dense(m, n, k, run.trans_a, false);
+    auto av = exact_sum_values(static_cast<std::size_t>(m * k), rng);
+    auto bv = exact_sum_values(static_cast<std::size_t>(k * n), rng);
+    for (auto* v : {&av, &bv}) {
+      for (float& x : *v) x = run.f == Format::float16 ? x : std::fmod(std::trunc(x / 2.0f), 16.0f);
+    }
+    av[static_cast<std::size_t>(run.trans_a ? 7 * m + 3 : 3 * k + 7)] = NAN;
+    const Stored a = store(av, run.f), b = store(bv, run.f);
+    std::vector<float> out(static_cast<std::size_t>(m * n));
+    gemm(s, a.operand(), b.operand(), out.data(), false, on(run.f, run.passes));
+    std::vector<float> finite = a.values;
+    finite[static_cast<std::size_t>(run.trans_a ? 7 * m + 3 : 3 * k + 7)] = 0.0f;
+    const std::vector<double> want = exact_of_passes(s, finite, b.values, run.passes);
+    for (std::int64_t i = 0; i < m; ++i) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        const float got = out[static_cast<std::size_t>(i * n + j)];
+        if (i == 3) {
+          ASSERT_TRUE(std::isnan(got))
+              << numerics::name(run.f) << ", " << run.passes << " passes, column " << j;
+        } else {
+          ASSERT_EQ(static_cast<double>(got), want[static_cast<std::size_t>(i * n + j)])
+              << numerics::name(run.f) << ", " << run.passes << " passes, (" << i << ", " << j
+              << ")";
+        }
+      }
     }
   }
 }

@@ -150,33 +150,65 @@ bool direct(const Operand& x, const gemm_detail::PassList& passes, bool a_side, 
   return x.format == Format::float32 && part == gemm_detail::Part::whole;
 }
 
-// Whether x's one pass can be copied in x's own layout, a stored run at a time (one bulk
-// conversion per run, no transposing scatter): its values themselves (whole), or on the bf16
-// type their bf16 rounding, nearest-even (hi; numerics' bfloat16 encoding is that rounding).
+// Whether x's passes can be copied in x's own layout, a stored run at a time (no transposing
+// scatter): on the bf16 type every pass (whole, hi, lo), on float32 one pass of the values
+// themselves.
 bool copies_in_layout(const gemm_detail::PassList& passes, bool a_side, bool bf16) {
-  if (passes.count != 1) return false;
-  const gemm_detail::Part part = a_side ? passes.pass[0].a : passes.pass[0].b;
-  return part == gemm_detail::Part::whole || (bf16 && part == gemm_detail::Part::hi);
+  if (bf16) return true;
+  return passes.count == 1 &&
+         (a_side ? passes.pass[0].a : passes.pass[0].b) == gemm_detail::Part::whole;
 }
 
-// runs x run_length stored elements of x (run i at index i * ld) into out (run i at i *
-// run_length), as bf16 bits or float32, on all threads unless in_thread.
+// Where the runs of a stored operand go in the product's operand of passes.count * k depths: run
+// i of pass p at out + i * step + p * pass_step. A run along the inner dimension (rows of A,
+// columns of op(B) stored transposed) keeps its passes side by side (step passes * length,
+// pass_step length); a run across it (A stored transposed, B as stored) has them stacked,
+// each pass a block of all the runs (step length, pass_step runs * length).
+struct RunLayout {
+  std::int64_t runs, length, ld, step, pass_step;
+};
+RunLayout run_layout(std::int64_t runs, std::int64_t length, std::int64_t ld, bool along,
+                     int passes) {
+  return along ? RunLayout{runs, length, ld, passes * length, length}
+               : RunLayout{runs, length, ld, length, runs * length};
+}
+
+// x's runs (r.runs of r.length stored elements, run i at index i * r.ld) into out as
+// bf16 bits or float32, every pass of the side's parts, on all threads unless in_thread. One pass
+// of stored values or of their bf16 rounding is one bulk conversion (numerics' bfloat16
+// encoding is that rounding); the split passes decode the run once and write each part.
 template <class T>
-void copy_runs(const Operand& x, std::int64_t runs, std::int64_t run_length, std::int64_t ld,
-               T* out, bool in_thread) {
-  constexpr Format kTo = std::is_same_v<T, std::uint16_t> ? Format::bfloat16 : Format::float32;
+void copy_runs(const Operand& x, const gemm_detail::PassList& passes, bool a_side,
+               const RunLayout& r, T* out, bool in_thread) {
+  constexpr bool kBf16 = std::is_same_v<T, std::uint16_t>;
+  constexpr Format kTo = kBf16 ? Format::bfloat16 : Format::float32;
   const auto* base = static_cast<const char*>(x.data);
   const std::int64_t bytes = numerics::traits(x.format).storage_bytes;
+  const gemm_detail::Part first = a_side ? passes.pass[0].a : passes.pass[0].b;
+  const bool converts = passes.count == 1 && first != gemm_detail::Part::lo;
   const auto copy = [&](std::int64_t r0, std::int64_t r1) {
-    for (std::int64_t r = r0; r < r1; ++r) {
-      numerics::convert_array(base + r * ld * bytes, x.format, static_cast<std::size_t>(run_length),
-                              out + r * run_length, kTo);
+    for (std::int64_t i = r0; i < r1; ++i) {
+      const void* run = base + i * r.ld * bytes;
+      T* to = out + i * r.step;
+      if (converts) {
+        numerics::convert_array(run, x.format, static_cast<std::size_t>(r.length), to, kTo);
+        continue;
+      }
+      if constexpr (kBf16) {
+        float* v = thread_run().as<float>(static_cast<std::size_t>(r.length));
+        numerics::convert_array(run, x.format, static_cast<std::size_t>(r.length), v,
+                                Format::float32);
+        for (int p = 0; p < passes.count; ++p) {
+          gemm_detail::part_bits(v, r.length, a_side ? passes.pass[p].a : passes.pass[p].b,
+                                 to + p * r.pass_step);
+        }
+      }
     }
   };
   if (in_thread) {
-    copy(0, runs);
+    copy(0, r.runs);
   } else {
-    parallel_pieces(runs, copy, std::max<std::int64_t>(1, kParallelMinElements / run_length), 1);
+    parallel_pieces(r.runs, copy, std::max<std::int64_t>(1, kParallelMinElements / r.length), 1);
   }
 }
 
@@ -204,11 +236,14 @@ void onednn_gemm(const GemmShape& s, const Operand& a, const Operand& b,
   if (direct(b, passes, false, kBf16)) {
     // oneDNN reads B as stored.
   } else if (copies_in_layout(passes, false, kBf16)) {
-    auto* out = sc.b.as<T>(static_cast<std::size_t>(s.k * s.n));
-    // Stored as k rows of n, or transposed: n rows of k.
-    copy_runs(b, s.trans_b ? s.n : s.k, s.trans_b ? s.k : s.n, s.ldb, out, in_thread);
+    auto* out = sc.b.as<T>(static_cast<std::size_t>(k2 * s.n));
+    // Stored transposed: n runs of k along the depths; else k runs of n across them.
+    copy_runs(b, passes, false,
+              s.trans_b ? run_layout(s.n, s.k, s.ldb, true, passes.count)
+                        : run_layout(s.k, s.n, s.ldb, false, passes.count),
+              out, in_thread);
     bp = out;
-    g.ldb = s.trans_b ? s.k : s.n;
+    g.ldb = s.trans_b ? k2 : s.n;
   } else {
     auto* out = sc.b.as<T>(static_cast<std::size_t>(k2 * s.n));
     // Each thread encodes a range of B's columns (whole depth rows would share cache lines).
@@ -240,12 +275,16 @@ void onednn_gemm(const GemmShape& s, const Operand& a, const Operand& b,
         static_cast<const char*>(a.data) + (s.trans_a ? i0 : i0 * s.lda) * a_bytes;
     const void* ap = first_row;
     if (a_copied) {
-      // The block's rows: `rows` stored rows of k, or transposed: k stored runs of `rows`.
+      // The block's rows: `rows` runs of k along the depths; stored transposed, k runs of
+      // `rows` across them.
       const Operand block{first_row, a.format};
-      auto* out = sc.a.as<T>(static_cast<std::size_t>(rows * s.k));
-      copy_runs(block, s.trans_a ? s.k : rows, s.trans_a ? rows : s.k, s.lda, out, in_thread);
+      auto* out = sc.a.as<T>(static_cast<std::size_t>(rows * k2));
+      copy_runs(block, passes, true,
+                s.trans_a ? run_layout(s.k, rows, s.lda, false, passes.count)
+                          : run_layout(rows, s.k, s.lda, true, passes.count),
+                out, in_thread);
       ap = out;
-      gb.lda = s.trans_a ? rows : s.k;
+      gb.lda = s.trans_a ? rows : k2;
     } else if (!a_direct) {
       auto* out = sc.a.as<T>(static_cast<std::size_t>(rows * k2));
       over_rows(rows, [&](std::int64_t r0, std::int64_t r1) {

@@ -53,4 +53,8 @@ inline float part_value(float x, Part part) {
 // x[i] = part_value(x[i], part) for n values (nothing for Part::whole).
 void apply_part(float* x, std::int64_t n, Part part);
 
+// out[i] = the bfloat16 bits of part_value(x[i], part) for n values whose part is a bf16
+// value (hi, lo, or whole for bf16 values), a NaN kept a NaN (its quiet bit set).
+void part_bits(const float* x, std::int64_t n, Part part, std::uint16_t* out);
+
 }  // namespace mantissa::kernels::gemm_detail
