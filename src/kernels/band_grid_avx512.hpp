@@ -59,4 +59,16 @@ inline __m512i codes16(__m512 q, const BandGrid& g) {
       code, _mm512_slli_epi32(_mm512_srli_epi32(qb, 31), static_cast<unsigned>(g.sign_bit)));
 }
 
+// code with its lanes `bad` (infinities and NaNs of y) replaced by the codec's codes of y.
+inline __m512i codec_codes(__m512 y, __m512i code, __mmask16 bad, const ElementCodec& codec) {
+  alignas(64) float yl[16];
+  alignas(64) std::uint32_t cl[16];
+  _mm512_store_ps(yl, y);
+  _mm512_store_si512(cl, code);
+  for (int i = 0; i < 16; ++i) {
+    if ((bad >> i) & 1u) cl[i] = codec.code(codec.ctx, yl[i]);
+  }
+  return _mm512_load_si512(cl);
+}
+
 }  // namespace mantissa::kernels::detail

@@ -171,8 +171,8 @@ void band_amax_avx512(const BandRows& in, std::int64_t tile_cols, std::uint32_t*
 
 namespace {
 
-// y's lanes `bad` (infinities and NaNs) through the codec: rounded values, or codes (a NaN
-// tile's element 0, so its value is 0 * NaN as on the vector path).
+// y's lanes `bad` (infinities and NaNs) through the codec: rounded values (a NaN tile's
+// element 0, so its value is 0 * NaN as on the vector path); codes: band_grid_avx512.hpp.
 __m512 codec_values(__m512 y, __m512 q, __m512 dec, __mmask16 bad, const ElementCodec& codec) {
   alignas(64) float yl[16], ql[16], dl[16];
   _mm512_store_ps(yl, y);
@@ -182,16 +182,6 @@ __m512 codec_values(__m512 y, __m512 q, __m512 dec, __mmask16 bad, const Element
     if ((bad >> i) & 1u) ql[i] = dl[i] != dl[i] ? 0.0f : codec.value(codec.ctx, yl[i]);
   }
   return _mm512_load_ps(ql);
-}
-__m512i codec_codes(__m512 y, __m512i code, __mmask16 bad, const ElementCodec& codec) {
-  alignas(64) float yl[16];
-  alignas(64) std::uint32_t cl[16];
-  _mm512_store_ps(yl, y);
-  _mm512_store_si512(cl, code);
-  for (int i = 0; i < 16; ++i) {
-    if ((bad >> i) & 1u) cl[i] = codec.code(codec.ctx, yl[i]);
-  }
-  return _mm512_load_si512(cl);
 }
 
 // For bfloat16 input whose tiles are one column or a multiple of 32 columns wide: 32 elements

@@ -40,16 +40,7 @@ void fp8_cast_avx512(const void* x, bool bf16, std::int64_t n, float scale, cons
     under += __builtin_popcount(_mm512_mask_test_epi32_mask(m, a, a) &
                                 _mm512_mask_cmple_epu32_mask(m, b, under_bits));
     __m512i code = codes16(round16(y, g), g);
-    if (const __mmask16 bad = nonfinite16(y, m); bad != 0) {
-      alignas(64) float yl[16];
-      alignas(64) std::uint32_t cl[16];
-      _mm512_store_ps(yl, y);
-      _mm512_store_si512(cl, code);
-      for (int j = 0; j < 16; ++j) {
-        if ((bad >> j) & 1u) cl[j] = codec.code(codec.ctx, yl[j]);
-      }
-      code = _mm512_load_si512(cl);
-    }
+    if (const __mmask16 bad = nonfinite16(y, m); bad != 0) code = codec_codes(y, code, bad, codec);
     _mm512_mask_cvtepi32_storeu_epi8(dst + i, m, code);
   }
   tally.amax = _mm512_reduce_max_epu32(top);

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <memory>
+#include <vector>
 
 #include "mantissa/autograd/nonfinite_watch.hpp"
 #include "mantissa/autograd/ops.hpp"
@@ -133,7 +134,8 @@ TEST(PrecisionProbe, Fp8CastsRecordTheirScaleAndAgreeWithTheCastCounts) {
     const precision::LayerScope layer(name("f"));
     linear(x, w, Variable(), meta);
   }
-  const QuantProbe::Entry* in = find(probe.entries(), "f", "linear_fp8", QuantRole::input);
+  const std::vector<QuantProbe::Entry> entries = probe.entries();  // a copy: keep it alive
+  const QuantProbe::Entry* in = find(entries, "f", "linear_fp8", QuantRole::input);
   ASSERT_NE(in, nullptr);
   EXPECT_EQ(in->stats.format(), Format::float8_e4m3);
   EXPECT_EQ(in->stats.counts().saturated, 2);  // 500 and -1000 past 448
@@ -143,7 +145,7 @@ TEST(PrecisionProbe, Fp8CastsRecordTheirScaleAndAgreeWithTheCastCounts) {
   const auto figures = meta->step_figures();
   EXPECT_EQ(figures.counts[0].overflows, in->stats.counts().saturated);
   EXPECT_EQ(figures.counts[0].underflows, in->stats.counts().flushed);
-  EXPECT_NE(find(probe.entries(), "f", "linear_fp8", QuantRole::output), nullptr);
+  EXPECT_NE(find(entries, "f", "linear_fp8", QuantRole::output), nullptr);
 }
 
 TEST(PrecisionProbe, NothingIsRecordedWithoutAProbe) {
