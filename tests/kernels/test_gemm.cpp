@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "mantissa/error.hpp"
@@ -770,6 +771,42 @@ TEST_F(AmxKernelTest, DeepProductsSplitIntoDepthBlocksMatchTheTwin) {
     gemm(s, a.operand(), b.operand(), out.data(), false, p);
     for (std::size_t i = 0; i < ref.size(); ++i)
       ASSERT_EQ(bits(out[i]), bits(ref[i])) << k << " " << i;
+  }
+}
+
+TEST(GemmRoutes, OnednnFp32TakesEveryFormatStoredEitherWayExactly) {
+  // oneDNN's fp32 matmul on operands decoded in their own layout: more rows than a block,
+  // A transposed or not, B either way, strided; POL 2 rounds float16 / cbfloat16 to bf16 (the
+  // product of the roundings), everything else multiplies the values as stored. Exact sums.
+  std::mt19937 rng(15);
+  for (Format f : {Format::float16, Format::cbfloat16, Format::bfloat16, Format::float8_e4m3}) {
+    for (int pol : {1, 2}) {
+      for (const auto& [ta, tb] : {std::pair{false, false}, std::pair{true, true},
+                                   std::pair{true, false}, std::pair{false, true}}) {
+        const std::int64_t m = 530, n = 18, k = 24;
+        const GemmShape s{m, n, k, ta, tb, (ta ? m : k) + 3, (tb ? k : n) + 2, n};
+        auto av = exact_sum_values(static_cast<std::size_t>((ta ? k : m) * s.lda), rng);
+        auto bv = exact_sum_values(static_cast<std::size_t>((tb ? n : k) * s.ldb), rng);
+        for (auto* v : {&av, &bv}) {
+          for (float& x : *v) {
+            if (f == Format::bfloat16) x = std::trunc(x / 2.0f);
+            if (f == Format::float8_e4m3) x = std::fmod(std::trunc(x / 2.0f), 16.0f);
+          }
+        }
+        const Stored a = store(av, f), b = store(bv, f);
+        const int passes = precision::matmul_passes(f, pol);
+        std::vector<float> out(static_cast<std::size_t>(m * n));
+        gemm(s, a.operand(), b.operand(), out.data(), false,
+             {f, passes, GemmAlgorithm::automatic, GemmRoute::onednn_fp32});
+        const bool rounds = pol == 2 && (f == Format::float16 || f == Format::cbfloat16);
+        const std::vector<double> want = exact_of_passes(s, a.values, b.values, rounds ? 1 : 4);
+        for (std::size_t i = 0; i < out.size(); ++i) {
+          ASSERT_EQ(static_cast<double>(out[i]), want[i])
+              << numerics::name(f) << " POL " << pol << (ta ? " A^T" : "") << (tb ? " B^T" : "")
+              << " element " << i;
+        }
+      }
+    }
   }
 }
 

@@ -3,7 +3,6 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
-#include <bit>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -87,11 +86,6 @@ void execute(CachedMatmul& mm, const void* a, const void* b, float* c) {
   stream.wait();
 }
 
-std::uint16_t bf16_bits(float x) {
-  // x is a bf16 value (a pass part or an H value): its top half, exactly.
-  return static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(x) >> 16);
-}
-
 struct Scratch {
   ScratchBuffer a, b, c;
 };
@@ -105,42 +99,6 @@ ScratchBuffer& thread_run() {
   return run;
 }
 
-// op(X) (rows x cols) of every pass, side by side along the inner dimension, as bf16 into
-// out with leading dimension ld. a_side: the inner dimension runs along X's columns (A: pass p
-// at columns [p cols, (p + 1) cols)); else along its rows (B: pass p at rows [p rows, ...)).
-// Elements go in as bf16 bits (std::uint16_t) or as float32 (float).
-inline std::uint16_t stored_as(float v, std::uint16_t) {
-  return bf16_bits(v);
-}
-inline float stored_as(float v, float) {
-  return v;
-}
-
-template <class T>
-void encode_passes(const gemm_detail::MatrixRef& x, std::int64_t rows, std::int64_t cols,
-                   const gemm_detail::PassList& passes, bool a_side, std::int64_t ld, T* out,
-                   ScratchBuffer& run) {
-  float* tmp = run.as<float>(static_cast<std::size_t>(std::max(rows, cols)));
-  for (int p = 0; p < passes.count; ++p) {
-    const gemm_detail::Part part = a_side ? passes.pass[p].a : passes.pass[p].b;
-    // Element (r, c) of this pass goes to out[at(r, c)].
-    const auto at = [&](std::int64_t r, std::int64_t c) {
-      return a_side ? r * ld + p * cols + c : (p * rows + r) * ld + c;
-    };
-    if (!x.trans) {
-      for (std::int64_t r = 0; r < rows; ++r) {
-        const float* v = gemm_detail::load_run(x.x, r * x.ld, cols, part, tmp);
-        for (std::int64_t c = 0; c < cols; ++c) out[at(r, c)] = stored_as(v[c], T{});
-      }
-    } else {
-      for (std::int64_t c = 0; c < cols; ++c) {
-        const float* v = gemm_detail::load_run(x.x, c * x.ld, rows, part, tmp);
-        for (std::int64_t r = 0; r < rows; ++r) out[at(r, c)] = stored_as(v[r], T{});
-      }
-    }
-  }
-}
-
 // Whether oneDNN can read x as stored: bf16 storage for a bf16 product (whole or hi: a bf16
 // value is its own hi), float32 storage read whole for a float32 one.
 bool direct(const Operand& x, const gemm_detail::PassList& passes, bool a_side, bool bf16) {
@@ -148,15 +106,6 @@ bool direct(const Operand& x, const gemm_detail::PassList& passes, bool a_side, 
   const gemm_detail::Part part = a_side ? passes.pass[0].a : passes.pass[0].b;
   if (bf16) return x.format == Format::bfloat16 && part != gemm_detail::Part::lo;
   return x.format == Format::float32 && part == gemm_detail::Part::whole;
-}
-
-// Whether x's passes can be copied in x's own layout, a stored run at a time (no transposing
-// scatter): on the bf16 type every pass (whole, hi, lo), on float32 one pass of the values
-// themselves.
-bool copies_in_layout(const gemm_detail::PassList& passes, bool a_side, bool bf16) {
-  if (bf16) return true;
-  return passes.count == 1 &&
-         (a_side ? passes.pass[0].a : passes.pass[0].b) == gemm_detail::Part::whole;
 }
 
 // Where the runs of a stored operand go in the product's operand of passes.count * k depths: run
@@ -173,34 +122,37 @@ RunLayout run_layout(std::int64_t runs, std::int64_t length, std::int64_t ld, bo
                : RunLayout{runs, length, ld, length, runs * length};
 }
 
-// x's runs (r.runs of r.length stored elements, run i at index i * r.ld) into out as
-// bf16 bits or float32, every pass of the side's parts, on all threads unless in_thread. One pass
-// of stored values or of their bf16 rounding is one bulk conversion (numerics' bfloat16
-// encoding is that rounding); the split passes decode the run once and write each part.
+// x's runs (r.runs of r.length stored elements, run i at index i * r.ld) into out, every pass
+// of the side's parts, on all threads unless in_thread. As bf16 bits: one pass of stored
+// values or of their bf16 rounding is one bulk conversion (numerics' bfloat16 encoding is that
+// rounding); split passes decode the run once and write each part. As float32: each pass
+// decoded and its part taken in place.
 template <class T>
 void copy_runs(const Operand& x, const gemm_detail::PassList& passes, bool a_side,
                const RunLayout& r, T* out, bool in_thread) {
-  constexpr bool kBf16 = std::is_same_v<T, std::uint16_t>;
-  constexpr Format kTo = kBf16 ? Format::bfloat16 : Format::float32;
   const auto* base = static_cast<const char*>(x.data);
   const std::int64_t bytes = numerics::traits(x.format).storage_bytes;
-  const gemm_detail::Part first = a_side ? passes.pass[0].a : passes.pass[0].b;
-  const bool converts = passes.count == 1 && first != gemm_detail::Part::lo;
+  const auto n = static_cast<std::size_t>(r.length);
+  const auto part = [&](int p) { return a_side ? passes.pass[p].a : passes.pass[p].b; };
+  const bool converts = passes.count == 1 && part(0) != gemm_detail::Part::lo;
   const auto copy = [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t i = r0; i < r1; ++i) {
       const void* run = base + i * r.ld * bytes;
       T* to = out + i * r.step;
-      if (converts) {
-        numerics::convert_array(run, x.format, static_cast<std::size_t>(r.length), to, kTo);
-        continue;
-      }
-      if constexpr (kBf16) {
-        float* v = thread_run().as<float>(static_cast<std::size_t>(r.length));
-        numerics::convert_array(run, x.format, static_cast<std::size_t>(r.length), v,
-                                Format::float32);
+      if constexpr (std::is_same_v<T, std::uint16_t>) {
+        if (converts) {
+          numerics::convert_array(run, x.format, n, to, Format::bfloat16);
+          continue;
+        }
+        float* v = thread_run().as<float>(n);
+        numerics::convert_array(run, x.format, n, v, Format::float32);
         for (int p = 0; p < passes.count; ++p) {
-          gemm_detail::part_bits(v, r.length, a_side ? passes.pass[p].a : passes.pass[p].b,
-                                 to + p * r.pass_step);
+          gemm_detail::part_bits(v, r.length, part(p), to + p * r.pass_step);
+        }
+      } else {
+        for (int p = 0; p < passes.count; ++p) {
+          numerics::convert_array(run, x.format, n, to + p * r.pass_step, Format::float32);
+          gemm_detail::apply_part(to + p * r.pass_step, r.length, part(p));
         }
       }
     }
@@ -208,7 +160,8 @@ void copy_runs(const Operand& x, const gemm_detail::PassList& passes, bool a_sid
   if (in_thread) {
     copy(0, r.runs);
   } else {
-    parallel_pieces(r.runs, copy, std::max<std::int64_t>(1, kParallelMinElements / r.length), 1);
+    const std::int64_t min_runs = kParallelMinElements / std::max<std::int64_t>(1, r.length);
+    parallel_pieces(r.runs, copy, std::max<std::int64_t>(1, min_runs), 1);
   }
 }
 
@@ -230,12 +183,10 @@ void onednn_gemm(const GemmShape& s, const Operand& a, const Operand& b,
       parallel_chunks(rows, fn, 1);
     }
   };
-  // B: in place when it is bf16 already, else encoded once into bf16 passes [k2, n].
+  // B: in place when oneDNN can read it as stored, else copied once, every pass ([k2, n]).
   const void* bp = b.data;
   GemmShape g = s;
-  if (direct(b, passes, false, kBf16)) {
-    // oneDNN reads B as stored.
-  } else if (copies_in_layout(passes, false, kBf16)) {
+  if (!direct(b, passes, false, kBf16)) {
     auto* out = sc.b.as<T>(static_cast<std::size_t>(k2 * s.n));
     // Stored transposed: n runs of k along the depths; else k runs of n across them.
     copy_runs(b, passes, false,
@@ -244,21 +195,6 @@ void onednn_gemm(const GemmShape& s, const Operand& a, const Operand& b,
               out, in_thread);
     bp = out;
     g.ldb = s.trans_b ? k2 : s.n;
-  } else {
-    auto* out = sc.b.as<T>(static_cast<std::size_t>(k2 * s.n));
-    // Each thread encodes a range of B's columns (whole depth rows would share cache lines).
-    over_rows(s.n, [&](std::int64_t c0, std::int64_t c1) {
-      const gemm_detail::MatrixRef part{
-          {static_cast<const char*>(b.data) +
-               (s.trans_b ? c0 * s.ldb : c0) * numerics::traits(b.format).storage_bytes,
-           b.format},
-          s.trans_b,
-          s.ldb};
-      encode_passes(part, s.k, c1 - c0, passes, false, s.n, out + c0, thread_run());
-    });
-    bp = out;
-    g.trans_b = false;
-    g.ldb = s.n;
   }
   g.k = k2;
   g.ldc = s.n;
@@ -266,7 +202,6 @@ void onednn_gemm(const GemmShape& s, const Operand& a, const Operand& b,
   constexpr std::int64_t kBlockRows = 512;
   const int a_bytes = numerics::traits(a.format).storage_bytes;
   const bool a_direct = direct(a, passes, true, kBf16);
-  const bool a_copied = !a_direct && copies_in_layout(passes, true, kBf16);
   for (std::int64_t i0 = 0; i0 < s.m; i0 += kBlockRows) {
     const std::int64_t rows = std::min(kBlockRows, s.m - i0);
     GemmShape gb = g;
@@ -274,7 +209,7 @@ void onednn_gemm(const GemmShape& s, const Operand& a, const Operand& b,
     const void* first_row =
         static_cast<const char*>(a.data) + (s.trans_a ? i0 : i0 * s.lda) * a_bytes;
     const void* ap = first_row;
-    if (a_copied) {
+    if (!a_direct) {
       // The block's rows: `rows` runs of k along the depths; stored transposed, k runs of
       // `rows` across them.
       const Operand block{first_row, a.format};
@@ -285,19 +220,6 @@ void onednn_gemm(const GemmShape& s, const Operand& a, const Operand& b,
                 out, in_thread);
       ap = out;
       gb.lda = s.trans_a ? rows : k2;
-    } else if (!a_direct) {
-      auto* out = sc.a.as<T>(static_cast<std::size_t>(rows * k2));
-      over_rows(rows, [&](std::int64_t r0, std::int64_t r1) {
-        const gemm_detail::MatrixRef part{
-            {static_cast<const char*>(first_row) + (s.trans_a ? r0 : r0 * s.lda) * a_bytes,
-             a.format},
-            s.trans_a,
-            s.lda};
-        encode_passes(part, r1 - r0, s.k, passes, true, k2, out + r0 * k2, thread_run());
-      });
-      ap = out;
-      gb.trans_a = false;
-      gb.lda = k2;
     }
     float* c = sc.c.as<float>(static_cast<std::size_t>(rows * s.n));
     if (k2 == 0) {
