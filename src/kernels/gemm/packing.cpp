@@ -213,15 +213,6 @@ void pack_straight(const Operand& x, std::int64_t first, std::int64_t row_stride
 
 }  // namespace
 
-const float* load_run(const Operand& x, std::int64_t index, std::int64_t n, Part part, float* tmp) {
-  if (x.format == Format::float32 && part == Part::whole) {
-    return static_cast<const float*>(x.data) + index;
-  }
-  convert_run(x.data, x.format, index, n, tmp);
-  apply_part(tmp, n, part);
-  return tmp;
-}
-
 void pack_a(const MatrixRef& a, std::int64_t r0, std::int64_t rows, std::int64_t k0,
             std::int64_t kc, Part part, int mr, float* dst) {
   if (a.trans) {

@@ -32,10 +32,6 @@ void pack_a(const MatrixRef& a, std::int64_t r0, std::int64_t rows, std::int64_t
 void pack_b(const MatrixRef& b, std::int64_t k0, std::int64_t kc, std::int64_t c0,
             std::int64_t cols, Part part, int nr, float* dst);
 
-// `n` consecutive stored elements of x starting at element `index`, as float32 with the part
-// applied: a pointer into the operand itself (float32, whole) or into `tmp`.
-const float* load_run(const Operand& x, std::int64_t index, std::int64_t n, Part part, float* tmp);
-
 // Pairs a packed float32 panel of bf16 values (src[k * width + x], k < kc) into bf16 pair
 // words: dst[p * width + x] = bits(src[(2p+1) width + x]) high | bits(src[2p width + x]) low,
 // the missing odd depth of an odd kc read as zero. The values must be bf16 values (their low
