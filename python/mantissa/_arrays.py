@@ -56,7 +56,7 @@ def encode(x, fmt, rounding="nearest_even", seed=0, counter=0, saturate=None, ou
     the others overflow to infinity), True to clamp to +-max, False for inf (NaN in e4m3)."""
     a = _float32_input(x)
     dtype = _BITS_DTYPES[_core.storage_bytes(fmt)]
-    o = np.empty(a.shape, dtype) if out is None else _check_out(out, a.shape, dtype)
+    o = _core.empty(a.shape, dtype) if out is None else _check_out(out, a.shape, dtype)
     _core.encode_into(a, o, fmt, rounding, seed, counter, _saturate_arg(saturate))
     return o if out is None else out
 
@@ -71,7 +71,7 @@ def decode(bits, fmt, out=None):
                         f"for {fmt}")
     shape = b.shape
     b = np.ascontiguousarray(b).view(_BITS_DTYPES[width])
-    o = np.empty(shape, np.float32) if out is None else _check_out(out, shape, np.float32)
+    o = _core.empty(shape, np.float32) if out is None else _check_out(out, shape, np.float32)
     _core.decode_into(b, o, fmt)
     return o if out is None else out
 
@@ -83,7 +83,8 @@ def round(x, fmt, rounding="nearest_even", seed=0, counter=0, saturate=None, out
     if a.dtype.type not in _FLOAT_INPUTS:
         raise TypeError(f"x: dtype {a.dtype}, expected float32 or float64")
     if out is None:
-        o = np.array(a, dtype=np.float32, order="C", copy=True)
+        o = _core.empty(a.shape, np.float32)
+        np.copyto(o, a, casting="same_kind")
     else:
         o = _check_out(out, a.shape, np.float32)
         same = (a.dtype == np.float32 and a.strides == o.strides

@@ -4,6 +4,8 @@
 
 namespace mantissa::python {
 
+// empty: result arrays, large ones in the library's page memory.
+void bind_arrays(pybind11::module_& m);
 // formats(), encode_into, decode_into, round_inplace: the codecs on numpy arrays.
 void bind_formats(pybind11::module_& m);
 // quantize_blocks: the block quantizers (MX, NVFP4, fp8 blocks) on 2-D float32 arrays.

@@ -9,6 +9,7 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "mantissa's C++ library (use the package mantissa, not this module)";
   // mantissa::Error becomes mantissa.Error (a ValueError) carrying the library's message.
   pybind11::register_exception<mantissa::Error>(m, "Error", PyExc_ValueError);
+  mantissa::python::bind_arrays(m);
   mantissa::python::bind_formats(m);
   mantissa::python::bind_blocks(m);
   mantissa::python::bind_runs(m);

@@ -125,6 +125,30 @@ def test_any_shape_and_stride():
                 np.testing.assert_array_equal(mantissa.decode(bits[::-1], fmt), got[::-1])
 
 
+def test_large_results_are_ordinary_arrays():
+    """Results of 4 MiB or more live in the library's page memory: C-contiguous, writable,
+    of the right shape, with the right values (bfloat16 is float32's upper half, and the
+    16-bit and 8-bit results are checked against the exact reference), alive as long as any
+    view of them."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 1_000_001)).astype(np.float32)  # 12 MB of float32
+    bits = mantissa.encode(x, "bfloat16", rounding="toward_zero")
+    np.testing.assert_array_equal(bits, (x.view(np.uint32) >> 16).astype(np.uint16))
+    y = mantissa.decode(bits, "bfloat16")
+    view = y[1, ::1000]
+    for a in (bits, y):
+        assert a.flags.c_contiguous and a.flags.writeable and a.shape == x.shape
+    np.testing.assert_array_equal(y.view(np.uint32), bits.astype(np.uint32) << 16)
+    want = y[1, ::1000].copy()
+    del y
+    np.testing.assert_array_equal(view, want)
+    r = mantissa.round(x, "float8_e4m3")
+    assert r.flags.c_contiguous and r.shape == x.shape
+    np.testing.assert_array_equal(r[0, :5000], reference.decode(reference.encode(x[0, :5000], "float8_e4m3", "nearest_even", None), "float8_e4m3"))
+    r[...] = 0  # writable
+    assert not r.any()
+
+
 def test_out_arguments_write_in_place():
     x = np.float32([0.1, 1.0 / 3.0, 1e-3])
     want = mantissa.round(x, "bfloat16")
