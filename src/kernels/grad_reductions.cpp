@@ -1,6 +1,7 @@
 #include "mantissa/kernels/grad_reductions.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <vector>
 
@@ -66,14 +67,23 @@ bool block_has_pattern(const Bits* p, std::int64_t n, Bits mask) {
   return hit != 0;
 }
 
+// On all threads, in blocks; a thread stops at its first block with a hit, and the others
+// at their next block.
 template <class Bits>
 bool any_pattern(const void* data, std::int64_t n, Bits mask) {
   constexpr std::int64_t kScanBlock = 1 << 13;
   const Bits* p = static_cast<const Bits*>(data);
-  for (std::int64_t b = 0; b < n; b += kScanBlock) {
-    if (block_has_pattern(p + b, std::min(kScanBlock, n - b), mask)) return true;
+  const std::int64_t blocks = (n + kScanBlock - 1) / kScanBlock;
+  std::atomic<bool> found{false};
+#pragma omp parallel for schedule(static) if (blocks >= 8)
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    if (found.load(std::memory_order_relaxed)) continue;
+    const std::int64_t begin = b * kScanBlock;
+    if (block_has_pattern(p + begin, std::min(kScanBlock, n - begin), mask)) {
+      found.store(true, std::memory_order_relaxed);
+    }
   }
-  return false;
+  return found.load();
 }
 
 }  // namespace

@@ -96,8 +96,11 @@ bool cpu_supports(SimdPath p) {
 }
 
 SimdPath best_simd_path() {
-  if (cpu_supports(SimdPath::avx512)) return SimdPath::avx512;
-  return cpu_supports(SimdPath::avx2) ? SimdPath::avx2 : SimdPath::scalar;
+  // Asked for by every bulk conversion, some of them a row long: found once.
+  static const SimdPath best = cpu_supports(SimdPath::avx512) ? SimdPath::avx512
+                               : cpu_supports(SimdPath::avx2) ? SimdPath::avx2
+                                                              : SimdPath::scalar;
+  return best;
 }
 
 SimdPath active_simd_path() {
