@@ -18,6 +18,7 @@
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
 #include "mantissa/precision/policy.hpp"
+#include "packing.hpp"  // the GEMM's private packing (src/kernels/gemm)
 
 namespace {
 
@@ -113,6 +114,32 @@ void BM_pair_product(benchmark::State& state, std::int64_t m, std::int64_t n, st
       benchmark::Counter(4.0 * m * n * pairs * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// One depth block of pair panels straight from bfloat16 storage, as the AMX GEMM packs them
+// (kc 512, 32 lines a panel) from a 2048 x 1536 operand: the panels of one 1,024-line block,
+// on the active path (`twin`: the scalar twin). GB/s counts the bytes read and written.
+void BM_pair_panels(benchmark::State& state, bool a_side, bool trans, bool rows_layout,
+                    bool twin) {
+  namespace g = k::gemm_detail;
+  constexpr std::int64_t kLines = 1024, kDepth = 512, kWidth = 32, kLd = 1536;
+  const std::vector<std::uint8_t> x = values(2048 * kLd, Format::bfloat16, 3);
+  const g::MatrixRef ref{{x.data(), Format::bfloat16}, trans, kLd};
+  std::vector<std::uint32_t> dst(static_cast<std::size_t>(kWidth * kDepth / 2));
+  for (auto _ : state) {
+    for (std::int64_t l0 = 0; l0 < kLines; l0 += kWidth) {
+      if (twin) {
+        g::pair_panel_bf16_ref(ref, a_side, l0, kWidth, 0, kDepth, g::Part::whole, kWidth,
+                               kDepth / 2, rows_layout, dst.data());
+      } else {
+        g::pair_panel_bf16(ref, a_side, l0, kWidth, 0, kDepth, g::Part::whole, kWidth,
+                           kDepth / 2, rows_layout, dst.data());
+      }
+      benchmark::DoNotOptimize(dst.data());
+    }
+  }
+  state.counters["GB/s"] = benchmark::Counter(kLines * kDepth * 2.0 * 2 * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+
 template <class... Args>
 void add(const std::string& name, Args&&... args) {
   benchmark::RegisterBenchmark(name.c_str(), std::forward<Args>(args)...)
@@ -166,6 +193,16 @@ void register_all() {
       add("onednn_bf16/float8_e4m3/" + shape, BM_ours, g, Format::float8_e4m3, 1,
           GemmRoute::onednn_bf16);
     }
+  }
+  for (const bool twin : {false, true}) {
+    // The layouts of the model's products: A as stored and transposed on AMX's rows, B as
+    // stored and transposed by pair (AMX's B, and both operands of the AVX512-BF16 kernel).
+    const std::string path = twin ? "_ref" : "";
+    add("pair_panels" + path + "/a_rows", BM_pair_panels, true, false, true, twin);
+    add("pair_panels" + path + "/a_transposed_rows", BM_pair_panels, true, true, true, twin);
+    add("pair_panels" + path + "/b_pairs", BM_pair_panels, false, false, false, twin);
+    add("pair_panels" + path + "/b_transposed_pairs", BM_pair_panels, false, true, false, twin);
+    add("pair_panels" + path + "/a_pairs", BM_pair_panels, true, false, false, twin);
   }
   if (k::bf16_pairs_available()) {
     add("bf16_pair_product/64x256x32", BM_pair_product, 64, 256, 32);

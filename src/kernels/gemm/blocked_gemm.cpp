@@ -153,9 +153,9 @@ void run_thread(const Job& job, int t, int threads) {
             auto* words = reinterpret_cast<std::uint32_t*>(b_panels);
             for (std::int64_t q = pack0; q < pack1; ++q) {
               const std::int64_t c0 = j0 + q * nr, width = std::min(nr * (q + 1), cols) - q * nr;
-              if (job.kern.a_rows && pair_panel_bf16(job.b, false, c0, width, k0, kc, pass.b, nr,
-                                                     kp, false, words + q * kp * nr)) {
-                continue;  // AMX panels straight from bf16 storage
+              if (pair_panel_bf16(job.b, false, c0, width, k0, kc, pass.b, nr, kp, false,
+                                  words + q * kp * nr)) {
+                continue;  // pair panels straight from bf16 storage
               }
               pack_b(job.b, k0, kc, c0, width, pass.b, nr, panel);
               pair_panel_padded(panel, kc, nr, kp, false, words + q * kp * nr);
@@ -173,8 +173,8 @@ void run_thread(const Job& job, int t, int threads) {
               for (std::int64_t ir = 0; ir * mr < mc; ++ir) {
                 const std::int64_t r0 = i0 + ib + ir * mr;
                 const std::int64_t height = std::min<std::int64_t>(mr, mc - ir * mr);
-                if (job.kern.a_rows && pair_panel_bf16(job.a, true, r0, height, k0, kc, pass.a, mr,
-                                                       kp, true, awords + ir * kp * mr)) {
+                if (pair_panel_bf16(job.a, true, r0, height, k0, kc, pass.a, mr, kp,
+                                    job.kern.a_rows, awords + ir * kp * mr)) {
                   continue;
                 }
                 pack_a(job.a, r0, height, k0, kc, pass.a, mr, panel);

@@ -7,6 +7,8 @@
 #include <cstring>
 
 #include "mantissa/numerics/convert.hpp"
+#include "mantissa/numerics/cpu_features.hpp"
+#include "pair_panels_avx512.hpp"
 
 namespace mantissa::kernels::gemm_detail {
 namespace {
@@ -257,7 +259,7 @@ void pair_panel(const float* src, std::int64_t kc, int width, std::uint32_t* dst
   }
 }
 
-bool pair_panel_bf16(const MatrixRef& x, bool a_side, std::int64_t line0, std::int64_t lines,
+bool pair_panel_bf16_ref(const MatrixRef& x, bool a_side, std::int64_t line0, std::int64_t lines,
                      std::int64_t k0, std::int64_t kc, Part part, int width, std::int64_t padded,
                      bool rows_layout, std::uint32_t* dst) {
   if (x.x.format != Format::bfloat16 || part == Part::lo) return false;
@@ -309,6 +311,41 @@ bool pair_panel_bf16(const MatrixRef& x, bool a_side, std::int64_t line0, std::i
                  (has_odd ? static_cast<std::uint32_t>(odd[l]) << 16 : 0u);
       }
     }
+    std::fill(out + lines, out + width, 0u);
+  }
+  std::fill(dst + pairs * width, dst + padded * width, 0u);
+  return true;
+}
+
+bool pair_panel_bf16(const MatrixRef& x, bool a_side, std::int64_t line0, std::int64_t lines,
+                     std::int64_t k0, std::int64_t kc, Part part, int width, std::int64_t padded,
+                     bool rows_layout, std::uint32_t* dst) {
+  const bool lines_contiguous = a_side != x.trans;
+  // The two layouts that read or write across lines go to AVX-512; the others are row
+  // copies and row interleaves the compiler vectorizes.
+  if (lines_contiguous == rows_layout ||
+      numerics::active_simd_path() != numerics::SimdPath::avx512) {
+    return pair_panel_bf16_ref(x, a_side, line0, lines, k0, kc, part, width, padded, rows_layout,
+                               dst);
+  }
+  if (x.x.format != Format::bfloat16 || part == Part::lo) return false;
+  const auto* base = static_cast<const std::uint16_t*>(x.x.data);
+  const std::int64_t pairs = (kc + 1) / 2;
+  if (rows_layout) {  // A transposed for AMX: dst[l * padded + p], lines along the storage rows
+    interleave_rows_transposed_avx512(base + k0 * x.ld + line0, x.ld, kc, lines, dst, padded);
+    for (std::int64_t l = 0; l < width; ++l) {
+      std::uint32_t* out = dst + l * padded;
+      std::fill(l < lines ? out + pairs : out, out + padded, 0u);
+    }
+    return true;
+  }
+  // dst[p * width + l]: each line's depths contiguous in the storage, its pair words read
+  // whole; an odd kc's last pair has only its low half.
+  const std::uint16_t* first = base + line0 * x.ld + k0;
+  transpose_words_avx512(first, lines, kc / 2, x.ld, dst, width, width);
+  if (kc % 2 != 0) {
+    std::uint32_t* out = dst + (kc / 2) * width;
+    for (std::int64_t l = 0; l < lines; ++l) out[l] = first[l * x.ld + kc - 1];
     std::fill(out + lines, out + width, 0u);
   }
   std::fill(dst + pairs * width, dst + padded * width, 0u);

@@ -38,14 +38,20 @@ void pack_b(const MatrixRef& b, std::int64_t k0, std::int64_t kc, std::int64_t c
 // 16 bits zero): the halves are taken, not rounded.
 void pair_panel(const float* src, std::int64_t kc, int width, std::uint32_t* dst);
 
-// AMX panels straight from bfloat16 storage, without a float32 panel between: `lines` lines
-// (rows of op(A), or columns of op(B); up to `width`, the rest zero) by depths
+// Pair panels (AMX's or the AVX512-BF16 kernel's) straight from bfloat16 storage, without a
+// float32 panel between: `lines` lines (rows of op(A), or columns of op(B); up to `width`,
+// the rest zero) by depths
 // [k0, k0 + kc), as pair words padded to `padded` pairs, laid out as pair_panel_padded's.
 // Returns false (and writes nothing) unless x is stored as bfloat16 and `part` reads the
 // stored values themselves (whole, or hi: a bf16 value is its own hi).
 bool pair_panel_bf16(const MatrixRef& x, bool a_side, std::int64_t line0, std::int64_t lines,
                      std::int64_t k0, std::int64_t kc, Part part, int width, std::int64_t padded,
                      bool rows_layout, std::uint32_t* dst);
+
+// The scalar twin of pair_panel_bf16 (which takes AVX-512 where it can): the same words.
+bool pair_panel_bf16_ref(const MatrixRef& x, bool a_side, std::int64_t line0, std::int64_t lines,
+                         std::int64_t k0, std::int64_t kc, Part part, int width,
+                         std::int64_t padded, bool rows_layout, std::uint32_t* dst);
 
 // The same pair words with the pairs padded to `padded` (>= (kc + 1) / 2) by zero words, laid
 // out by row for AMX's A tiles (rows_layout: dst[x * padded + p]) or by pair for its B tiles
