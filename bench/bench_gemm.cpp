@@ -117,8 +117,7 @@ void BM_pair_product(benchmark::State& state, std::int64_t m, std::int64_t n, st
 // One depth block of pair panels straight from bfloat16 storage, as the AMX GEMM packs them
 // (kc 512, 32 lines a panel) from a 2048 x 1536 operand: the panels of one 1,024-line block,
 // on the active path (`twin`: the scalar twin). GB/s counts the bytes read and written.
-void BM_pair_panels(benchmark::State& state, bool a_side, bool trans, bool rows_layout,
-                    bool twin) {
+void BM_pair_panels(benchmark::State& state, bool a_side, bool trans, bool rows_layout, bool twin) {
   namespace g = k::gemm_detail;
   constexpr std::int64_t kLines = 1024, kDepth = 512, kWidth = 32, kLd = 1536;
   const std::vector<std::uint8_t> x = values(2048 * kLd, Format::bfloat16, 3);
@@ -130,8 +129,8 @@ void BM_pair_panels(benchmark::State& state, bool a_side, bool trans, bool rows_
         g::pair_panel_bf16_ref(ref, a_side, l0, kWidth, 0, kDepth, g::Part::whole, kWidth,
                                kDepth / 2, rows_layout, dst.data());
       } else {
-        g::pair_panel_bf16(ref, a_side, l0, kWidth, 0, kDepth, g::Part::whole, kWidth,
-                           kDepth / 2, rows_layout, dst.data());
+        g::pair_panel_bf16(ref, a_side, l0, kWidth, 0, kDepth, g::Part::whole, kWidth, kDepth / 2,
+                           rows_layout, dst.data());
       }
       benchmark::DoNotOptimize(dst.data());
     }

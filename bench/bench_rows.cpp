@@ -1,12 +1,16 @@
 // Row kernels at GPT-ref's sizes (2048 rows of 384): layer norm forward and backward and
-// softmax, on all threads. CPU time is the calling thread's; compare real time within a run.
+// softmax, on all threads; and GELU forward and backward on a feed-forward layer's 2048 x 1536,
+// on the best SIMD path and on AVX2 (`gelu_*/avx2`). CPU time is the calling thread's;
+// compare real time within a run.
 //   build/bench/bench_rows --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
 #include <vector>
 
 #include "bench_values.hpp"
+#include "mantissa/kernels/pointwise.hpp"
 #include "mantissa/kernels/rows.hpp"
+#include "mantissa/numerics/cpu_features.hpp"
 
 namespace {
 
@@ -60,8 +64,44 @@ void BM_softmax(benchmark::State& state) {
   bytes(state, 2);
 }
 
+// GELU on 2048 x 1536 values (path: the SIMD path to run it on).
+void BM_gelu(benchmark::State& state, bool backward, mantissa::numerics::SimdPath path) {
+  namespace n = mantissa::numerics;
+  if (!n::cpu_supports(path)) {
+    state.SkipWithError("this CPU lacks the path");
+    return;
+  }
+  constexpr std::int64_t kElements = 2048 * 1536;
+  const std::vector<float> x = values(kElements, 5), dy = values(kElements, 6);
+  std::vector<float> out(kElements);
+  n::set_simd_path(path);
+  for (auto _ : state) {
+    if (backward) {
+      k::gelu_backward(x.data(), dy.data(), out.data(), kElements);
+    } else {
+      k::gelu_forward(x.data(), out.data(), kElements);
+    }
+    benchmark::ClobberMemory();
+  }
+  n::set_simd_path(n::best_simd_path());
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * (backward ? 3 : 2) *
+                          kElements * 4);
+}
+
 }  // namespace
 
+BENCHMARK_CAPTURE(BM_gelu, forward, false, mantissa::numerics::best_simd_path())
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_gelu, backward, true, mantissa::numerics::best_simd_path())
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_gelu, forward / avx2, false, mantissa::numerics::SimdPath::avx2)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_gelu, backward / avx2, true, mantissa::numerics::SimdPath::avx2)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 BENCHMARK(BM_layer_norm_forward)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_layer_norm_backward)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_softmax)->Unit(benchmark::kMicrosecond)->UseRealTime();

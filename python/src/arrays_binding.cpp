@@ -36,7 +36,8 @@ py::array empty(const std::vector<py::ssize_t>& shape, const py::object& type) {
     }
     bytes *= static_cast<std::size_t>(d);
   }
-  if (bytes < tensor::kPageMemoryFrom) return py::module_::import("numpy").attr("empty")(shape, dtype);
+  if (bytes < tensor::kPageMemoryFrom)
+    return py::module_::import("numpy").attr("empty")(shape, dtype);
   auto* buffer = new PageBuffer{tensor::allocate_pages(bytes), bytes};
   py::capsule owner(buffer, [](void* p) noexcept {
     auto* b = static_cast<PageBuffer*>(p);

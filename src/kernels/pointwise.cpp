@@ -4,12 +4,15 @@
 #include <cmath>
 
 #include "mantissa/kernels/parallel.hpp"
+#include "mantissa/numerics/cpu_features.hpp"
+#include "pointwise_avx512.hpp"
 #include "vector_exp.hpp"
 
 namespace mantissa::kernels {
 namespace {
 constexpr double kSqrt2OverPi = 0.7978845608028654;
 constexpr double kCubic = 0.044715;
+constexpr float kSquareCap = 1e10f;
 }  // namespace
 
 // 0.5 (1 + tanh(u)) = sigmoid(2u): no cancellation for large negative x (exp(-2u) may reach
@@ -27,9 +30,19 @@ void gelu_exponentials(const float* x, float* e, std::int64_t len) {
   }
   detail::exp_shifted(e, e, len, 0.0f);
 }
+
+bool avx512() {
+  return numerics::active_simd_path() == numerics::SimdPath::avx512;
+}
 }  // namespace
 
 void gelu_forward(const float* x, float* y, std::int64_t n) {
+  if (avx512()) {
+    parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
+      detail::gelu_forward_avx512(x + begin, y + begin, end - begin);
+    });
+    return;
+  }
   parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
     float e[kTile];
     for (std::int64_t t0 = begin; t0 < end; t0 += kTile) {
@@ -41,6 +54,12 @@ void gelu_forward(const float* x, float* y, std::int64_t n) {
 }
 
 void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
+  if (avx512()) {
+    parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
+      detail::gelu_backward_avx512(x + begin, dy + begin, dx + begin, end - begin);
+    });
+    return;
+  }
   const auto a = static_cast<float>(kSqrt2OverPi), b = static_cast<float>(kCubic);
   parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
     float e[kTile];
@@ -50,7 +69,9 @@ void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
       for (std::int64_t i = 0; i < len; ++i) {
         const float v = x[t0 + i];
         const float s = 1.0f / (1.0f + e[i]);
-        const float du = a * (1.0f + 3.0f * b * v * v);
+        // v^2 capped at 1e10: s (1 - s) is exactly 0 long before (|v| > 20), and uncapped du
+        // would reach inf past |v| = 1e19, making 0 * inf.
+        const float du = a * (1.0f + 3.0f * b * std::min(v * v, kSquareCap));
         dx[t0 + i] = dy[t0 + i] * (s + v * s * (1.0f - s) * 2.0f * du);
       }
     }

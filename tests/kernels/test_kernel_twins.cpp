@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "mantissa/kernels/attention.hpp"
@@ -12,6 +14,7 @@
 #include "mantissa/kernels/optimizer_updates.hpp"
 #include "mantissa/kernels/pointwise.hpp"
 #include "mantissa/kernels/rows.hpp"
+#include "mantissa/numerics/cpu_features.hpp"
 
 namespace mantissa::kernels {
 namespace {
@@ -33,15 +36,29 @@ void expect_close(const std::vector<float>& a, const std::vector<float>& b, doub
 }
 
 TEST(KernelTwins, Gelu) {
-  const auto x = random_values(10'000, 1, 3.0f);
+  // 10,003 values (a tail past every vector width), and the far ends: exp(-2u) reaching 0 and
+  // inf, where GELU is x and -0.
+  auto x = random_values(10'003, 1, 3.0f);
+  for (const float far : {-1e30f, -200.0f, -12.0f, 12.0f, 200.0f, 1e30f}) x.push_back(far);
   std::vector<float> y(x.size()), yr(x.size()), dy = random_values(x.size(), 2), dx(x.size()),
                                                 dxr(x.size());
-  gelu_forward(x.data(), y.data(), static_cast<std::int64_t>(x.size()));
-  gelu_forward_ref(x.data(), yr.data(), static_cast<std::int64_t>(x.size()));
-  expect_close(y, yr, 1e-6, 1e-5, "gelu forward");
-  gelu_backward(x.data(), dy.data(), dx.data(), static_cast<std::int64_t>(x.size()));
-  gelu_backward_ref(x.data(), dy.data(), dxr.data(), static_cast<std::int64_t>(x.size()));
-  expect_close(dx, dxr, 1e-6, 1e-5, "gelu backward");
+  const auto n = static_cast<std::int64_t>(x.size());
+  gelu_forward_ref(x.data(), yr.data(), n);
+  gelu_backward_ref(x.data(), dy.data(), dxr.data(), n);
+  for (const numerics::SimdPath path : {numerics::SimdPath::avx2, numerics::SimdPath::avx512}) {
+    if (!numerics::cpu_supports(path)) {
+      std::printf("[  SKIPPED ] gelu on the %s path: not on this CPU\n",
+                  std::string(numerics::simd_path_name(path)).c_str());
+      continue;
+    }
+    numerics::set_simd_path(path);
+    SCOPED_TRACE(std::string(numerics::simd_path_name(path)));
+    gelu_forward(x.data(), y.data(), n);
+    expect_close(y, yr, 1e-6, 1e-5, "gelu forward");
+    gelu_backward(x.data(), dy.data(), dx.data(), n);
+    expect_close(dx, dxr, 1e-6, 1e-5, "gelu backward");
+  }
+  numerics::set_simd_path(numerics::best_simd_path());
 }
 
 TEST(KernelTwins, LayerNormParameterGradientsAnyColumnSplit) {

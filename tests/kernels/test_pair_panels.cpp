@@ -40,7 +40,8 @@ TEST(PairPanels, EveryLayoutMatchesTheDefinitionOnEveryPath) {
       for (const bool rows_layout : {false, true}) {
         for (const int width : {12, 32}) {
           for (const std::int64_t kc : {1, 2, 7, 31, 32, 33, 64, 71}) {
-            for (const std::int64_t lines : {std::int64_t{1}, std::int64_t{5}, std::int64_t{width}}) {
+            for (const std::int64_t lines :
+                 {std::int64_t{1}, std::int64_t{5}, std::int64_t{width}}) {
               const MatrixRef x{{storage.data(), Format::bfloat16}, trans, ld};
               const std::int64_t line0 = 3, k0 = 5, pairs = (kc + 1) / 2;
               const std::int64_t padded = (pairs + 15) / 16 * 16;
@@ -61,12 +62,11 @@ TEST(PairPanels, EveryLayoutMatchesTheDefinitionOnEveryPath) {
                 numerics::set_simd_path(path);
                 std::vector<std::uint32_t> dst(static_cast<std::size_t>(width * padded),
                                                0xDEADBEEFu);
-                const bool done = twin ? pair_panel_bf16_ref(x, a_side, line0, lines, k0, kc,
-                                                             Part::whole, width, padded,
-                                                             rows_layout, dst.data())
-                                       : pair_panel_bf16(x, a_side, line0, lines, k0, kc,
-                                                         Part::whole, width, padded, rows_layout,
-                                                         dst.data());
+                const bool done =
+                    twin ? pair_panel_bf16_ref(x, a_side, line0, lines, k0, kc, Part::whole, width,
+                                               padded, rows_layout, dst.data())
+                         : pair_panel_bf16(x, a_side, line0, lines, k0, kc, Part::whole, width,
+                                           padded, rows_layout, dst.data());
                 ASSERT_TRUE(done);
                 std::int64_t wrong = 0;
                 for (std::int64_t l = 0; l < width; ++l) {

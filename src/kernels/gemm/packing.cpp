@@ -260,8 +260,8 @@ void pair_panel(const float* src, std::int64_t kc, int width, std::uint32_t* dst
 }
 
 bool pair_panel_bf16_ref(const MatrixRef& x, bool a_side, std::int64_t line0, std::int64_t lines,
-                     std::int64_t k0, std::int64_t kc, Part part, int width, std::int64_t padded,
-                     bool rows_layout, std::uint32_t* dst) {
+                         std::int64_t k0, std::int64_t kc, Part part, int width,
+                         std::int64_t padded, bool rows_layout, std::uint32_t* dst) {
   if (x.x.format != Format::bfloat16 || part == Part::lo) return false;
   const auto* base = static_cast<const std::uint16_t*>(x.x.data);
   // Lines run along the storage's rows (each line's depths contiguous) for A as stored and

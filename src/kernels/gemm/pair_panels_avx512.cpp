@@ -78,9 +78,8 @@ void transpose_words_avx512(const std::uint16_t* x, std::int64_t rows, std::int6
   }
 }
 
-void interleave_rows_transposed_avx512(const std::uint16_t* base, std::int64_t ld,
-                                       std::int64_t kc, std::int64_t lines, std::uint32_t* dst,
-                                       std::int64_t ldd) {
+void interleave_rows_transposed_avx512(const std::uint16_t* base, std::int64_t ld, std::int64_t kc,
+                                       std::int64_t lines, std::uint32_t* dst, std::int64_t ldd) {
   const std::int64_t pairs = (kc + 1) / 2;
   for (std::int64_t l0 = 0; l0 < lines; l0 += 16) {
     const std::int64_t w = std::min<std::int64_t>(16, lines - l0);

@@ -16,8 +16,7 @@ void transpose_words_avx512(const std::uint16_t* x, std::int64_t rows, std::int6
 // Pairs of two depth rows, line by line, transposed: dst[l * ldd + p] = x[2p][l] |
 // x[2p + 1][l] << 16 for l < lines, p < pairs, where x[k] = base + k * ld (16-bit values) and
 // row 2p + 1 is read as zero when 2p + 1 >= kc.
-void interleave_rows_transposed_avx512(const std::uint16_t* base, std::int64_t ld,
-                                       std::int64_t kc, std::int64_t lines, std::uint32_t* dst,
-                                       std::int64_t ldd);
+void interleave_rows_transposed_avx512(const std::uint16_t* base, std::int64_t ld, std::int64_t kc,
+                                       std::int64_t lines, std::uint32_t* dst, std::int64_t ldd);
 
 }  // namespace mantissa::kernels::gemm_detail

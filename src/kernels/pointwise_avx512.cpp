@@ -1,0 +1,78 @@
+// Compiled with -mavx512f; entered only where the active SIMD path is avx512.
+#include "pointwise_avx512.hpp"
+
+#include <immintrin.h>
+
+#include "mantissa/numerics/avx512_gcc12.hpp"  // after <immintrin.h>
+
+#include "vector_exp.hpp"
+
+namespace mantissa::kernels::detail {
+namespace {
+
+constexpr float kA = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kB = 0.044715f;
+
+// exp(x) as vector_exp.hpp's exp_avx2 computes it (2^n times the degree-6 polynomial of the
+// reduced argument, 0 below kExpLow, inf above kExpHigh, NaN kept), 16 lanes.
+__m512 exp16(__m512 x) {
+  const __mmask16 too_low = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpLow), _CMP_LT_OQ);
+  const __mmask16 too_high = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpHigh), _CMP_GT_OQ);
+  const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  const __m512 xc =
+      _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(kExpLow)), _mm512_set1_ps(kExpHigh));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(kLog2e)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), xc);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
+  __m512 p = _mm512_set1_ps(kExpC[6]);
+  for (int i = 5; i >= 0; --i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC[i]));
+  const __m512i e = _mm512_slli_epi32(_mm512_cvtps_epi32(n), 23);
+  __m512 y = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), e));
+  y = _mm512_mask_mov_ps(y, too_low, _mm512_setzero_ps());
+  y = _mm512_mask_mov_ps(y, too_high, _mm512_set1_ps(__builtin_inff()));
+  return _mm512_mask_mov_ps(y, nan, x);
+}
+
+// exp(-2u) for u = kA (v + kB v^3), in the AVX2 path's order of operations.
+__m512 exp_minus_2u(__m512 v) {
+  const __m512 cube = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(kB), v), v), v);
+  return exp16(_mm512_mul_ps(_mm512_set1_ps(-2.0f * kA), _mm512_add_ps(v, cube)));
+}
+
+__mmask16 first(std::int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+}  // namespace
+
+void gelu_forward_avx512(const float* x, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = first(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    const __m512 e = exp_minus_2u(v);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_div_ps(v, _mm512_add_ps(_mm512_set1_ps(1.0f), e)));
+  }
+}
+
+void gelu_backward_avx512(const float* x, const float* dy, float* dx, std::int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (std::int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = first(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    const __m512 s = _mm512_div_ps(one, _mm512_add_ps(one, exp_minus_2u(v)));
+    // du = kA (1 + 3 kB min(v^2, 1e10)); dx = dy (s + v s (1 - s) 2 du). The cap as the
+    // AVX2 path's: s (1 - s) is 0 long before it, and du would reach inf past |v| = 1e19.
+    const __m512 square = _mm512_min_ps(_mm512_set1_ps(1e10f), _mm512_mul_ps(v, v));  // NaN kept
+    const __m512 du = _mm512_mul_ps(
+        _mm512_set1_ps(kA), _mm512_add_ps(one, _mm512_mul_ps(_mm512_set1_ps(3.0f * kB), square)));
+    const __m512 slope =
+        _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(v, s), _mm512_sub_ps(one, s)),
+                                    _mm512_set1_ps(2.0f)),
+                      du);
+    _mm512_mask_storeu_ps(dx + i, m,
+                          _mm512_mul_ps(_mm512_maskz_loadu_ps(m, dy + i), _mm512_add_ps(s, slope)));
+  }
+}
+
+}  // namespace mantissa::kernels::detail

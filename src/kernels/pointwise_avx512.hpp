@@ -1,0 +1,13 @@
+#pragma once
+// Internal: GELU (tanh form) 16 lanes at a time (pointwise_avx512.cpp, compiled with
+// -mavx512f), entered by pointwise.cpp only where the active SIMD path is avx512. The same
+// formulas as the AVX2 path (sigmoid(2u) with u = sqrt(2/pi) (x + 0.044715 x^3), exp as
+// vector_exp.hpp computes it), its results within an ulp or two of theirs.
+#include <cstdint>
+
+namespace mantissa::kernels::detail {
+
+void gelu_forward_avx512(const float* x, float* y, std::int64_t n);
+void gelu_backward_avx512(const float* x, const float* dy, float* dx, std::int64_t n);
+
+}  // namespace mantissa::kernels::detail
