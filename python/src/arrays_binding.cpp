@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <limits>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -38,12 +39,16 @@ py::array empty(const std::vector<py::ssize_t>& shape, const py::object& type) {
   }
   if (bytes < tensor::kPageMemoryFrom)
     return py::module_::import("numpy").attr("empty")(shape, dtype);
-  auto* buffer = new PageBuffer{tensor::allocate_pages(bytes), bytes};
-  py::capsule owner(buffer, [](void* p) noexcept {
+  const auto release = [](void* p) noexcept {
     auto* b = static_cast<PageBuffer*>(p);
     tensor::free_pages(b->data, b->bytes);
     delete b;
-  });
+  };
+  std::unique_ptr<PageBuffer, decltype(release)> held(
+      new PageBuffer{tensor::allocate_pages(bytes), bytes}, release);
+  PageBuffer* buffer = held.get();
+  py::capsule owner(buffer, release);  // owns the pages from here on
+  held.release();
   std::vector<py::ssize_t> strides(shape.size());
   py::ssize_t stride = itemsize;
   for (std::size_t i = shape.size(); i-- > 0;) {
