@@ -1,6 +1,6 @@
 // Row kernels at GPT-ref's sizes (2048 rows of 384): layer norm forward and backward and
 // softmax, on all threads; and GELU forward and backward on a feed-forward layer's 2048 x 1536,
-// on the best SIMD path and on AVX2 (`gelu_*/avx2`). CPU time is the calling thread's;
+// on the best SIMD path and on AVX2 (`BM_gelu/*_avx2`). CPU time is the calling thread's;
 // compare real time within a run.
 //   build/bench/bench_rows --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -96,10 +96,10 @@ BENCHMARK_CAPTURE(BM_gelu, forward, false, mantissa::numerics::best_simd_path())
 BENCHMARK_CAPTURE(BM_gelu, backward, true, mantissa::numerics::best_simd_path())
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
-BENCHMARK_CAPTURE(BM_gelu, forward / avx2, false, mantissa::numerics::SimdPath::avx2)
+BENCHMARK_CAPTURE(BM_gelu, forward_avx2, false, mantissa::numerics::SimdPath::avx2)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
-BENCHMARK_CAPTURE(BM_gelu, backward / avx2, true, mantissa::numerics::SimdPath::avx2)
+BENCHMARK_CAPTURE(BM_gelu, backward_avx2, true, mantissa::numerics::SimdPath::avx2)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 BENCHMARK(BM_layer_norm_forward)->Unit(benchmark::kMicrosecond)->UseRealTime();

@@ -12,7 +12,6 @@ namespace mantissa::kernels {
 namespace {
 constexpr double kSqrt2OverPi = 0.7978845608028654;
 constexpr double kCubic = 0.044715;
-constexpr float kSquareCap = 1e10f;
 }  // namespace
 
 // 0.5 (1 + tanh(u)) = sigmoid(2u): no cancellation for large negative x (exp(-2u) may reach
@@ -69,9 +68,7 @@ void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
       for (std::int64_t i = 0; i < len; ++i) {
         const float v = x[t0 + i];
         const float s = 1.0f / (1.0f + e[i]);
-        // v^2 capped at 1e10: s (1 - s) is exactly 0 long before (|v| > 20), and uncapped du
-        // would reach inf past |v| = 1e19, making 0 * inf.
-        const float du = a * (1.0f + 3.0f * b * std::min(v * v, kSquareCap));
+        const float du = a * (1.0f + 3.0f * b * std::min(v * v, detail::kGeluSquareCap));
         dx[t0 + i] = dy[t0 + i] * (s + v * s * (1.0f - s) * 2.0f * du);
       }
     }

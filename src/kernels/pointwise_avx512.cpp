@@ -40,9 +40,9 @@ void gelu_backward_avx512(const float* x, const float* dy, float* dx, std::int64
     const __mmask16 m = first(n - i);
     const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
     const __m512 s = _mm512_div_ps(one, _mm512_add_ps(one, exp_minus_2u(v)));
-    // du = kA (1 + 3 kB min(v^2, 1e10)); dx = dy (s + v s (1 - s) 2 du). The cap as the
-    // AVX2 path's: s (1 - s) is 0 long before it, and du would reach inf past |v| = 1e19.
-    const __m512 square = _mm512_min_ps(_mm512_set1_ps(1e10f), _mm512_mul_ps(v, v));  // NaN kept
+    // du = kA (1 + 3 kB min(v^2, cap)); dx = dy (s + v s (1 - s) 2 du)
+    const __m512 square =
+        _mm512_min_ps(_mm512_set1_ps(kGeluSquareCap), _mm512_mul_ps(v, v));  // NaN kept
     const __m512 du = _mm512_mul_ps(
         _mm512_set1_ps(kA), _mm512_add_ps(one, _mm512_mul_ps(_mm512_set1_ps(3.0f * kB), square)));
     const __m512 slope =

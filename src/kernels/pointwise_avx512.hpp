@@ -7,6 +7,10 @@
 
 namespace mantissa::kernels::detail {
 
+// GELU's backward caps v^2 here on both paths: s (1 - s) is exactly 0 long before (|v| > 20),
+// and uncapped, du would reach inf past |v| = 1e19, making 0 * inf.
+constexpr float kGeluSquareCap = 1e10f;
+
 void gelu_forward_avx512(const float* x, float* y, std::int64_t n);
 void gelu_backward_avx512(const float* x, const float* dy, float* dx, std::int64_t n);
 
