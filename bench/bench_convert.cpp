@@ -19,6 +19,7 @@ namespace {
 using mantissa::numerics::Format;
 using mantissa::numerics::Rounding;
 using mantissa::numerics::SimdPath;
+using mantissa::numerics::Stores;
 
 constexpr std::size_t kBytes = 64u << 20;
 constexpr std::size_t kFloats = kBytes / sizeof(float);
@@ -76,12 +77,13 @@ void BM_memcpy(benchmark::State& state) {
   report(state, 2 * kBytes, start);
 }
 
-void encode_bench(benchmark::State& state, Format f, Rounding r, SimdPath path) {
+void encode_bench(benchmark::State& state, Format f, Rounding r, SimdPath path, Stores stores) {
   mantissa::numerics::set_simd_path(path);
   Buffers& b = buffers();
   mantissa::numerics::ConvertOptions opt;
   opt.rounding = r;
   opt.seed = 1;
+  opt.stores = stores;
   memcpy_rate();
   const auto start = Clock::now();
   for (auto _ : state) {
@@ -92,14 +94,15 @@ void encode_bench(benchmark::State& state, Format f, Rounding r, SimdPath path) 
   mantissa::numerics::set_simd_path(mantissa::numerics::best_simd_path());
 }
 
-void decode_bench(benchmark::State& state, Format f, SimdPath path) {
+void decode_bench(benchmark::State& state, Format f, SimdPath path,
+                  mantissa::numerics::Stores stores) {
   mantissa::numerics::set_simd_path(path);
   Buffers& b = buffers();
   mantissa::numerics::encode_array(b.src.data(), kFloats, f, b.packed.data());
   memcpy_rate();
   const auto start = Clock::now();
   for (auto _ : state) {
-    mantissa::numerics::decode_array(b.packed.data(), kFloats, f, b.back.data());
+    mantissa::numerics::decode_array(b.packed.data(), kFloats, f, b.back.data(), stores);
     benchmark::ClobberMemory();
   }
   report(state, kBytes + kFloats * mantissa::numerics::traits(f).storage_bytes, start);
@@ -131,15 +134,24 @@ void register_all() {
     const std::string n(mantissa::numerics::name(f));
     for (Rounding r : {Rounding::nearest_even, Rounding::stochastic}) {
       const std::string rn(mantissa::numerics::rounding_name(r));
-      benchmark::RegisterBenchmark(("encode/" + n + "/" + rn).c_str(), encode_bench, f, r, best)
+      benchmark::RegisterBenchmark(("encode/" + n + "/" + rn).c_str(), encode_bench, f, r, best,
+                                   Stores::cached)
           ->Unit(benchmark::kMillisecond);
     }
-    benchmark::RegisterBenchmark(("decode/" + n).c_str(), decode_bench, f, best)
+    benchmark::RegisterBenchmark(("decode/" + n).c_str(), decode_bench, f, best, Stores::cached)
+        ->Unit(benchmark::kMillisecond);
+    // Streaming stores (the Python package's large results): where the path has them.
+    benchmark::RegisterBenchmark(("encode_streaming/" + n + "/nearest_even").c_str(), encode_bench,
+                                 f, Rounding::nearest_even, best, Stores::streaming)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("decode_streaming/" + n).c_str(), decode_bench, f, best,
+                                 Stores::streaming)
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("encode_ref/" + n + "/nearest_even").c_str(), encode_bench, f,
-                                 Rounding::nearest_even, SimdPath::scalar)
+                                 Rounding::nearest_even, SimdPath::scalar, Stores::cached)
         ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(("decode_ref/" + n).c_str(), decode_bench, f, SimdPath::scalar)
+    benchmark::RegisterBenchmark(("decode_ref/" + n).c_str(), decode_bench, f, SimdPath::scalar,
+                                 Stores::cached)
         ->Unit(benchmark::kMillisecond);
   }
   for (Format from : {Format::float32, Format::bfloat16}) {

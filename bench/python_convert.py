@@ -6,8 +6,11 @@ time of --repeats calls.
 
     python3 bench/python_convert.py [--mib 64] [--repeats 5]
 
-Two tables. "new result": each call allocates its result, as `astype` does (the kernel then
-zeroes every page the conversion first touches). "into out": the result goes into an array
+Three tables. "new result": each call allocates its result, as `astype` does; mantissa's
+large results reuse the pages of the previous call's freed result (tensor/page_memory.hpp),
+while numpy's come from new pages the kernel zeroes as the conversion first touches them.
+"new result, fresh pages": the same with mantissa's kept pages released before each timed
+call (outside the timing), so both sides pay the kernel's page faults. "into out": the result goes into an array
 allocated once (mantissa's out=; np.copyto for the peer, the same cast as astype). The
 peer converts on one thread, mantissa on OMP_NUM_THREADS (its default: every core). Each conversion is checked bit for bit against the peer's
 before it is timed. Needs the package (scripts/install-python.sh or pip install .) and
@@ -30,9 +33,11 @@ PEERS = {  # mantissa's format: (the peer's dtype, who provides it)
 }
 
 
-def best_seconds(fn, repeats):
+def best_seconds(fn, repeats, setup=None):
     best = float("inf")
     for _ in range(repeats):
+        if setup is not None:
+            setup()
         start = time.perf_counter()
         fn()
         best = min(best, time.perf_counter() - start)
@@ -40,7 +45,8 @@ def best_seconds(fn, repeats):
 
 
 def cases(x, fmt, dtype):
-    """(direction, result kind, mantissa's call, the peer's call) for one format."""
+    """(direction, result kind, mantissa's call, the peer's call, setup before each of
+    mantissa's calls) for one format."""
     uint = np.uint8 if np.dtype(dtype).itemsize == 1 else np.uint16
     # ml_dtypes' float8_e4m3fn turns overflow into NaN: mantissa's saturate=False.
     sat = False if fmt == "float8_e4m3" else None
@@ -52,15 +58,20 @@ def cases(x, fmt, dtype):
         raise SystemExit(f"{fmt}: mantissa and the peer disagree on decode")
     bits_out, narrow_out = np.empty_like(bits), np.empty_like(narrow)
     wide_out, wide_out2 = np.empty_like(x), np.empty_like(x)
+    fresh = mantissa.release_kept_pages
     return [
         ("encode", "new result", lambda: mantissa.encode(x, fmt, saturate=sat),
-         lambda: x.astype(dtype)),
+         lambda: x.astype(dtype), None),
         ("decode", "new result", lambda: mantissa.decode(bits, fmt),
-         lambda: narrow.astype(np.float32)),
+         lambda: narrow.astype(np.float32), None),
+        ("encode", "new result, fresh pages", lambda: mantissa.encode(x, fmt, saturate=sat),
+         lambda: x.astype(dtype), fresh),
+        ("decode", "new result, fresh pages", lambda: mantissa.decode(bits, fmt),
+         lambda: narrow.astype(np.float32), fresh),
         ("encode", "into out", lambda: mantissa.encode(x, fmt, saturate=sat, out=bits_out),
-         lambda: np.copyto(narrow_out, x, casting="unsafe")),
+         lambda: np.copyto(narrow_out, x, casting="unsafe"), None),
         ("decode", "into out", lambda: mantissa.decode(bits, fmt, out=wide_out),
-         lambda: np.copyto(wide_out2, narrow)),
+         lambda: np.copyto(wide_out2, narrow), None),
     ]
 
 
@@ -77,11 +88,11 @@ def main():
     rows = []
     for fmt, (dtype, who) in PEERS.items():
         gb = (x.nbytes + x.nbytes * np.dtype(dtype).itemsize // 4) / 1e9  # read + written
-        for direction, kind, ours, theirs in cases(x, fmt, dtype):
-            t_ours = best_seconds(ours, args.repeats)
+        for direction, kind, ours, theirs, setup in cases(x, fmt, dtype):
+            t_ours = best_seconds(ours, args.repeats, setup)
             t_peer = best_seconds(theirs, args.repeats)
             rows.append((kind, fmt, direction, gb / t_ours, gb / t_peer, who))
-    for kind in ("new result", "into out"):
+    for kind in ("new result", "new result, fresh pages", "into out"):
         print(f"\n{kind}: GB/s")
         print(f"{'format':<12} {'direction':<9} {'mantissa':>9} {'peer':>8} {'ratio':>6}  peer")
         for k, fmt, direction, r_ours, r_peer, who in rows:

@@ -1,6 +1,7 @@
 // empty(shape, dtype): numpy arrays for results, with large ones in the library's page memory
 // (mantissa/tensor/page_memory.hpp): a new 64 MiB result then faults in 32 large pages rather
-// than 16,384 small ones, which is most of a bfloat16 or float16 conversion's time.
+// than 16,384 small ones, which is most of a bfloat16 or float16 conversion's time; a freed
+// result's pages are kept for the next result of its size (page_memory.hpp).
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -64,6 +65,11 @@ void bind_arrays(py::module_& m) {
   m.def("empty", &empty, py::arg("shape"), py::arg("dtype"),
         "An uninitialized C-contiguous array; large ones in 2 MiB pages where the kernel has "
         "them");
+  m.def("kept_page_bytes", &tensor::kept_page_bytes,
+        "Bytes of freed large results kept for reuse (at most 256 MiB; the kernel may reclaim "
+        "them under memory pressure)");
+  m.def("release_kept_pages", &tensor::release_kept_pages,
+        "Unmaps the freed large results kept for reuse");
 }
 
 }  // namespace mantissa::python

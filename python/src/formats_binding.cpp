@@ -16,6 +16,7 @@
 #include "mantissa/error.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/format.hpp"
+#include "mantissa/tensor/page_memory.hpp"
 
 namespace py = pybind11;
 
@@ -119,6 +120,13 @@ void in_chunks(std::size_t n, Fn&& fn) {
   }
 }
 
+// A large result goes around the caches: it would not stay in them anyway, and each line is
+// then written without being read first.
+numerics::Stores stores_for(std::size_t result_bytes) {
+  return result_bytes >= tensor::kPageMemoryFrom ? numerics::Stores::streaming
+                                                 : numerics::Stores::cached;
+}
+
 void check_sizes(const py::buffer_info& a, const py::buffer_info& b) {
   if (a.size != b.size) {
     throw py::value_error("out: " + std::to_string(b.size) + " elements, expected " +
@@ -136,8 +144,10 @@ void encode_into(const py::buffer& x, const py::buffer& out, const std::string& 
   check_sizes(src, dst);
   py::gil_scoped_release unlocked;
   const int bytes = numerics::traits(f).storage_bytes;
+  const numerics::Stores stores = stores_for(static_cast<std::size_t>(dst.size) * bytes);
   in_chunks(static_cast<std::size_t>(src.size), [&](std::size_t first, std::size_t count) {
     ConvertOptions chunk = o;
+    chunk.stores = stores;
     chunk.counter += first;
     numerics::encode_array(static_cast<const float*>(src.ptr) + first, count, f,
                            static_cast<char*>(dst.ptr) + first * bytes, chunk);
@@ -151,9 +161,10 @@ void decode_into(const py::buffer& bits, const py::buffer& out, const std::strin
   check_sizes(src, dst);
   py::gil_scoped_release unlocked;
   const int bytes = numerics::traits(f).storage_bytes;
+  const numerics::Stores stores = stores_for(static_cast<std::size_t>(dst.size) * sizeof(float));
   in_chunks(static_cast<std::size_t>(src.size), [&](std::size_t first, std::size_t count) {
     numerics::decode_array(static_cast<const char*>(src.ptr) + first * bytes, count, f,
-                           static_cast<float*>(dst.ptr) + first);
+                           static_cast<float*>(dst.ptr) + first, stores);
   });
 }
 

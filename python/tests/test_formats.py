@@ -149,6 +149,25 @@ def test_large_results_are_ordinary_arrays():
     assert not r.any()
 
 
+def test_freed_large_results_are_reused_with_new_values():
+    """A freed result's pages are kept (within 256 MiB) and the next result of its size takes
+    them: its values are the new conversion's, not the old ones."""
+    mantissa.release_kept_pages()
+    assert mantissa.kept_page_bytes() == 0
+    n = 3 << 20  # 12 MiB of float32
+    first = mantissa.decode(np.full(n, 0x3F80, np.uint16), "bfloat16")  # 1.0
+    address = first.__array_interface__["data"][0]
+    del first
+    assert mantissa.kept_page_bytes() >= n * 4
+    bits = np.arange(n, dtype=np.uint32).astype(np.uint16) & 0x7F7F
+    second = mantissa.decode(bits, "bfloat16")
+    assert second.__array_interface__["data"][0] == address
+    np.testing.assert_array_equal(second.view(np.uint32), bits.astype(np.uint32) << 16)
+    mantissa.release_kept_pages()
+    assert mantissa.kept_page_bytes() == 0
+    np.testing.assert_array_equal(second[:4].view(np.uint32), bits[:4].astype(np.uint32) << 16)
+
+
 def test_out_arguments_write_in_place():
     x = np.float32([0.1, 1.0 / 3.0, 1e-3])
     want = mantissa.round(x, "bfloat16")

@@ -106,7 +106,7 @@ void encode_array(const float* src, std::size_t n, Format format, void* dst,
     if (bf16_wide && args.rounding != Rounding::stochastic &&
         args.overflow == Overflow::to_infinity) {
       detail::encode_bfloat16_avx512(src, chunk, reinterpret_cast<std::uint16_t*>(out),
-                                     args.rounding);
+                                     args.rounding, options.stores == Stores::streaming);
     } else {
       detail::encode_avx2(src, chunk, out, args);
     }
@@ -118,13 +118,14 @@ void encode_array(const float* src, std::size_t n, Format format, void* dst,
   }
 }
 
-void decode_array(const void* src, std::size_t n, Format format, float* dst) {
+void decode_array(const void* src, std::size_t n, Format format, float* dst, Stores stores) {
   if (scalar_only(format)) {
     decode_array_ref(src, n, format, dst);
     return;
   }
   if (format == Format::bfloat16 && active_simd_path() == SimdPath::avx512) {
-    detail::decode_bfloat16_avx512(static_cast<const std::uint16_t*>(src), n, dst);
+    detail::decode_bfloat16_avx512(static_cast<const std::uint16_t*>(src), n, dst,
+                                   stores == Stores::streaming);
     return;
   }
   const FormatTraits& t = traits(format);

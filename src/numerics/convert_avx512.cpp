@@ -4,6 +4,8 @@
 // bits; the tails go through the codec.
 #include <immintrin.h>
 
+#include <cstdint>
+
 #include "convert_kernels.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
 
@@ -29,35 +31,52 @@ __m512i bf16_halves(__m512i u, bool nearest) {
 
 }  // namespace
 
-void encode_bfloat16_avx512(const float* src, std::size_t n, std::uint16_t* dst,
-                            Rounding rounding) {
+void encode_bfloat16_avx512(const float* src, std::size_t n, std::uint16_t* dst, Rounding rounding,
+                            bool streaming) {
   const bool nearest = rounding == Rounding::nearest_even;
-  std::size_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    const __m512i a = bf16_halves(_mm512_loadu_si512(src + i), nearest);
-    const __m512i b = bf16_halves(_mm512_loadu_si512(src + i + 16), nearest);
-    // Pack the two halves' low words in order: packus works per 128-bit lane, the permute
-    // puts the lanes back.
-    const __m512i packed = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7),
-                                                    _mm512_packus_epi32(a, b));
-    _mm512_storeu_si512(dst + i, packed);
-  }
+  // 32 values: pack the two halves' low words in order (packus works per 128-bit lane, the
+  // permute puts the lanes back).
+  const auto narrow = [&](const float* s) {
+    const __m512i a = bf16_halves(_mm512_loadu_si512(s), nearest);
+    const __m512i b = bf16_halves(_mm512_loadu_si512(s + 16), nearest);
+    return _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7),
+                                    _mm512_packus_epi32(a, b));
+  };
   const Layout l = layout(Format::bfloat16);
-  for (; i < n; ++i) {
+  const auto one = [&](std::size_t i) {
     dst[i] = static_cast<std::uint16_t>(encode(src[i], l, rounding, Overflow::to_infinity));
+  };
+  std::size_t i = 0;
+  if (streaming) {
+    for (; i < n && reinterpret_cast<std::uintptr_t>(dst + i) % 64 != 0; ++i) one(i);
+    for (; i + 32 <= n; i += 32)
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), narrow(src + i));
+    _mm_sfence();
   }
+  for (; i + 32 <= n; i += 32) _mm512_storeu_si512(dst + i, narrow(src + i));
+  for (; i < n; ++i) one(i);
 }
 
-void decode_bfloat16_avx512(const std::uint16_t* src, std::size_t n, float* dst) {
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
+void decode_bfloat16_avx512(const std::uint16_t* src, std::size_t n, float* dst, bool streaming) {
+  const auto wide = [](const std::uint16_t* s) {
     const __m512i u = _mm512_slli_epi32(
-        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))), 16);
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s))), 16);
     const __mmask16 nan = _mm512_cmpgt_epu32_mask(
         _mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_set1_epi32(0x7F800000));
-    _mm512_storeu_si512(dst + i, _mm512_mask_or_epi32(u, nan, u, _mm512_set1_epi32(0x00400000)));
-  }
+    return _mm512_mask_or_epi32(u, nan, u, _mm512_set1_epi32(0x00400000));
+  };
   const Layout l = layout(Format::bfloat16);
+  std::size_t i = 0;
+  if (streaming) {
+    // Up to the first 64-byte boundary of dst one element at a time, then whole lines.
+    for (; i < n && reinterpret_cast<std::uintptr_t>(dst + i) % 64 != 0; ++i) {
+      dst[i] = decode(src[i], l);
+    }
+    for (; i + 16 <= n; i += 16)
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), wide(src + i));
+    _mm_sfence();
+  }
+  for (; i + 16 <= n; i += 16) _mm512_storeu_si512(dst + i, wide(src + i));
   for (; i < n; ++i) dst[i] = decode(src[i], l);
 }
 

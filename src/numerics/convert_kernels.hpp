@@ -35,8 +35,11 @@ void decode_avx2(const void* src, std::size_t n, const Layout& layout, int stora
 
 // SimdPath::avx512 (convert_avx512.cpp): bfloat16 16 lanes at a time, bit for bit as the avx2
 // kernels and the codec. Encode: nearest even or toward zero, overflow to infinity.
-void encode_bfloat16_avx512(const float* src, std::size_t n, std::uint16_t* dst, Rounding rounding);
-void decode_bfloat16_avx512(const std::uint16_t* src, std::size_t n, float* dst);
+// streaming: non-temporal stores from dst's first 64-byte boundary on.
+void encode_bfloat16_avx512(const float* src, std::size_t n, std::uint16_t* dst, Rounding rounding,
+                            bool streaming);
+// streaming: non-temporal stores from dst's first 64-byte boundary on.
+void decode_bfloat16_avx512(const std::uint16_t* src, std::size_t n, float* dst, bool streaming);
 // Nearest even, overflow to infinity, in place.
 void round_bfloat16_avx512(float* x, std::size_t n);
 // n one-byte codes through a 256-entry table of bfloat16 bits: dst[i] = table[src[i]].

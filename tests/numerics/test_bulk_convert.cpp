@@ -2,8 +2,10 @@
 // every rounding and overflow mode; the scalar fallback is exercised too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -95,22 +97,27 @@ TEST_P(BulkConvert, EncodeEveryPathMatchesScalarCodec) {
       for (SimdPath p : {SimdPath::scalar, SimdPath::avx2, SimdPath::avx512}) {
         if (!numerics::cpu_supports(p)) continue;
         numerics::set_simd_path(p);
-        for (std::size_t start : {std::size_t{0}, std::size_t{5}}) {
-          std::fill(got.begin(), got.end(), 0xa5);
-          ConvertOptions shifted = opt;
-          shifted.counter += start;
-          numerics::encode_array(in.data() + start, in.size() - start - start, c.format,
-                                 got.data() + start * c.storage_bytes, shifted);
-          const std::size_t first = start * c.storage_bytes;
-          const std::size_t last = bytes - start * c.storage_bytes;
-          for (std::size_t b = first; b < last; ++b) {
-            ASSERT_EQ(got[b], want[b])
-                << numerics::simd_path_name(p) << " " << numerics::rounding_name(r)
-                << " saturate=" << (o == Overflow::saturate) << " element " << b / c.storage_bytes
-                << " input " << in[b / c.storage_bytes];
+        for (std::size_t start : {std::size_t{0}, std::size_t{5}, std::size_t{37}}) {
+          for (const numerics::Stores stores :
+               {numerics::Stores::cached, numerics::Stores::streaming}) {
+            std::fill(got.begin(), got.end(), 0xa5);
+            ConvertOptions shifted = opt;
+            shifted.counter += start;
+            shifted.stores = stores;
+            numerics::encode_array(in.data() + start, in.size() - start - start, c.format,
+                                   got.data() + start * c.storage_bytes, shifted);
+            const std::size_t first = start * c.storage_bytes;
+            const std::size_t last = bytes - start * c.storage_bytes;
+            for (std::size_t b = first; b < last; ++b) {
+              ASSERT_EQ(got[b], want[b])
+                  << numerics::simd_path_name(p) << " " << numerics::rounding_name(r)
+                  << " saturate=" << (o == Overflow::saturate) << " element " << b / c.storage_bytes
+                  << " input " << in[b / c.storage_bytes];
+            }
+            // Nothing written outside the range.
+            for (std::size_t b = last; b < got.size(); ++b) ASSERT_EQ(got[b], 0xa5) << b;
+            for (std::size_t b = 0; b < first; ++b) ASSERT_EQ(got[b], 0xa5) << b;
           }
-          // Nothing written past the end of the range.
-          for (std::size_t b = last; b < got.size(); ++b) ASSERT_EQ(got[b], 0xa5) << b;
         }
       }
     }
@@ -123,14 +130,27 @@ TEST_P(BulkConvert, DecodeOfEncodedArraysMatchesScalarOnEveryPath) {
   const std::vector<float> in = mixed_inputs(10'001, 12);
   std::vector<std::uint8_t> packed(in.size() * c.storage_bytes);
   numerics::encode_array_ref(in.data(), in.size(), c.format, packed.data());
-  std::vector<float> want(in.size()), got(in.size());
+  std::vector<float> want(in.size());
   numerics::decode_array_ref(packed.data(), in.size(), c.format, want.data());
+  // Streaming stores start at the destination's first 64-byte boundary: destinations 0 to 17
+  // floats past one, so the head, the streamed lines and the tail all vary.
+  std::vector<float> room(in.size() + 64);
+  const std::size_t base = (64 - reinterpret_cast<std::uintptr_t>(room.data()) % 64) % 64 / 4;
   for (SimdPath p : {SimdPath::scalar, SimdPath::avx2, SimdPath::avx512}) {
     if (!numerics::cpu_supports(p)) continue;
     numerics::set_simd_path(p);
-    numerics::decode_array(packed.data(), in.size(), c.format, got.data());
-    ASSERT_EQ(std::memcmp(got.data(), want.data(), in.size() * sizeof(float)), 0)
-        << numerics::simd_path_name(p);
+    for (const numerics::Stores stores : {numerics::Stores::cached, numerics::Stores::streaming}) {
+      for (const std::size_t shift : {std::size_t{0}, std::size_t{1}, std::size_t{17}}) {
+        float* got = room.data() + base + shift;
+        std::fill(room.begin(), room.end(), -1.0f);
+        numerics::decode_array(packed.data(), in.size(), c.format, got, stores);
+        ASSERT_EQ(std::memcmp(got, want.data(), in.size() * sizeof(float)), 0)
+            << numerics::simd_path_name(p)
+            << (stores == numerics::Stores::streaming ? " streaming" : "") << " shift " << shift;
+        ASSERT_EQ(got[-1], -1.0f);
+        ASSERT_EQ(got[in.size()], -1.0f);
+      }
+    }
   }
 }
 

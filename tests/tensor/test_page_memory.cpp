@@ -1,7 +1,8 @@
 // Page memory (mantissa/tensor/page_memory.hpp): mappings aligned to 2 MiB, every byte
 // writable, the whole 2 MiB pages inside marked for the kernel's large pages (the "hg" flag
 // of /proc/self/smaps, set by the advice whatever pages the kernel then finds), the partial
-// page at the end not marked, and sizes no mapping can hold refused.
+// page at the end not marked, sizes no mapping can hold refused, and freed buffers reused for
+// the same size within kPageReuseBytes (the mappings seen in /proc/self/smaps).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -85,7 +86,53 @@ TEST(PageMemory, IsAlignedWritableAndAdvisedForLargePagesOnlyWhereWhole) {
     }
   }
   free_pages(p, kBytes);
-  EXPECT_TRUE(mappings_over(p, kBytes).empty()) << "the buffer is still mapped after free_pages";
+  release_kept_pages();
+  EXPECT_TRUE(mappings_over(p, kBytes).empty())
+      << "the buffer is still mapped after free_pages and release_kept_pages";
+}
+
+TEST(PageMemory, FreedBuffersAreReusedForTheSameSizeWithinTheBound) {
+  release_kept_pages();
+  ASSERT_EQ(kept_page_bytes(), 0u);
+  constexpr std::size_t kBytes = 3 * kLargePageBytes + 100;
+  void* p = allocate_pages(kBytes);
+  static_cast<unsigned char*>(p)[kBytes - 1] = 1;
+  free_pages(p, kBytes);
+  const std::size_t length = (kBytes + 4095) / 4096 * 4096;
+  EXPECT_EQ(kept_page_bytes(), length);
+  EXPECT_FALSE(mappings_over(p, kBytes).empty()) << "a kept buffer is still mapped";
+  // Another size does not take it; the same size (a different byte count inside the same 4 KiB
+  // page and the same whole large pages) does.
+  void* other = allocate_pages(kBytes + 4096);
+  EXPECT_NE(other, p);
+  free_pages(other, kBytes + 4096);
+  void* again = allocate_pages(kBytes - 50);
+  EXPECT_EQ(again, p);
+  EXPECT_EQ(kept_page_bytes(), length + 4096) << "only the other size's buffer is kept";
+  // Every byte of a reused buffer is writable.
+  std::memset(again, 0x5a, kBytes - 50);
+  free_pages(again, kBytes - 50);
+
+  // More buffers than the table holds: the oldest go, and the total stays within the bound.
+  release_kept_pages();
+  std::vector<void*> many;
+  for (int i = 0; i < 20; ++i) many.push_back(allocate_pages(kPageMemoryFrom));
+  for (void* m : many) free_pages(m, kPageMemoryFrom);
+  EXPECT_LE(kept_page_bytes(), kPageReuseBytes);
+  EXPECT_LT(kept_page_bytes(), 20 * kPageMemoryFrom) << "more buffers kept than the table holds";
+  EXPECT_TRUE(mappings_over(many.front(), kPageMemoryFrom).empty()) << "the oldest is not unmapped";
+  EXPECT_FALSE(mappings_over(many.back(), kPageMemoryFrom).empty()) << "the newest is not kept";
+
+  // A buffer over the bound is unmapped at once; release_kept_pages unmaps the rest.
+  const std::size_t big = kPageReuseBytes + kLargePageBytes;
+  void* huge = allocate_pages(big);
+  const std::size_t before = kept_page_bytes();
+  free_pages(huge, big);
+  EXPECT_EQ(kept_page_bytes(), before);
+  EXPECT_TRUE(mappings_over(huge, big).empty());
+  release_kept_pages();
+  EXPECT_EQ(kept_page_bytes(), 0u);
+  EXPECT_TRUE(mappings_over(many.back(), kPageMemoryFrom).empty());
 }
 
 TEST(PageMemory, SizesNoMappingCanHoldAreRefused) {

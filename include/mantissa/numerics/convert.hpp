@@ -10,6 +10,12 @@
 
 namespace mantissa::numerics {
 
+// Where a bulk conversion's results go: through the caches (for results read soon), or
+// around them with non-temporal stores (for large results written once and read later: no
+// read of the destination's lines before they are written). A hint: paths without streaming
+// stores write through the caches. The bits are the same either way.
+enum class Stores : std::uint8_t { cached, streaming };
+
 struct ConvertOptions {
   Rounding rounding = Rounding::nearest_even;
   // Unset: the format's default (to_infinity, or saturate for float8_e4m3).
@@ -17,14 +23,17 @@ struct ConvertOptions {
   // Stochastic rounding of element i uses stochastic_bits(seed, counter + i).
   std::uint64_t seed = 0;
   std::uint64_t counter = 0;
+  // bfloat16 on AVX-512 (nearest-even or toward zero) honours Stores::streaming.
+  Stores stores = Stores::cached;
 };
 
 // float32 -> format. `dst` holds n elements of traits(format).storage_bytes bytes each
 // (little-endian bit patterns). float32 -> float32 copies.
 void encode_array(const float* src, std::size_t n, Format format, void* dst,
                   const ConvertOptions& options = {});
-// format -> float32, exact.
-void decode_array(const void* src, std::size_t n, Format format, float* dst);
+// format -> float32, exact. bfloat16 on AVX-512 honours Stores::streaming.
+void decode_array(const void* src, std::size_t n, Format format, float* dst,
+                  Stores stores = Stores::cached);
 
 // Any format -> any format: decode, then encode to `to` (nearest-even, the format's default
 // overflow); a copy when the formats match. Through a small stack buffer: no allocation.
