@@ -136,6 +136,26 @@ TEST(BlockOperand, QuantizePackedGivesTheQuantizersBits) {
   }
 }
 
+TEST(BlockOperand, WideRowsOfMxTilesGiveTheQuantizersBits) {
+  // Rows of 1,191 columns: 1 x 32 tiles sixteen at a time (the bfloat16 amaxes), then one
+  // by one, then a partial tile of 7; every scale rule, codes and values.
+  const std::int64_t rows = 40, cols = 1191;
+  std::vector<float> x = matrix(rows, cols, 21);
+  x[3 * cols + 100] = std::numeric_limits<float>::quiet_NaN();
+  x[5 * cols + 700] = -std::numeric_limits<float>::infinity();
+  for (std::int64_t c = 64; c < 96; ++c) x[7 * cols + c] = 0.0f;
+  x[9 * cols + 33] = std::ldexp(1.0f, -130);
+  for (auto rule : {numerics::MxScaleRule::floor, numerics::MxScaleRule::ceil,
+                    numerics::MxScaleRule::even, numerics::MxScaleRule::rceil}) {
+    for (Format e : {Format::float8_e4m3, Format::float4_e2m1}) {
+      numerics::MxSettings s;
+      s.element = e;
+      s.rule = rule;
+      expect_reference_bits(x, rows, cols, s, mx_ref(s));
+    }
+  }
+}
+
 TEST(BlockOperand, NearestEvenCodesGiveTheQuantizersBitsOnEveryPath) {
   // Nearest-even MX, fp8 blocks and NVFP4, fp4 two codes a byte (the AVX-512 bands where the CPU
   // has them) against the scalar reference quantizers: partial tiles both ways, a NaN tile,
