@@ -133,9 +133,10 @@ TEST_P(BulkConvert, DecodeOfEncodedArraysMatchesScalarOnEveryPath) {
   std::vector<float> want(in.size());
   numerics::decode_array_ref(packed.data(), in.size(), c.format, want.data());
   // Streaming stores start at the destination's first 64-byte boundary: destinations 0 to 17
-  // floats past one, so the head, the streamed lines and the tail all vary.
+  // floats past one, so the head, the streamed lines and the tail all vary; a guard element
+  // on each side.
   std::vector<float> room(in.size() + 64);
-  const std::size_t base = (64 - reinterpret_cast<std::uintptr_t>(room.data()) % 64) % 64 / 4;
+  const std::size_t base = 16 + (64 - reinterpret_cast<std::uintptr_t>(room.data()) % 64) % 64 / 4;
   for (SimdPath p : {SimdPath::scalar, SimdPath::avx2, SimdPath::avx512}) {
     if (!numerics::cpu_supports(p)) continue;
     numerics::set_simd_path(p);
