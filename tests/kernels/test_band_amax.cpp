@@ -32,10 +32,11 @@ TEST(BandAmax, Bfloat16TilesMatchTheDefinition) {
         v = static_cast<std::uint16_t>(((rng() & 1u) << 15) | ((100 + rng() % 51) << 7) |
                                        (rng() & 0x7fu));
       }
-      // Specials: a NaN in tile 3, infinities in tiles 9 and 20, a zero tile 5, a subnormal
-      // alone in tile 6 (the rest zero), the largest finite value in tile 15 and in the last.
+      // Specials: a NaN in tile 3, infinities in tiles 9 and 20 (of a row that has one; else
+      // in the column 640 wraps to), a zero tile 5, a subnormal alone in tile 6 (the rest
+      // zero), the largest finite value in tile 15 and in the last.
       const auto at = [&](std::int64_t r, std::int64_t c) -> std::uint16_t& {
-        return x[static_cast<std::size_t>(r * cols + c)];
+        return x.at(static_cast<std::size_t>(r * cols + c % cols));
       };
       at(0, 3 * 32 + 7) = 0xffc1;
       at(band_rows - 1, 9 * 32 + 31) = 0x7f80;
