@@ -1,7 +1,8 @@
 // bfloat16 conversions 16 lanes at a time (SimdPath::avx512): compiled with -mavx512f
 // -mavx512bw, entered only when cpu_supports(SimdPath::avx512). The same integer rounding on
 // the float32 pattern as the AVX2 path (convert_avx2.cpp) and the scalar codec, so the same
-// bits; the tails go through the codec.
+// bits; the tails under lane masks (a streaming head and the in-place round's tail through the
+// codec).
 #include <immintrin.h>
 
 #include <cstdint>
@@ -43,7 +44,7 @@ void encode_bfloat16_avx512(const float* src, std::size_t n, std::uint16_t* dst,
                                     _mm512_packus_epi32(a, b));
   };
   const Layout l = layout(Format::bfloat16);
-  const auto one = [&](std::size_t i) {
+  const auto one = [&](std::size_t i) {  // up to the first 64-byte boundary, streaming
     dst[i] = static_cast<std::uint16_t>(encode(src[i], l, rounding, Overflow::to_infinity));
   };
   std::size_t i = 0;
@@ -54,16 +55,26 @@ void encode_bfloat16_avx512(const float* src, std::size_t n, std::uint16_t* dst,
     _mm_sfence();
   }
   for (; i + 32 <= n; i += 32) _mm512_storeu_si512(dst + i, narrow(src + i));
-  for (; i < n; ++i) one(i);
+  // The last 31 or fewer 16 lanes at a time under a mask (short rows, such as a product's
+  // tile, end here).
+  for (; i < n; i += 16) {
+    const __mmask16 m =
+        n - i >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm512_mask_cvtepi32_storeu_epi16(
+        dst + i, m, bf16_halves(_mm512_castps_si512(_mm512_maskz_loadu_ps(m, src + i)), nearest));
+  }
 }
 
 void decode_bfloat16_avx512(const std::uint16_t* src, std::size_t n, float* dst, bool streaming) {
-  const auto wide = [](const std::uint16_t* s) {
-    const __m512i u = _mm512_slli_epi32(
-        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s))), 16);
+  // 16 values from their bfloat16 halves h (in the low 16 bits of each lane), NaN quieted.
+  const auto widen = [](__m256i h) {
+    const __m512i u = _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
     const __mmask16 nan = _mm512_cmpgt_epu32_mask(
         _mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_set1_epi32(0x7F800000));
     return _mm512_mask_or_epi32(u, nan, u, _mm512_set1_epi32(0x00400000));
+  };
+  const auto wide = [&](const std::uint16_t* s) {
+    return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
   };
   const Layout l = layout(Format::bfloat16);
   std::size_t i = 0;
@@ -77,7 +88,12 @@ void decode_bfloat16_avx512(const std::uint16_t* src, std::size_t n, float* dst,
     _mm_sfence();
   }
   for (; i + 16 <= n; i += 16) _mm512_storeu_si512(dst + i, wide(src + i));
-  for (; i < n; ++i) dst[i] = decode(src[i], l);
+  if (i < n) {  // the last 15 or fewer under a mask
+    const auto m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_epi32(dst + i, m,
+                             widen(_mm512_castsi512_si256(
+                                 _mm512_maskz_loadu_epi16(static_cast<__mmask32>(m), src + i))));
+  }
 }
 
 void bytes_to_bfloat16_avx512(const std::uint8_t* src, std::size_t n, const std::uint16_t* table,
