@@ -1,8 +1,5 @@
 #include "linear_support.hpp"
 
-#include <bit>
-#include <cstdint>
-
 namespace mantissa::autograd::detail {
 
 LinearSizes linear_sizes(const Variable& x, const Variable& weight, const Variable& bias) {
@@ -53,23 +50,11 @@ Tensor bias_gradient(const Tensor& g, std::int64_t rows, std::int64_t out) {
   Tensor db = Tensor::zeros(Shape{out});
   float* d = db.f32();
   const Decoded gd(g, 0);
-  // bfloat16 widens in the sum itself (a value's float32 bits are its 16 bits and 16 zeros;
-  // adding a signalling NaN quiets it as decoding it would): no decode call per row.
-  const auto* bits = gd.tensor().format() == Format::bfloat16
-                         ? static_cast<const std::uint16_t*>(gd.tensor().raw_data())
-                         : nullptr;
   // Column sums in row order; each thread owns a range of columns.
   kernels::parallel_chunks(
       out,
       [&](std::int64_t c0, std::int64_t c1) {
         for (std::int64_t r = 0; r < rows; ++r) {
-          if (bits != nullptr) {
-            const std::uint16_t* gr = bits + r * out;
-            for (std::int64_t c = c0; c < c1; ++c) {
-              d[c] += std::bit_cast<float>(static_cast<std::uint32_t>(gr[c]) << 16);
-            }
-            continue;
-          }
           const float* gr = gd.range(r * out + c0, c1 - c0);
           for (std::int64_t c = c0; c < c1; ++c) d[c] += gr[c - c0];
         }
