@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "block_bands_avx512.hpp"
@@ -247,6 +248,52 @@ float global_amax(const void* x, Format x_format, std::int64_t rows, std::int64_
   return std::bit_cast<float>(global);
 }
 
+// MxRule mirrors numerics::MxScaleRule value for value.
+static_assert(static_cast<int>(MxRule::floor) == static_cast<int>(numerics::MxScaleRule::floor) &&
+              static_cast<int>(MxRule::rceil) == static_cast<int>(numerics::MxScaleRule::rceil) &&
+              static_cast<int>(MxRule::ceil) == static_cast<int>(numerics::MxScaleRule::ceil) &&
+              static_cast<int>(MxRule::even) == static_cast<int>(numerics::MxScaleRule::even) &&
+              numerics::kMxScaleRuleNames.size() == 4);
+
+// MX over bfloat16 in tiles of 1 x 32 (rows of whole tiles) or 32 x 1: the one-pass path's
+// facts (mx_tiles_avx512.cpp); nullopt for every other spec (takes() has been asked).
+std::optional<MxTiles> one_pass(const BlockSpec& spec, Format x_format, std::int64_t cols) {
+  const auto* mx = std::get_if<numerics::MxSettings>(&spec);
+  if (mx == nullptr || x_format != Format::bfloat16) return std::nullopt;
+  const bool row_tiles = mx->tile == numerics::TileShape{1, 32} && cols % 32 == 0;
+  if (!row_tiles && !(mx->tile == numerics::TileShape{32, 1})) return std::nullopt;
+  MxTiles t;
+  t.rule = static_cast<MxRule>(mx->rule);
+  t.emax = numerics::mx_emax(mx->element);
+  t.reciprocal_max = 1.0f / static_cast<float>(numerics::traits(mx->element).max);
+  t.row_tiles = row_tiles;
+  return t;
+}
+
+// pass(r0, r1) over the rows in pieces on all threads (whole 32-row bands for column tiles);
+// answers the row ranges it did not finish (a tile whose amax is not finite), for the band
+// path to redo.
+template <class Pass>
+std::vector<std::pair<std::int64_t, std::int64_t>> one_pass_pieces(std::int64_t rows,
+                                                                   std::int64_t cols,
+                                                                   const MxTiles& mx, Pass&& pass) {
+  const std::int64_t band_rows = mx.row_tiles ? 1 : 32;
+  const std::int64_t bands = (rows + band_rows - 1) / band_rows;
+  std::vector<std::pair<std::int64_t, std::int64_t>> left;
+  parallel_pieces(
+      bands,
+      [&](std::int64_t b0, std::int64_t b1) {
+        const std::int64_t r0 = b0 * band_rows, r1 = std::min(rows, b1 * band_rows);
+        if (!pass(r0, r1)) {
+#pragma omp critical(mantissa_bands_one_pass_left)
+          left.emplace_back(r0, r1);
+        }
+      },
+      std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(band_rows * cols, 1)),
+      1);
+  return left;
+}
+
 }  // namespace
 
 BandGrid grid_of(Format element) {
@@ -307,13 +354,32 @@ std::optional<bool> quantize_to_bf16_avx512(const void* x, Format x_format, std:
   const BandGrid grid = grid_of(element);
   const ElementCodec codec = codec_of(element);
   std::uint32_t wrong_any = 0;
-  over_bands(x, x_format, rows, cols, spec, &grid, 1.0f,
-             [&](std::int64_t, const BandRows& in, const BandScales& s) {
-               if (!band_values_avx512(in, s, grid, codec, out)) {
+  // Rows [r0, r1) on the band path.
+  const auto bands = [&](std::int64_t r0, std::int64_t r1) {
+    over_bands(
+        static_cast<const std::uint8_t*>(x) + r0 * cols * numerics::traits(x_format).storage_bytes,
+        x_format, r1 - r0, cols, spec, &grid, 1.0f,
+        [&](std::int64_t, const BandRows& in, const BandScales& s) {
+          if (!band_values_avx512(in, s, grid, codec, out + r0 * cols)) {
 #pragma omp atomic write
-                 wrong_any = 1u;
-               }
-             });
+            wrong_any = 1u;
+          }
+        });
+  };
+  if (const std::optional<MxTiles> mx = one_pass(spec, x_format, cols)) {
+    const auto left = one_pass_pieces(rows, cols, *mx, [&](std::int64_t r0, std::int64_t r1) {
+      const MxPassAnswer a =
+          mx_values_avx512(BandRows{x, true, cols, r0, r1}, *mx, grid, codec, out);
+      if (a.finished && a.wrong) {
+#pragma omp atomic write
+        wrong_any = 1u;
+      }
+      return a.finished;
+    });
+    for (const auto& [r0, r1] : left) bands(r0, r1);
+  } else {
+    bands(0, rows);
+  }
   return wrong_any == 0;
 }
 
@@ -355,6 +421,15 @@ std::optional<PackedBlocks> quantize_packed_avx512(const void* x, Format x_forma
     }
     global_encode = numerics::nvfp4_global_encode_scale(global_amax(x, x_format, rows, cols));
     p.tensor_scale = 1.0f / global_encode;
+  }
+  if (const std::optional<MxTiles> mx = one_pass(spec, x_format, cols)) {
+    const auto left = one_pass_pieces(rows, cols, *mx, [&](std::int64_t r0, std::int64_t r1) {
+      return mx_codes_avx512(BandRows{x, true, cols, r0, r1}, *mx, grid, codec, p.elements.data(),
+                             p.scale_codes.data())
+          .finished;
+    });
+    if (left.empty()) return p;
+    // Rows with a tile that is not finite: the band path over the whole matrix (rare).
   }
   const numerics::Layout& e4m3 = numerics::layout(Format::float8_e4m3);
   over_bands(x, x_format, rows, cols, spec, &grid, global_encode,

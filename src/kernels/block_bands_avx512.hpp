@@ -93,4 +93,35 @@ bool band_decode_avx512(const std::uint8_t* codes, std::int64_t cols, std::int64
                         std::int64_t r1, const BandScales& s, const CodeTable& t,
                         std::uint16_t* out);
 
+// numerics::MxScaleRule as the one-pass MX paths take it, value for value (block_bands.cpp
+// checks that at compile time).
+enum class MxRule : std::uint8_t { floor, rceil, ceil, even };
+
+// An MX quantizer over bfloat16 rows in tiles of 1 x 32 (rows a multiple of 32 long) or 32 x 1:
+// its scale rule and its element format's facts (numerics::mx_emax, the float32 reciprocal of
+// the largest value, mantissa bits).
+struct MxTiles {
+  MxRule rule = MxRule::floor;
+  int emax = 0;
+  float reciprocal_max = 0;
+  bool row_tiles = true;  // 1 x 32; else 32 x 1
+};
+
+// Rows [r0, r1) of bfloat16 in.x (for 32 x 1 tiles r0 a multiple of 32) quantized by mx in one
+// pass (mx_tiles_avx512.cpp): 16 row tiles' or 32 column tiles' amaxes, E8M0 fields,
+// multipliers and thresholds in registers, then the same elements' values (as
+// band_values_avx512) or codes (as band_codes_avx512; each tile's field into scale_codes at
+// its index in the matrix's tile grid, where that is not null) while they are in the L1 cache.
+// finished false: some tile's amax is an infinity or NaN, and the rows are the band path's to
+// redo (whatever was written there will be). wrong: as band_values_avx512's false.
+struct MxPassAnswer {
+  bool finished = true;
+  bool wrong = false;
+};
+MxPassAnswer mx_values_avx512(const BandRows& in, const MxTiles& mx, const BandGrid& g,
+                              const ElementCodec& codec, std::uint16_t* out);
+MxPassAnswer mx_codes_avx512(const BandRows& in, const MxTiles& mx, const BandGrid& g,
+                             const ElementCodec& codec, std::uint8_t* out,
+                             std::uint8_t* scale_codes);
+
 }  // namespace mantissa::kernels::detail
