@@ -246,14 +246,16 @@ struct MagnitudeTable {
 
 }  // namespace
 
-bool band_decode_avx512(const std::uint8_t* codes, std::int64_t cols, std::int64_t r0,
-                        std::int64_t r1, const BandScales& s, const CodeTable& t,
-                        std::uint16_t* out) {
-  const MagnitudeTable table(t);
-  const __m512i magnitude_mask = _mm512_set1_epi32((1 << t.sign_bit) - 1);
-  Bf16Out sink;
-  const BandRows rows{codes, false, cols, r0, r1};
-  each_vector<false>(rows, s, [&](std::int64_t r, std::int64_t c, __mmask16 m, const Tile16& tl) {
+namespace {
+
+// decode(r, c, lanes, dec): 16 codes of row r from column c decoded through the table and
+// times their tiles' multipliers dec, into out (as band_decode_avx512).
+class Decode16 {
+ public:
+  Decode16(const std::uint8_t* codes, std::int64_t cols, const CodeTable& t, std::uint16_t* out)
+      : codes(codes), cols(cols), t(t), out(out), table(t) {}
+
+  void operator()(std::int64_t r, std::int64_t c, __mmask16 m, __m512 dec) {
     __m512i code;
     if (t.packed) {  // 8 bytes of nibble pairs, interleaved low nibble first
       const auto bytes = static_cast<__mmask64>((1u << ((__builtin_popcount(m) + 1) / 2)) - 1u);
@@ -279,9 +281,97 @@ bool band_decode_avx512(const std::uint8_t* codes, std::int64_t cols, std::int64
       }
       v = _mm512_load_ps(vl);
     }
-    sink.checked(out + r * cols + c, m, _mm512_castps_si512(_mm512_mul_ps(v, tl.dec)));
+    sink.checked(out + r * cols + c, m, _mm512_castps_si512(_mm512_mul_ps(v, dec)));
+  }
+  bool exact() const { return sink.exact(); }
+
+ private:
+  const std::uint8_t* codes;
+  std::int64_t cols;
+  const CodeTable& t;
+  std::uint16_t* out;
+  MagnitudeTable table;
+  __m512i magnitude_mask = _mm512_set1_epi32((1 << t.sign_bit) - 1);
+  Bf16Out sink;
+};
+
+// 16 E8M0 fields (32-bit lanes) as their multipliers 2^(f - 127): 2^-127 a float32 subnormal,
+// 0xff NaN.
+inline __m512 e8m0_multipliers(__m512i f) {
+  __m512i d = _mm512_mask_mov_epi32(_mm512_slli_epi32(f, 23),
+                                    _mm512_cmpeq_epi32_mask(f, _mm512_setzero_si512()),
+                                    _mm512_set1_epi32(0x00400000));
+  d = _mm512_mask_mov_epi32(d, _mm512_cmpeq_epi32_mask(f, _mm512_set1_epi32(0xff)),
+                            _mm512_set1_epi32(0x7fc00000));
+  return _mm512_castsi512_ps(d);
+}
+
+}  // namespace
+
+bool band_decode_avx512(const std::uint8_t* codes, std::int64_t cols, std::int64_t r0,
+                        std::int64_t r1, const BandScales& s, const CodeTable& t,
+                        std::uint16_t* out) {
+  Decode16 decode(codes, cols, t, out);
+  const BandRows rows{codes, false, cols, r0, r1};
+  each_vector<false>(rows, s, [&](std::int64_t r, std::int64_t c, __mmask16 m, const Tile16& tl) {
+    decode(r, c, m, tl.dec);
   });
-  return sink.exact();
+  return decode.exact();
+}
+
+bool mx_decode_avx512(const std::uint8_t* codes, const std::uint8_t* scale_codes, std::int64_t cols,
+                      bool row_tiles, std::int64_t r0, std::int64_t r1, const CodeTable& t,
+                      std::uint16_t* out) {
+  Decode16 decode(codes, cols, t, out);
+  // The magnitudes' bfloat16 bits (every element value is a bfloat16 value), 128 entries:
+  // two two-source word permutes and a blend by bit 6.
+  alignas(64) std::uint16_t bits16[128] = {};
+  for (int i = 0; i < (1 << t.sign_bit); ++i) {
+    std::uint32_t b;
+    __builtin_memcpy(&b, t.values + i, 4);
+    bits16[i] = static_cast<std::uint16_t>(b >> 16);
+  }
+  __m512i words[4];
+  for (int i = 0; i < 4; ++i) words[i] = _mm512_load_si512(bits16 + 32 * i);
+  const __m512i magnitude_mask = _mm512_set1_epi16(static_cast<short>((1 << t.sign_bit) - 1));
+  const __m512i exponent = _mm512_set1_epi16(0x7f80);
+  for (std::int64_t r = r0; r < r1; ++r) {
+    for (std::int64_t c = 0; c < cols; c += 32) {
+      const std::int64_t n = cols - c < 32 ? cols - c : 32;
+      const __mmask32 m = lanes32_below(n);
+      // The tiles' fields: one for the 32 lanes (1 x 32), or one a lane (32 x 1).
+      const __m512i f =
+          row_tiles ? _mm512_set1_epi16(static_cast<short>(scale_codes[(r * cols + c) / 32]))
+                    : _mm512_cvtepu8_epi16(_mm512_castsi512_si256(
+                          _mm512_maskz_loadu_epi8(m, scale_codes + r / 32 * cols + c)));
+      const __m512i code = _mm512_cvtepu8_epi16(
+          _mm512_castsi512_si256(_mm512_maskz_loadu_epi8(m, codes + r * cols + c)));
+      const __m512i magnitude = _mm512_and_si512(code, magnitude_mask);
+      const __m512i v =
+          _mm512_mask_blend_epi16(_mm512_test_epi16_mask(magnitude, _mm512_set1_epi16(64)),
+                                  _mm512_permutex2var_epi16(words[0], magnitude, words[1]),
+                                  _mm512_permutex2var_epi16(words[2], magnitude, words[3]));
+      // 2^k with |k| <= 100 (fields 27..227) keeps every value normal: its bits plus k in the
+      // exponent. Other tiles, and infinities or NaNs, take the multipliers.
+      const __mmask32 plain = _mm512_cmpge_epu16_mask(f, _mm512_set1_epi16(27)) &
+                              _mm512_cmple_epu16_mask(f, _mm512_set1_epi16(227)) &
+                              _mm512_cmpneq_epi16_mask(_mm512_and_si512(v, exponent), exponent);
+      if ((m & ~plain) != 0) {
+        const __m512i f0 = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(f));
+        const __m512i f1 = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(f, 1));
+        decode(r, c, lanes_below(n), e8m0_multipliers(f0));
+        if (n > 16) decode(r, c + 16, lanes_below(n - 16), e8m0_multipliers(f1));
+        continue;
+      }
+      const __m512i k = _mm512_slli_epi16(_mm512_sub_epi16(f, _mm512_set1_epi16(127)), 7);
+      const __m512i scaled =
+          _mm512_mask_add_epi16(v, _mm512_test_epi16_mask(magnitude, magnitude), v, k);
+      const __m512i sign =
+          _mm512_slli_epi16(_mm512_srli_epi16(code, static_cast<unsigned>(t.sign_bit)), 15);
+      _mm512_mask_storeu_epi16(out + r * cols + c, m, _mm512_or_si512(scaled, sign));
+    }
+  }
+  return decode.exact();
 }
 
 bool band_values_avx512(const BandRows& in, const BandScales& s, const BandGrid& g,

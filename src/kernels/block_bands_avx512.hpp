@@ -93,6 +93,17 @@ bool band_decode_avx512(const std::uint8_t* codes, std::int64_t cols, std::int64
                         std::int64_t r1, const BandScales& s, const CodeTable& t,
                         std::uint16_t* out);
 
+// Rows [r0, r1) of an MX operand's one-byte codes (row r at codes + r * cols) decoded with
+// their tiles' E8M0 fields (scale_codes, the tile grid row by row) into out as
+// band_decode_avx512 does, for 1 x 32 tiles on rows of whole tiles (row_tiles) or 32 x 1
+// tiles: 32 lanes a step in 16-bit arithmetic (each magnitude's bfloat16 bits from a table,
+// the tile's exponent k added) where the tiles' scales are 2^k with |k| <= 100 and no code
+// is an infinity or NaN, else 16 lanes with the multipliers. Returns false when some value is
+// not a bfloat16 value.
+bool mx_decode_avx512(const std::uint8_t* codes, const std::uint8_t* scale_codes, std::int64_t cols,
+                      bool row_tiles, std::int64_t r0, std::int64_t r1, const CodeTable& t,
+                      std::uint16_t* out);
+
 // numerics::MxScaleRule as the one-pass MX paths take it, value for value (block_bands.cpp
 // checks that at compile time).
 enum class MxRule : std::uint8_t { floor, rceil, ceil, even };

@@ -313,6 +313,24 @@ std::optional<bool> dequantize_to_bf16_avx512(const PackedBlocks& q, std::uint16
   table.packed = packed;
   const std::int64_t grid_cols = q.tile_grid_cols();
   std::uint32_t bad_any = 0;
+  const std::int64_t min_rows =
+      std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(q.cols, 1));
+  // MX in 1 x 32 tiles on rows of whole tiles, or 32 x 1, one-byte codes: 32 lanes a step.
+  const bool row_tiles = q.tile == numerics::TileShape{1, 32} && q.cols % 32 == 0;
+  if (q.scale_format == Format::float8_e8m0 && !packed &&
+      (row_tiles || q.tile == numerics::TileShape{32, 1})) {
+    parallel_pieces(
+        q.rows,
+        [&](std::int64_t r0, std::int64_t r1) {
+          if (!detail::mx_decode_avx512(q.elements.data(), q.scale_codes.data(), q.cols, row_tiles,
+                                        r0, r1, table, out)) {
+#pragma omp atomic write
+            bad_any = 1u;
+          }
+        },
+        min_rows, 1);
+    return bad_any == 0;
+  }
   parallel_pieces(
       q.rows,
       [&](std::int64_t r0, std::int64_t r1) {
@@ -337,7 +355,7 @@ std::optional<bool> dequantize_to_bf16_avx512(const PackedBlocks& q, std::uint16
           bad_any = 1u;
         }
       },
-      std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(q.cols, 1)), 1);
+      min_rows, 1);
   return bad_any == 0;
 }
 

@@ -11,6 +11,7 @@
 #include <random>
 #include <utility>
 
+#include "bf16_decode_twin.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/block_operand.hpp"
 #include "mantissa/numerics/convert.hpp"
@@ -399,17 +400,7 @@ TEST(BlockOperand, EveryCodeDecodesAsItsTwinOnEveryPath) {
       for (std::int64_t t = 0; t < 3 * q.tile_grid_cols(); ++t) {
         q.scale_codes.push_back(fields[t / q.tile_grid_cols()]);
       }
-      std::vector<std::uint16_t> fast(static_cast<std::size_t>(3 * codes)), twin(fast.size());
-      EXPECT_EQ(kernels::dequantize_to_bf16(q, fast.data()),
-                kernels::dequantize_to_bf16_ref(q, twin.data()));
-      for (std::size_t i = 0; i < fast.size(); ++i) {
-        const auto is_nan = [](std::uint16_t b) { return (b & 0x7fffu) > 0x7f80u; };
-        if (is_nan(twin[i])) {  // a NaN code times a NaN scale: either NaN
-          EXPECT_TRUE(is_nan(fast[i])) << "element " << i;
-        } else {
-          EXPECT_EQ(fast[i], twin[i]) << "element " << i;
-        }
-      }
+      expect_decode_as_twin(q);
     }
   }
   if (!every.has_avx512()) std::printf("[  SKIPPED ] the AVX-512 decode: not on this CPU\n");

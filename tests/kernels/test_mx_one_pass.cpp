@@ -4,7 +4,9 @@
 // and its codes, scales and values against the scalar reference quantizer on matrices whose
 // tiles hit every case (zero tiles, NaN and infinite tiles, elements below the element
 // format's normal range beside large ones, amaxes in float32's subnormal range, partial
-// groups of tiles, partial bands and strips).
+// groups of tiles, partial bands and strips); and the 32-lane decode of such tiles' codes
+// (kernels/block_bands_avx512.cpp, mx_decode_avx512) against its scalar twin for every code
+// at every kind of scale.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -12,6 +14,7 @@
 #include <limits>
 #include <random>
 
+#include "bf16_decode_twin.hpp"
 #include "mantissa/kernels/block_operand.hpp"
 #include "mantissa/numerics/block_scaling.hpp"
 #include "mantissa/numerics/convert.hpp"
@@ -174,6 +177,45 @@ TEST(MxOnePass, CodesScalesAndValuesAreTheReferenceQuantizers) {
   }
   EXPECT_EQ(compared, 4u * 2u * 2u * 5u * 4u);
   EXPECT_GE(values_compared, compared / 2);
+}
+
+TEST(MxOnePass, EveryCodeAtEveryKindOfScaleDecodesAsTheTwin) {
+  if (!has_avx512()) return;
+  // Every code of each one-byte element format (NaN and infinity codes included) in 1 x 32
+  // tiles and in 32 x 1 tiles, under E8M0 fields from 2^-127 (a float32 subnormal scale)
+  // through the edges of the 32-lane path (2^-101, 2^-100, 2^100, 2^101) to 2^127 and NaN;
+  // column tiles also with the fields varying from column to column (32 lanes of mixed
+  // tiles), the decode's answer and every value as the scalar twin gives them.
+  const std::uint8_t fields[] = {0, 26, 27, 124, 127, 130, 227, 228, 254, 0xff};
+  constexpr std::int64_t kFields = 10;
+  std::size_t compared = 0;
+  for (const Format e : numerics::kBlockElementFormats) {
+    if (e == Format::float4_e2m1) continue;  // two a byte: the 16-lane decode
+    const std::int64_t codes = std::int64_t{1} << numerics::layout(e).total_bits();
+    for (const int layout : {0, 1, 2}) {  // 1 x 32; 32 x 1; 32 x 1 with fields by column
+      kernels::PackedBlocks q;
+      q.element = e;
+      q.scale_format = Format::float8_e8m0;
+      q.tile = layout == 0 ? TileShape{1, 32} : TileShape{32, 1};
+      q.rows = layout == 0 ? kFields : 32 * kFields - 7;  // a last band of 25 rows
+      q.cols = layout == 0 ? codes : codes + 8;           // column tiles: a last strip of 8
+      for (std::int64_t r = 0; r < q.rows; ++r) {
+        for (std::int64_t c = 0; c < q.cols; ++c) {
+          q.elements.push_back(static_cast<std::uint8_t>((c + 3 * r) % codes));
+        }
+      }
+      const std::int64_t grid_rows = (q.rows + q.tile.rows - 1) / q.tile.rows;
+      for (std::int64_t b = 0; b < grid_rows; ++b) {
+        for (std::int64_t t = 0; t < q.tile_grid_cols(); ++t) {
+          q.scale_codes.push_back(fields[(layout == 2 ? b + t : b) % kFields]);
+        }
+      }
+      SCOPED_TRACE(std::string(numerics::name(e)) + " layout " + std::to_string(layout));
+      expect_decode_as_twin(q);
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 4u * 3u);
 }
 
 }  // namespace
