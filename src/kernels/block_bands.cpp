@@ -255,11 +255,13 @@ static_assert(static_cast<int>(MxRule::floor) == static_cast<int>(numerics::MxSc
               static_cast<int>(MxRule::even) == static_cast<int>(numerics::MxScaleRule::even) &&
               numerics::kMxScaleRuleNames.size() == 4);
 
-// MX over bfloat16 in tiles of 1 x 32 (rows of whole tiles) or 32 x 1: the one-pass path's
-// facts (mx_tiles_avx512.cpp); nullopt for every other spec (takes() has been asked).
+// MX over bfloat16 or float32 in tiles of 1 x 32 (rows of whole tiles) or 32 x 1: the one-pass
+// path's facts (mx_tiles_avx512.cpp); nullopt for every other spec (takes() has been asked).
 std::optional<MxTiles> one_pass(const BlockSpec& spec, Format x_format, std::int64_t cols) {
   const auto* mx = std::get_if<numerics::MxSettings>(&spec);
-  if (mx == nullptr || x_format != Format::bfloat16) return std::nullopt;
+  if (mx == nullptr || (x_format != Format::bfloat16 && x_format != Format::float32)) {
+    return std::nullopt;
+  }
   const bool row_tiles = mx->tile == numerics::TileShape{1, 32} && cols % 32 == 0;
   if (!row_tiles && !(mx->tile == numerics::TileShape{32, 1})) return std::nullopt;
   MxTiles t;
@@ -368,8 +370,8 @@ std::optional<bool> quantize_to_bf16_avx512(const void* x, Format x_format, std:
   };
   if (const std::optional<MxTiles> mx = one_pass(spec, x_format, cols)) {
     const auto left = one_pass_pieces(rows, cols, *mx, [&](std::int64_t r0, std::int64_t r1) {
-      const MxPassAnswer a =
-          mx_values_avx512(BandRows{x, true, cols, r0, r1}, *mx, grid, codec, out);
+      const MxPassAnswer a = mx_values_avx512(
+          BandRows{x, x_format == Format::bfloat16, cols, r0, r1}, *mx, grid, codec, out);
       if (a.finished && a.wrong) {
 #pragma omp atomic write
         wrong_any = 1u;
@@ -424,8 +426,8 @@ std::optional<PackedBlocks> quantize_packed_avx512(const void* x, Format x_forma
   }
   if (const std::optional<MxTiles> mx = one_pass(spec, x_format, cols)) {
     const auto left = one_pass_pieces(rows, cols, *mx, [&](std::int64_t r0, std::int64_t r1) {
-      return mx_codes_avx512(BandRows{x, true, cols, r0, r1}, *mx, grid, codec, p.elements.data(),
-                             p.scale_codes.data())
+      return mx_codes_avx512(BandRows{x, x_format == Format::bfloat16, cols, r0, r1}, *mx, grid,
+                             codec, p.elements.data(), p.scale_codes.data())
           .finished;
     });
     if (left.empty()) return p;

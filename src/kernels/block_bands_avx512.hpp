@@ -108,9 +108,9 @@ bool mx_decode_avx512(const std::uint8_t* codes, const std::uint8_t* scale_codes
 // checks that at compile time).
 enum class MxRule : std::uint8_t { floor, rceil, ceil, even };
 
-// An MX quantizer over bfloat16 rows in tiles of 1 x 32 (rows a multiple of 32 long) or 32 x 1:
-// its scale rule and its element format's facts (numerics::mx_emax, the float32 reciprocal of
-// the largest value, mantissa bits).
+// An MX quantizer over bfloat16 or float32 rows in tiles of 1 x 32 (rows a multiple of 32
+// long) or 32 x 1: its scale rule and its element format's facts (numerics::mx_emax, the
+// float32 reciprocal of the largest value).
 struct MxTiles {
   MxRule rule = MxRule::floor;
   int emax = 0;
@@ -118,8 +118,8 @@ struct MxTiles {
   bool row_tiles = true;  // 1 x 32; else 32 x 1
 };
 
-// Rows [r0, r1) of bfloat16 in.x (for 32 x 1 tiles r0 a multiple of 32) quantized by mx in one
-// pass (mx_tiles_avx512.cpp): 16 row tiles' or 32 column tiles' amaxes, E8M0 fields,
+// Rows [r0, r1) of in.x, bfloat16 or float32 (for 32 x 1 tiles r0 a multiple of 32), quantized
+// by mx in one pass (mx_tiles_avx512.cpp): 16 row tiles' or a strip's amaxes, E8M0 fields,
 // multipliers and thresholds in registers, then the same elements' values (as
 // band_values_avx512) or codes (as band_codes_avx512; each tile's field into scale_codes at
 // its index in the matrix's tile grid, where that is not null) while they are in the L1 cache.

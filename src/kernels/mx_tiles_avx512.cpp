@@ -1,8 +1,8 @@
 // Compiled with -mavx512f -mavx512bw; entered only when numerics::active_simd_path() is avx512
-// (block_bands.cpp). MX over bfloat16 in one pass: the E8M0 fields, multipliers and
-// thresholds of 16 row tiles or 32 column tiles are found in registers right after their
-// amaxes, and the same elements are rounded while they are in the L1 cache, by the band
-// passes' own bodies (band_passes_avx512.hpp). The band path (block_bands_avx512.cpp) finds
+// (block_bands.cpp). MX over bfloat16 or float32 in one pass: the E8M0 fields, multipliers
+// and thresholds of 16 row tiles or a strip of column tiles are found in registers right
+// after their amaxes, and the same elements are rounded while they are in the L1 cache, by
+// the band passes' own bodies (band_passes_avx512.hpp). The band path (block_bands_avx512.cpp) finds
 // the same numbers through arrays, a tile group at a time, in separate passes.
 #include <immintrin.h>
 
@@ -213,12 +213,85 @@ bool each_column_tile(const BandRows& in, const MxTiles& mx, const BandGrid& g,
   return true;
 }
 
+// float32 input: 1 x 32 tiles sixteen at a time (each tile's amax a reduction), or 32 x 1
+// tiles in strips of 16 columns; every element on the passes' 16-lane path (half), with its
+// tile's multipliers and thresholds in x's own scale.
+template <MxRule kRule, class Half>
+bool each_row_tile_f32(const BandRows& in, const MxTiles& mx, const BandGrid& g,
+                       std::uint8_t* scale_codes, Half&& half) {
+  const auto* x = static_cast<const float*>(in.x);
+  const std::int64_t begin = in.r0 * in.cols, tiles = (in.r1 - in.r0) * in.cols / 32;
+  const __m512i abs_mask = set1(0x7fffffff);
+  for (std::int64_t t0 = 0; t0 < tiles; t0 += 16) {
+    const int n = tiles - t0 < 16 ? static_cast<int>(tiles - t0) : 16;
+    const std::int64_t base = begin + t0 * 32;
+    alignas(64) std::uint32_t amax[16] = {};
+    for (int j = 0; j < n; ++j) {
+      const float* tile = x + base + 32 * j;
+      amax[j] = _mm512_reduce_max_epu32(_mm512_max_epu32(
+          _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(tile)), abs_mask),
+          _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(tile + 16)), abs_mask)));
+    }
+    const __m512i u = _mm512_load_si512(amax);
+    const __mmask16 lanes = lanes_below(n);
+    if (_mm512_mask_cmpge_epu32_mask(lanes, u, set1(0x7f800000)) != 0) return false;
+    const __m512i f = fields16<kRule>(u, mx, g.mantissa_bits);
+    if (scale_codes != nullptr) _mm512_mask_cvtepi32_storeu_epi8(scale_codes + base / 32, lanes, f);
+    const TileVectors tv = tile_vectors(u, f, g);
+    alignas(64) float enc[16], dec[16], lo[16], magic[16], top[16];
+    _mm512_store_ps(enc, tv.t.enc);
+    _mm512_store_ps(dec, tv.t.dec);
+    _mm512_store_ps(lo, tv.t.lo);
+    _mm512_store_ps(magic, tv.t.magic);
+    _mm512_store_ps(top, tv.t.top);
+    for (int j = 0; j < n; ++j) {
+      const Tile16 t{_mm512_set1_ps(enc[j]), _mm512_set1_ps(dec[j]), _mm512_set1_ps(lo[j]),
+                     _mm512_set1_ps(magic[j]), _mm512_set1_ps(top[j])};
+      half(0, base + 32 * j, 0xffff, t);
+      half(0, base + 32 * j + 16, 0xffff, t);
+    }
+  }
+  return true;
+}
+
+template <MxRule kRule, class Half>
+bool each_column_tile_f32(const BandRows& in, const MxTiles& mx, const BandGrid& g,
+                          std::uint8_t* scale_codes, Half&& half) {
+  const auto* x = static_cast<const float*>(in.x);
+  const std::int64_t cols = in.cols;
+  const __m512i abs_mask = set1(0x7fffffff);
+  for (std::int64_t b0 = in.r0; b0 < in.r1; b0 += 32) {
+    const std::int64_t b1 = b0 + 32 < in.r1 ? b0 + 32 : in.r1;
+    for (std::int64_t c = 0; c < cols; c += 16) {
+      const __mmask16 m = lanes_below(cols - c);
+      __m512i u = _mm512_setzero_si512();
+      for (std::int64_t r = b0; r < b1; ++r) {
+        u = _mm512_max_epu32(
+            u, _mm512_and_si512(_mm512_castps_si512(_mm512_maskz_loadu_ps(m, x + r * cols + c)),
+                                abs_mask));
+      }
+      if (_mm512_cmpge_epu32_mask(u, set1(0x7f800000)) != 0) return false;
+      const __m512i f = fields16<kRule>(u, mx, g.mantissa_bits);
+      if (scale_codes != nullptr) {
+        _mm512_mask_cvtepi32_storeu_epi8(scale_codes + b0 / 32 * cols + c, m, f);
+      }
+      const Tile16 t = tile_vectors(u, f, g).t;
+      for (std::int64_t r = b0; r < b1; ++r) half(r, c, m, t);
+    }
+  }
+  return true;
+}
+
 // iterate(fast, half) over in's tiles under mx's rule; false where some amax is not finite.
 template <class Fast, class Half>
 bool each_tile(const BandRows& in, const MxTiles& mx, const BandGrid& g, std::uint8_t* scale_codes,
                const Fast& fast, const Half& half) {
   const auto run = [&](auto rule) {
     constexpr MxRule kRule = decltype(rule)::value;
+    if (!in.bf16) {
+      return mx.row_tiles ? each_row_tile_f32<kRule>(in, mx, g, scale_codes, half)
+                          : each_column_tile_f32<kRule>(in, mx, g, scale_codes, half);
+    }
     return mx.row_tiles ? each_row_tile<kRule>(in, mx, g, scale_codes, fast, half)
                         : each_column_tile<kRule>(in, mx, g, scale_codes, fast, half);
   };

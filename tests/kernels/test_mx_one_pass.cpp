@@ -65,21 +65,27 @@ TEST(MxOnePass, EveryBf16AmaxGivesTheRulesField) {
         s.tile = columns ? TileShape{32, 1} : TileShape{1, 32};
         // Rows of 32 tiles (1 x 32), or one band of 32 rows (32 x 1).
         const std::int64_t rows = columns ? 32 : kTiles / 32, cols = columns ? kTiles : 32 * 32;
-        const kernels::PackedBlocks p = kernels::quantize_packed(
-            columns ? column_major.data() : row_major.data(), Format::bfloat16, rows, cols, s);
-        ASSERT_EQ(p.scale_codes.size(), static_cast<std::size_t>(kTiles));
-        for (std::int64_t t = 0; t < kTiles; ++t) {
-          const float amax = bf16_value(static_cast<std::uint16_t>(t));
-          ASSERT_EQ(p.scale_codes[static_cast<std::size_t>(t)],
-                    numerics::mx_scale_field(amax, e, rule))
-              << numerics::name(e) << " rule " << static_cast<int>(rule) << " amax bits " << t
-              << (columns ? " columns" : " rows");
-          ++checked;
+        const std::vector<std::uint16_t>& bits = columns ? column_major : row_major;
+        std::vector<float> values(bits.size());
+        numerics::decode_array(bits.data(), bits.size(), Format::bfloat16, values.data());
+        for (const bool bf16 : {true, false}) {  // the same values stored as float32 too
+          const kernels::PackedBlocks p =
+              kernels::quantize_packed(bf16 ? static_cast<const void*>(bits.data()) : values.data(),
+                                       bf16 ? Format::bfloat16 : Format::float32, rows, cols, s);
+          ASSERT_EQ(p.scale_codes.size(), static_cast<std::size_t>(kTiles));
+          for (std::int64_t t = 0; t < kTiles; ++t) {
+            const float amax = bf16_value(static_cast<std::uint16_t>(t));
+            ASSERT_EQ(p.scale_codes[static_cast<std::size_t>(t)],
+                      numerics::mx_scale_field(amax, e, rule))
+                << numerics::name(e) << " rule " << static_cast<int>(rule) << " amax bits " << t
+                << (columns ? " columns" : " rows") << (bf16 ? " bfloat16" : " float32");
+            ++checked;
+          }
         }
       }
     }
   }
-  EXPECT_EQ(checked, 5u * 4u * 2u * kTiles);
+  EXPECT_EQ(checked, 5u * 4u * 2u * 2u * kTiles);
 }
 
 // A bfloat16 matrix whose 1 x 32 (or 32 x 1) tiles are of every kind: normal values at a
@@ -137,45 +143,57 @@ TEST(MxOnePass, CodesScalesAndValuesAreTheReferenceQuantizers) {
         }
         std::vector<float> xf(xb.size());
         numerics::decode_array(xb.data(), xb.size(), Format::bfloat16, xf.data());
-        for (const Format e : numerics::kBlockElementFormats) {
-          for (const numerics::MxScaleRule rule : kRules) {
-            numerics::MxSettings s;
-            s.element = e;
-            s.rule = rule;
-            s.tile = shape.columns ? TileShape{32, 1} : TileShape{1, 32};
-            SCOPED_TRACE(std::string(numerics::name(e)) + " rule " +
-                         std::to_string(static_cast<int>(rule)) + " " + std::to_string(shape.rows) +
-                         " x " + std::to_string(shape.cols) +
-                         (shape.columns ? " columns" : " rows") + " reach " +
-                         std::to_string(reach) + (finite ? "" : " with NaN"));
-            const numerics::BlockQuantized want =
-                numerics::quantize_mx_ref(xf.data(), shape.rows, shape.cols, s);
-            const kernels::PackedBlocks got =
-                kernels::quantize_packed(xb.data(), Format::bfloat16, shape.rows, shape.cols, s);
-            ASSERT_EQ(got.elements, want.elements);
-            ASSERT_EQ(got.scale_codes, want.scale_codes());
-            // Values: the reference's codes decoded and scaled (the decode's scalar twin).
-            std::vector<std::uint16_t> values(xb.size()), twin(xb.size());
-            const bool exact = kernels::quantize_to_bf16(xb.data(), Format::bfloat16, shape.rows,
-                                                         shape.cols, s, values.data());
-            const bool want_exact = kernels::dequantize_to_bf16_ref(
-                kernels::quantize_packed(xf.data(), Format::float32, shape.rows, shape.cols, s),
-                twin.data());
-            ASSERT_EQ(exact, want_exact);
-            if (reach == 90) {
-              ASSERT_TRUE(exact);
+        // The same values as float32, and float32 values with all 24 bits (each bfloat16
+        // value times 1 + j 2^-20 for a j from 1 to 15: rounded by the element format, not
+        // by bfloat16; the tile scales stay those of the bfloat16 amaxes but for a carry).
+        std::vector<float> full(xf.size());
+        for (std::size_t i = 0; i < xf.size(); ++i) {
+          full[i] = xf[i] * (1.0f + std::ldexp(static_cast<float>(1 + i % 15), -20));
+        }
+        for (const int input : {0, 1, 2}) {  // bfloat16; float32 of those; float32 full
+          const std::vector<float>& v = input == 2 ? full : xf;
+          const void* x = input == 0 ? static_cast<const void*>(xb.data()) : v.data();
+          const Format format = input == 0 ? Format::bfloat16 : Format::float32;
+          for (const Format e : numerics::kBlockElementFormats) {
+            for (const numerics::MxScaleRule rule : kRules) {
+              numerics::MxSettings s;
+              s.element = e;
+              s.rule = rule;
+              s.tile = shape.columns ? TileShape{32, 1} : TileShape{1, 32};
+              SCOPED_TRACE(std::string(numerics::name(e)) + " rule " +
+                           std::to_string(static_cast<int>(rule)) + " " +
+                           std::to_string(shape.rows) + " x " + std::to_string(shape.cols) +
+                           (shape.columns ? " columns" : " rows") + " reach " +
+                           std::to_string(reach) + (finite ? "" : " with NaN") + " input " +
+                           std::to_string(input));
+              numerics::BlockQuantized want =
+                  numerics::quantize_mx_ref(v.data(), shape.rows, shape.cols, s);
+              const kernels::PackedBlocks got =
+                  kernels::quantize_packed(x, format, shape.rows, shape.cols, s);
+              ASSERT_EQ(got.elements, want.elements);
+              ASSERT_EQ(got.scale_codes, want.scale_codes());
+              // Values: the reference's codes decoded and scaled (the decode's scalar twin).
+              std::vector<std::uint16_t> values(xb.size()), twin(xb.size());
+              const bool exact =
+                  kernels::quantize_to_bf16(x, format, shape.rows, shape.cols, s, values.data());
+              const bool want_exact = kernels::dequantize_to_bf16_ref(
+                  kernels::PackedBlocks::from(std::move(want)), twin.data());
+              ASSERT_EQ(exact, want_exact);
+              if (reach == 90) {
+                ASSERT_TRUE(exact);
+              }
+              if (exact) {
+                ASSERT_EQ(values, twin);
+                ++values_compared;
+              }
+              ++compared;
             }
-            if (exact) {
-              ASSERT_EQ(values, twin);
-              ++values_compared;
-            }
-            ++compared;
           }
         }
       }
     }
   }
-  EXPECT_EQ(compared, 4u * 2u * 2u * 5u * 4u);
+  EXPECT_EQ(compared, 4u * 2u * 2u * 3u * 5u * 4u);
   EXPECT_GE(values_compared, compared / 2);
 }
 
