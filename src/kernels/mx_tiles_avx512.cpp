@@ -2,8 +2,8 @@
 // (block_bands.cpp). MX over bfloat16 or float32 in one pass: the E8M0 fields, multipliers
 // and thresholds of 16 row tiles or a strip of column tiles are found in registers right
 // after their amaxes, and the same elements are rounded while they are in the L1 cache, by
-// the band passes' own bodies (band_passes_avx512.hpp). The band path (block_bands_avx512.cpp) finds
-// the same numbers through arrays, a tile group at a time, in separate passes.
+// the band passes' own bodies (band_passes_avx512.hpp). The band path (block_bands_avx512.cpp)
+// finds the same numbers through arrays, a tile group at a time, in separate passes.
 #include <immintrin.h>
 
 #include <limits>
