@@ -427,8 +427,7 @@ std::optional<PackedBlocks> quantize_packed_avx512(const void* x, Format x_forma
   if (const std::optional<MxTiles> mx = one_pass(spec, x_format, cols)) {
     const auto left = one_pass_pieces(rows, cols, *mx, [&](std::int64_t r0, std::int64_t r1) {
       return mx_codes_avx512(BandRows{x, x_format == Format::bfloat16, cols, r0, r1}, *mx, grid,
-                             codec, p.elements.data(), p.scale_codes.data())
-          .finished;
+                             codec, p.elements.data(), p.scale_codes.data());
     });
     if (left.empty()) return p;
     // Rows with a tile that is not finite: the band path over the whole matrix (rare).

@@ -124,15 +124,15 @@ struct MxTiles {
 // band_values_avx512) or codes (as band_codes_avx512; each tile's field into scale_codes at
 // its index in the matrix's tile grid, where that is not null) while they are in the L1 cache.
 // finished false: some tile's amax is an infinity or NaN, and the rows are the band path's to
-// redo (whatever was written there will be). wrong: as band_values_avx512's false.
+// redo (whatever was written there will be). wrong: as band_values_avx512's false. The codes
+// answer finished alone.
 struct MxPassAnswer {
   bool finished = true;
   bool wrong = false;
 };
 MxPassAnswer mx_values_avx512(const BandRows& in, const MxTiles& mx, const BandGrid& g,
                               const ElementCodec& codec, std::uint16_t* out);
-MxPassAnswer mx_codes_avx512(const BandRows& in, const MxTiles& mx, const BandGrid& g,
-                             const ElementCodec& codec, std::uint8_t* out,
-                             std::uint8_t* scale_codes);
+bool mx_codes_avx512(const BandRows& in, const MxTiles& mx, const BandGrid& g,
+                     const ElementCodec& codec, std::uint8_t* out, std::uint8_t* scale_codes);
 
 }  // namespace mantissa::kernels::detail

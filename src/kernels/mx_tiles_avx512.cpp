@@ -320,15 +320,14 @@ MxPassAnswer mx_values_avx512(const BandRows& in, const MxTiles& mx, const BandG
   return {finished && !a.nonfinite, a.wrong};
 }
 
-MxPassAnswer mx_codes_avx512(const BandRows& in, const MxTiles& mx, const BandGrid& g,
-                             const ElementCodec& codec, std::uint8_t* out,
-                             std::uint8_t* scale_codes) {
+bool mx_codes_avx512(const BandRows& in, const MxTiles& mx, const BandGrid& g,
+                     const ElementCodec& codec, std::uint8_t* out, std::uint8_t* scale_codes) {
   bool finished = true;
   const bool nonfinite =
       codes_with<false>(in, g, codec, out, [&](const auto& fast, const auto& half) {
         finished = each_tile(in, mx, g, scale_codes, fast, half);
       });
-  return {finished && !nonfinite, false};
+  return finished && !nonfinite;
 }
 
 }  // namespace mantissa::kernels::detail
