@@ -98,6 +98,41 @@ void BM_attention(benchmark::State& state, bool backward, Format half, GemmRoute
       benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The same heads as GPT-ref's model runs them: q, k and v as columns of one bfloat16
+// [8, 256, 3 x 384] tensor (the fused QKV product's output), o and dO bfloat16 [8, 256, 384],
+// the gradient float32 [8, 256, 3 x 384] (autograd's ops_attention.cpp).
+void BM_attention_model(benchmark::State& state, bool backward, GemmRoute route) {
+  const k::AttentionShape s{8, 6, 256, 64};
+  const std::int64_t c = s.heads * s.d, rows = s.batch * s.t;
+  const auto qkv = values(static_cast<std::size_t>(rows * 3 * c), Format::bfloat16, 3);
+  const auto g = values(static_cast<std::size_t>(rows * c), Format::bfloat16, 6);
+  std::vector<std::uint16_t> o(static_cast<std::size_t>(rows * c));
+  std::vector<float> lse(static_cast<std::size_t>(s.batch * s.heads * s.t)),
+      d(static_cast<std::size_t>(rows * 3 * c));
+  k::AttentionPrecision pr;
+  pr.half = Format::bfloat16;
+  pr.gemm = {Format::bfloat16, 1, k::GemmAlgorithm::automatic, route};
+  const k::HeadLayout in = k::HeadLayout::interleaved(s, 3 * c),
+                      out = k::HeadLayout::interleaved(s, c);
+  const auto at = [&](std::int64_t offset) {
+    return k::Operand{qkv.data() + 2 * offset, Format::bfloat16};
+  };
+  const float scale = 0.125f;
+  for (auto _ : state) {
+    k::attention_forward(s, in, at(0), at(c), at(2 * c), out, {o.data(), Format::bfloat16},
+                         lse.data(), scale, pr);
+    if (backward) {
+      k::attention_backward(s, in, at(0), at(c), at(2 * c), out, {o.data(), Format::bfloat16},
+                            {g.data(), Format::bfloat16}, lse.data(), d.data(), d.data() + c,
+                            d.data() + 2 * c, scale, pr);
+    }
+    benchmark::DoNotOptimize(o.data());
+  }
+  const double flops = 2.0 * s.batch * s.heads * s.t * s.t * s.d / 2.0 * (backward ? 7 : 2);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // One block product of the fused bf16 attention: 64 query rows x t keys x d (as d / 2 pair
 // words), operands already packed (kernels/bf16_pairs.hpp), as the kernel runs it per block.
 void BM_pair_product(benchmark::State& state, std::int64_t m, std::int64_t n, std::int64_t pairs) {
@@ -216,6 +251,8 @@ void register_all() {
       if (!k::route_unavailable(r, Format::bfloat16).empty() && r != GemmRoute::automatic) continue;
       add(what + "bfloat16_" + std::string(k::route_name(r)) + "/b8h6t256d64", BM_attention,
           backward, Format::bfloat16, r);
+      add(what + "bfloat16_" + std::string(k::route_name(r)) + "/gpt_ref_layout",
+          BM_attention_model, backward, r);
     }
   }
 }

@@ -5,10 +5,12 @@
 #include <algorithm>
 
 #include "attention_parts.hpp"
+#include "gemm/pair_panels_avx512.hpp"
 #include "mantissa/kernels/amx_pairs.hpp"
 #include "mantissa/kernels/bf16_pairs.hpp"
 #include "mantissa/kernels/scratch.hpp"
 #include "mantissa/numerics/convert.hpp"
+#include "mantissa/numerics/cpu_features.hpp"
 
 namespace mantissa::kernels::attention_detail {
 namespace {
@@ -26,19 +28,34 @@ std::int64_t even(std::int64_t n) {
   return n + n % 2;
 }
 
+// out[j * ldo + i] = x[i * ld + j] for the 32-bit values of x (rows x cols, ld apart), i <
+// rows, j < cols, and out[j * ldo + i] = 0 for rows <= i < out_rows: in 16 x 16 blocks on
+// AVX-512 (every CPU the pair kernels run on has AVX-512F/BW), else value by value.
+template <class T>
+void transpose32(const T* x, std::int64_t rows, std::int64_t cols, std::int64_t ld, T* out,
+                 std::int64_t ldo, std::int64_t out_rows) {
+  static_assert(sizeof(T) == 4);
+  const numerics::CpuFeatures& f = numerics::cpu_features();
+  if (f.avx512f && f.avx512bw) {
+    gemm_detail::transpose_words_avx512(reinterpret_cast<const std::uint16_t*>(x), rows, cols,
+                                        2 * ld, reinterpret_cast<std::uint32_t*>(out), ldo,
+                                        out_rows);
+    return;
+  }
+  for (std::int64_t j = 0; j < cols; ++j) {
+    T* o = out + j * ldo;
+    for (std::int64_t i = 0; i < rows; ++i) o[i] = x[i * ld + j];
+    std::fill(o + rows, o + out_rows, T{});
+  }
+}
+
 // The pair words of bf16 rows x transposed: out[p * ldo + j] is word p of row j (t rows,
 // dw words each), so a product reduces over the rows' own direction (d) with rows as
 // columns. Rows t..ldo-1 are zero.
 std::uint32_t* transposed_words(const Bf16Rows& x, std::int64_t t, std::int64_t dw,
                                 std::int64_t ldo, int slot) {
   std::uint32_t* out = words(slot, dw * ldo);
-  const auto* w = reinterpret_cast<const std::uint32_t*>(x.p);
-  const std::int64_t ldw = x.ld / 2;
-  for (std::int64_t p = 0; p < dw; ++p) {
-    std::uint32_t* o = out + p * ldo;
-    for (std::int64_t j = 0; j < t; ++j) o[j] = w[j * ldw + p];
-    std::fill(o + t, o + ldo, 0u);
-  }
+  transpose32(reinterpret_cast<const std::uint32_t*>(x.p), t, dw, x.ld / 2, out, ldo, ldo);
   return out;
 }
 
@@ -84,20 +101,14 @@ void product(PairUnit unit, std::int64_t m, std::int64_t n, std::int64_t pairs, 
 std::uint32_t* transpose_words(const std::uint32_t* x, std::int64_t rows, std::int64_t cols,
                                std::int64_t ld, std::int64_t ldo, int slot) {
   std::uint32_t* out = words(slot, cols * ldo);
-  for (std::int64_t j = 0; j < cols; ++j) {
-    std::uint32_t* o = out + j * ldo;
-    for (std::int64_t p = 0; p < rows; ++p) o[p] = x[p * ld + j];
-    std::fill(o + rows, o + ldo, 0u);
-  }
+  transpose32(x, rows, cols, ld, out, ldo, ldo);
   return out;
 }
 
 // acc (t x d) = the transpose of acc_t (d x t, ld apart), into rows `ld_out` apart.
 void store_transposed(const float* acc_t, std::int64_t t, std::int64_t d, std::int64_t ld,
                       float* out, std::int64_t ld_out) {
-  for (std::int64_t r = 0; r < t; ++r) {
-    for (std::int64_t c = 0; c < d; ++c) out[r * ld_out + c] = acc_t[c * ld + r];
-  }
+  transpose32(acc_t, d, t, ld, out, ld_out, d);
 }
 
 }  // namespace

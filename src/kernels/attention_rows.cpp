@@ -46,6 +46,20 @@ void probabilities_bf16_ref(const float* s, std::int64_t valid, std::int64_t wid
   }
 }
 
+float scaled_log_sum_exp_ref(float* s, std::int64_t n, float scale) {
+  for (std::int64_t c = 0; c < n; ++c) s[c] *= scale;
+  const float m = detail::row_max(s, n);
+  float lane[8] = {};
+  std::int64_t c = 0;
+  for (; c + 8 <= n; c += 8) {
+    for (int l = 0; l < 8; ++l) lane[l] += detail::exp_scalar(s[c + l] - m);
+  }
+  float sum = 0;
+  for (const float l : lane) sum += l;
+  for (; c < n; ++c) sum += detail::exp_scalar(s[c] - m);
+  return m + std::log(sum);
+}
+
 void score_gradients_bf16_ref(const float* dp, const float* p, float delta, float scale,
                               std::int64_t n, std::int64_t width, std::uint16_t* bits) {
   for (std::int64_t c = 0; c < width; ++c) {
@@ -60,6 +74,11 @@ void probabilities_bf16(const float* s, std::int64_t valid, std::int64_t width, 
   } else {
     probabilities_bf16_ref(s, valid, width, shift, p_out, bits);
   }
+}
+
+float scaled_log_sum_exp(float* s, std::int64_t n, float scale) {
+  return vector_units() ? detail::scaled_log_sum_exp_avx512(s, n, scale)
+                        : scaled_log_sum_exp_ref(s, n, scale);
 }
 
 void score_gradients_bf16(const float* dp, const float* p, float delta, float scale, std::int64_t n,
@@ -96,13 +115,11 @@ void softmax_rows_bf16(float* s, std::int64_t i0, std::int64_t rows, std::int64_
   for (std::int64_t r = 0; r < rows; ++r) {
     float* sr = s + r * cols;
     const std::int64_t valid = i0 + r + 1;  // keys 0..i0+r
-    for (std::int64_t c = 0; c < valid; ++c) sr[c] *= scale;
     float l;
     if (lse_out != nullptr) {
-      const float m = kernels::detail::row_max(sr, valid);
-      l = m + std::log(kernels::detail::exp_shifted(sr, tmp, valid, m));
-      lse_out[r] = l;
+      l = lse_out[r] = scaled_log_sum_exp(sr, valid, scale);
     } else {
+      for (std::int64_t c = 0; c < valid; ++c) sr[c] *= scale;
       l = lse_in[r];
     }
     std::uint16_t* br = bits + r * ldb;

@@ -1,5 +1,6 @@
 // The fused heads' row passes (attention_rows.hpp): the AVX-512 sweeps against their scalar
-// twins bit for bit, and the twins against double-precision exp and the numerics codec.
+// twins bit for bit, and the twins against double-precision exp and the numerics codec (and
+// the log-sum-exp against the general softmax's, bit for bit).
 #include "mantissa/kernels/attention_rows.hpp"
 
 #include <gtest/gtest.h>
@@ -10,7 +11,9 @@
 #include <random>
 #include <vector>
 
+#include "lane_sums.hpp"  // src/kernels: the general softmax's row max
 #include "mantissa/numerics/convert.hpp"
+#include "vector_exp.hpp"  // src/kernels: the general softmax's exp sum
 
 namespace mantissa::kernels {
 namespace {
@@ -79,6 +82,58 @@ TEST(AttentionRows, ProbabilitiesMatchTheTwinAndDoubleExp) {
   probabilities_bf16(s.data(), 33, 40, 0.0f, nullptr, bits.data());
   probabilities_bf16_ref(s.data(), 33, 40, 0.0f, nullptr, twin.data());
   EXPECT_EQ(bits, twin);
+}
+
+TEST(AttentionRows, LogSumExpMatchesTheTwinAndDouble) {
+  const float scale = 0.125f;
+  // Every length from 0 to 70 (each way a row ends: whole vectors of 16, a group of 8, a
+  // tail), then long rows; scores with specials only where the row holds them.
+  for (std::int64_t n = 0; n <= 300; n += n < 70 ? 1 : 23) {
+    const auto raw = scores(static_cast<std::size_t>(n), static_cast<unsigned>(n));
+    std::vector<float> s(raw.begin(), raw.end()), twin = s;
+    s.push_back(7.0f);  // one past the row: not touched
+    twin.push_back(7.0f);
+    const float l = scaled_log_sum_exp(s.data(), n, scale);
+    const float lt = scaled_log_sum_exp_ref(twin.data(), n, scale);
+    EXPECT_EQ(std::memcmp(s.data(), twin.data(), s.size() * 4), 0) << "n " << n;
+    EXPECT_EQ(s[n], 7.0f);
+    if (std::isnan(lt)) {
+      EXPECT_TRUE(std::isnan(l)) << "n " << n;
+    } else {
+      EXPECT_EQ(std::memcmp(&l, &lt, 4), 0) << "n " << n << ": " << l << " vs " << lt;
+    }
+    // The twin against the definition in double (a row with a NaN has a NaN log-sum-exp).
+    bool has_nan = false;
+    double m = -INFINITY;
+    for (std::int64_t c = 0; c < n; ++c) {
+      const double x = static_cast<double>(raw[c] * scale);  // the scaled float, as stored
+      const float want = raw[c] * scale;
+      EXPECT_EQ(std::memcmp(&twin[c], &want, 4), 0) << c;
+      has_nan = has_nan || std::isnan(x);
+      if (!std::isnan(x)) m = std::max(m, x);
+    }
+    // The general softmax (attention.cpp's softmax_rows) computes the same float.
+    std::vector<float> tmp(static_cast<std::size_t>(n) + 1);
+    const float top = detail::row_max(twin.data(), n);
+    const float general = top + std::log(detail::exp_shifted(twin.data(), tmp.data(), n, top));
+    if (!std::isnan(lt)) {
+      EXPECT_EQ(std::memcmp(&general, &lt, 4), 0) << "n " << n;
+    }
+    if (n == 0) {
+      EXPECT_EQ(lt, -INFINITY);
+      continue;
+    }
+    if (has_nan) {
+      EXPECT_TRUE(std::isnan(lt)) << "n " << n;
+      continue;
+    }
+    double sum = 0;
+    for (std::int64_t c = 0; c < n; ++c) sum += std::exp(static_cast<double>(twin[c]) - m);
+    // exp's 2e-7 and one float rounding per addition (at most n of them), relative to the sum:
+    // the log moves by at most that much in absolute terms.
+    EXPECT_NEAR(lt, m + std::log(sum), 1e-6 * (1 + std::fabs(m)) + 3e-7 * static_cast<double>(n))
+        << "n " << n;
+  }
 }
 
 TEST(AttentionRows, ScoreGradientsAreTheFloatFormulaRoundedToBfloat16) {

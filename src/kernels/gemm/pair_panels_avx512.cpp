@@ -22,7 +22,7 @@ __m512i widen(__mmask16 m, const std::uint16_t* x) {
 
 // r[j] <- column j of the 16 x 16 block whose row i is r[i]: a 4 x 4 transpose inside each
 // 128-bit lane (32- then 64-bit unpacks), then the lanes moved across registers.
-void transpose16(__m512i r[16]) {
+inline __attribute__((always_inline)) void transpose16(__m512i r[16]) {
   __m512i t[16];
   for (int i = 0; i < 8; ++i) {
     t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
@@ -67,6 +67,15 @@ void transpose_words_avx512(const std::uint16_t* x, std::int64_t rows, std::int6
     const std::int64_t lanes = std::min<std::int64_t>(16, out_rows - i0);
     for (std::int64_t j0 = 0; j0 < cols; j0 += 16) {
       const std::int64_t w = std::min<std::int64_t>(16, cols - j0);
+      if (have == 16 && w == 16 && lanes == 16) {  // a whole block, in registers throughout
+        __m512i r[16];
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(x + (i0 + i) * ld + 2 * j0);
+        transpose16(r);
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; ++j) _mm512_storeu_si512(out + (j0 + j) * ldo + i0, r[j]);
+        continue;
+      }
       const __mmask16 m = first(w);
       __m512i r[16];
       for (std::int64_t i = 0; i < 16; ++i) {
