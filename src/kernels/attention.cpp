@@ -261,11 +261,14 @@ Products head_products(const AttentionShape& s, const Products& mm, const HeadOp
 }
 
 // Runs fn(i, in_offset, out_offset) for every (batch, head) pair i = b * heads + h, the
-// pairs spread over the threads; the offsets locate the head in the `in` and `out` layouts.
+// pairs handed to the threads one at a time as they come free (a head's work is its own, so
+// which thread runs it changes no bits; a thread the machine slows takes fewer heads instead
+// of holding the others at the end); the offsets locate the head in the `in` and `out`
+// layouts.
 template <class Fn>
 void for_each_head(const AttentionShape& s, const HeadLayout& in, const HeadLayout& out, Fn&& fn) {
   const std::int64_t pairs = s.batch * s.heads;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 1)
   for (std::int64_t i = 0; i < pairs; ++i) {
     const std::int64_t b = i / s.heads, h = i % s.heads;
     fn(i, b * in.batch_stride + h * in.head_stride, b * out.batch_stride + h * out.head_stride);
