@@ -38,14 +38,24 @@ struct LayerNormNode : Node {
     const std::int64_t rows = rows_of(x, cols);
     float* dgp = dgamma.f32();
     float* dbp = dbeta.f32();
+    // bfloat16 rows are read as they are stored (widened in the loop: the same floats).
+    const bool bf16 =
+        xd.tensor().format() == Format::bfloat16 && gd.tensor().format() == Format::bfloat16;
+    const auto* xb = static_cast<const std::uint16_t*>(xd.tensor().raw_data());
+    const auto* gb = static_cast<const std::uint16_t*>(gd.tensor().raw_data());
     kernels::parallel_chunks(
         cols,
         [&](std::int64_t c0, std::int64_t c1) {
           for (std::int64_t r = 0; r < rows; ++r) {
-            const float* xr = xd.range(r * cols + c0, c1 - c0);
-            const float* gr = gd.range(r * cols + c0, c1 - c0);
-            kernels::layer_norm_param_gradients(xr, gr, mean.f32()[r], rstd.f32()[r], dgp + c0,
-                                                dbp + c0, c1 - c0);
+            const std::int64_t at = r * cols + c0;
+            if (bf16) {
+              kernels::layer_norm_param_gradients_bf16(xb + at, gb + at, mean.f32()[r],
+                                                       rstd.f32()[r], dgp + c0, dbp + c0, c1 - c0);
+              continue;
+            }
+            kernels::layer_norm_param_gradients(xd.range(at, c1 - c0), gd.range(at, c1 - c0),
+                                                mean.f32()[r], rstd.f32()[r], dgp + c0, dbp + c0,
+                                                c1 - c0);
           }
         },
         rows * cols >= kernels::kParallelMinElements ? 32 : cols + 1);

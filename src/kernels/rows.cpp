@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -62,13 +63,36 @@ void layer_norm_backward(const float* x, const float* gamma, const float* mean, 
   }
 }
 
+namespace {
+
+float value_of(float v) {
+  return v;
+}
+float value_of(std::uint16_t bf16) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(bf16) << 16);
+}
+
+template <class T>
+void param_gradients(const T* x, const T* dy, float mean, float rstd, float* dgamma, float* dbeta,
+                     std::int64_t width) {
+  for (std::int64_t c = 0; c < width; ++c) {
+    const float g = value_of(dy[c]);
+    const float xhat = (value_of(x[c]) - mean) * rstd;
+    dgamma[c] += g * xhat;
+    dbeta[c] += g;
+  }
+}
+
+}  // namespace
+
 void layer_norm_param_gradients(const float* x, const float* dy, float mean, float rstd,
                                 float* dgamma, float* dbeta, std::int64_t width) {
-  for (std::int64_t c = 0; c < width; ++c) {
-    const float xhat = (x[c] - mean) * rstd;
-    dgamma[c] += dy[c] * xhat;
-    dbeta[c] += dy[c];
-  }
+  param_gradients(x, dy, mean, rstd, dgamma, dbeta, width);
+}
+
+void layer_norm_param_gradients_bf16(const std::uint16_t* x, const std::uint16_t* dy, float mean,
+                                     float rstd, float* dgamma, float* dbeta, std::int64_t width) {
+  param_gradients(x, dy, mean, rstd, dgamma, dbeta, width);
 }
 
 void layer_norm_forward_ref(const float* x, const float* gamma, const float* beta, float* y,

@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "mantissa/kernels/optimizer_updates.hpp"
 #include "mantissa/kernels/pointwise.hpp"
 #include "mantissa/kernels/rows.hpp"
+#include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
 
 namespace mantissa::kernels {
@@ -59,6 +62,32 @@ TEST(KernelTwins, Gelu) {
     expect_close(dx, dxr, 1e-6, 1e-5, "gelu backward");
   }
   numerics::set_simd_path(numerics::best_simd_path());
+}
+
+TEST(KernelTwins, LayerNormParameterGradientsFromBfloat16AreTheDecodedRowsSums) {
+  // bfloat16 rows read as stored: the same floats as the float32 form on the rows decoded
+  // by the numerics codec (values with specials and subnormals among them).
+  const std::int64_t rows = 37, cols = 70;
+  auto x = random_values(rows * cols, 31, 3.0f), dy = random_values(rows * cols, 32);
+  x[5] = 1e-39f;  // a subnormal, kept by bfloat16
+  dy[9] = std::numeric_limits<float>::infinity();
+  std::vector<std::uint16_t> xb(x.size()), gb(dy.size());
+  numerics::encode_array(x.data(), x.size(), numerics::Format::bfloat16, xb.data());
+  numerics::encode_array(dy.data(), dy.size(), numerics::Format::bfloat16, gb.data());
+  std::vector<float> xf(x.size()), gf(dy.size());
+  numerics::decode_array(xb.data(), xb.size(), numerics::Format::bfloat16, xf.data());
+  numerics::decode_array(gb.data(), gb.size(), numerics::Format::bfloat16, gf.data());
+  std::vector<float> dg(cols, 0.0f), db(cols, 0.0f), dg_bf(cols, 0.0f), db_bf(cols, 0.0f);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float mean = 0.0625f * static_cast<float>(r % 5), rstd = 1.5f;
+    layer_norm_param_gradients(xf.data() + r * cols, gf.data() + r * cols, mean, rstd, dg.data(),
+                               db.data(), cols);
+    layer_norm_param_gradients_bf16(xb.data() + r * cols, gb.data() + r * cols, mean, rstd,
+                                    dg_bf.data(), db_bf.data(), cols);
+  }
+  EXPECT_EQ(std::memcmp(dg.data(), dg_bf.data(), cols * 4), 0);
+  EXPECT_EQ(std::memcmp(db.data(), db_bf.data(), cols * 4), 0);
+  EXPECT_TRUE(std::isinf(db[9]));  // the inf went in
 }
 
 TEST(KernelTwins, LayerNormParameterGradientsAnyColumnSplit) {

@@ -17,6 +17,10 @@ void layer_norm_backward(const float* x, const float* gamma, const float* mean, 
 // result does not depend on the split.
 void layer_norm_param_gradients(const float* x, const float* dy, float mean, float rstd,
                                 float* dgamma, float* dbeta, std::int64_t width);
+// The same from bfloat16 bits (each value widened exactly in the loop): the same floats as
+// layer_norm_param_gradients on the rows decoded, without decoding them first.
+void layer_norm_param_gradients_bf16(const std::uint16_t* x, const std::uint16_t* dy, float mean,
+                                     float rstd, float* dgamma, float* dbeta, std::int64_t width);
 void layer_norm_forward_ref(const float* x, const float* gamma, const float* beta, float* y,
                             std::int64_t rows, std::int64_t cols, float eps);
 
