@@ -37,18 +37,12 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
 }
 
 struct ThreadScratch {
-  ScratchBuffer a, c, panel;
+  ScratchBuffer a, b, c, panel;
 };
 ThreadScratch& thread_scratch() {
   thread_local ThreadScratch s;
   return s;
 }
-// B panels shared by the threads of one product: the calling thread's.
-ScratchBuffer& shared_b_panels() {
-  thread_local ScratchBuffer b;
-  return b;
-}
-
 struct Job {
   GemmShape s;
   MatrixRef a, b;
@@ -56,7 +50,6 @@ struct Job {
   const GemmEpilogue* epilogue;
   MicroKernelInfo kern;
   Blocking bl;
-  float* b_panels[2];  // two buffers, used in turn: one barrier per depth block
   std::atomic<bool>* failed;
 };
 
@@ -98,9 +91,10 @@ void run_thread(const Job& job, int t, int threads) {
   // Everything this thread needs, allocated before the first barrier: a failure here is
   // agreed on by all threads (nobody waits at a barrier for a thread that has left).
   const bool pairs = job.kern.pair_fn != nullptr;
-  float *abuf = nullptr, *cbuf = nullptr, *panel = nullptr;
+  float *abuf = nullptr, *bbuf = nullptr, *cbuf = nullptr, *panel = nullptr;
   try {
     abuf = ws.a.as<float>(static_cast<std::size_t>(bl.mc * bl.kc));
+    bbuf = ws.b.as<float>(static_cast<std::size_t>(bl.kc * bl.nc));
     cbuf = ws.c.as<float>(static_cast<std::size_t>(c_block_floats(s, job.kern, bl, threads)));
     // bf16 pairs: each panel is packed as float32 here first, then paired.
     if (pairs) panel = ws.panel.as<float>(static_cast<std::size_t>(bl.kc * std::max(mr, nr)));
@@ -117,12 +111,18 @@ void run_thread(const Job& job, int t, int threads) {
   const std::int64_t depth =
       std::min(s.k, (ceil_div(s.k, ceil_div(s.k, bl.kc)) + align - 1) / align * align);
   const std::int64_t depth_blocks = ceil_div(s.k, depth);
-  int turn = 0;  // which B buffer the next depth block packs into
   for (std::int64_t i0 = 0; i0 < s.m; i0 += bl.mb) {
     const std::int64_t rows = std::min(bl.mb, s.m - i0);
     const std::int64_t row_panels = ceil_div(rows, mr);
-    // Threads split the rows when there are enough of them, else the columns.
-    const bool split_rows = threads == 1 || row_panels >= 2 * threads;
+    // Every thread packs the B panels it multiplies by into its own buffer, so no thread
+    // waits for another inside a product (on a busy machine a barrier per depth block made
+    // every thread wait for the slowest at each one). The threads split the larger of the
+    // rows and the columns where it has enough panels: the other operand's packing is the
+    // one they each repeat.
+    const std::int64_t first_cols = std::min(bl.nc, s.n);
+    const bool split_rows =
+        threads == 1 || (row_panels >= 2 * threads &&
+                         (rows >= first_cols || ceil_div(first_cols, nr) < 2 * threads));
     std::int64_t r0 = 0, r1 = rows;
     if (split_rows) {
       const auto [p0, p1] = share(row_panels, t, threads);
@@ -132,26 +132,22 @@ void run_thread(const Job& job, int t, int threads) {
     for (std::int64_t j0 = 0; j0 < s.n; j0 += bl.nc) {
       const std::int64_t cols = std::min(bl.nc, s.n - j0);
       const std::int64_t col_panels = ceil_div(cols, nr);
-      const auto [pack0, pack1] = share(col_panels, t, threads);  // B panels this thread packs
-      std::int64_t q0 = 0, q1 = col_panels;                       // ... and multiplies by
+      std::int64_t q0 = 0, q1 = col_panels;  // the B panels this thread packs and multiplies by
       if (!split_rows) std::tie(q0, q1) = share(col_panels, t, threads);
       const std::int64_t ldc = std::max<std::int64_t>(q1 - q0, 1) * nr;
       const bool busy = r0 < r1 && q0 < q1;
+      if (!busy) continue;
       for (int p = 0; p < job.passes.count; ++p) {
         const Pass& pass = job.passes.pass[p];
         for (std::int64_t d = 0; d < depth_blocks; ++d) {
           const std::int64_t k0 = d * depth, kc = std::min(depth, s.k - k0);
           const bool first = p == 0 && d == 0;
           const bool last = p + 1 == job.passes.count && d + 1 == depth_blocks;
-          // A thread may still be reading the other buffer (the previous block); this one was
-          // last read two blocks ago, before every thread passed the previous barrier.
-          float* b_panels = job.b_panels[turn];
-          turn ^= 1;
           // Depth pairs of the pair kernels, padded to their block.
           const std::int64_t kp = ceil_div((kc + 1) / 2, job.kern.pair_block) * job.kern.pair_block;
           if (pairs) {
-            auto* words = reinterpret_cast<std::uint32_t*>(b_panels);
-            for (std::int64_t q = pack0; q < pack1; ++q) {
+            auto* words = reinterpret_cast<std::uint32_t*>(bbuf);
+            for (std::int64_t q = q0; q < q1; ++q) {
               const std::int64_t c0 = j0 + q * nr, width = std::min(nr * (q + 1), cols) - q * nr;
               if (pair_panel_bf16(job.b, false, c0, width, k0, kc, pass.b, nr, kp, false,
                                   words + q * kp * nr)) {
@@ -160,12 +156,11 @@ void run_thread(const Job& job, int t, int threads) {
               pack_b(job.b, k0, kc, c0, width, pass.b, nr, panel);
               pair_panel_padded(panel, kc, nr, kp, false, words + q * kp * nr);
             }
-          } else if (pack0 < pack1) {
-            pack_b(job.b, k0, kc, j0 + pack0 * nr, std::min(pack1 * nr, cols) - pack0 * nr, pass.b,
-                   nr, b_panels + pack0 * kc * nr);
+          } else {
+            pack_b(job.b, k0, kc, j0 + q0 * nr, std::min(q1 * nr, cols) - q0 * nr, pass.b, nr,
+                   bbuf + q0 * kc * nr);
           }
-          barrier(threads);
-          for (std::int64_t ib = r0; busy && ib < r1; ib += bl.mc) {
+          for (std::int64_t ib = r0; ib < r1; ib += bl.mc) {
             const std::int64_t mc = std::min(bl.mc, r1 - ib);
             float* cblock = cbuf + (ib - r0) * ldc;
             if (pairs) {
@@ -181,7 +176,7 @@ void run_thread(const Job& job, int t, int threads) {
                 pair_panel_padded(panel, kc, mr, kp, job.kern.a_rows, awords + ir * kp * mr);
               }
               if (job.kern.enter != nullptr) job.kern.enter();
-              const auto* bwords = reinterpret_cast<const std::uint32_t*>(b_panels);
+              const auto* bwords = reinterpret_cast<const std::uint32_t*>(bbuf);
               for (std::int64_t q = q0; q < q1; ++q) {
                 for (std::int64_t ir = 0; ir * mr < mc; ++ir) {
                   job.kern.pair_fn(kp, awords + ir * kp * mr, bwords + q * kp * nr,
@@ -191,7 +186,7 @@ void run_thread(const Job& job, int t, int threads) {
             } else {
               pack_a(job.a, i0 + ib, mc, k0, kc, pass.a, mr, abuf);
               for (std::int64_t q = q0; q < q1; ++q) {
-                const float* bpanel = b_panels + q * kc * nr;
+                const float* bpanel = bbuf + q * kc * nr;
                 for (std::int64_t ir = 0; ir * mr < mc; ++ir) {
                   job.kern.fn(kc, abuf + ir * kc * mr, bpanel,
                               cblock + ir * mr * ldc + (q - q0) * nr, ldc, !first);
@@ -249,7 +244,6 @@ void blocked_gemm(const GemmShape& s, const Operand& a, const Operand& b, const 
                                                             : active_micro_kernel();
   const Blocking bl = blocking_for(kern);
   std::atomic<bool> failed{false};
-  float* b_panels = shared_b_panels().as<float>(static_cast<std::size_t>(2 * bl.kc * bl.nc));
   const Job job{s,
                 {a, s.trans_a, s.lda},
                 {b, s.trans_b, s.ldb},
@@ -257,7 +251,6 @@ void blocked_gemm(const GemmShape& s, const Operand& a, const Operand& b, const 
                 &epilogue,
                 kern,
                 bl,
-                {b_panels, b_panels + bl.kc * bl.nc},
                 &failed};
   const bool parallel = all_threads && !omp_in_parallel() && omp_get_max_threads() > 1 &&
                         s.flops() >= 2.0 * 64 * 64 * 64;
