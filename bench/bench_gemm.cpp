@@ -100,15 +100,15 @@ void BM_attention(benchmark::State& state, bool backward, Format half, GemmRoute
 
 // The same heads as GPT-ref's model runs them: q, k and v as columns of one bfloat16
 // [8, 256, 3 x 384] tensor (the fused QKV product's output), o and dO bfloat16 [8, 256, 384],
-// the gradient float32 [8, 256, 3 x 384] (autograd's ops_attention.cpp).
+// the gradient bfloat16 [8, 256, 3 x 384] (autograd's ops_attention.cpp).
 void BM_attention_model(benchmark::State& state, bool backward, GemmRoute route) {
   const k::AttentionShape s{8, 6, 256, 64};
   const std::int64_t c = s.heads * s.d, rows = s.batch * s.t;
   const auto qkv = values(static_cast<std::size_t>(rows * 3 * c), Format::bfloat16, 3);
   const auto g = values(static_cast<std::size_t>(rows * c), Format::bfloat16, 6);
   std::vector<std::uint16_t> o(static_cast<std::size_t>(rows * c));
-  std::vector<float> lse(static_cast<std::size_t>(s.batch * s.heads * s.t)),
-      d(static_cast<std::size_t>(rows * 3 * c));
+  std::vector<float> lse(static_cast<std::size_t>(s.batch * s.heads * s.t));
+  std::vector<std::uint16_t> d(static_cast<std::size_t>(rows * 3 * c));
   k::AttentionPrecision pr;
   pr.half = Format::bfloat16;
   pr.gemm = {Format::bfloat16, 1, k::GemmAlgorithm::automatic, route};
@@ -123,8 +123,9 @@ void BM_attention_model(benchmark::State& state, bool backward, GemmRoute route)
                          lse.data(), scale, pr);
     if (backward) {
       k::attention_backward(s, in, at(0), at(c), at(2 * c), out, {o.data(), Format::bfloat16},
-                            {g.data(), Format::bfloat16}, lse.data(), d.data(), d.data() + c,
-                            d.data() + 2 * c, scale, pr);
+                            {g.data(), Format::bfloat16}, lse.data(),
+                            {d.data(), d.data() + c, d.data() + 2 * c, Format::bfloat16}, scale,
+                            pr);
     }
     benchmark::DoNotOptimize(o.data());
   }

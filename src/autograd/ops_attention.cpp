@@ -37,20 +37,29 @@ struct AttentionNode : Node {
   std::vector<Tensor> apply(const Tensor& g) override {
     const kernels::AttentionPrecision pr = attention_precision(policy);
     const Tensor gc = g.contiguous();
+    // The gradients are made in the format each receiver rounds them to on arrival (as the
+    // other ops make theirs), except on a sampled step: there they stay float32, so the
+    // receivers' arrival measures what rounding them loses.
+    const bool sampled = RoundingProbe(QuantRole::grad, name(), layer).active();
+    const auto format = [&](std::size_t i) { return sampled ? Format::float32 : grad_format(i); };
     if (fused) {
-      Tensor d = Tensor::empty(in.q.shape());
-      float* base = d.f32();
-      kernels::attention_backward(shape, in_layout, operand(in.q), operand(in.k, in.k_offset),
-                                  operand(in.v, in.v_offset), out_layout, operand(o), operand(gc),
-                                  lse.f32(), base, base + in.k_offset, base + in.v_offset, scale,
-                                  pr);
+      Tensor d = Tensor::empty(in.q.shape(), format(0));
+      char* base = static_cast<char*>(d.raw_data());
+      const std::int64_t bytes = d.element_bytes();
+      kernels::attention_backward(
+          shape, in_layout, operand(in.q), operand(in.k, in.k_offset), operand(in.v, in.v_offset),
+          out_layout, operand(o), operand(gc), lse.f32(),
+          {base, base + in.k_offset * bytes, base + in.v_offset * bytes, d.format()}, scale, pr);
       return {d};
     }
-    Tensor dq = Tensor::empty(in.q.shape()), dk = Tensor::empty(in.k.shape()),
-           dv = Tensor::empty(in.v.shape());
+    // One format for the three (the kernel writes them alike): H where all three receivers
+    // round to the same H, else float32.
+    const Format f = format(0) == format(1) && format(1) == format(2) ? format(0) : Format::float32;
+    Tensor dq = Tensor::empty(in.q.shape(), f), dk = Tensor::empty(in.k.shape(), f),
+           dv = Tensor::empty(in.v.shape(), f);
     kernels::attention_backward(shape, in_layout, operand(in.q), operand(in.k), operand(in.v),
-                                out_layout, operand(o), operand(gc), lse.f32(), dq.f32(), dk.f32(),
-                                dv.f32(), scale, pr);
+                                out_layout, operand(o), operand(gc), lse.f32(),
+                                {dq.raw_data(), dk.raw_data(), dv.raw_data(), f}, scale, pr);
     return {dq, dk, dv};
   }
 };

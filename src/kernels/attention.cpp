@@ -290,10 +290,49 @@ void attention_forward(const AttentionShape& s, const HeadLayout& in, Operand q,
   });
 }
 
+// A head's gradients: written straight into float32 results, else made in the thread's
+// dense float scratch and rounded into the results' format when the head is done.
+class HeadGrads {
+ public:
+  HeadGrads(const AttentionGrads& g, std::int64_t at, std::int64_t ld, const AttentionShape& s)
+      : g_(g), at_(at), ld_(ld), t_(s.t), d_(s.d) {
+    if (direct()) {
+      for (int i = 0; i < 3; ++i) rows_[i] = static_cast<float*>(target(i)) + at;
+      return;
+    }
+    thread_local ScratchBuffer scratch[3];
+    for (int i = 0; i < 3; ++i) {
+      rows_[i] = scratch[i].as<float>(static_cast<std::size_t>(std::max<std::int64_t>(t_ * d_, 1)));
+    }
+  }
+  float* dq() const { return rows_[0]; }
+  float* dk() const { return rows_[1]; }
+  float* dv() const { return rows_[2]; }
+  // The rows' leading dimension while the head runs.
+  std::int64_t ld() const { return direct() ? ld_ : d_; }
+  // The head's rows into the results (nothing to do for float32).
+  void finish() const {
+    if (direct()) return;
+    const int bytes = numerics::traits(g_.format).storage_bytes;
+    for (int i = 0; i < 3; ++i) {
+      for (std::int64_t r = 0; r < t_; ++r) {
+        numerics::encode_array(rows_[i] + r * d_, static_cast<std::size_t>(d_), g_.format,
+                               static_cast<char*>(target(i)) + (at_ + r * ld_) * bytes);
+      }
+    }
+  }
+
+ private:
+  bool direct() const { return g_.format == numerics::Format::float32; }
+  void* target(int i) const { return i == 0 ? g_.dq : i == 1 ? g_.dk : g_.dv; }
+  const AttentionGrads& g_;
+  std::int64_t at_, ld_, t_, d_;
+  float* rows_[3] = {};
+};
+
 void attention_backward(const AttentionShape& s, const HeadLayout& in, Operand q, Operand k,
                         Operand v, const HeadLayout& out, Operand o, Operand d_o, const float* lse,
-                        float* dq, float* dk, float* dv, float scale,
-                        const AttentionPrecision& pr) {
+                        const AttentionGrads& grads, float scale, const AttentionPrecision& pr) {
   const Products mm(pr);
   // o (and dO where it is summed, not multiplied) are read as stored, never rounded for a
   // product.
@@ -305,18 +344,20 @@ void attention_backward(const AttentionShape& s, const HeadLayout& in, Operand q
     const HeadOperands ops{at(q, a), at(k, a), at(v, a), ld};
     const Products route = head_products(s, mm, ops, scale, pr);
     const HeadRows o_rows = head_rows(at(o, ot), ldo, s.t, s.d, as_stored, 8);
+    const HeadGrads d(grads, a, ld, s);
     if (route.pairs(s.d)) {
       backward_head_pairs(
           ops.pair_rows(s, route), operand_pair_rows(at(d_o, ot), ldo, s.t, s.d, route, 9, 3),
-          o_rows, head_rows(at(d_o, ot), ldo, s.t, s.d, as_stored, 10), lse + i * s.t, dq + a,
-          dk + a, dv + a, ld, s.t, s.d, scale, pr, route.to_bf16, route.unit());
-      return;
+          o_rows, head_rows(at(d_o, ot), ldo, s.t, s.d, as_stored, 10), lse + i * s.t, d.dq(),
+          d.dk(), d.dv(), d.ld(), s.t, s.d, scale, pr, route.to_bf16, route.unit());
+    } else {
+      const HeadRows g = head_rows(at(d_o, ot), ldo, s.t, s.d, route, 9);
+      const HeadRows g_plain =
+          route.to_bf16 ? head_rows(at(d_o, ot), ldo, s.t, s.d, as_stored, 10) : g;
+      backward_head(ops.rows(s, route), o_rows, g, g_plain, lse + i * s.t, d.dq(), d.dk(), d.dv(),
+                    d.ld(), s.t, s.d, scale, pr, route);
     }
-    const HeadRows g = head_rows(at(d_o, ot), ldo, s.t, s.d, route, 9);
-    const HeadRows g_plain =
-        route.to_bf16 ? head_rows(at(d_o, ot), ldo, s.t, s.d, as_stored, 10) : g;
-    backward_head(ops.rows(s, route), o_rows, g, g_plain, lse + i * s.t, dq + a, dk + a, dv + a, ld,
-                  s.t, s.d, scale, pr, route);
+    d.finish();
   });
 }
 
@@ -335,7 +376,7 @@ void attention_backward(const float* q, const float* k, const float* v, const fl
                         const AttentionPrecision& pr) {
   const AttentionShape s{bh, 1, t, d};
   const HeadLayout l = HeadLayout::dense(s);
-  attention_backward(s, l, q, k, v, l, o, d_o, lse, dq, dk, dv, scale, pr);
+  attention_backward(s, l, q, k, v, l, o, d_o, lse, AttentionGrads{dq, dk, dv}, scale, pr);
 }
 
 void attention_forward_ref(const float* q, const float* k, const float* v, float* o,

@@ -282,7 +282,7 @@ TEST_P(FusedHeads, ReadStoredBf16AsTheSameValues) {
     attention_forward(s, in, col(0), col(c), col(2 * c), out, {r.o.data(), Format::float32},
                       r.lse.data(), scale, pr);
     attention_backward(s, in, col(0), col(c), col(2 * c), out, {r.o.data(), Format::float32},
-                       {dy, f}, r.lse.data(), r.dq.data(), r.dk.data(), r.dv.data(), scale, pr);
+                       {dy, f}, r.lse.data(), {r.dq.data(), r.dk.data(), r.dv.data()}, scale, pr);
     return r;
   };
   const Results stored = run(qkv_bits.data(), g_bits.data(), Format::bfloat16);
@@ -292,6 +292,31 @@ TEST_P(FusedHeads, ReadStoredBf16AsTheSameValues) {
   EXPECT_EQ(stored.dq, floats.dq);
   EXPECT_EQ(stored.dk, floats.dk);
   EXPECT_EQ(stored.dv, floats.dv);
+
+  // The gradients asked for in bfloat16, into one [b, t, 3c] tensor as the fused op makes
+  // them: the float32 gradients rounded to nearest even, and nothing written outside them.
+  std::vector<float> o(g.size()), lse(static_cast<std::size_t>(b * heads * t));
+  attention_forward(s, in, Operand{qkv_bits.data(), Format::bfloat16},
+                    Operand{qkv_bits.data() + c, Format::bfloat16},
+                    Operand{qkv_bits.data() + 2 * c, Format::bfloat16}, out,
+                    {o.data(), Format::float32}, lse.data(), scale, pr);
+  std::vector<std::uint16_t> grads(qkv.size(), 0x7777);
+  attention_backward(s, in, Operand{qkv_bits.data(), Format::bfloat16},
+                     Operand{qkv_bits.data() + c, Format::bfloat16},
+                     Operand{qkv_bits.data() + 2 * c, Format::bfloat16}, out,
+                     {o.data(), Format::float32}, {g_bits.data(), Format::bfloat16}, lse.data(),
+                     {grads.data(), grads.data() + c, grads.data() + 2 * c, Format::bfloat16},
+                     scale, pr);
+  // dq, dk, dv interleaved as the fused gradient holds them (run() wrote each at q's offsets).
+  std::vector<float> want(qkv.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const std::size_t third = i % static_cast<std::size_t>(3 * c) / static_cast<std::size_t>(c);
+    const std::size_t at = i - third * static_cast<std::size_t>(c);
+    want[i] = (third == 0 ? stored.dq : third == 1 ? stored.dk : stored.dv)[at];
+  }
+  std::vector<std::uint16_t> want_bits(want.size());
+  numerics::encode_array(want.data(), want.size(), Format::bfloat16, want_bits.data());
+  EXPECT_EQ(grads, want_bits);
 }
 
 TEST_P(FusedHeads, NearTheDoubleReference) {

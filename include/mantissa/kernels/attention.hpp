@@ -53,11 +53,20 @@ void attention_forward(const AttentionShape& s, const HeadLayout& in, Operand q,
                        Operand v, const HeadLayout& out, AttentionOutput o, float* lse, float scale,
                        const AttentionPrecision& precision = {});
 
-// Gradients for q, k, v (float32, overwritten; layout `in`, like the inputs) from d_o (layout
-// `out`, like o), recomputing probabilities block by block.
+// Where the gradients of q, k and v go (layout `in`, like the inputs): elements of `format`,
+// the float32 values rounded to it (nearest even) as each head finishes.
+struct AttentionGrads {
+  void* dq = nullptr;
+  void* dk = nullptr;
+  void* dv = nullptr;
+  numerics::Format format = numerics::Format::float32;
+};
+
+// Gradients for q, k, v (overwritten) from d_o (layout `out`, like o), recomputing
+// probabilities block by block.
 void attention_backward(const AttentionShape& s, const HeadLayout& in, Operand q, Operand k,
                         Operand v, const HeadLayout& out, Operand o, Operand d_o, const float* lse,
-                        float* dq, float* dk, float* dv, float scale,
+                        const AttentionGrads& grads, float scale,
                         const AttentionPrecision& precision = {});
 
 // Dense [bh, t, d] float32 forms of the two above.

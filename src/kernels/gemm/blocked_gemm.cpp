@@ -111,8 +111,14 @@ void run_thread(const Job& job, int t, int threads) {
   const std::int64_t depth =
       std::min(s.k, (ceil_div(s.k, ceil_div(s.k, bl.kc)) + align - 1) / align * align);
   const std::int64_t depth_blocks = ceil_div(s.k, depth);
-  for (std::int64_t i0 = 0; i0 < s.m; i0 += bl.mb) {
-    const std::int64_t rows = std::min(bl.mb, s.m - i0);
+  // Chunks of mb rows keep a thread's C block in cache between depth blocks (and passes).
+  // With one depth block and one pass each mc block of C is finished as soon as it is made
+  // and goes to the epilogue, so one mc block's room serves them all, and the whole product
+  // is one chunk: B is packed once.
+  const bool one_depth = depth_blocks == 1 && job.passes.count == 1;
+  const std::int64_t mb = one_depth ? s.m : bl.mb;
+  for (std::int64_t i0 = 0; i0 < s.m; i0 += mb) {
+    const std::int64_t rows = std::min(mb, s.m - i0);
     const std::int64_t row_panels = ceil_div(rows, mr);
     // Every thread packs the B panels it multiplies by into its own buffer, so no thread
     // waits for another inside a product (on a busy machine a barrier per depth block made
@@ -162,7 +168,7 @@ void run_thread(const Job& job, int t, int threads) {
           }
           for (std::int64_t ib = r0; ib < r1; ib += bl.mc) {
             const std::int64_t mc = std::min(bl.mc, r1 - ib);
-            float* cblock = cbuf + (ib - r0) * ldc;
+            float* cblock = cbuf + (one_depth ? 0 : (ib - r0) * ldc);
             if (pairs) {
               auto* awords = reinterpret_cast<std::uint32_t*>(abuf);
               for (std::int64_t ir = 0; ir * mr < mc; ++ir) {
@@ -244,13 +250,7 @@ void blocked_gemm(const GemmShape& s, const Operand& a, const Operand& b, const 
                                                             : active_micro_kernel();
   const Blocking bl = blocking_for(kern);
   std::atomic<bool> failed{false};
-  const Job job{s,
-                {a, s.trans_a, s.lda},
-                {b, s.trans_b, s.ldb},
-                passes,
-                &epilogue,
-                kern,
-                bl,
+  const Job job{s,      {a, s.trans_a, s.lda}, {b, s.trans_b, s.ldb}, passes, &epilogue, kern, bl,
                 &failed};
   const bool parallel = all_threads && !omp_in_parallel() && omp_get_max_threads() > 1 &&
                         s.flops() >= 2.0 * 64 * 64 * 64;
