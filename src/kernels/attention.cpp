@@ -170,10 +170,7 @@ void forward_head(const Head& h, AttentionOutput o, std::int64_t ldo, float* lse
        false);
     softmax_rows(s, i0, rows, cols, scale, pr, mm.to_bf16, lse + i0, nullptr, tmp);
     mm(GemmShape{rows, d, cols, false, false, cols, h.v.ld, d}, s, h.v.p, ob, false);
-    for (std::int64_t r = 0; r < rows; ++r) {
-      numerics::encode_array(ob + r * d, static_cast<std::size_t>(d), o.format,
-                             static_cast<char*>(o.data) + (i0 + r) * ldo * bytes);
-    }
+    encode_rows(ob, rows, d, d, o.format, static_cast<char*>(o.data) + i0 * ldo * bytes, ldo);
   }
 }
 
@@ -315,10 +312,8 @@ class HeadGrads {
     if (direct()) return;
     const int bytes = numerics::traits(g_.format).storage_bytes;
     for (int i = 0; i < 3; ++i) {
-      for (std::int64_t r = 0; r < t_; ++r) {
-        numerics::encode_array(rows_[i] + r * d_, static_cast<std::size_t>(d_), g_.format,
-                               static_cast<char*>(target(i)) + (at_ + r * ld_) * bytes);
-      }
+      encode_rows(rows_[i], t_, d_, d_, g_.format, static_cast<char*>(target(i)) + at_ * bytes,
+                  ld_);
     }
   }
 

@@ -68,15 +68,6 @@ std::uint32_t* row_pairs(const std::uint16_t* x, std::int64_t t, std::int64_t n,
   return out;
 }
 
-void encode_rows(const float* x, std::int64_t rows, std::int64_t d, AttentionOutput o,
-                 std::int64_t row0, std::int64_t ldo) {
-  const int bytes = numerics::traits(o.format).storage_bytes;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    numerics::encode_array(x + r * d, static_cast<std::size_t>(d), o.format,
-                           static_cast<char*>(o.data) + (row0 + r) * ldo * bytes);
-  }
-}
-
 const std::uint32_t* as_words(const std::uint16_t* x) {
   return reinterpret_cast<const std::uint32_t*>(x);
 }
@@ -113,6 +104,19 @@ void store_transposed(const float* acc_t, std::int64_t t, std::int64_t d, std::i
 
 }  // namespace
 
+void encode_rows(const float* x, std::int64_t rows, std::int64_t n, std::int64_t ldx,
+                 numerics::Format f, void* out, std::int64_t ldo) {
+  if (f == numerics::Format::bfloat16 && n % 2 == 0) {  // (odd rows would get a pad written)
+    to_bf16_rows(x, rows, n, ldx, static_cast<std::uint16_t*>(out), ldo);
+    return;
+  }
+  const int bytes = numerics::traits(f).storage_bytes;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    numerics::encode_array(x + r * ldx, static_cast<std::size_t>(n), f,
+                           static_cast<char*>(out) + r * ldo * bytes);
+  }
+}
+
 bool pairs_can_run(const GemmPrecision& gemm, std::int64_t d, PairUnit unit) {
   return gemm.format == numerics::Format::bfloat16 && gemm.passes == 1 && d % 2 == 0 &&
          (unit == PairUnit::tiles ? amx_available() : bf16_pairs_available());
@@ -140,7 +144,9 @@ void forward_head_pairs(const PairHead& h, AttentionOutput o, std::int64_t ldo, 
     softmax_rows_bf16(s, i0, rows, cols, scale, pr, to_bf16, lse + i0, nullptr, tmp, false, p,
                       2 * cw);
     product(unit, rows, d, cw, {as_words(p), cw, 1}, {v_pairs, d}, ob, d, false);
-    encode_rows(ob, rows, d, o, i0, ldo);
+    encode_rows(ob, rows, d, d, o.format,
+                static_cast<char*>(o.data) + i0 * ldo * numerics::traits(o.format).storage_bytes,
+                ldo);
   }
 }
 
