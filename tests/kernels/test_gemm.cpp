@@ -187,6 +187,40 @@ void expect_route_matches_twin(Twin twin, const GemmPrecision& p, std::mt19937& 
   }
 }
 
+// The route `p` names against `twin` on many threads (more than the machine's cores): tall
+// products of one depth block (the whole product one chunk, each thread's C room reused per
+// block of rows), one wider than a column block, one of several depth blocks, A and B either
+// way; each thread's share is larger than on two threads, and nothing may be written past it.
+void expect_many_threads_match_twin(Twin twin, const GemmPrecision& p) {
+  constexpr Case kCases[] = {
+      {2000, 70, 40, false, true}, {1500, 1100, 20, true, false}, {900, 50, 700, false, false}};
+  std::mt19937 rng(21);
+  const int before = omp_get_max_threads();
+  for (const int threads : {7, 16}) {
+    omp_set_num_threads(threads);
+    for (const Case& c : kCases) {
+      const GemmShape s = GemmShape::dense(c.m, c.n, c.k, c.ta, c.tb);
+      const Stored a = store(random_values(static_cast<std::size_t>(c.m * c.k), rng), p.format);
+      const Stored b = store(random_values(static_cast<std::size_t>(c.k * c.n), rng), p.format);
+      std::vector<float> ref(static_cast<std::size_t>(c.m * c.n)), out(ref.size());
+      twin(s, a.operand(), b.operand(), ref.data(), false, p);
+      gemm(s, a.operand(), b.operand(), out.data(), false, p);
+      for (std::size_t i = 0; i < ref.size(); ++i) {
+        if (bits(out[i]) != bits(ref[i])) {
+          omp_set_num_threads(before);
+          FAIL() << threads << " threads, " << c.m << "x" << c.n << "x" << c.k << " element " << i;
+        }
+      }
+    }
+  }
+  omp_set_num_threads(before);
+}
+
+TEST_P(GemmIsaTest, ManyThreadsMatchTheTwin) {
+  expect_many_threads_match_twin(gemm_ref,
+                                 {Format::bfloat16, 1, GemmAlgorithm::automatic, GemmRoute::fp32});
+}
+
 TEST_P(GemmIsaTest, MatchesTheScalarTwinBitForBitOnEveryShapeFormatAndThreadCount) {
   std::mt19937 rng(2);
   for (Format f : numerics::kTensorFormats) {
@@ -694,6 +728,11 @@ TEST_F(Bf16KernelTest, MatchesTheScalarTwinBitForBitOnEveryShapeFormatPassAndThr
   }
 }
 
+TEST_F(Bf16KernelTest, ManyThreadsMatchTheTwin) {
+  expect_many_threads_match_twin(gemm_bf16_ref,
+                                 {Format::bfloat16, 1, GemmAlgorithm::automatic, GemmRoute::bf16});
+}
+
 TEST_F(Bf16KernelTest, PairOrderHoldsInEveryLane) {
   // The hand-derived sum of GemmBf16Ref.SumsEachPairOddDepthFirst... in every lane.
   const std::int64_t m = 13, n = 37, k = 4;
@@ -756,6 +795,11 @@ TEST_F(AmxKernelTest, MatchesTheScalarTwinBitForBitOnEveryShapeFormatPassAndThre
       if (::testing::Test::HasFatalFailure()) return;
     }
   }
+}
+
+TEST_F(AmxKernelTest, ManyThreadsMatchTheTwin) {
+  expect_many_threads_match_twin(gemm_amx_ref,
+                                 {Format::bfloat16, 1, GemmAlgorithm::automatic, GemmRoute::amx});
 }
 
 TEST_F(AmxKernelTest, DeepProductsSplitIntoDepthBlocksMatchTheTwin) {

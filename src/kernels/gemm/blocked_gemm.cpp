@@ -64,14 +64,17 @@ void barrier(int threads) {
   }
 }
 
-// The largest C block one thread holds: its rows of a chunk by its columns of a panel.
+// The largest C block one thread holds: its rows of a chunk by its columns of a panel, or,
+// in a product of one depth block and one pass (run_thread reuses one block's room), one mc
+// block of rows by all the panel's columns.
 std::int64_t c_block_floats(const GemmShape& s, const MicroKernelInfo& kern, const Blocking& bl,
                             int threads) {
   const std::int64_t row_panels = ceil_div(std::min(bl.mb, s.m), kern.mr);
   const std::int64_t col_panels = ceil_div(std::min(bl.nc, s.n), kern.nr);
   const std::int64_t split_rows = (ceil_div(row_panels, threads) + 1) * kern.mr * col_panels;
   const std::int64_t split_cols = row_panels * (ceil_div(col_panels, threads) + 1) * kern.nr;
-  return std::max(split_rows * kern.nr, split_cols * kern.mr);
+  const std::int64_t one_block = ceil_div(bl.mc, kern.mr) * kern.mr * col_panels;
+  return std::max({split_rows * kern.nr, split_cols * kern.mr, one_block * kern.nr});
 }
 
 // Releases a pair kernel's units when the thread's calls end, however they end.
