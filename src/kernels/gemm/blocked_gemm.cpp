@@ -50,6 +50,7 @@ struct Job {
   const GemmEpilogue* epilogue;
   MicroKernelInfo kern;
   Blocking bl;
+  bool one_depth;  // one depth block and one pass (chunk_rows)
   std::atomic<bool>* failed;
 };
 
@@ -64,17 +65,68 @@ void barrier(int threads) {
   }
 }
 
-// The largest C block one thread holds: its rows of a chunk by its columns of a panel, or,
-// in a product of one depth block and one pass (run_thread reuses one block's room), one mc
-// block of rows by all the panel's columns.
+// How the threads share a chunk of C (rows x cols): a grid of r row parts by c column parts,
+// thread t the cell (t / c, t % c) (threads past r c idle). Each thread packs its own cell's A
+// rows and B panels, so no thread waits for another inside a product (on a busy machine a
+// barrier per depth block, with B packed once and shared, made every thread wait for the
+// slowest at each one); per depth block a thread packs rows / r + cols / c lines beside its
+// rows * cols / (r c) products. The grid keeps the most threads busy (no part without
+// panels), then packs the least; on a tie, more row parts. On two threads: the rows split
+// when there are at least as many as columns, else the columns.
+struct Grid {
+  std::int64_t r = 1, c = 1;
+};
+Grid grid_for(int threads, std::int64_t rows, std::int64_t cols, int mr, int nr) {
+  const std::int64_t row_panels = ceil_div(rows, mr), col_panels = ceil_div(cols, nr);
+  Grid best;
+  std::int64_t best_busy = 0;
+  double best_lines = 0;
+  for (std::int64_t r = threads; r >= 1; --r) {
+    const Grid g{std::min(r, row_panels), std::min<std::int64_t>(threads / r, col_panels)};
+    const std::int64_t busy = g.r * g.c;
+    const double lines = static_cast<double>(rows) / static_cast<double>(g.r) +
+                         static_cast<double>(cols) / static_cast<double>(g.c);
+    if (busy > best_busy || (busy == best_busy && lines < best_lines)) {
+      best = g;
+      best_busy = busy;
+      best_lines = lines;
+    }
+  }
+  return best;
+}
+
+// Depth blocks of (nearly) equal size, a multiple of 8 where possible (of the pair kernel's
+// chunk where it has one: every block's chunks then start where the whole reduction's do).
+std::int64_t depth_of(const GemmShape& s, const MicroKernelInfo& kern, const Blocking& bl) {
+  const std::int64_t align = std::max(8, 2 * kern.pair_block);
+  return std::min(s.k, (ceil_div(s.k, ceil_div(s.k, bl.kc)) + align - 1) / align * align);
+}
+
+// Whether a product is one depth block in one pass: each mc block of C is then finished as
+// soon as it is made and goes to the epilogue, so one mc block's room serves them all, and
+// the whole product is one chunk (B packed once); else chunks of mb rows keep a thread's C
+// block in cache between depth blocks and passes.
+std::int64_t chunk_rows(const GemmShape& s, const Blocking& bl, bool one_depth) {
+  return one_depth ? s.m : std::min(bl.mb, s.m);
+}
+
+// The largest C block one thread holds: its cell of a chunk (an mc block of its rows in a
+// one-depth product) by its columns of a column block.
 std::int64_t c_block_floats(const GemmShape& s, const MicroKernelInfo& kern, const Blocking& bl,
-                            int threads) {
-  const std::int64_t row_panels = ceil_div(std::min(bl.mb, s.m), kern.mr);
-  const std::int64_t col_panels = ceil_div(std::min(bl.nc, s.n), kern.nr);
-  const std::int64_t split_rows = (ceil_div(row_panels, threads) + 1) * kern.mr * col_panels;
-  const std::int64_t split_cols = row_panels * (ceil_div(col_panels, threads) + 1) * kern.nr;
-  const std::int64_t one_block = ceil_div(bl.mc, kern.mr) * kern.mr * col_panels;
-  return std::max({split_rows * kern.nr, split_cols * kern.mr, one_block * kern.nr});
+                            int threads, bool one_depth) {
+  const std::int64_t cols = std::min(bl.nc, s.n);
+  std::int64_t most = 1;
+  // The chunks are whole ones and a last, shorter one.
+  for (const std::int64_t rows :
+       {chunk_rows(s, bl, one_depth), s.m % chunk_rows(s, bl, one_depth)}) {
+    if (rows == 0) continue;
+    const Grid g = grid_for(threads, rows, cols, kern.mr, kern.nr);
+    std::int64_t cell_rows = ceil_div(ceil_div(rows, kern.mr), g.r) * kern.mr;
+    if (one_depth) cell_rows = std::min(cell_rows, ceil_div(bl.mc, kern.mr) * kern.mr);
+    const std::int64_t cell_cols = ceil_div(ceil_div(cols, kern.nr), g.c) * kern.nr;
+    most = std::max(most, cell_rows * cell_cols);
+  }
+  return most;
 }
 
 // Releases a pair kernel's units when the thread's calls end, however they end.
@@ -98,7 +150,8 @@ void run_thread(const Job& job, int t, int threads) {
   try {
     abuf = ws.a.as<float>(static_cast<std::size_t>(bl.mc * bl.kc));
     bbuf = ws.b.as<float>(static_cast<std::size_t>(bl.kc * bl.nc));
-    cbuf = ws.c.as<float>(static_cast<std::size_t>(c_block_floats(s, job.kern, bl, threads)));
+    cbuf = ws.c.as<float>(
+        static_cast<std::size_t>(c_block_floats(s, job.kern, bl, threads, job.one_depth)));
     // bf16 pairs: each panel is packed as float32 here first, then paired.
     if (pairs) panel = ws.panel.as<float>(static_cast<std::size_t>(bl.kc * std::max(mr, nr)));
   } catch (const std::bad_alloc&) {
@@ -107,42 +160,22 @@ void run_thread(const Job& job, int t, int threads) {
   barrier(threads);
   if (job.failed->load()) return;
 
-  // Depth blocks of (nearly) equal size, a multiple of 8 where possible (of the pair
-  // kernel's chunk where it has one: every block's chunks then start where the whole
-  // reduction's do).
-  const std::int64_t align = std::max(8, 2 * job.kern.pair_block);
-  const std::int64_t depth =
-      std::min(s.k, (ceil_div(s.k, ceil_div(s.k, bl.kc)) + align - 1) / align * align);
+  const std::int64_t depth = depth_of(s, job.kern, bl);
   const std::int64_t depth_blocks = ceil_div(s.k, depth);
-  // Chunks of mb rows keep a thread's C block in cache between depth blocks (and passes).
-  // With one depth block and one pass each mc block of C is finished as soon as it is made
-  // and goes to the epilogue, so one mc block's room serves them all, and the whole product
-  // is one chunk: B is packed once.
-  const bool one_depth = depth_blocks == 1 && job.passes.count == 1;
-  const std::int64_t mb = one_depth ? s.m : bl.mb;
+  const bool one_depth = job.one_depth;
+  const std::int64_t mb = chunk_rows(s, bl, one_depth);
   for (std::int64_t i0 = 0; i0 < s.m; i0 += mb) {
     const std::int64_t rows = std::min(mb, s.m - i0);
-    const std::int64_t row_panels = ceil_div(rows, mr);
-    // Every thread packs the B panels it multiplies by into its own buffer, so no thread
-    // waits for another inside a product (on a busy machine a barrier per depth block made
-    // every thread wait for the slowest at each one). The threads split the larger of the
-    // rows and the columns where it has enough panels: the other operand's packing is the
-    // one they each repeat.
-    const std::int64_t first_cols = std::min(bl.nc, s.n);
-    const bool split_rows =
-        threads == 1 || (row_panels >= 2 * threads &&
-                         (rows >= first_cols || ceil_div(first_cols, nr) < 2 * threads));
-    std::int64_t r0 = 0, r1 = rows;
-    if (split_rows) {
-      const auto [p0, p1] = share(row_panels, t, threads);
-      r0 = p0 * mr;
-      r1 = std::min(p1 * mr, rows);
-    }
+    const Grid g = grid_for(threads, rows, std::min(bl.nc, s.n), mr, nr);
+    if (t >= g.r * g.c) continue;  // idle in this chunk
+    const auto [p0, p1] =
+        share(ceil_div(rows, mr), static_cast<int>(t / g.c), static_cast<int>(g.r));
+    const std::int64_t r0 = p0 * mr, r1 = std::min(p1 * mr, rows);
     for (std::int64_t j0 = 0; j0 < s.n; j0 += bl.nc) {
       const std::int64_t cols = std::min(bl.nc, s.n - j0);
-      const std::int64_t col_panels = ceil_div(cols, nr);
-      std::int64_t q0 = 0, q1 = col_panels;  // the B panels this thread packs and multiplies by
-      if (!split_rows) std::tie(q0, q1) = share(col_panels, t, threads);
+      // The B panels this thread packs and multiplies by.
+      const auto [q0, q1] =
+          share(ceil_div(cols, nr), static_cast<int>(t % g.c), static_cast<int>(g.c));
       const std::int64_t ldc = std::max<std::int64_t>(q1 - q0, 1) * nr;
       const bool busy = r0 < r1 && q0 < q1;
       if (!busy) continue;
@@ -253,8 +286,10 @@ void blocked_gemm(const GemmShape& s, const Operand& a, const Operand& b, const 
                                                             : active_micro_kernel();
   const Blocking bl = blocking_for(kern);
   std::atomic<bool> failed{false};
-  const Job job{s,      {a, s.trans_a, s.lda}, {b, s.trans_b, s.ldb}, passes, &epilogue, kern, bl,
-                &failed};
+  const bool one_depth = s.k <= depth_of(s, kern, bl) && passes.count == 1;
+  const Job job{
+      s,      {a, s.trans_a, s.lda}, {b, s.trans_b, s.ldb}, passes, &epilogue, kern, bl, one_depth,
+      &failed};
   const bool parallel = all_threads && !omp_in_parallel() && omp_get_max_threads() > 1 &&
                         s.flops() >= 2.0 * 64 * 64 * 64;
   if (parallel) {
