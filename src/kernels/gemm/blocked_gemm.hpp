@@ -1,9 +1,9 @@
 #pragma once
 // Internal: the fp32 FMA route. A blocked GEMM in the layout of Goto and van de Geijn: row
 // chunks of C, column panels of B packed per chunk and depth block, A blocks packed per
-// thread, register-blocked micro-kernels. The threads split a chunk's rows or its columns and
-// each packs what it reads itself (no thread waits for another inside a product). Each
-// finished block of C goes to the epilogue while it is still in cache.
+// thread, register-blocked micro-kernels. The threads share a chunk as a grid of row and
+// column parts and each packs what it reads itself (no thread waits for another inside a
+// product). Each finished block of C goes to the epilogue while it is still in cache.
 #include "mantissa/kernels/gemm.hpp"
 #include "micro_kernels.hpp"
 #include "passes.hpp"
