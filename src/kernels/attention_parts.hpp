@@ -23,7 +23,7 @@ struct HeadRows {
 };
 // Float rows (rows x n, ldx apart) rounded into rows of format f, ldo elements apart from
 // `out` (nearest even, as numerics::encode_array): bfloat16 rows of even width in one call of
-// to_bf16_rows (a call per row costs more than a 64-wide row's conversion), others row by row.
+// to_bf16_rows, others row by row.
 void encode_rows(const float* x, std::int64_t rows, std::int64_t n, std::int64_t ldx,
                  numerics::Format f, void* out, std::int64_t ldo);
 

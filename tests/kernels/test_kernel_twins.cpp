@@ -87,7 +87,23 @@ TEST(KernelTwins, LayerNormParameterGradientsFromBfloat16AreTheDecodedRowsSums) 
   }
   EXPECT_EQ(std::memcmp(dg.data(), dg_bf.data(), cols * 4), 0);
   EXPECT_EQ(std::memcmp(db.data(), db_bf.data(), cols * 4), 0);
-  EXPECT_TRUE(std::isinf(db[9]));  // the inf went in
+  EXPECT_TRUE(std::isinf(db_bf[9]));  // the inf went in
+  // And against the sums in double of the bfloat16 values themselves (column 9 holds the inf).
+  for (std::int64_t c = 0; c < cols; ++c) {
+    if (c == 9) continue;
+    double sg = 0, sb = 0, size = 0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const double mean = 0.0625 * static_cast<double>(r % 5);
+      const double xhat = (static_cast<double>(xf[r * cols + c]) - mean) * 1.5;
+      sg += gf[r * cols + c] * xhat;
+      sb += gf[r * cols + c];
+      size += std::fabs(gf[r * cols + c] * xhat) + std::fabs(gf[r * cols + c]);
+    }
+    // rows float additions and products, each off by at most 2^-24 of the running size.
+    const double bound = 4 * static_cast<double>(rows) * std::ldexp(1.0, -24) * (size + 1);
+    EXPECT_NEAR(dg_bf[c], sg, bound) << c;
+    EXPECT_NEAR(db_bf[c], sb, bound) << c;
+  }
 }
 
 TEST(KernelTwins, LayerNormParameterGradientsAnyColumnSplit) {
