@@ -4,13 +4,16 @@
 // configs/bench/), float32 and bfloat16 values. GFLOP/s count the im2col product's 2 m n k.
 //   build/bench/bench_conv --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 // The `reference` rows are the im2col + GEMM route (fp32 and bf16), the `onednn_*` rows
-// oneDNN's convolution primitives.
+// oneDNN's convolution primitives. The `pool` rows: relu_max_pool2d (2 x 2, stride 2) after
+// each CNN convolution, forward and backward, the vector kernels beside their scalar twins
+// (the forward on all threads, the backward on one, as training calls them per tile).
 #include <benchmark/benchmark.h>
 
 #include <string>
 #include <vector>
 
 #include "bench_values.hpp"
+#include "mantissa/kernels/conv.hpp"
 #include "mantissa/kernels/conv_route.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/numerics/convert.hpp"
@@ -85,10 +88,65 @@ void register_all() {
   }
 }
 
+// relu_max_pool2d on `planes` planes of side x side: forward or backward, on a SIMD path or the
+// twin.
+void BM_pool(benchmark::State& state, std::int64_t planes, std::int64_t side, bool backward,
+             bool twin, mantissa::numerics::SimdPath path) {
+  namespace nu = mantissa::numerics;
+  nu::set_simd_path(path);
+  const std::int64_t in = side * side, out = (side / 2) * (side / 2);
+  const std::vector<float> x =
+      mantissa::bench_inputs::normal_values(static_cast<std::size_t>(planes * in), 1);
+  std::vector<float> y(static_cast<std::size_t>(planes * out)), dx(x.size());
+  std::vector<std::int32_t> at(y.size());
+  k::relu_max_pool2d_forward(x.data(), planes, side, side, 2, 2, y.data(), at.data());
+  for (auto _ : state) {
+    if (backward && twin) {
+      k::relu_max_pool2d_backward_ref(y.data(), at.data(), planes, in, out, dx.data());
+    } else if (backward) {
+      k::relu_max_pool2d_backward(y.data(), at.data(), planes, side, side, 2, 2, dx.data());
+    } else if (twin) {
+      k::relu_max_pool2d_forward_ref(x.data(), planes, side, side, 2, 2, y.data(), at.data());
+    } else {
+      k::relu_max_pool2d_forward(x.data(), planes, side, side, 2, 2, y.data(), at.data());
+    }
+    benchmark::ClobberMemory();
+  }
+  nu::set_simd_path(nu::best_simd_path());
+  state.counters["GB/s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * static_cast<double>(x.size() + 2 * y.size()) * 4,
+      benchmark::Counter::kIsRate);
+}
+
+void register_pools() {
+  struct Pool {
+    const char* name;
+    std::int64_t planes, side;
+  };
+  for (const Pool& p : {Pool{"cnn_conv1", 128 * 16, 28}, Pool{"cnn_conv2", 128 * 32, 14},
+                        Pool{"wide_conv1", 128 * 64, 28}, Pool{"wide_conv2", 128 * 128, 14}}) {
+    for (bool backward : {false, true}) {
+      namespace nu = mantissa::numerics;
+      for (nu::SimdPath path : {nu::SimdPath::avx512, nu::SimdPath::avx2, nu::SimdPath::scalar}) {
+        if (!nu::cpu_supports(path)) continue;
+        const bool twin = path == nu::SimdPath::scalar;
+        benchmark::RegisterBenchmark(
+            (std::string("pool/") + p.name + (backward ? "/backward/" : "/forward/") +
+             (twin ? std::string("ref") : std::string(nu::simd_path_name(path))))
+                .c_str(),
+            BM_pool, p.planes, p.side, backward, twin, path)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   register_all();
+  register_pools();
   benchmark::Initialize(&argc, argv);
   benchmark::AddCustomContext("cpu", k::cpu_identity());
   benchmark::AddCustomContext("cpu_features",

@@ -50,33 +50,26 @@ struct Conv2dNode : Node {
 struct MaxPoolNode : Node {
   std::vector<std::int32_t> argmax;  // per output element: the winning index in its plane
   Shape in_shape;
-  std::int64_t planes, in_size, out_size;
+  std::int64_t planes, in_size, out_size, kernel, stride;
   bool relu = false;  // relu_max_pool2d: an argmax of -1 passes no gradient
   const char* name() const override { return relu ? "relu_max_pool2d" : "max_pool2d"; }
   kernels::OpClass op_class() const override { return kernels::OpClass::layout; }
   std::vector<Tensor> apply(const Tensor& g) override {
-    Tensor dx = Tensor::empty(in_shape);
     const Decoded gd(g, 0);
-    kernels::parallel_chunks(
-        planes,
-        [&](std::int64_t p0, std::int64_t p1) {
-          const std::int64_t tile =
-              std::max<std::int64_t>(1, kTileElements / std::max<std::int64_t>(out_size, 1));
-          for (std::int64_t t0 = p0; t0 < p1; t0 += tile) {
-            const std::int64_t t1 = std::min(p1, t0 + tile);
-            const float* dy = gd.range(t0 * out_size, (t1 - t0) * out_size);
-            const std::int32_t* at = argmax.data() + t0 * out_size;
-            float* out = dx.f32() + t0 * in_size;
-            if (relu) {
-              kernels::relu_max_pool2d_backward(dy, at, t1 - t0, in_size, out_size, out);
-            } else {
-              kernels::max_pool2d_backward(dy, at, t1 - t0, in_size, out_size, out);
-            }
-          }
-        },
-        std::max<std::int64_t>(1,
-                               kernels::kParallelMinElements / std::max<std::int64_t>(in_size, 1)));
-    return {dx};
+    // Made a tile of planes at a time in the gradient's format: rounding commutes with
+    // placing each dy (relu_max_pool2d's windows do not overlap, max_pool2d's sums are
+    // float32 within the tile's planes).
+    return {produce(in_shape, grad_format(0), in_size,
+                    [&](std::int64_t p0, std::int64_t p1, float* out) {
+                      const float* dy = gd.range(p0 * out_size, (p1 - p0) * out_size);
+                      const std::int32_t* at = argmax.data() + p0 * out_size;
+                      if (relu) {
+                        kernels::relu_max_pool2d_backward(dy, at, p1 - p0, in_shape[2], in_shape[3],
+                                                          kernel, stride, out);
+                      } else {
+                        kernels::max_pool2d_backward(dy, at, p1 - p0, in_size, out_size, out);
+                      }
+                    })};
   }
 };
 
@@ -171,6 +164,8 @@ Variable pool(const char* name, const Variable& x, std::int64_t kernel, std::int
     node->planes = planes;
     node->in_size = in_size;
     node->out_size = out_size;
+    node->kernel = kernel;
+    node->stride = stride;
     node->relu = relu;
     return node;
   });

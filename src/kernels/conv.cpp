@@ -6,6 +6,8 @@
 #include <limits>
 
 #include "mantissa/kernels/parallel.hpp"
+#include "mantissa/numerics/cpu_features.hpp"
+#include "pool_avx512.hpp"
 
 namespace mantissa::kernels {
 
@@ -200,11 +202,14 @@ void relu_max_pool2d_forward(const float* x, std::int64_t planes, std::int64_t h
                              std::int32_t* argmax) {
   const std::int64_t oh = (height - kernel) / stride + 1, ow = (width - kernel) / stride + 1;
   const bool two_by_two = kernel == 2 && stride == 2;
+  const bool avx512 = two_by_two && numerics::active_simd_path() == numerics::SimdPath::avx512;
 #pragma omp parallel for schedule(static) if (planes * height * width >= kParallelMinElements)
   for (std::int64_t p = 0; p < planes; ++p) {
     const float* xp = x + p * height * width;
     for (std::int64_t oy = 0; oy < oh; ++oy) {
-      if (two_by_two) {
+      if (avx512) {
+        detail::relu_max_pool_2x2_row_avx512(xp, width, oy, y + p * oh * ow, argmax + p * oh * ow);
+      } else if (two_by_two) {
         relu_max_pool_2x2_row(xp, width, oy, ow, y + p * oh * ow, argmax + p * oh * ow);
       } else {
         relu_max_pool_plane(xp, height, width, kernel, stride, oy, 0, ow, y + p * oh * ow,
@@ -214,15 +219,29 @@ void relu_max_pool2d_forward(const float* x, std::int64_t planes, std::int64_t h
   }
 }
 
-void relu_max_pool2d_backward(const float* dy, const std::int32_t* argmax, std::int64_t planes,
-                              std::int64_t in_size, std::int64_t out_size, float* dx) {
-#pragma omp parallel for schedule(static) if (planes * in_size >= kParallelMinElements)
+void relu_max_pool2d_backward_ref(const float* dy, const std::int32_t* argmax, std::int64_t planes,
+                                  std::int64_t in_size, std::int64_t out_size, float* dx) {
   for (std::int64_t p = 0; p < planes; ++p) {
     std::fill(dx + p * in_size, dx + (p + 1) * in_size, 0.0f);
     for (std::int64_t i = 0; i < out_size; ++i) {
       const std::int32_t at = argmax[p * out_size + i];
       if (at >= 0) dx[p * in_size + at] += dy[p * out_size + i];
     }
+  }
+}
+
+void relu_max_pool2d_backward(const float* dy, const std::int32_t* argmax, std::int64_t planes,
+                              std::int64_t height, std::int64_t width, std::int64_t kernel,
+                              std::int64_t stride, float* dx) {
+  const std::int64_t in_size = height * width;
+  const std::int64_t out_size = ((height - kernel) / stride + 1) * ((width - kernel) / stride + 1);
+  if (kernel != 2 || stride != 2 || numerics::active_simd_path() != numerics::SimdPath::avx512) {
+    relu_max_pool2d_backward_ref(dy, argmax, planes, in_size, out_size, dx);
+    return;
+  }
+  for (std::int64_t p = 0; p < planes; ++p) {
+    detail::relu_max_pool_2x2_backward_avx512(dy + p * out_size, argmax + p * out_size, height,
+                                              width, dx + p * in_size);
   }
 }
 

@@ -1,14 +1,18 @@
-// relu_max_pool2d: the vector path against its scalar twin bit for bit, and both against relu
-// followed by max_pool2d (the unfused kernels, an independent loop).
+// relu_max_pool2d: the vector paths (AVX2, AVX-512) against their scalar twins bit for bit, the
+// forward against relu followed by max_pool2d (the unfused kernels, an independent loop) and
+// the backward against hand-placed gradients.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "mantissa/kernels/conv.hpp"
+#include "mantissa/numerics/cpu_features.hpp"
 
 namespace mantissa::kernels {
 namespace {
@@ -24,45 +28,111 @@ std::vector<float> values(std::size_t n, unsigned seed) {
   return v;
 }
 
-TEST(ReluMaxPool, VectorRowsMatchTheTwinAndReluThenMaxPool) {
-  struct Case {
-    std::int64_t h, w, kernel, stride;
-  };
-  for (const Case c : {Case{28, 28, 2, 2}, Case{14, 14, 2, 2}, Case{7, 7, 2, 2}, Case{5, 33, 2, 2},
-                       Case{6, 40, 2, 2}, Case{9, 11, 3, 2}, Case{4, 4, 1, 1}}) {
-    const std::int64_t planes = 3, oh = (c.h - c.kernel) / c.stride + 1,
-                       ow = (c.w - c.kernel) / c.stride + 1;
-    const auto x = values(static_cast<std::size_t>(planes * c.h * c.w),
-                          static_cast<unsigned>(c.h * 100 + c.w));
-    const std::size_t out = static_cast<std::size_t>(planes * oh * ow);
-    std::vector<float> y(out), y_ref(out), y_plain(out);
-    std::vector<std::int32_t> at(out), at_ref(out), at_plain(out);
-    relu_max_pool2d_forward(x.data(), planes, c.h, c.w, c.kernel, c.stride, y.data(), at.data());
-    relu_max_pool2d_forward_ref(x.data(), planes, c.h, c.w, c.kernel, c.stride, y_ref.data(),
-                                at_ref.data());
-    // relu (which maps NaN to 0), then max pooling.
-    std::vector<float> r(x.size());
-    for (std::size_t i = 0; i < x.size(); ++i) r[i] = x[i] > 0.0f ? x[i] : 0.0f;
-    max_pool2d_forward(r.data(), planes, c.h, c.w, c.kernel, c.stride, y_plain.data(),
-                       at_plain.data());
-    const std::string what = std::to_string(c.h) + "x" + std::to_string(c.w) + " k" +
-                             std::to_string(c.kernel) + " s" + std::to_string(c.stride);
-    for (std::size_t i = 0; i < out; ++i) {
-      EXPECT_EQ(std::memcmp(&y[i], &y_ref[i], 4), 0) << what << " output " << i;
-      EXPECT_EQ(at[i], at_ref[i]) << what << " output " << i;
-      EXPECT_EQ(std::memcmp(&y[i], &y_plain[i], 4), 0) << what << " output " << i;
-      // Where the maximum is above zero both pick the same input; else the fused one none.
-      EXPECT_EQ(at[i], y_plain[i] > 0.0f ? at_plain[i] : -1) << what << " output " << i;
+struct PathRestore {
+  ~PathRestore() { numerics::set_simd_path(numerics::best_simd_path()); }
+};
+
+// The SIMD paths this CPU has, each made active in turn (a visible line for each it lacks).
+template <class Check>
+void on_every_path(Check&& check) {
+  const PathRestore restore;
+  for (numerics::SimdPath p :
+       {numerics::SimdPath::scalar, numerics::SimdPath::avx2, numerics::SimdPath::avx512}) {
+    if (!numerics::cpu_supports(p)) {
+      std::printf("skip: the %s path is not on this CPU\n",
+                  std::string(numerics::simd_path_name(p)).c_str());
+      continue;
     }
+    numerics::set_simd_path(p);
+    check(std::string(numerics::simd_path_name(p)));
   }
+}
+
+struct Case {
+  std::int64_t h, w, kernel, stride;
+};
+// Widths of 7 and 14 windows (Fashion-MNIST's planes), a row of more than 16 windows with a
+// tail, odd heights and widths (a last row or column in no window), overlapping windows.
+constexpr Case kCases[] = {{28, 28, 2, 2}, {14, 14, 2, 2}, {7, 7, 2, 2},  {5, 33, 2, 2},
+                           {6, 40, 2, 2},  {3, 70, 2, 2},  {9, 11, 3, 2}, {4, 4, 1, 1}};
+
+TEST(ReluMaxPool, VectorRowsMatchTheTwinAndReluThenMaxPool) {
+  on_every_path([](const std::string& path) {
+    for (const Case c : kCases) {
+      const std::int64_t planes = 3, oh = (c.h - c.kernel) / c.stride + 1,
+                         ow = (c.w - c.kernel) / c.stride + 1;
+      const auto x = values(static_cast<std::size_t>(planes * c.h * c.w),
+                            static_cast<unsigned>(c.h * 100 + c.w));
+      const std::size_t out = static_cast<std::size_t>(planes * oh * ow);
+      std::vector<float> y(out), y_ref(out), y_plain(out);
+      std::vector<std::int32_t> at(out), at_ref(out), at_plain(out);
+      relu_max_pool2d_forward(x.data(), planes, c.h, c.w, c.kernel, c.stride, y.data(), at.data());
+      relu_max_pool2d_forward_ref(x.data(), planes, c.h, c.w, c.kernel, c.stride, y_ref.data(),
+                                  at_ref.data());
+      // relu (which maps NaN to 0), then max pooling.
+      std::vector<float> r(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) r[i] = x[i] > 0.0f ? x[i] : 0.0f;
+      max_pool2d_forward(r.data(), planes, c.h, c.w, c.kernel, c.stride, y_plain.data(),
+                         at_plain.data());
+      const std::string what = std::to_string(c.h) + "x" + std::to_string(c.w) + " k" +
+                               std::to_string(c.kernel) + " s" + std::to_string(c.stride) + " on " +
+                               path;
+      for (std::size_t i = 0; i < out; ++i) {
+        EXPECT_EQ(std::memcmp(&y[i], &y_ref[i], 4), 0) << what << " output " << i;
+        EXPECT_EQ(at[i], at_ref[i]) << what << " output " << i;
+        EXPECT_EQ(std::memcmp(&y[i], &y_plain[i], 4), 0) << what << " output " << i;
+        // Where the maximum is above zero both pick the same input; else the fused one none.
+        EXPECT_EQ(at[i], y_plain[i] > 0.0f ? at_plain[i] : -1) << what << " output " << i;
+      }
+    }
+  });
+}
+
+TEST(ReluMaxPool, BackwardMatchesTheScatterTwinBitForBit) {
+  // The forward's argmax of mixed values, and gradients with -0, NaN and infinities: the
+  // vector backward selects where the twin scatters; both give 0 + dy (a -0 arrives as +0).
+  on_every_path([](const std::string& path) {
+    for (const Case c : kCases) {
+      if (c.kernel != c.stride) continue;  // overlapping windows: max_pool2d's sums
+      const std::int64_t planes = 3, oh = (c.h - c.kernel) / c.stride + 1,
+                         ow = (c.w - c.kernel) / c.stride + 1;
+      const auto x = values(static_cast<std::size_t>(planes * c.h * c.w),
+                            static_cast<unsigned>(c.h * 10 + c.w));
+      const std::size_t out = static_cast<std::size_t>(planes * oh * ow);
+      std::vector<float> y(out);
+      std::vector<std::int32_t> at(out);
+      relu_max_pool2d_forward_ref(x.data(), planes, c.h, c.w, c.kernel, c.stride, y.data(),
+                                  at.data());
+      const auto dy = values(out, static_cast<unsigned>(c.w));
+      std::vector<float> dx(x.size(), 7.0f), dx_ref(x.size(), 9.0f);
+      relu_max_pool2d_backward(dy.data(), at.data(), planes, c.h, c.w, c.kernel, c.stride,
+                               dx.data());
+      relu_max_pool2d_backward_ref(dy.data(), at.data(), planes, c.h * c.w, oh * ow, dx_ref.data());
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        ASSERT_EQ(std::memcmp(&dx[i], &dx_ref[i], 4), 0)
+            << c.h << "x" << c.w << " on " << path << " input " << i << ": " << dx[i] << " vs "
+            << dx_ref[i];
+      }
+    }
+  });
 }
 
 TEST(ReluMaxPool, BackwardSendsEachGradientToItsArgmaxOnly) {
   const std::vector<std::int32_t> at = {0, -1, 5, 3};
   const std::vector<float> dy = {1.5f, 2.0f, -3.0f, 4.0f};
   std::vector<float> dx(8, 9.0f);
-  relu_max_pool2d_backward(dy.data(), at.data(), 1, 8, 4, dx.data());
+  relu_max_pool2d_backward_ref(dy.data(), at.data(), 1, 8, 4, dx.data());
   EXPECT_EQ(dx, (std::vector<float>{1.5f, 0, 0, 4.0f, 0, -3.0f, 0, 0}));
+  // A 2 x 4 plane, windows of 2 x 2: output 0 won at input 5 (row 1, column 1), output 1 at
+  // input 2; on every path.
+  on_every_path([](const std::string& path) {
+    const std::vector<std::int32_t> at2 = {5, 2};
+    const std::vector<float> dy2 = {1.5f, -0.0f};
+    std::vector<float> dx2(8, 9.0f);
+    relu_max_pool2d_backward(dy2.data(), at2.data(), 1, 2, 4, 2, 2, dx2.data());
+    EXPECT_EQ(dx2, (std::vector<float>{0, 0, 0, 0, 0, 1.5f, 0, 0})) << path;
+    EXPECT_FALSE(std::signbit(dx2[2])) << path;  // 0 + -0
+  });
 }
 
 }  // namespace

@@ -34,7 +34,8 @@ void max_pool2d_backward(const float* dy, const std::int32_t* argmax, std::int64
 // +0 where the maximum is not above 0), argmax the first index of the window's maximum where
 // that maximum is above 0, else -1 (the gradient then reaches no input: relu's is 0 there).
 // The same results as relu (which maps NaN to 0) then max_pool2d: a NaN is never a window's
-// maximum. 2 x 2 windows of stride 2 run 8 outputs at a time (AVX2).
+// maximum. 2 x 2 windows of stride 2 run 16 outputs at a time on AVX-512 (any width), 8 on
+// AVX2 (the rest of a row by the scalar loop).
 void relu_max_pool2d_forward(const float* x, std::int64_t planes, std::int64_t height,
                              std::int64_t width, std::int64_t kernel, std::int64_t stride, float* y,
                              std::int32_t* argmax);
@@ -42,8 +43,14 @@ void relu_max_pool2d_forward(const float* x, std::int64_t planes, std::int64_t h
 void relu_max_pool2d_forward_ref(const float* x, std::int64_t planes, std::int64_t height,
                                  std::int64_t width, std::int64_t kernel, std::int64_t stride,
                                  float* y, std::int32_t* argmax);
-// dx = 0, then dy at each output's argmax (none where it is -1).
+// The input gradient of `planes` planes of height x width: each input gets 0 + dy of the output
+// whose argmax it is (none where that is -1), else +0. On the calling thread; 2 x 2 windows of
+// stride 2 run 16 outputs at a time on AVX-512.
 void relu_max_pool2d_backward(const float* dy, const std::int32_t* argmax, std::int64_t planes,
-                              std::int64_t in_size, std::int64_t out_size, float* dx);
+                              std::int64_t height, std::int64_t width, std::int64_t kernel,
+                              std::int64_t stride, float* dx);
+// The scalar twin (any windows): dx = 0, then dy added at each output's argmax.
+void relu_max_pool2d_backward_ref(const float* dy, const std::int32_t* argmax, std::int64_t planes,
+                                  std::int64_t in_size, std::int64_t out_size, float* dx);
 
 }  // namespace mantissa::kernels
