@@ -3,10 +3,12 @@
 // 14 x 14, 3 x 3, padding 1) and the wider bench config's (64 -> 128 at 32 x 32... see
 // configs/bench/), float32 and bfloat16 values. GFLOP/s count the im2col product's 2 m n k.
 //   build/bench/bench_conv --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
-// The `reference` rows are the im2col + GEMM route (fp32 and bf16), the `onednn_*` rows
-// oneDNN's convolution primitives. The `pool` rows: relu_max_pool2d (2 x 2, stride 2) after
-// each CNN convolution, forward and backward, the vector kernels beside their scalar twins
-// (the forward on all threads, the backward on one, as training calls them per tile).
+// The `reference` rows are im2col + the fp32 GEMM (conv2d_product_ref), the others each
+// route: `fp32` runs the direct kernels where they fit (stride 1, at most 32 values a patch:
+// the first layers), `onednn_*` oneDNN's convolution primitives. The `pool` rows: relu_max_pool2d
+// (2 x 2, stride 2) after each CNN convolution, forward and backward, the vector kernels beside
+// their scalar twins (the forward on all threads, the backward on one, as training calls them per
+// tile).
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -30,7 +32,9 @@ std::vector<std::uint8_t> values(std::size_t n, Format f, unsigned seed) {
   return mantissa::bench_inputs::stored_values(n, f, seed);
 }
 
-void BM_conv(benchmark::State& state, ProductKind kind, k::ConvKey c, Format f, MatmulRoute route) {
+// One product on `route`, or on the reference (im2col + the fp32 GEMM) when `reference`.
+void BM_conv(benchmark::State& state, ProductKind kind, k::ConvKey c, Format f, MatmulRoute route,
+             bool reference) {
   const std::int64_t oh = (c.height + 2 * c.padding - c.kernel_h) / c.stride + 1;
   const std::int64_t ow = (c.width + 2 * c.padding - c.kernel_w) / c.stride + 1;
   const auto nx = static_cast<std::size_t>(c.batch * c.channels * c.height * c.width);
@@ -47,7 +51,11 @@ void BM_conv(benchmark::State& state, ProductKind kind, k::ConvKey c, Format f, 
   b.y = y.data(), b.dx = dx.data(), b.dw = dw.data(), b.db = db.data();
   const k::GemmPrecision p{f, 1, k::GemmAlgorithm::automatic, route};
   for (auto _ : state) {
-    k::conv2d_product_on(route, kind, c, b, p);
+    if (reference) {
+      k::conv2d_product_ref(kind, c, b, p);
+    } else {
+      k::conv2d_product_on(route, kind, c, b, p);
+    }
     benchmark::ClobberMemory();
   }
   const k::GemmKey key = k::conv_key(kind, c, f, 1, true);
@@ -63,6 +71,7 @@ void register_all() {
   const Shape shapes[] = {
       {"cnn_conv1", {128, 1, 28, 28, 16, 3, 3, 1, 1, true}},
       {"cnn_conv2", {128, 16, 14, 14, 32, 3, 3, 1, 1, true}},
+      {"wide_conv1", {128, 1, 28, 28, 64, 3, 3, 1, 1, true}},
       {"wide_conv2", {32, 64, 32, 32, 128, 3, 3, 1, 1, true}},
   };
   for (const Shape& s : shapes) {
@@ -70,16 +79,16 @@ void register_all() {
                              ProductKind::conv_backward_weights}) {
       for (Format f : {Format::float32, Format::bfloat16}) {
         const k::GemmKey key = k::conv_key(kind, s.c, f, 1, true);
+        const std::string row = std::string(s.name) + "/" +
+                                std::string(mantissa::name_of(k::kProductKindNames, kind)) + "/" +
+                                std::string(mantissa::numerics::name(f)) + "/";
+        benchmark::RegisterBenchmark((row + "reference").c_str(), BM_conv, kind, s.c, f,
+                                     MatmulRoute::fp32, true)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
         for (MatmulRoute r : k::routes_for(key)) {
-          const std::string route = r == MatmulRoute::fp32   ? "reference_fp32"
-                                    : r == MatmulRoute::bf16 ? "reference_bf16"
-                                                             : std::string(k::route_name(r));
-          benchmark::RegisterBenchmark(
-              (std::string(s.name) + "/" +
-               std::string(mantissa::name_of(k::kProductKindNames, kind)) + "/" +
-               std::string(mantissa::numerics::name(f)) + "/" + route)
-                  .c_str(),
-              BM_conv, kind, s.c, f, r)
+          benchmark::RegisterBenchmark((row + std::string(k::route_name(r))).c_str(), BM_conv, kind,
+                                       s.c, f, r, false)
               ->Unit(benchmark::kMillisecond)
               ->UseRealTime();
         }

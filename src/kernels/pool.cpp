@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "avx2_lanes.hpp"
 #include "mantissa/kernels/conv.hpp"
 #include "mantissa/kernels/parallel.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
@@ -76,13 +77,6 @@ void relu_max_pool_plane(const float* xp, std::int64_t height, std::int64_t widt
   }
 }
 
-// Lanes 0..n-1 of an 8-lane mask (for maskload / maskstore).
-__m256i first8(std::int64_t n) {
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::clamp<std::int64_t>(n, 0, 8))),
-                            lane);
-}
-
 // The input index of window ox0 + lane's first candidate in row pair oy.
 __m256i window_base8(std::int64_t width, std::int64_t oy, std::int64_t ox0) {
   return _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(2 * oy * width + 2 * ox0)),
@@ -101,10 +95,10 @@ void relu_max_pool_2x2_row(const float* xp, std::int64_t width, std::int64_t oy,
   for (std::int64_t ox = 0; ox < ow; ox += 8) {
     const std::int64_t n = std::min<std::int64_t>(8, ow - ox);
     const auto split = [&](const float* r, __m256& even, __m256& odd) {
-      const __m256 lo =
-          _mm256_permutevar8x32_ps(_mm256_maskload_ps(r + 2 * ox, first8(2 * n)), odd_of);
-      const __m256 hi =
-          _mm256_permutevar8x32_ps(_mm256_maskload_ps(r + 2 * ox + 8, first8(2 * n - 8)), odd_of);
+      const __m256 lo = _mm256_permutevar8x32_ps(
+          _mm256_maskload_ps(r + 2 * ox, detail::first_lanes8(2 * n)), odd_of);
+      const __m256 hi = _mm256_permutevar8x32_ps(
+          _mm256_maskload_ps(r + 2 * ox + 8, detail::first_lanes8(2 * n - 8)), odd_of);
       even = _mm256_permute2f128_ps(lo, hi, 0x20);
       odd = _mm256_permute2f128_ps(lo, hi, 0x31);
     };
@@ -127,7 +121,7 @@ void relu_max_pool_2x2_row(const float* xp, std::int64_t width, std::int64_t oy,
     take(c, static_cast<int>(width));
     take(d, static_cast<int>(width) + 1);
     const __m256 positive = _mm256_cmp_ps(best, _mm256_setzero_ps(), _CMP_GT_OQ);
-    const __m256i lanes = first8(n);
+    const __m256i lanes = detail::first_lanes8(n);
     _mm256_maskstore_ps(yp + oy * ow + ox, lanes, _mm256_and_ps(best, positive));
     _mm256_maskstore_epi32(
         ap + oy * ow + ox, lanes,
@@ -148,7 +142,7 @@ void relu_max_pool_2x2_backward(const float* dy, const std::int32_t* argmax, std
     float* d1 = d0 + width;
     for (std::int64_t ox = 0; ox < ow; ox += 8) {
       const std::int64_t n = std::min<std::int64_t>(8, ow - ox);
-      const __m256i lanes = first8(n);
+      const __m256i lanes = detail::first_lanes8(n);
       const __m256 g = _mm256_maskload_ps(dy + oy * ow + ox, lanes);
       const __m256i at = _mm256_maskload_epi32(argmax + oy * ow + ox, lanes);
       const __m256i base = window_base8(width, oy, ox);
@@ -160,8 +154,9 @@ void relu_max_pool_2x2_backward(const float* dy, const std::int32_t* argmax, std
       // even and odd columns back into 2n values
       const auto merge = [&](float* p, __m256 even, __m256 odd) {
         const __m256 lo = _mm256_unpacklo_ps(even, odd), hi = _mm256_unpackhi_ps(even, odd);
-        _mm256_maskstore_ps(p, first8(2 * n), _mm256_permute2f128_ps(lo, hi, 0x20));
-        _mm256_maskstore_ps(p + 8, first8(2 * n - 8), _mm256_permute2f128_ps(lo, hi, 0x31));
+        _mm256_maskstore_ps(p, detail::first_lanes8(2 * n), _mm256_permute2f128_ps(lo, hi, 0x20));
+        _mm256_maskstore_ps(p + 8, detail::first_lanes8(2 * n - 8),
+                            _mm256_permute2f128_ps(lo, hi, 0x31));
       };
       merge(d0 + 2 * ox, to(0), to(1));
       merge(d1 + 2 * ox, to(static_cast<int>(width)), to(static_cast<int>(width) + 1));

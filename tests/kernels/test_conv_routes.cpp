@@ -8,8 +8,11 @@
 // measurement recording the key.
 #include <gtest/gtest.h>
 
+#include <omp.h>
 #include <algorithm>
+
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -28,13 +31,19 @@ struct Case {
   bool bias;
 };
 
-// The odd shapes the issue names, and one of the Fashion CNN's.
+// The odd shapes the issue names, one of the Fashion CNN's, and shapes the fp32 route's direct
+// kernels take (stride 1, at most 32 values a patch: conv/direct_conv.hpp): a first layer of 1
+// channel with rows of 8 + 5 outputs and 17 images (two blocks of the weight gradient's
+// sums), 3 channels of 3 x 3 (27 taps: three groups), 1 channel of 5 x 5 (25 taps, a short
+// last group) without padding.
 const Case kCases[] = {
     {1, 1, 9, 7, 4, 5, 2, 2, true},    // 5 x 5, stride 2, padding 2, 1 channel, batch 1
     {1, 3, 8, 11, 5, 1, 2, 0, false},  // 1 x 1, stride 2, padding 0, 3 channels
     {2, 3, 7, 7, 6, 5, 1, 0, true},    // 5 x 5, padding 0
     {1, 3, 6, 5, 3, 1, 1, 2, true},    // 1 x 1 with padding 2 (a border of zeros)
-    {3, 16, 14, 14, 32, 3, 1, 1, true},
+    {3, 16, 14, 14, 32, 3, 1, 1, true}, {17, 1, 6, 13, 5, 3, 1, 1, true},  // direct: 9 taps
+    {2, 3, 9, 10, 4, 3, 1, 1, false},                                      // direct: 27 taps
+    {3, 1, 12, 21, 3, 5, 1, 0, true},  // direct: 25 taps, output rows of 17
 };
 
 ConvKey key_of(const Case& c) {
@@ -213,7 +222,7 @@ void check_all_routes(const Precision& prec) {
       }
     }
   }
-  EXPECT_GE(runs, 5 * 3 * 2);  // at least fp32 and onednn_fp32 everywhere
+  EXPECT_GE(runs, 8 * 3 * 2);  // at least fp32 and onednn_fp32 everywhere
 }
 
 TEST(ConvRoutes, Float32OnEveryRouteWithinTheSummationBound) {
@@ -227,6 +236,39 @@ TEST(ConvRoutes, Float16AtPol1OnEveryRouteWithinTheSummationBound) {
 }
 TEST(ConvRoutes, Float16AtPol2MultipliesBfloat16RoundedValues) {
   check_all_routes({Format::float16, 1});
+}
+
+TEST(ConvRoutes, DirectSumsDoNotDependOnTheThreadCount) {
+  // The fp32 route's direct kernels (a first layer's shape, 40 images: three blocks of the
+  // weight gradient's sums) on 1, 2 and 5 threads: the same bits.
+  const Case c{40, 1, 10, 11, 6, 3, 1, 1, true};
+  const ConvKey shape = key_of(c);
+  std::mt19937 rng(3);
+  const std::int64_t plane = out_size(c.height, c) * out_size(c.width, c);
+  const std::vector<float> x = h_values(static_cast<std::size_t>(40 * 110), Format::bfloat16, rng);
+  const std::vector<float> w = h_values(6 * 9, Format::bfloat16, rng);
+  const std::vector<float> dy =
+      h_values(static_cast<std::size_t>(40 * 6 * plane), Format::bfloat16, rng);
+  const std::vector<float> bias = h_values(6, Format::float32, rng);
+  const Stored xs(x, Format::bfloat16), dys(dy, Format::bfloat16);
+  const GemmPrecision p{Format::bfloat16, 1, GemmAlgorithm::automatic, MatmulRoute::fp32};
+  const int threads_before = omp_get_max_threads();
+  std::vector<std::vector<float>> results;
+  for (int threads : {1, 2, 5}) {
+    omp_set_num_threads(threads);
+    std::vector<float> y(dy.size()), dw(w.size()), db(6);
+    ConvBuffers b;
+    b.x = xs.operand(), b.w = w.data(), b.dy = dys.operand(), b.bias = bias.data();
+    b.y = y.data(), b.dw = dw.data(), b.db = db.data();
+    conv2d_product_on(MatmulRoute::fp32, ProductKind::conv_forward, shape, b, p);
+    conv2d_product_on(MatmulRoute::fp32, ProductKind::conv_backward_weights, shape, b, p);
+    y.insert(y.end(), dw.begin(), dw.end());
+    y.insert(y.end(), db.begin(), db.end());
+    results.push_back(y);
+  }
+  omp_set_num_threads(threads_before);
+  EXPECT_EQ(std::memcmp(results[0].data(), results[1].data(), results[0].size() * 4), 0);
+  EXPECT_EQ(std::memcmp(results[0].data(), results[2].data(), results[0].size() * 4), 0);
 }
 
 TEST(ConvRoutes, OnednnBf16TakesOneBf16PassOnly) {

@@ -3,9 +3,11 @@
 // section 3: sources hold H values, products exact, sums in float32), each on a route chosen
 // by measurement with the matrix products' mechanism (gemm_route.hpp, docs/engine.md
 // "Convolutions: routes"). The routes:
-//   fp32, bf16        im2col + mantissa's GEMM on that route, col2im for the input gradient:
-//                     the reference route (`conv2d_product_on(fp32, ...)`), which tests
-//                     compare the others with;
+//   fp32              mantissa's own code on fp32 FMA units: for stride 1 and at most 32
+//                     values a patch (a first layer of 1 or 3 channels), the forward and the
+//                     weight gradient as direct convolutions (conv/direct_conv.hpp); else, and
+//                     for the input gradient, im2col + mantissa's GEMM;
+//   bf16, amx         im2col + mantissa's GEMM on that route, col2im for the input gradient;
 //   onednn_fp32       oneDNN's fp32 convolution primitives (every format: products of H
 //                     values are exact in float32);
 //   onednn_bf16       oneDNN's bf16 convolution primitives with float32 results (values in one
@@ -45,6 +47,11 @@ void conv2d_product(ProductKind kind, const ConvKey& shape, const ConvBuffers& b
 // for the key (route_unavailable).
 void conv2d_product_on(MatmulRoute route, ProductKind kind, const ConvKey& shape,
                        const ConvBuffers& b, const GemmPrecision& precision);
+
+// The reference: im2col + mantissa's GEMM on the fp32 route (col2im for the input gradient),
+// every shape; the twin the direct kernels are measured against (bench_conv).
+void conv2d_product_ref(ProductKind kind, const ConvKey& shape, const ConvBuffers& b,
+                        const GemmPrecision& precision);
 
 // The sums of dy [batch, channels, spatial] per channel into db [channels] (float32, each
 // channel's sum in a fixed order of 16 float32 partial sums, independent of the thread count).

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "../gemm/passes.hpp"
+#include "direct_conv.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/conv.hpp"
 #include "mantissa/kernels/conv_route.hpp"
@@ -239,8 +240,34 @@ void run_gemm(MatmulRoute route, ProductKind kind, const ConvKey& c, const ConvB
   throw Error("conv2d: a matrix product is not a convolution's");
 }
 
+// The fp32 route's own convolution for small patches (direct_conv.hpp): the forward and the
+// weight gradient; false where it does not take the product.
+bool run_direct(ProductKind kind, const ConvKey& c, const ConvBuffers& b, const GemmPrecision& p) {
+  if (kind == ProductKind::conv_backward_data || !conv_detail::direct_conv_fits(c)) return false;
+  const gemm_detail::PassList passes = gemm_detail::passes_for(p, false);
+  const Part part = passes.pass[0].a;  // the fp32 route takes one pass
+  if (kind == ProductKind::conv_forward) {
+    conv_detail::direct_conv_forward(c, b.x, b.w, b.bias, part, b.y);
+    return true;
+  }
+  // The bias gradient sums dy's H values, not the parts a pass multiplies.
+  const bool own_db = c.bias && part != Part::whole;
+  conv_detail::direct_conv_backward_weights(c, b.x, b.dy, part, b.dw,
+                                            c.bias && !own_db ? b.db : nullptr);
+  if (own_db) {
+    const std::int64_t oh = (c.height + 2 * c.padding - c.kernel_h) / c.stride + 1;
+    const std::int64_t ow = (c.width + 2 * c.padding - c.kernel_w) / c.stride + 1;
+    const std::int64_t ny = c.batch * c.out_channels * oh * ow;
+    const auto* dy =
+        static_cast<const float*>(source(b.dy, ny, Part::whole, SourceType::f32, sources().dy));
+    conv2d_bias_gradient(dy, c.batch, c.out_channels, oh * ow, b.db);
+  }
+  return true;
+}
+
 void run_on(MatmulRoute route, ProductKind kind, const ConvKey& c, const ConvBuffers& b,
             const GemmPrecision& p) {
+  if (route == MatmulRoute::fp32 && run_direct(kind, c, b, p)) return;
   switch (route) {
     case MatmulRoute::onednn_fp32:
       run_onednn(false, kind, c, b, p);
@@ -293,6 +320,11 @@ void conv2d_product_on(MatmulRoute route, ProductKind kind, const ConvKey& shape
                 " here: " + why);
   }
   run_on(route, kind, shape, b, p);
+}
+
+void conv2d_product_ref(ProductKind kind, const ConvKey& shape, const ConvBuffers& b,
+                        const GemmPrecision& p) {
+  run_gemm(MatmulRoute::fp32, kind, shape, b, p);
 }
 
 void conv2d_product(ProductKind kind, const ConvKey& shape, const ConvBuffers& b,
