@@ -109,16 +109,29 @@ Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
   RoundingProbe(QuantRole::weight, "conv2d").rounded(weight.value(), wh);
   const Tensor b32 = bias.defined() ? to_format(bias.value(), Format::float32, false) : Tensor();
   const Shape out_shape{xs[0], ws[0], geo.out_h(), geo.out_w()};
-  // The float32 result, then rounded to H (the product's one rounding).
+  // The float32 result, then rounded to H (the product's one rounding): by the route while
+  // the results are in cache where it can (y_stored), else here. A sampled step's probe
+  // compares the two whole tensors, so it takes the float32 result.
   Tensor y32 = Tensor::empty(out_shape);
+  const RoundingProbe lost(QuantRole::output, "conv2d");
+  Tensor y = format == Format::float32 ? y32 : Tensor::empty(out_shape, format);
   kernels::ConvBuffers b;
   b.x = operand(xh);
   b.w = operand(wh);
   b.bias = bias.defined() ? b32.f32() : nullptr;
   b.y = y32.f32();
-  kernels::conv2d_product(kernels::ProductKind::conv_forward, shape, b, gemm_precision(p));
-  Tensor y = format == Format::float32 ? std::move(y32) : to_format(y32, format, true);
-  if (format != Format::float32) RoundingProbe(QuantRole::output, "conv2d").rounded(y32, y);
+  if (format != Format::float32 && !lost.active()) {
+    b.y_stored = y.raw_data();
+    b.y_format = format;
+  }
+  const bool stored =
+      kernels::conv2d_product(kernels::ProductKind::conv_forward, shape, b, gemm_precision(p));
+  if (format != Format::float32 && !stored) {
+    kernels::parallel_chunks(y.numel(), [&](std::int64_t begin, std::int64_t end) {
+      write_values(y, begin, y32.f32() + begin, end - begin);
+    });
+    lost.rounded(y32, y);
+  }
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
   return make_result(std::move(y), inputs, [&] {

@@ -271,6 +271,42 @@ TEST(ConvRoutes, DirectSumsDoNotDependOnTheThreadCount) {
   EXPECT_EQ(std::memcmp(results[0].data(), results[2].data(), results[0].size() * 4), 0);
 }
 
+TEST(ConvRoutes, ResultsRoundedByTheRouteAreTheRoundedFloat32Results) {
+  // A forward offered y_stored: the fp32 route's direct kernels round there (bfloat16 and
+  // float16), with the bits numerics::convert_array gives the float32 result; a route that
+  // cannot (oneDNN's) leaves y_stored alone and fills y.
+  const Case c{2, 1, 12, 41, 64, 3, 1, 1, true};  // 64 channels x 41 columns: 2 blocks of rows
+  const ConvKey shape = key_of(c);
+  const std::int64_t oh = out_size(c.height, c), ow = out_size(c.width, c);
+  const auto ny = static_cast<std::size_t>(c.batch * c.out_channels * oh * ow);
+  std::mt19937 rng(11);
+  for (Format f : {Format::bfloat16, Format::float16}) {
+    const std::vector<float> x = h_values(static_cast<std::size_t>(2 * 12 * 41), f, rng);
+    std::vector<float> w = h_values(64 * 9, f, rng);
+    w[4] = 65280.0f;  // float16 results past 65504: rounded to infinity on both sides
+    const std::vector<float> bias = h_values(64, Format::float32, rng);
+    const GemmPrecision p{f, 1, GemmAlgorithm::automatic, MatmulRoute::fp32};
+    ConvBuffers b;
+    b.x = x.data(), b.w = w.data(), b.bias = bias.data();
+    std::vector<float> y32(ny);
+    b.y = y32.data();
+    EXPECT_FALSE(conv2d_product_on(MatmulRoute::fp32, ProductKind::conv_forward, shape, b, p));
+    std::vector<std::uint16_t> expected(ny), got(ny, 0xdead);
+    numerics::convert_array(y32.data(), Format::float32, ny, expected.data(), f);
+    std::vector<float> untouched(ny, 7.0f);
+    b.y = untouched.data();
+    b.y_stored = got.data();
+    b.y_format = f;
+    EXPECT_TRUE(conv2d_product_on(MatmulRoute::fp32, ProductKind::conv_forward, shape, b, p));
+    EXPECT_EQ(got, expected) << numerics::name(f);
+    EXPECT_EQ(untouched, std::vector<float>(ny, 7.0f));
+    std::fill(got.begin(), got.end(), 0xdead);
+    EXPECT_FALSE(
+        conv2d_product_on(MatmulRoute::onednn_fp32, ProductKind::conv_forward, shape, b, p));
+    EXPECT_EQ(got, std::vector<std::uint16_t>(ny, 0xdead));
+  }
+}
+
 TEST(ConvRoutes, OnednnBf16TakesOneBf16PassOnly) {
   const ConvKey shape{2, 3, 8, 8, 4, 3, 3, 1, 1, true};
   const GemmKey f32 = conv_key(ProductKind::conv_forward, shape, Format::float32, 1, true);

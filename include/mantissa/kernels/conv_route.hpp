@@ -35,17 +35,24 @@ struct ConvBuffers {
   float* dx = nullptr;
   float* dw = nullptr;
   float* db = nullptr;
+  // conv_forward may also be offered y_stored, a buffer of y's elements in y_format (nearest-
+  // even from the float32 result, as numerics::convert_array rounds): a route that can round
+  // its results there while they are in cache (the direct kernels) writes y_stored instead of
+  // y, and the product returns true.
+  void* y_stored = nullptr;
+  Format y_format = Format::float32;
 };
 
 // Runs one product under precision.route: a named route as named (onednn_bf16 asked for values
 // that need more than one bf16 pass runs on bf16, which makes the passes), automatic the
 // route measured fastest for the product's key (conv_key), once per key and process, cached
-// per machine. GemmAlgorithm::decomposed runs on the fp32 GEMM route (its passes).
-void conv2d_product(ProductKind kind, const ConvKey& shape, const ConvBuffers& b,
+// per machine. GemmAlgorithm::decomposed runs on the fp32 GEMM route (its passes). Returns
+// whether the forward's result went to y_stored (ConvBuffers).
+bool conv2d_product(ProductKind kind, const ConvKey& shape, const ConvBuffers& b,
                     const GemmPrecision& precision);
 // The same on one route (not automatic); throws mantissa::Error when this CPU cannot run it
 // for the key (route_unavailable).
-void conv2d_product_on(MatmulRoute route, ProductKind kind, const ConvKey& shape,
+bool conv2d_product_on(MatmulRoute route, ProductKind kind, const ConvKey& shape,
                        const ConvBuffers& b, const GemmPrecision& precision);
 
 // The reference: im2col + mantissa's GEMM on the fp32 route (col2im for the input gradient),

@@ -240,15 +240,22 @@ void run_gemm(MatmulRoute route, ProductKind kind, const ConvKey& c, const ConvB
   throw Error("conv2d: a matrix product is not a convolution's");
 }
 
+// Where a product went.
+enum class Ran : std::uint8_t { not_here, y, y_stored };
+
 // The fp32 route's own convolution for small patches (direct_conv.hpp): the forward and the
-// weight gradient; false where it does not take the product.
-bool run_direct(ProductKind kind, const ConvKey& c, const ConvBuffers& b, const GemmPrecision& p) {
-  if (kind == ProductKind::conv_backward_data || !conv_detail::direct_conv_fits(c)) return false;
+// weight gradient; not_here where it does not take the product.
+Ran run_direct(ProductKind kind, const ConvKey& c, const ConvBuffers& b, const GemmPrecision& p) {
+  if (kind == ProductKind::conv_backward_data || !conv_detail::direct_conv_fits(c)) {
+    return Ran::not_here;
+  }
   const gemm_detail::PassList passes = gemm_detail::passes_for(p, false);
   const Part part = passes.pass[0].a;  // the fp32 route takes one pass
   if (kind == ProductKind::conv_forward) {
-    conv_detail::direct_conv_forward(c, b.x, b.w, b.bias, part, b.y);
-    return true;
+    const bool stored = b.y_stored != nullptr && b.y_format != Format::float32;
+    conv_detail::direct_conv_forward(c, b.x, b.w, b.bias, part, b.y, stored ? b.y_stored : nullptr,
+                                     b.y_format);
+    return stored ? Ran::y_stored : Ran::y;
   }
   // The bias gradient sums dy's H values, not the parts a pass multiplies.
   const bool own_db = c.bias && part != Part::whole;
@@ -262,24 +269,27 @@ bool run_direct(ProductKind kind, const ConvKey& c, const ConvBuffers& b, const 
         static_cast<const float*>(source(b.dy, ny, Part::whole, SourceType::f32, sources().dy));
     conv2d_bias_gradient(dy, c.batch, c.out_channels, oh * ow, b.db);
   }
-  return true;
+  return Ran::y;
 }
 
-void run_on(MatmulRoute route, ProductKind kind, const ConvKey& c, const ConvBuffers& b,
+// Whether the forward's result went to y_stored.
+bool run_on(MatmulRoute route, ProductKind kind, const ConvKey& c, const ConvBuffers& b,
             const GemmPrecision& p) {
-  if (route == MatmulRoute::fp32 && run_direct(kind, c, b, p)) return;
+  if (route == MatmulRoute::fp32) {
+    if (const Ran r = run_direct(kind, c, b, p); r != Ran::not_here) return r == Ran::y_stored;
+  }
   switch (route) {
     case MatmulRoute::onednn_fp32:
       run_onednn(false, kind, c, b, p);
-      return;
+      return false;
     case MatmulRoute::onednn_bf16:
       run_onednn(true, kind, c, b, p);
-      return;
+      return false;
     case MatmulRoute::fp32:
     case MatmulRoute::bf16:
     case MatmulRoute::amx:
       run_gemm(route, kind, c, b, p);
-      return;
+      return false;
     case MatmulRoute::automatic:
       break;
   }
@@ -312,14 +322,14 @@ void conv2d_bias_gradient(const float* dy, std::int64_t batch, std::int64_t chan
       1);
 }
 
-void conv2d_product_on(MatmulRoute route, ProductKind kind, const ConvKey& shape,
+bool conv2d_product_on(MatmulRoute route, ProductKind kind, const ConvKey& shape,
                        const ConvBuffers& b, const GemmPrecision& p) {
   const GemmKey key = conv_key(kind, shape, p.format, p.passes, true);
   if (const std::string why = route_unavailable(route, key); !why.empty()) {
     throw Error("conv2d: route " + std::string(route_name(route)) + " cannot run " + describe(key) +
                 " here: " + why);
   }
-  run_on(route, kind, shape, b, p);
+  return run_on(route, kind, shape, b, p);
 }
 
 void conv2d_product_ref(ProductKind kind, const ConvKey& shape, const ConvBuffers& b,
@@ -327,11 +337,11 @@ void conv2d_product_ref(ProductKind kind, const ConvKey& shape, const ConvBuffer
   run_gemm(MatmulRoute::fp32, kind, shape, b, p);
 }
 
-void conv2d_product(ProductKind kind, const ConvKey& shape, const ConvBuffers& b,
+bool conv2d_product(ProductKind kind, const ConvKey& shape, const ConvBuffers& b,
                     const GemmPrecision& p) {
   if (p.algorithm == GemmAlgorithm::decomposed) {  // the passes run on the fp32 GEMM route
     run_gemm(MatmulRoute::fp32, kind, shape, b, p);
-    return;
+    return false;
   }
   const GemmKey key = conv_key(kind, shape, p.format, p.passes, !omp_in_parallel());
   MatmulRoute preference = effective_preference(p.format, p.route);
@@ -340,7 +350,7 @@ void conv2d_product(ProductKind kind, const ConvKey& shape, const ConvBuffers& b
   }
   const MatmulRoute route =
       choose_route(key, preference, [&](MatmulRoute r) { run_on(r, kind, shape, b, p); });
-  run_on(route, kind, shape, b, p);
+  return run_on(route, kind, shape, b, p);
 }
 
 }  // namespace mantissa::kernels

@@ -21,6 +21,7 @@ namespace {
 constexpr std::int64_t kLanes = 8;
 constexpr int kGroup = 9;  // taps held in registers at once (a 3 x 3 kernel of one channel)
 constexpr std::int64_t kImagesPerPart = 16;
+constexpr std::int64_t kTileFloats = 1 << 14;  // a forward's results per block (64 KiB)
 
 struct Geometry {
   std::int64_t channels = 0, height = 0, width = 0, padding = 0;
@@ -175,38 +176,63 @@ bool direct_conv_fits(const ConvKey& c) {
 }
 
 void direct_conv_forward(const ConvKey& c, const Operand& x, const Operand& w, const float* bias,
-                         gemm_detail::Part part, float* y) {
+                         gemm_detail::Part part, float* y, void* y_stored, Format y_format) {
   const Geometry g = geometry_of(c);
   const float* xp = padded_images(c.batch, g, x, part);
   std::vector<float> wf(static_cast<std::size_t>(c.out_channels * g.taps));
   numerics::decode_array(w.data, wf.size(), w.format, wf.data());
   gemm_detail::apply_part(wf.data(), static_cast<std::int64_t>(wf.size()), part);
   const float* b = c.bias ? bias : nullptr;
+  const std::int64_t plane = g.oh * g.ow;
+  // Blocks of output rows of one image, every output channel: about kTileFloats results,
+  // rounded into y_stored from a per-thread tile while they are in cache.
+  const std::int64_t rows = std::clamp<std::int64_t>(
+      kTileFloats / std::max<std::int64_t>(c.out_channels * g.ow, 1), 1, g.oh);
+  const std::int64_t blocks = (g.oh + rows - 1) / rows;
+  const int stored_bytes = y_stored != nullptr ? numerics::traits(y_format).storage_bytes : 0;
   parallel_chunks(
-      c.batch * g.oh,
-      [&](std::int64_t r0, std::int64_t r1) {
-        thread_local ScratchBuffer partial_buffer;
+      c.batch * blocks,
+      [&](std::int64_t i0, std::int64_t i1) {
+        thread_local ScratchBuffer partial_buffer, tile_buffer;
         float* partial =
             partial_buffer.as<float>(static_cast<std::size_t>(c.out_channels * kLanes));
-        for (std::int64_t r = r0; r < r1; ++r) {
-          const std::int64_t n = r / g.oh, oy = r % g.oh;
-          for (std::int64_t ox = 0; ox < g.ow; ox += kLanes) {
-            const bool full = ox + kLanes <= g.ow;
-            const __m256i lanes = detail::first_lanes8(g.ow - ox);
-            const float* base = xp + n * g.image + oy * g.wp + ox;
-            float* out = y + (n * c.out_channels * g.oh + oy) * g.ow + ox;
-            for (std::int64_t t0 = 0; t0 < g.taps; t0 += kGroup) {
-              const std::int64_t size = std::min<std::int64_t>(kGroup, g.taps - t0);
-              with_group_size(size, [&]<int G>() {
-                forward_group<G>(base, g, t0, wf.data(), c.out_channels, t0 == 0,
-                                 t0 + size >= g.taps, b, partial, out, g.oh * g.ow, full, lanes);
-              });
+        float* tile =
+            y_stored != nullptr
+                ? tile_buffer.as<float>(static_cast<std::size_t>(c.out_channels * rows * g.ow))
+                : nullptr;
+        for (std::int64_t item = i0; item < i1; ++item) {
+          const std::int64_t n = item / blocks, oy0 = item % blocks * rows;
+          const std::int64_t oy1 = std::min(g.oh, oy0 + rows), len = (oy1 - oy0) * g.ow;
+          // Where output channel o's rows [oy0, oy1) go: o * stride floats on from `out`.
+          float* out = tile != nullptr ? tile : y + n * c.out_channels * plane + oy0 * g.ow;
+          const std::int64_t stride = tile != nullptr ? len : plane;
+          for (std::int64_t oy = oy0; oy < oy1; ++oy) {
+            for (std::int64_t ox = 0; ox < g.ow; ox += kLanes) {
+              const bool full = ox + kLanes <= g.ow;
+              const __m256i lanes = detail::first_lanes8(g.ow - ox);
+              const float* base = xp + n * g.image + oy * g.wp + ox;
+              float* at = out + (oy - oy0) * g.ow + ox;
+              for (std::int64_t t0 = 0; t0 < g.taps; t0 += kGroup) {
+                const std::int64_t size = std::min<std::int64_t>(kGroup, g.taps - t0);
+                with_group_size(size, [&]<int G>() {
+                  forward_group<G>(base, g, t0, wf.data(), c.out_channels, t0 == 0,
+                                   t0 + size >= g.taps, b, partial, at, stride, full, lanes);
+                });
+              }
             }
+          }
+          if (tile == nullptr) continue;
+          for (std::int64_t o = 0; o < c.out_channels; ++o) {
+            numerics::convert_array(
+                tile + o * len, Format::float32, static_cast<std::size_t>(len),
+                static_cast<char*>(y_stored) +
+                    ((n * c.out_channels + o) * plane + oy0 * g.ow) * stored_bytes,
+                y_format);
           }
         }
       },
       std::max<std::int64_t>(
-          1, kParallelMinElements / std::max<std::int64_t>(c.out_channels * g.ow * g.taps, 1)),
+          1, kParallelMinElements / std::max<std::int64_t>(c.out_channels * rows * g.ow, 1)),
       1);
 }
 

@@ -22,9 +22,11 @@ inline constexpr std::int64_t kDirectMaxPatch = 32;
 bool direct_conv_fits(const ConvKey& c);
 
 // y [batch, out_channels, out_h, out_w] = the sum over each patch of w times x, then + bias
-// (float32, when c.bias); the sum runs over the patch in (channel, row, column) order.
+// (float32, when c.bias); the sum runs over the patch in (channel, row, column) order. With
+// y_stored, the results are written there in y_format instead (rounded as
+// numerics::convert_array rounds float32, a block of rows at a time), and y is not touched.
 void direct_conv_forward(const ConvKey& c, const Operand& x, const Operand& w, const float* bias,
-                         gemm_detail::Part part, float* y);
+                         gemm_detail::Part part, float* y, void* y_stored, Format y_format);
 
 // dw [out_channels, channels, kernel_h, kernel_w] (overwritten) and, when db is given, db
 // [out_channels] (the sums of the values of dy read): the sums over the batch and the output
