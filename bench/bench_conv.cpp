@@ -5,7 +5,8 @@
 //   build/bench/bench_conv --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 // The `reference` rows are im2col + the fp32 GEMM (conv2d_product_ref), the others each
 // route: `fp32` runs the direct kernels where they fit (stride 1, at most 32 values a patch:
-// the first layers), `onednn_*` oneDNN's convolution primitives. The `pool` rows: relu_max_pool2d
+// the first layers; `fp32@avx2` the same on the AVX2 path of an AVX-512 CPU), `onednn_*`
+// oneDNN's convolution primitives. The `pool` rows: relu_max_pool2d
 // (2 x 2, stride 2) after each CNN convolution, forward and backward, the vector kernels beside
 // their scalar twins (the forward on all threads, the backward on one, as training calls them per
 // tile).
@@ -34,7 +35,8 @@ std::vector<std::uint8_t> values(std::size_t n, Format f, unsigned seed) {
 
 // One product on `route`, or on the reference (im2col + the fp32 GEMM) when `reference`.
 void BM_conv(benchmark::State& state, ProductKind kind, k::ConvKey c, Format f, MatmulRoute route,
-             bool reference) {
+             bool reference, mantissa::numerics::SimdPath path) {
+  mantissa::numerics::set_simd_path(path);
   const std::int64_t oh = (c.height + 2 * c.padding - c.kernel_h) / c.stride + 1;
   const std::int64_t ow = (c.width + 2 * c.padding - c.kernel_w) / c.stride + 1;
   const auto nx = static_cast<std::size_t>(c.batch * c.channels * c.height * c.width);
@@ -58,6 +60,7 @@ void BM_conv(benchmark::State& state, ProductKind kind, k::ConvKey c, Format f, 
     }
     benchmark::ClobberMemory();
   }
+  mantissa::numerics::set_simd_path(mantissa::numerics::best_simd_path());
   const k::GemmKey key = k::conv_key(kind, c, f, 1, true);
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * key.m * key.n * key.k * 1e-9,
                                                  benchmark::Counter::kIsIterationInvariantRate);
@@ -82,13 +85,22 @@ void register_all() {
         const std::string row = std::string(s.name) + "/" +
                                 std::string(mantissa::name_of(k::kProductKindNames, kind)) + "/" +
                                 std::string(mantissa::numerics::name(f)) + "/";
+        namespace nu = mantissa::numerics;
+        const nu::SimdPath best = nu::best_simd_path();
         benchmark::RegisterBenchmark((row + "reference").c_str(), BM_conv, kind, s.c, f,
-                                     MatmulRoute::fp32, true)
+                                     MatmulRoute::fp32, true, best)
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
         for (MatmulRoute r : k::routes_for(key)) {
           benchmark::RegisterBenchmark((row + std::string(k::route_name(r))).c_str(), BM_conv, kind,
-                                       s.c, f, r, false)
+                                       s.c, f, r, false, best)
+              ->Unit(benchmark::kMillisecond)
+              ->UseRealTime();
+        }
+        // The fp32 route's direct kernels on AVX2 too, where the CPU has AVX-512.
+        if (best == nu::SimdPath::avx512) {
+          benchmark::RegisterBenchmark((row + "fp32@avx2").c_str(), BM_conv, kind, s.c, f,
+                                       MatmulRoute::fp32, false, nu::SimdPath::avx2)
               ->Unit(benchmark::kMillisecond)
               ->UseRealTime();
         }

@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -20,6 +21,7 @@
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/conv_route.hpp"
 #include "mantissa/numerics/convert.hpp"
+#include "mantissa/numerics/cpu_features.hpp"
 
 namespace mantissa::kernels {
 namespace {
@@ -236,6 +238,26 @@ TEST(ConvRoutes, Float16AtPol1OnEveryRouteWithinTheSummationBound) {
 }
 TEST(ConvRoutes, Float16AtPol2MultipliesBfloat16RoundedValues) {
   check_all_routes({Format::float16, 1});
+}
+
+TEST(ConvRoutes, EverySimdPathWithinTheSummationBound) {
+  // The direct kernels run 16 lanes wide on the avx512 path, 8 on the others: every route
+  // again with each path this CPU has made active.
+  struct Restore {
+    ~Restore() { numerics::set_simd_path(numerics::best_simd_path()); }
+  } restore;
+  for (numerics::SimdPath path : {numerics::SimdPath::avx2, numerics::SimdPath::avx512}) {
+    if (!numerics::cpu_supports(path)) {
+      std::printf("skip: the %s path is not on this CPU\n",
+                  std::string(numerics::simd_path_name(path)).c_str());
+      continue;
+    }
+    numerics::set_simd_path(path);
+    SCOPED_TRACE(std::string(numerics::simd_path_name(path)));
+    check_all_routes({Format::float32, 1});
+    check_all_routes({Format::bfloat16, 1});
+    check_all_routes({Format::float16, 1});
+  }
 }
 
 TEST(ConvRoutes, DirectSumsDoNotDependOnTheThreadCount) {
