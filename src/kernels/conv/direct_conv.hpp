@@ -1,8 +1,8 @@
 #pragma once
 // Internal: convolutions with few values per patch (an image model's first layer: 1 or 3 input
 // channels) computed directly on fp32 FMA units, 16 output columns a step (AVX-512; 8 on
-// AVX2), instead of
-// as an im2col product whose inner dimension would be only channels x kernel_h x kernel_w.
+// AVX2), instead of as an im2col product whose inner dimension would be only channels x
+// kernel_h x kernel_w.
 // The fp32 route runs them where they fit (conv_route.hpp); the im2col + GEMM reference is
 // what tests compare them with. Sources hold H values in any format (decoded to float32);
 // products of two H values are exact in float32 and the sums are float32, in a fixed order
