@@ -12,7 +12,6 @@
 #include <algorithm>
 
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -21,7 +20,7 @@
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/conv_route.hpp"
 #include "mantissa/numerics/convert.hpp"
-#include "mantissa/numerics/cpu_features.hpp"
+#include "simd_paths.hpp"
 
 namespace mantissa::kernels {
 namespace {
@@ -243,21 +242,13 @@ TEST(ConvRoutes, Float16AtPol2MultipliesBfloat16RoundedValues) {
 TEST(ConvRoutes, EverySimdPathWithinTheSummationBound) {
   // The direct kernels run 16 lanes wide on the avx512 path, 8 on the others: every route
   // again with each path this CPU has made active.
-  struct Restore {
-    ~Restore() { numerics::set_simd_path(numerics::best_simd_path()); }
-  } restore;
-  for (numerics::SimdPath path : {numerics::SimdPath::avx2, numerics::SimdPath::avx512}) {
-    if (!numerics::cpu_supports(path)) {
-      std::printf("skip: the %s path is not on this CPU\n",
-                  std::string(numerics::simd_path_name(path)).c_str());
-      continue;
-    }
-    numerics::set_simd_path(path);
-    SCOPED_TRACE(std::string(numerics::simd_path_name(path)));
-    check_all_routes({Format::float32, 1});
-    check_all_routes({Format::bfloat16, 1});
-    check_all_routes({Format::float16, 1});
-  }
+  testing::on_each_simd_path({numerics::SimdPath::avx2, numerics::SimdPath::avx512},
+                             [](const std::string& path) {
+                               SCOPED_TRACE(path);
+                               check_all_routes({Format::float32, 1});
+                               check_all_routes({Format::bfloat16, 1});
+                               check_all_routes({Format::float16, 1});
+                             });
 }
 
 TEST(ConvRoutes, DirectSumsDoNotDependOnTheThreadCount) {

@@ -3,14 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "mantissa/kernels/fp8_cast.hpp"
 #include "mantissa/numerics/convert.hpp"
-#include "mantissa/numerics/cpu_features.hpp"
+#include "simd_paths.hpp"
 
 namespace mantissa::kernels {
 namespace {
@@ -60,9 +59,6 @@ TEST(Fp8Cast, EveryValueItsMidpointsAndTheirNeighboursMatchTheTwinOnEveryPath) {
   // For each fp8 format: every finite value, the midpoints between neighbours (the ties),
   // one float32 ulp either side of each, half the smallest subnormal, the saturation edge and
   // beyond, both signs, in float32 and bfloat16 storage; on each bulk path this CPU has.
-  struct Restore {
-    ~Restore() { numerics::set_simd_path(numerics::best_simd_path()); }
-  } restore;
   for (Format fp8 : {Format::float8_e4m3, Format::float8_e5m2}) {
     std::vector<float> values;
     for (std::uint32_t c = 0; c < 128; ++c) {
@@ -89,24 +85,17 @@ TEST(Fp8Cast, EveryValueItsMidpointsAndTheirNeighboursMatchTheTwinOnEveryPath) {
       const auto n = static_cast<std::int64_t>(x.size());
       std::vector<std::uint8_t> ref(x.size());
       const Fp8CastStats b = cast_to_fp8_ref(stored.data(), src, n, 1.0f, fp8, ref.data());
-      for (numerics::SimdPath p :
-           {numerics::SimdPath::scalar, numerics::SimdPath::avx2, numerics::SimdPath::avx512}) {
-        if (!numerics::cpu_supports(p)) {
-          std::printf("skip: the %s path is not on this CPU\n",
-                      std::string(numerics::simd_path_name(p)).c_str());
-          continue;
-        }
-        numerics::set_simd_path(p);
+      testing::on_each_simd_path(testing::kEverySimdPath, [&](const std::string& path) {
         std::vector<std::uint8_t> fast(x.size());
         const Fp8CastStats a = cast_to_fp8(stored.data(), src, n, 1.0f, fp8, fast.data());
         for (std::size_t i = 0; i < x.size(); ++i) {
           ASSERT_EQ(fast[i], ref[i]) << numerics::name(src) << " -> " << numerics::name(fp8)
-                                     << " of " << x[i] << " on " << numerics::simd_path_name(p);
+                                     << " of " << x[i] << " on " << path;
         }
         EXPECT_EQ(a.amax, b.amax);
         EXPECT_EQ(a.overflows, b.overflows);
         EXPECT_EQ(a.underflows, b.underflows);
-      }
+      });
     }
   }
 }

@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -18,6 +17,7 @@
 #include "mantissa/kernels/rows.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
+#include "simd_paths.hpp"
 
 namespace mantissa::kernels {
 namespace {
@@ -48,20 +48,14 @@ TEST(KernelTwins, Gelu) {
   const auto n = static_cast<std::int64_t>(x.size());
   gelu_forward_ref(x.data(), yr.data(), n);
   gelu_backward_ref(x.data(), dy.data(), dxr.data(), n);
-  for (const numerics::SimdPath path : {numerics::SimdPath::avx2, numerics::SimdPath::avx512}) {
-    if (!numerics::cpu_supports(path)) {
-      std::printf("[  SKIPPED ] gelu on the %s path: not on this CPU\n",
-                  std::string(numerics::simd_path_name(path)).c_str());
-      continue;
-    }
-    numerics::set_simd_path(path);
-    SCOPED_TRACE(std::string(numerics::simd_path_name(path)));
-    gelu_forward(x.data(), y.data(), n);
-    expect_close(y, yr, 1e-6, 1e-5, "gelu forward");
-    gelu_backward(x.data(), dy.data(), dx.data(), n);
-    expect_close(dx, dxr, 1e-6, 1e-5, "gelu backward");
-  }
-  numerics::set_simd_path(numerics::best_simd_path());
+  testing::on_each_simd_path({numerics::SimdPath::avx2, numerics::SimdPath::avx512},
+                             [&](const std::string& path) {
+                               SCOPED_TRACE(path);
+                               gelu_forward(x.data(), y.data(), n);
+                               expect_close(y, yr, 1e-6, 1e-5, "gelu forward");
+                               gelu_backward(x.data(), dy.data(), dx.data(), n);
+                               expect_close(dx, dxr, 1e-6, 1e-5, "gelu backward");
+                             });
 }
 
 TEST(KernelTwins, LayerNormParameterGradientsFromBfloat16AreTheDecodedRowsSums) {

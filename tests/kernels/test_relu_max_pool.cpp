@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -12,7 +11,7 @@
 #include <vector>
 
 #include "mantissa/kernels/conv.hpp"
-#include "mantissa/numerics/cpu_features.hpp"
+#include "simd_paths.hpp"
 
 namespace mantissa::kernels {
 namespace {
@@ -28,26 +27,6 @@ std::vector<float> values(std::size_t n, unsigned seed) {
   return v;
 }
 
-struct PathRestore {
-  ~PathRestore() { numerics::set_simd_path(numerics::best_simd_path()); }
-};
-
-// The SIMD paths this CPU has, each made active in turn (a visible line for each it lacks).
-template <class Check>
-void on_every_path(Check&& check) {
-  const PathRestore restore;
-  for (numerics::SimdPath p :
-       {numerics::SimdPath::scalar, numerics::SimdPath::avx2, numerics::SimdPath::avx512}) {
-    if (!numerics::cpu_supports(p)) {
-      std::printf("skip: the %s path is not on this CPU\n",
-                  std::string(numerics::simd_path_name(p)).c_str());
-      continue;
-    }
-    numerics::set_simd_path(p);
-    check(std::string(numerics::simd_path_name(p)));
-  }
-}
-
 struct Case {
   std::int64_t h, w, kernel, stride;
 };
@@ -57,7 +36,7 @@ constexpr Case kCases[] = {{28, 28, 2, 2}, {14, 14, 2, 2}, {7, 7, 2, 2},  {5, 33
                            {6, 40, 2, 2},  {3, 70, 2, 2},  {9, 11, 3, 2}, {4, 4, 1, 1}};
 
 TEST(ReluMaxPool, VectorRowsMatchTheTwinAndReluThenMaxPool) {
-  on_every_path([](const std::string& path) {
+  testing::on_each_simd_path(testing::kEverySimdPath, [](const std::string& path) {
     for (const Case c : kCases) {
       const std::int64_t planes = 3, oh = (c.h - c.kernel) / c.stride + 1,
                          ow = (c.w - c.kernel) / c.stride + 1;
@@ -91,7 +70,7 @@ TEST(ReluMaxPool, VectorRowsMatchTheTwinAndReluThenMaxPool) {
 TEST(ReluMaxPool, BackwardMatchesTheScatterTwinBitForBit) {
   // The forward's argmax of mixed values, and gradients with -0, NaN and infinities: the
   // vector backward selects where the twin scatters; both give 0 + dy (a -0 arrives as +0).
-  on_every_path([](const std::string& path) {
+  testing::on_each_simd_path(testing::kEverySimdPath, [](const std::string& path) {
     for (const Case c : kCases) {
       if (c.kernel != c.stride) continue;  // overlapping windows: max_pool2d's sums
       const std::int64_t planes = 3, oh = (c.h - c.kernel) / c.stride + 1,
@@ -125,7 +104,7 @@ TEST(ReluMaxPool, BackwardSendsEachGradientToItsArgmaxOnly) {
   EXPECT_EQ(dx, (std::vector<float>{1.5f, 0, 0, 4.0f, 0, -3.0f, 0, 0}));
   // A 2 x 4 plane, windows of 2 x 2: output 0 won at input 5 (row 1, column 1), output 1 at
   // input 2; on every path.
-  on_every_path([](const std::string& path) {
+  testing::on_each_simd_path(testing::kEverySimdPath, [](const std::string& path) {
     const std::vector<std::int32_t> at2 = {5, 2};
     const std::vector<float> dy2 = {1.5f, -0.0f};
     std::vector<float> dx2(8, 9.0f);
