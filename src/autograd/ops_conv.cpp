@@ -6,6 +6,7 @@
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/kernels/conv.hpp"
 #include "mantissa/kernels/conv_route.hpp"
+#include "mantissa/tensor/storage.hpp"
 #include "op_support.hpp"
 #include "rounding_probe.hpp"
 
@@ -48,7 +49,9 @@ struct Conv2dNode : Node {
 };
 
 struct MaxPoolNode : Node {
-  std::vector<std::int32_t> argmax;  // per output element: the winning index in its plane
+  // Per output element: the winning index in its plane (pooled storage: a step reuses the
+  // last step's block instead of new pages).
+  tensor::StorageRef argmax;
   Shape in_shape;
   std::int64_t planes, in_size, out_size, kernel, stride;
   bool relu = false;  // relu_max_pool2d: an argmax of -1 passes no gradient
@@ -59,17 +62,17 @@ struct MaxPoolNode : Node {
     // Made a tile of planes at a time in the gradient's format: rounding commutes with
     // placing each dy (relu_max_pool2d's windows do not overlap, max_pool2d's sums are
     // float32 within the tile's planes).
-    return {produce(in_shape, grad_format(0), in_size,
-                    [&](std::int64_t p0, std::int64_t p1, float* out) {
-                      const float* dy = gd.range(p0 * out_size, (p1 - p0) * out_size);
-                      const std::int32_t* at = argmax.data() + p0 * out_size;
-                      if (relu) {
-                        kernels::relu_max_pool2d_backward(dy, at, p1 - p0, in_shape[2], in_shape[3],
-                                                          kernel, stride, out);
-                      } else {
-                        kernels::max_pool2d_backward(dy, at, p1 - p0, in_size, out_size, out);
-                      }
-                    })};
+    return {produce(
+        in_shape, grad_format(0), in_size, [&](std::int64_t p0, std::int64_t p1, float* out) {
+          const float* dy = gd.range(p0 * out_size, (p1 - p0) * out_size);
+          const std::int32_t* at = static_cast<const std::int32_t*>(argmax->data()) + p0 * out_size;
+          if (relu) {
+            kernels::relu_max_pool2d_backward(dy, at, p1 - p0, in_shape[2], in_shape[3], kernel,
+                                              stride, out);
+          } else {
+            kernels::max_pool2d_backward(dy, at, p1 - p0, in_size, out_size, out);
+          }
+        })};
   }
 };
 
@@ -156,14 +159,16 @@ Variable pool(const char* name, const Variable& x, std::int64_t kernel, std::int
   }
   const std::int64_t oh = (xs[2] - kernel) / stride + 1, ow = (xs[3] - kernel) / stride + 1;
   const std::int64_t planes = xs[0] * xs[1], in_size = xs[2] * xs[3], out_size = oh * ow;
-  std::vector<std::int32_t> argmax(static_cast<std::size_t>(planes * out_size));
+  // planes * out_size <= the input's element count: no overflow.
+  tensor::StorageRef argmax(
+      tensor::Storage::create(static_cast<std::size_t>(planes * out_size) * sizeof(std::int32_t)));
   const Decoded xd(x.value(), 0);
   // The maximum of H values (and 0) is an H value: the result is exact in H.
   Tensor y = produce(
       Shape{xs[0], xs[1], oh, ow}, result_format(precision::current_policy()), out_size,
       [&](std::int64_t p0, std::int64_t p1, float* out) {
         const float* in = xd.range(p0 * in_size, (p1 - p0) * in_size);
-        std::int32_t* at = argmax.data() + p0 * out_size;
+        std::int32_t* at = static_cast<std::int32_t*>(argmax->data()) + p0 * out_size;
         if (relu) {
           kernels::relu_max_pool2d_forward(in, p1 - p0, xs[2], xs[3], kernel, stride, out, at);
         } else {
