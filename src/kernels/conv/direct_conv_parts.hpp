@@ -1,8 +1,9 @@
 #pragma once
 // Internal to the direct convolutions (direct_conv.cpp, direct_conv_avx512.cpp): the geometry
-// and work of a call, and the kernels' bodies as templates over a vector type's traits V (AVX2's 8
-// lanes, AVX-512's 16), each file instantiating them with its own traits (compiled with its
-// own instruction set; the traits are file-local types, so the instantiations never meet).
+// and work of a call, and the kernels' bodies as templates over a vector type's traits V
+// (AVX2's 8 lanes, AVX-512's 16), each file instantiating them with its own traits (compiled
+// with its own instruction set; the traits are file-local types, so the instantiations never
+// meet).
 //
 // V provides: kWidth; Vec; Mask; mask(n) (the first n lanes); load(p, full, mask) (a partial
 // vector's other lanes 0); store(p, v, full, mask); zero(); set1(x); fmadd(a, b, c) (a b + c);
