@@ -13,10 +13,16 @@
 
 #include "../avx2_lanes.hpp"
 #include "direct_conv_parts.hpp"
+#include "mantissa/error.hpp"
 #include "mantissa/kernels/parallel.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
 
 namespace mantissa::kernels::conv_detail {
+
+bool direct_conv_fits(const ConvKey& c) {
+  return c.stride == 1 && c.channels * c.kernel_h * c.kernel_w <= kDirectMaxPatch;
+}
+
 namespace {
 
 struct Avx2Lanes {
@@ -52,6 +58,12 @@ bool avx512() {
 }
 
 Geometry geometry_of(const ConvKey& c) {
+  if (!direct_conv_fits(c)) {
+    throw Error("direct convolution: stride " + std::to_string(c.stride) + " and " +
+                std::to_string(c.channels * c.kernel_h * c.kernel_w) +
+                " values a patch (it takes stride 1 and at most " +
+                std::to_string(kDirectMaxPatch) + ")");
+  }
   Geometry g;
   g.out_channels = c.out_channels;
   g.channels = c.channels, g.height = c.height, g.width = c.width, g.padding = c.padding;
@@ -98,10 +110,6 @@ const float* padded_images(std::int64_t batch, const Geometry& g, const Operand&
 }
 
 }  // namespace
-
-bool direct_conv_fits(const ConvKey& c) {
-  return c.stride == 1 && c.channels * c.kernel_h * c.kernel_w <= kDirectMaxPatch;
-}
 
 void direct_conv_forward(const ConvKey& c, const Operand& x, const Operand& w, const float* bias,
                          gemm_detail::Part part, float* y, void* y_stored, Format y_format) {
