@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The convolutional models beside the PyTorch peer (issue 24): for each config, mantissa's
-# float32 and bfloat16 interleaved in one process (`bench train --interleave`), then
-# bench/peer_torch_cnn.py (the same CNN in PyTorch) eager and compiled, fp32 and bf16 autocast,
-# right after; prints one table: our samples/s, the peer's best of eager and compiled, ratios.
+# The Fashion-MNIST models (the two CNNs and the MLP) beside the PyTorch peer (issue 24): for
+# each config, mantissa's float32 and bfloat16 interleaved in one process (`bench train
+# --interleave`), then bench/peer_torch_cnn.py (the same model in PyTorch) eager and compiled,
+# fp32 and bf16 autocast, right after; prints one table: our samples/s, the peer's best of
+# eager and compiled, ratios.
 #
 #   bench/compare_cnn_with_peer.sh [--threads N] [--steps N] [--out DIR]
 #
@@ -10,8 +11,8 @@
 #   --steps N    timed steps of each run, after 5 warm-up steps (default 40)
 #   --out DIR    where the logs and JSON lines go (default bench-results/cnn-<UTC time>)
 #
-# Configs: configs/fashion_mnist/cnn-float32.yaml (16 / 32 channels) and
-# configs/bench/cnn-wide.yaml (64 / 128). Needs build/mantissa and the peer venv
+# Configs: configs/fashion_mnist/cnn-float32.yaml (16 / 32 channels),
+# configs/bench/cnn-wide.yaml (64 / 128) and configs/fashion_mnist/mlp-float32.yaml. Needs build/mantissa and the peer venv
 # ($MANTISSA_PEER_DIR/venv, default /opt/mantissa-peer; bench/install-peer.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,15 +45,16 @@ rows=[json.loads(l) for l in open(sys.argv[1])]
 print(round(max(r["samples_per_s"] for r in rows if r["precision"]==sys.argv[2])))' "$1" "$2"; }
 
 printf '%-28s %10s %10s %10s %10s %8s %8s\n' config "ours fp32" "ours bf16" "peer fp32" "peer bf16" fp32 bf16
-for spec in "configs/fashion_mnist/cnn-float32.yaml 16 32" "configs/bench/cnn-wide.yaml 64 128"; do
-  read -r config c1 c2 <<<"$spec"
+for spec in "configs/fashion_mnist/cnn-float32.yaml cnn 16 32" "configs/bench/cnn-wide.yaml cnn 64 128" \
+  "configs/fashion_mnist/mlp-float32.yaml mlp 0 0"; do
+  read -r config model c1 c2 <<<"$spec"
   name=$(basename "$config" .yaml)
   OMP_NUM_THREADS=$threads build/mantissa bench train --config "$config" --interleave \
     --precision float32,bfloat16 --steps "$steps" --warmup 5 > "$out/$name-ours.txt" 2>&1
   for prec in float32 bfloat16; do
     for compile in "" --compile; do
-      (cd /tmp && "$py" "$OLDPWD/bench/peer_torch_cnn.py" --threads "$threads" --conv1 "$c1" \
-        --conv2 "$c2" --precision "$prec" $compile --steps "$steps" --warmup 5 \
+      (cd /tmp && "$py" "$OLDPWD/bench/peer_torch_cnn.py" --model "$model" --threads "$threads" \
+        --conv1 "$c1" --conv2 "$c2" --precision "$prec" $compile --steps "$steps" --warmup 5 \
         --json "$out/$name-peer.jsonl") >> "$out/$name-peer.txt" 2>&1
     done
   done
