@@ -1,4 +1,4 @@
-// Block-scaled GEMM operands (kernels/block_operand.hpp) on a linear layer's shapes: the
+// Block-scaled GEMM operands (quant/block_operand.hpp) on a linear layer's shapes: the
 // quantization into an operand at its width (quantize_packed), its decode to bfloat16
 // beside the scalar twin, the quantization of the same matrix stored as bfloat16 (values and
 // codes), and a whole block-scaled product beside the plain bfloat16 product of the same
@@ -11,12 +11,13 @@
 #include <vector>
 
 #include "bench_values.hpp"
-#include "mantissa/kernels/block_operand.hpp"
 #include "mantissa/numerics/convert.hpp"
+#include "mantissa/quant/block_operand.hpp"
 
 namespace {
 
 namespace k = mantissa::kernels;
+namespace q = mantissa::quant;
 namespace n = mantissa::numerics;
 
 // GPT-ref's largest activation: 2048 tokens x 1536 features.
@@ -28,7 +29,7 @@ const std::vector<float>& input() {
   return x;
 }
 
-k::BlockSpec spec(int which) {
+q::BlockSpec spec(int which) {
   switch (which) {
     case 0: {
       n::MxSettings s;  // mxfp8, row-wise
@@ -69,10 +70,10 @@ void set_rate(benchmark::State& state) {
 }
 
 void BM_Quantize(benchmark::State& state) {
-  const k::BlockSpec s = spec(static_cast<int>(state.range(0)));
+  const q::BlockSpec s = spec(static_cast<int>(state.range(0)));
   for (auto _ : state)
     benchmark::DoNotOptimize(
-        k::quantize_packed(input().data(), n::Format::float32, kRows, kCols, s));
+        q::quantize_packed(input().data(), n::Format::float32, kRows, kCols, s));
   state.SetLabel(kNames[state.range(0)]);
   set_rate(state);
 }
@@ -81,15 +82,15 @@ void BM_Quantize(benchmark::State& state) {
 // quantize_packed followed by dequantize_to_bf16 (the twin's way, on the fast kernels).
 template <bool kFused>
 void BM_QuantizeToBf16(benchmark::State& state) {
-  const k::BlockSpec s = spec(static_cast<int>(state.range(0)));
+  const q::BlockSpec s = spec(static_cast<int>(state.range(0)));
   std::vector<std::uint16_t> out(input().size());
   for (auto _ : state) {
     if (kFused) {
       benchmark::DoNotOptimize(
-          k::quantize_to_bf16(input().data(), n::Format::float32, kRows, kCols, s, out.data()));
+          q::quantize_to_bf16(input().data(), n::Format::float32, kRows, kCols, s, out.data()));
     } else {
-      benchmark::DoNotOptimize(k::dequantize_to_bf16(
-          k::quantize_packed(input().data(), n::Format::float32, kRows, kCols, s), out.data()));
+      benchmark::DoNotOptimize(q::dequantize_to_bf16(
+          q::quantize_packed(input().data(), n::Format::float32, kRows, kCols, s), out.data()));
     }
   }
   state.SetLabel(kNames[state.range(0)]);
@@ -109,14 +110,14 @@ const std::vector<std::uint16_t>& input_bf16() {
 
 template <bool kCodes>
 void BM_FromBf16(benchmark::State& state) {
-  const k::BlockSpec s = spec(static_cast<int>(state.range(0)));
+  const q::BlockSpec s = spec(static_cast<int>(state.range(0)));
   std::vector<std::uint16_t> out(input().size());
   for (auto _ : state) {
     if (kCodes) {
       benchmark::DoNotOptimize(
-          k::quantize_packed(input_bf16().data(), n::Format::bfloat16, kRows, kCols, s));
+          q::quantize_packed(input_bf16().data(), n::Format::bfloat16, kRows, kCols, s));
     } else {
-      benchmark::DoNotOptimize(k::quantize_to_bf16(input_bf16().data(), n::Format::bfloat16, kRows,
+      benchmark::DoNotOptimize(q::quantize_to_bf16(input_bf16().data(), n::Format::bfloat16, kRows,
                                                    kCols, s, out.data()));
     }
   }
@@ -126,12 +127,12 @@ void BM_FromBf16(benchmark::State& state) {
 
 template <bool kRef>
 void BM_DecodeBf16(benchmark::State& state) {
-  const k::PackedBlocks q = k::quantize_packed(input().data(), n::Format::float32, kRows, kCols,
+  const q::PackedBlocks q = q::quantize_packed(input().data(), n::Format::float32, kRows, kCols,
                                                spec(static_cast<int>(state.range(0))));
   std::vector<std::uint16_t> out(input().size());
   for (auto _ : state) {
-    benchmark::DoNotOptimize(kRef ? k::dequantize_to_bf16_ref(q, out.data())
-                                  : k::dequantize_to_bf16(q, out.data()));
+    benchmark::DoNotOptimize(kRef ? q::dequantize_to_bf16_ref(q, out.data())
+                                  : q::dequantize_to_bf16(q, out.data()));
   }
   state.SetLabel(kNames[state.range(0)]);
   set_rate(state);
@@ -143,9 +144,9 @@ void BM_Product(benchmark::State& state) {
   constexpr std::int64_t kOut = 384;
   const bool blocks = state.range(0) != 0;
   const std::vector<float>& x = input();
-  const k::PackedBlocks qx =
-      k::quantize_packed(x.data(), n::Format::float32, kRows, kCols, spec(0));
-  const k::PackedBlocks qw = k::quantize_packed(x.data(), n::Format::float32, kOut, kCols, spec(0));
+  const q::PackedBlocks qx =
+      q::quantize_packed(x.data(), n::Format::float32, kRows, kCols, spec(0));
+  const q::PackedBlocks qw = q::quantize_packed(x.data(), n::Format::float32, kOut, kCols, spec(0));
   std::vector<std::uint16_t> xb(x.size()), wb(static_cast<std::size_t>(kOut * kCols));
   n::encode_array(x.data(), xb.size(), n::Format::bfloat16, xb.data());
   n::encode_array(x.data(), wb.size(), n::Format::bfloat16, wb.data());
@@ -153,7 +154,7 @@ void BM_Product(benchmark::State& state) {
   const k::GemmShape shape = k::GemmShape::dense(kRows, kOut, kCols, false, true);
   for (auto _ : state) {
     if (blocks) {
-      k::block_scaled_gemm(
+      q::block_scaled_gemm(
           shape, qx, qw, [&](const k::GemmTile&) {}, mantissa::precision::MatmulRoute::automatic);
     } else {
       k::gemm(shape, k::Operand(xb.data(), n::Format::bfloat16),

@@ -10,9 +10,9 @@
 #include <random>
 #include <vector>
 
-#include "mantissa/kernels/fp8_cast.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
+#include "mantissa/quant/fp8_cast.hpp"
 
 namespace {
 
@@ -109,7 +109,7 @@ void decode_bench(benchmark::State& state, Format f, SimdPath path,
   mantissa::numerics::set_simd_path(mantissa::numerics::best_simd_path());
 }
 
-// The fp8 linear layer's cast (kernels/fp8_cast.hpp): 64 MiB of float32 (or the same values
+// The fp8 linear layer's cast (quant/fp8_cast.hpp): 64 MiB of float32 (or the same values
 // stored in bfloat16) scaled, counted and encoded to fp8 on all threads (ref: one thread).
 void fp8_cast_bench(benchmark::State& state, Format from, Format fp8, bool ref) {
   Buffers& b = buffers();
@@ -119,7 +119,7 @@ void fp8_cast_bench(benchmark::State& state, Format from, Format fp8, bool ref) 
   memcpy_rate();
   const auto start = Clock::now();
   for (auto _ : state) {
-    const auto cast = ref ? mantissa::kernels::cast_to_fp8_ref : mantissa::kernels::cast_to_fp8;
+    const auto cast = ref ? mantissa::quant::cast_to_fp8_ref : mantissa::quant::cast_to_fp8;
     benchmark::DoNotOptimize(
         cast(src.data(), from, static_cast<std::int64_t>(n), 3.0f, fp8, b.packed.data()));
     benchmark::ClobberMemory();

@@ -18,9 +18,9 @@
 #include "bench_values.hpp"
 #include "mantissa/autograd/nonfinite_watch.hpp"
 #include "mantissa/kernels/grad_reductions.hpp"
-#include "mantissa/kernels/quant_measure.hpp"
 #include "mantissa/nn/models.hpp"
 #include "mantissa/precision/quant_probe.hpp"
+#include "mantissa/quant/quant_measure.hpp"
 
 namespace {
 
@@ -45,10 +45,9 @@ void BM_measure_quantization(benchmark::State& state, Format f, bool ref) {
   const auto q = m::bench_inputs::stored_values(kRows * kCols, f, 2);
   for (auto _ : state) {
     const m::precision::QuantStats s =
-        ref ? m::kernels::measure_quantization_ref(x.data(), Format::float32, q.data(), f,
-                                                   kRows * kCols)
-            : m::kernels::measure_quantization(x.data(), Format::float32, q.data(), f,
-                                               kRows * kCols);
+        ref ? m::quant::measure_quantization_ref(x.data(), Format::float32, q.data(), f,
+                                                 kRows * kCols)
+            : m::quant::measure_quantization(x.data(), Format::float32, q.data(), f, kRows * kCols);
     benchmark::DoNotOptimize(s.noise());
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * kRows * kCols);

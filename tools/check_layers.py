@@ -22,6 +22,7 @@ LAYERS = [
     "tensor",
     "precision",
     "kernels",
+    "quant",
     "autograd",
     "nn",
     "optim",

@@ -62,13 +62,13 @@ constexpr const char* kOp = "linear_quantized";
 // blocks for its element codes and scales (the same bits: nearest-even, power-of-two scales).
 // A rotated copy (NVFP4's weight-gradient operands) is in the rotated basis and not measured.
 void probe_copy(const Tensor& t, std::int64_t rows, std::int64_t cols, Fp8Slot role,
-                const QuantCopy& copy, const kernels::BlockSpec& spec) {
+                const QuantCopy& copy, const quant::BlockSpec& spec) {
   if (precision::active_probe() == nullptr || copy.transposed) return;
   const Tensor t32 = to_format(t, Format::float32, false);
-  std::optional<kernels::PackedBlocks> again;
-  const kernels::PackedBlocks* blocks = copy.q.get();
+  std::optional<quant::PackedBlocks> again;
+  const quant::PackedBlocks* blocks = copy.q.get();
   if (blocks == nullptr) {
-    again = kernels::quantize_packed(t32.raw_data(), Format::float32, rows, cols, spec);
+    again = quant::quantize_packed(t32.raw_data(), Format::float32, rows, cols, spec);
     blocks = &*again;
   }
   const auto n = static_cast<std::size_t>(rows * cols);
@@ -95,7 +95,7 @@ QuantCopy quantize_copy(const Tensor& t, std::int64_t rows, std::int64_t cols,
   kernels::ProfileScope scope(kernels::OpClass::convert);
   const LayerRecipe& r = quant.recipe();
   const Format element = r.format(role);
-  kernels::BlockSpec spec;
+  quant::BlockSpec spec;
   switch (r.recipe) {
     case Recipe::current:
     case Recipe::blockwise: {
@@ -140,8 +140,8 @@ QuantCopy quantize_copy(const Tensor& t, std::int64_t rows, std::int64_t cols,
         // (the same bits as rotating inside it, without a second copy).
         const Tensor tt = rotated_transpose(t, rows, cols, rows_padded);
         s.hadamard = false;
-        return {std::make_shared<const kernels::PackedBlocks>(
-                    kernels::quantize_packed(tt.f32(), Format::float32, cols, rows_padded, s)),
+        return {std::make_shared<const quant::PackedBlocks>(
+                    quant::quantize_packed(tt.f32(), Format::float32, cols, rows_padded, s)),
                 Tensor(), true};
       }
       spec = s;
@@ -152,18 +152,18 @@ QuantCopy quantize_copy(const Tensor& t, std::int64_t rows, std::int64_t cols,
   }
   // A copy read once, with power-of-two scales: its values straight from t (bfloat16 or
   // float32), unless some are not bfloat16 values.
-  if (use == Use::once && kernels::quantize_to_bf16_takes(spec) &&
+  if (use == Use::once && quant::quantize_to_bf16_takes(spec) &&
       (t.format() == Format::float32 || t.format() == Format::bfloat16)) {
     QuantCopy copy;
     copy.values = Tensor::empty(Shape{rows, cols}, Format::bfloat16);
-    if (kernels::quantize_to_bf16(t.raw_data(), t.format(), rows, cols, spec,
-                                  static_cast<std::uint16_t*>(copy.values.raw_data()))) {
+    if (quant::quantize_to_bf16(t.raw_data(), t.format(), rows, cols, spec,
+                                static_cast<std::uint16_t*>(copy.values.raw_data()))) {
       probe_copy(t, rows, cols, role, copy, spec);
       return copy;
     }
   }
-  const QuantCopy copy{std::make_shared<const kernels::PackedBlocks>(
-                           kernels::quantize_packed(t.raw_data(), t.format(), rows, cols, spec)),
+  const QuantCopy copy{std::make_shared<const quant::PackedBlocks>(
+                           quant::quantize_packed(t.raw_data(), t.format(), rows, cols, spec)),
                        Tensor(), false};
   probe_copy(t, rows, cols, role, copy, spec);
   return copy;

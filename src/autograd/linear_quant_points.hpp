@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "mantissa/kernels/block_operand.hpp"
 #include "mantissa/precision/recipe.hpp"
+#include "mantissa/quant/block_operand.hpp"
 #include "op_support.hpp"
 
 namespace mantissa::autograd::detail {
@@ -22,12 +22,12 @@ enum class Along : std::uint8_t { last, rows };
 // transpose, [cols, rows rounded up to 16] with zero rows appended (NVFP4's weight-gradient
 // operands, rotated along the rows).
 struct QuantCopy {
-  std::shared_ptr<const kernels::PackedBlocks> q;
+  std::shared_ptr<const quant::PackedBlocks> q;
   Tensor values;
   bool transposed = false;
   bool defined() const { return q != nullptr || values.defined(); }
   std::int64_t cols() const { return q ? q->cols : values.shape()[1]; }
-  kernels::BlockOperand operand() const {
+  quant::BlockOperand operand() const {
     if (q) return {*q};
     return {static_cast<const std::uint16_t*>(values.raw_data()), values.shape()[0],
             values.shape()[1]};

@@ -2,8 +2,8 @@
 // scales, products accumulated in float32 and scaled back, everything else in H.
 #include "linear_support.hpp"
 #include "mantissa/autograd/ops.hpp"
-#include "mantissa/kernels/fp8_cast.hpp"
 #include "mantissa/kernels/parallel.hpp"
+#include "mantissa/quant/fp8_cast.hpp"
 
 namespace mantissa::autograd {
 namespace {
@@ -22,8 +22,8 @@ Tensor cast(const Tensor& t, Fp8Meta& meta, Fp8Slot slot, bool record,
   kernels::ProfileScope scope(kernels::OpClass::convert);
   const Tensor c = t.contiguous();
   Tensor out = Tensor::empty(c.shape(), meta.format(slot));
-  const kernels::Fp8CastStats s = kernels::cast_to_fp8(
-      c.raw_data(), c.format(), c.numel(), meta.scale(slot), out.format(), out.raw_data());
+  const quant::Fp8CastStats s = quant::cast_to_fp8(c.raw_data(), c.format(), c.numel(),
+                                                   meta.scale(slot), out.format(), out.raw_data());
   if (record) meta.record(slot, s.amax, s.overflows, s.underflows);
   RoundingProbe(role_of(slot), kOp, layer).rounded(c, out, meta.scale(slot), /*note_scale=*/true);
   return out;

@@ -1,6 +1,6 @@
 // linear under a block-scaled or current-scaled recipe (precision/recipe.hpp): each product's
 // operands quantized at their quantization points (linear_quant_points.hpp), multiplied
-// exactly with float32 sums (kernels/block_operand.hpp), the bias and the result in H. The
+// exactly with float32 sums (quant/block_operand.hpp), the bias and the result in H. The
 // backward keeps the column-wise copy of x, and W's column-wise copy lives for the optimizer
 // step at its format's width; W's row-wise copy, read once by the forward product, is made
 // there as bfloat16 values (one copy per weight where the recipe has one scale tile shape
@@ -62,8 +62,8 @@ struct LinearQuantNode : Node, LinearNodeShape {
     if (needs_grad(0)) {  // dx = g W: g along the output features, W along its rows
       g_row = quantize_copy(gc, rows, out, *quant, Fp8Slot::grad, Along::last, Use::once);
       dx = Tensor::empty(Shape{rows, in}, grad_format(0));
-      kernels::block_scaled_gemm(GemmShape::dense(rows, in, out), g_row.operand(), w_col.operand(),
-                                 write_rows(dx, 0, in, nullptr, lost.if_active()), route);
+      quant::block_scaled_gemm(GemmShape::dense(rows, in, out), g_row.operand(), w_col.operand(),
+                               write_rows(dx, 0, in, nullptr, lost.if_active()), route);
       dx = dx.reshape(x_shape);
     }
     if (needs_grad(1)) {  // dW = g^T x: both along the rows (the tokens)
@@ -74,8 +74,8 @@ struct LinearQuantNode : Node, LinearNodeShape {
       dw = Tensor::empty(Shape{out, in}, grad_format(1));
       const GemmShape s = g_col.transposed ? GemmShape::dense(out, in, g_col.cols(), false, true)
                                            : GemmShape::dense(out, in, rows, true, false);
-      kernels::block_scaled_gemm(s, g_col.operand(), x_col.operand(),
-                                 write_rows(dw, 0, in, nullptr, lost.if_active()), route);
+      quant::block_scaled_gemm(s, g_col.operand(), x_col.operand(),
+                               write_rows(dw, 0, in, nullptr, lost.if_active()), route);
     }
     const Tensor db = has_bias && needs_grad(2) ? bias_gradient(gc, rows, out) : Tensor();
     return {dx, dw, db};
@@ -113,7 +113,7 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias,
   Tensor y = Tensor::empty(linear_output_shape(xs, out), result_format(p));
   const Tensor b32 = bias.defined() ? to_format(bias.value(), Format::float32, false) : Tensor();
   const RoundingProbe lost(QuantRole::output, "linear_quantized");
-  kernels::block_scaled_gemm(
+  quant::block_scaled_gemm(
       GemmShape::dense(rows, out, in, false, true), x_row.operand(), w_row.operand(),
       write_rows(y, 0, out, bias.defined() ? b32.f32() : nullptr, lost.if_active()),
       p.matmul_route);

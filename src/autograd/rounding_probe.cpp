@@ -2,8 +2,8 @@
 
 #include <vector>
 
-#include "mantissa/kernels/quant_measure.hpp"
 #include "mantissa/numerics/convert.hpp"
+#include "mantissa/quant/quant_measure.hpp"
 
 namespace mantissa::autograd::detail {
 
@@ -20,8 +20,8 @@ void RoundingProbe::rounded(const Tensor& before, const Tensor& after, double sc
     return;
   }
   const Tensor b = before.contiguous(), a = after.contiguous();
-  precision::QuantStats s = kernels::measure_quantization(b.raw_data(), b.format(), a.raw_data(),
-                                                          a.format(), a.numel(), scale);
+  precision::QuantStats s = quant::measure_quantization(b.raw_data(), b.format(), a.raw_data(),
+                                                        a.format(), a.numel(), scale);
   if (note_scale) s.note_scale(scale);
   probe_->record(site_, s);
 }

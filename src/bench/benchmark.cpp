@@ -89,7 +89,7 @@ BenchResult describe_run(const Trainer& trainer, const config::TrainerConfig& co
                                     trainer.policy().matmul_route);
   if (const auto recipe = config.precision.linear_recipe()) {
     // fp8 elements with float32 scales multiply as fp8; the others decoded to bfloat16 values
-    // (kernels/block_operand.hpp).
+    // (quant/block_operand.hpp).
     const precision::LayerRecipe l = precision::resolve(*recipe, recipe->recipe);
     const bool fp8_operands =
         l.recipe == precision::Recipe::delayed ||

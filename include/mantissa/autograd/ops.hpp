@@ -37,7 +37,7 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias,
 // is enabled (the switch for every recipe): delayed as above; the others quantize x, the
 // weight (once per weight version) and, in the backward, the output gradient per GEMM role,
 // row-wise and column-wise copies each from high precision, and multiply the quantized
-// values exactly with float32 sums (kernels/block_operand.hpp). Without fp8 enabled, or
+// values exactly with float32 sums (quant/block_operand.hpp). Without fp8 enabled, or
 // without `quant`: linear(x, weight, bias).
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias,
                 const std::shared_ptr<precision::LinearQuant>& quant);

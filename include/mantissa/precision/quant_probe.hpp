@@ -15,7 +15,7 @@
 //                             rows, cols, [&](auto r, auto c) { return scale(r, c); },
 //                             tensor_scale);
 // Per-tensor roundings of whole tensors: autograd's RoundingProbe, over
-// kernels::measure_quantization.
+// quant::measure_quantization.
 #include <cstdint>
 #include <map>
 #include <memory>

@@ -17,7 +17,9 @@
 #include "mantissa/numerics/fp4_packing.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
 
-namespace mantissa::kernels::detail {
+namespace mantissa::quant::detail {
+
+using namespace mantissa::kernels;  // the layer below: GEMM, threads, scratch
 namespace {
 
 numerics::TileShape tile_of(const BlockSpec& spec) {
@@ -454,4 +456,4 @@ std::optional<PackedBlocks> quantize_packed_avx512(const void* x, Format x_forma
   return p;
 }
 
-}  // namespace mantissa::kernels::detail
+}  // namespace mantissa::quant::detail

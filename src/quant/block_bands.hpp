@@ -8,9 +8,11 @@
 #include <optional>
 
 #include "block_bands_avx512.hpp"
-#include "mantissa/kernels/block_operand.hpp"
+#include "mantissa/quant/block_operand.hpp"
 
-namespace mantissa::kernels::detail {
+namespace mantissa::quant::detail {
+
+using numerics::Format;
 
 // A tile's encode and decode multipliers under spec: MX powers of two (a NaN amax gives
 // encode 0 and a NaN decode); fp8 blocks the quantizer's scale and its reciprocal.
@@ -43,4 +45,4 @@ std::optional<PackedBlocks> quantize_packed_avx512(const void* x, Format x_forma
                                                    std::int64_t rows, std::int64_t cols,
                                                    const BlockSpec& spec);
 
-}  // namespace mantissa::kernels::detail
+}  // namespace mantissa::quant::detail

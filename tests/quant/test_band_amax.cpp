@@ -1,4 +1,4 @@
-// The block quantizers' tile amaxes on the AVX-512 units (src/kernels/block_bands_avx512.hpp)
+// The block quantizers' tile amaxes on the AVX-512 units (src/quant/block_bands_avx512.hpp)
 // for bfloat16 input: each tile's largest magnitude bits folded into what amax held, against
 // the definition (the high half of the float32 bits of max |x|, a NaN above every number),
 // for 1 x 32 tiles (sixteen at a time, then one by one, then a partial last tile), one-column
@@ -15,7 +15,7 @@
 #include "block_bands_avx512.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
 
-namespace mantissa::kernels::detail {
+namespace mantissa::quant::detail {
 namespace {
 
 TEST(BandAmax, Bfloat16TilesMatchTheDefinition) {
@@ -72,4 +72,4 @@ TEST(BandAmax, Bfloat16TilesMatchTheDefinition) {
 }
 
 }  // namespace
-}  // namespace mantissa::kernels::detail
+}  // namespace mantissa::quant::detail

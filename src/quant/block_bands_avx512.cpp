@@ -9,7 +9,7 @@
 
 #include "mantissa/numerics/avx512_gcc12.hpp"  // after <immintrin.h>
 
-namespace mantissa::kernels::detail {
+namespace mantissa::quant::detail {
 namespace {
 
 using namespace band_passes;
@@ -386,4 +386,4 @@ void band_codes_avx512(const BandRows& in, const BandScales& s, const BandGrid& 
   if (codes_pass<false>(in, s, g, codec, out)) codes_pass<true>(in, s, g, codec, out);
 }
 
-}  // namespace mantissa::kernels::detail
+}  // namespace mantissa::quant::detail

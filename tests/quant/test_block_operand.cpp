@@ -1,4 +1,4 @@
-// Block-scaled GEMM operands (kernels/block_operand.hpp): quantize_packed gives the numerics
+// Block-scaled GEMM operands (quant/block_operand.hpp): quantize_packed gives the numerics
 // quantizers' bits (bands on all threads, stochastic counters continued), the bfloat16
 // decode against its scalar twin and against values from the codec, the exactness flag on
 // values below float32's normal range, the bytes an operand takes, and the chunk route
@@ -13,17 +13,17 @@
 
 #include "bf16_decode_twin.hpp"
 #include "mantissa/error.hpp"
-#include "mantissa/kernels/block_operand.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
+#include "mantissa/quant/block_operand.hpp"
 
 namespace mantissa::testing {
 namespace {
 
-using kernels::PackedBlocks;
 using numerics::Format;
 using numerics::TileShape;
+using quant::PackedBlocks;
 
 std::vector<float> matrix(std::int64_t rows, std::int64_t cols, unsigned seed) {
   std::mt19937 rng(seed);
@@ -37,7 +37,7 @@ std::vector<float> matrix(std::int64_t rows, std::int64_t cols, unsigned seed) {
 }
 
 // The vector paths the block quantizers' bands take here (AVX2, and AVX-512 where the CPU
-// has it: kernels/block_bands.hpp), each set in turn; the best one restored at the end.
+// has it: quant/block_bands.hpp), each set in turn; the best one restored at the end.
 struct EveryPath {
   std::vector<numerics::SimdPath> paths;
   EveryPath() {
@@ -85,14 +85,14 @@ auto nvfp4_ref(const numerics::Nvfp4Settings& s) {
 // ref(values, rows, cols), the reference quantizer of the float32 values it stands for.
 template <class Ref>
 void expect_reference_bits(const std::vector<float>& x, std::int64_t rows, std::int64_t cols,
-                           const kernels::BlockSpec& spec, const Ref& ref) {
+                           const quant::BlockSpec& spec, const Ref& ref) {
   std::vector<std::uint16_t> xb(x.size());
   numerics::encode_array(x.data(), x.size(), Format::bfloat16, xb.data());
   std::vector<float> xbf(x.size());
   numerics::decode_array(xb.data(), xb.size(), Format::bfloat16, xbf.data());
-  expect_same(kernels::quantize_packed(x.data(), Format::float32, rows, cols, spec),
+  expect_same(quant::quantize_packed(x.data(), Format::float32, rows, cols, spec),
               ref(x.data(), rows, cols));
-  expect_same(kernels::quantize_packed(xb.data(), Format::bfloat16, rows, cols, spec),
+  expect_same(quant::quantize_packed(xb.data(), Format::bfloat16, rows, cols, spec),
               ref(xbf.data(), rows, cols));
 }
 
@@ -243,8 +243,8 @@ TEST(BlockOperand, Nvfp4TilesWithPowerOfTwoScalesTakeTheirMultiplier) {
       n.tile = t;
       const numerics::BlockQuantized want = numerics::quantize_nvfp4_ref(x.data(), rows, cols, n);
       ASSERT_EQ(want.elements[511] >> 4, 0x7);  // the last element (a high nibble): 6.0
-      expect_same(kernels::quantize_packed(x.data(), Format::float32, rows, cols, n), want);
-      expect_same(kernels::quantize_packed(xb.data(), Format::bfloat16, rows, cols, n), want);
+      expect_same(quant::quantize_packed(x.data(), Format::float32, rows, cols, n), want);
+      expect_same(quant::quantize_packed(xb.data(), Format::bfloat16, rows, cols, n), want);
     }
   }
 }
@@ -259,47 +259,44 @@ TEST(BlockOperand, SettingsTheRecipesLackAreRefusedOnEveryPath) {
     SCOPED_TRACE(std::string(numerics::simd_path_name(path)));
     numerics::MxSettings mx;
     mx.element = Format::bfloat16;
-    EXPECT_FALSE(kernels::quantize_to_bf16_takes(mx));
+    EXPECT_FALSE(quant::quantize_to_bf16_takes(mx));
     std::vector<std::uint16_t> out(x.size());
     try {
-      kernels::quantize_packed(x.data(), Format::float32, 2, 32, mx);
+      quant::quantize_packed(x.data(), Format::float32, 2, 32, mx);
       ADD_FAILURE() << "an MX element format that is not one was taken";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("bfloat16"), std::string::npos) << e.what();
     }
-    EXPECT_THROW(kernels::quantize_to_bf16(x.data(), Format::float32, 2, 32, mx, out.data()),
-                 Error);
+    EXPECT_THROW(quant::quantize_to_bf16(x.data(), Format::float32, 2, 32, mx, out.data()), Error);
     numerics::Fp8BlockSettings fp8;
     fp8.epsilon = -1.0f;
-    EXPECT_FALSE(kernels::quantize_to_bf16_takes(fp8));
-    EXPECT_THROW(kernels::quantize_packed(x.data(), Format::float32, 2, 32, fp8), Error);
+    EXPECT_FALSE(quant::quantize_to_bf16_takes(fp8));
+    EXPECT_THROW(quant::quantize_packed(x.data(), Format::float32, 2, 32, fp8), Error);
     fp8.epsilon = 0.0f;
     fp8.tile = {1, 0};
-    EXPECT_THROW(kernels::quantize_packed(x.data(), Format::float32, 2, 32, fp8), Error);
+    EXPECT_THROW(quant::quantize_packed(x.data(), Format::float32, 2, 32, fp8), Error);
     numerics::MxSettings ok;
-    EXPECT_THROW(kernels::quantize_to_bf16(x.data(), Format::float16, 2, 32, ok, out.data()),
-                 Error);
-    EXPECT_THROW(kernels::quantize_to_bf16(x.data(), Format::float32, -2, 32, ok, out.data()),
-                 Error);
+    EXPECT_THROW(quant::quantize_to_bf16(x.data(), Format::float16, 2, 32, ok, out.data()), Error);
+    EXPECT_THROW(quant::quantize_to_bf16(x.data(), Format::float32, -2, 32, ok, out.data()), Error);
     // Sizes whose product overflows: refused before anything is allocated or read.
     const std::int64_t huge = std::int64_t{1} << 40;
-    EXPECT_THROW(kernels::quantize_to_bf16(x.data(), Format::float32, huge, huge, ok, out.data()),
+    EXPECT_THROW(quant::quantize_to_bf16(x.data(), Format::float32, huge, huge, ok, out.data()),
                  Error);
     try {
-      kernels::quantize_packed(x.data(), Format::float32, huge, huge, ok);
+      quant::quantize_packed(x.data(), Format::float32, huge, huge, ok);
       ADD_FAILURE() << "an overflowing size was taken";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("1099511627776 x 1099511627776"), std::string::npos)
           << e.what();
     }
-    EXPECT_THROW(kernels::quantize_packed(x.data(), Format::float32, -1, 32, ok), Error);
+    EXPECT_THROW(quant::quantize_packed(x.data(), Format::float32, -1, 32, ok), Error);
     // NVFP4's rotation on rows of 24 (not a multiple of 16), in a matrix large enough for
     // the bands to run on all threads: refused with the numerics message, not inside them.
     const std::vector<float> wide(2048 * 24, 1.0f);
     numerics::Nvfp4Settings rotated;
     rotated.hadamard = true;
     try {
-      kernels::quantize_packed(wide.data(), Format::float32, 2048, 24, rotated);
+      quant::quantize_packed(wide.data(), Format::float32, 2048, 24, rotated);
       ADD_FAILURE() << "a rotation of rows of 24 was taken";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("24 columns"), std::string::npos) << e.what();
@@ -317,7 +314,7 @@ TEST(BlockOperand, Bf16DecodeMatchesItsTwinAndTheCodec) {
       SCOPED_TRACE(std::string(numerics::simd_path_name(path)) + " " + std::to_string(rows) +
                    " x " + std::to_string(cols));
       const std::vector<float> x = matrix(rows, cols, 2);
-      std::vector<kernels::BlockSpec> specs;
+      std::vector<quant::BlockSpec> specs;
       for (Format e : numerics::kBlockElementFormats) {
         numerics::MxSettings s;
         s.element = e;
@@ -336,16 +333,15 @@ TEST(BlockOperand, Bf16DecodeMatchesItsTwinAndTheCodec) {
       b.power_of_two = false;
       b.tile = {16, 1};
       specs.push_back(b);
-      for (const kernels::BlockSpec& spec : specs) {
-        const PackedBlocks q =
-            kernels::quantize_packed(x.data(), Format::float32, rows, cols, spec);
+      for (const quant::BlockSpec& spec : specs) {
+        const PackedBlocks q = quant::quantize_packed(x.data(), Format::float32, rows, cols, spec);
         std::vector<std::uint16_t> fast(x.size()), twin(x.size());
-        const bool exact = kernels::dequantize_to_bf16(q, fast.data());
-        ASSERT_EQ(exact, kernels::dequantize_to_bf16_ref(q, twin.data()));
+        const bool exact = quant::dequantize_to_bf16(q, fast.data());
+        ASSERT_EQ(exact, quant::dequantize_to_bf16_ref(q, twin.data()));
         if (!exact) continue;  // fp8 blocks' float32 scales: not always bfloat16 values
         ASSERT_EQ(fast, twin);
         std::vector<float> f32(x.size());
-        kernels::dequantize_to_float32(q, f32.data());
+        quant::dequantize_to_float32(q, f32.data());
         const numerics::Layout& l = numerics::layout(q.element);
         for (std::int64_t r = 0; r < rows; ++r) {
           for (std::int64_t c = 0; c < cols; ++c) {
@@ -418,7 +414,7 @@ TEST(BlockOperand, ValuesStraightFromTheMatrixMatchPackingThenDecoding) {
   numerics::encode_array(x.data(), x.size(), Format::bfloat16, xb.data());
   std::vector<float> xbf(x.size());
   numerics::decode_array(xb.data(), xb.size(), Format::bfloat16, xbf.data());
-  std::vector<kernels::BlockSpec> specs;
+  std::vector<quant::BlockSpec> specs;
   for (Format e : numerics::kBlockElementFormats) {
     for (auto rule : {numerics::MxScaleRule::floor, numerics::MxScaleRule::rceil,
                       numerics::MxScaleRule::ceil, numerics::MxScaleRule::even}) {
@@ -444,16 +440,16 @@ TEST(BlockOperand, ValuesStraightFromTheMatrixMatchPackingThenDecoding) {
   for (const numerics::SimdPath path : every.paths) {
     numerics::set_simd_path(path);
     SCOPED_TRACE(std::string(numerics::simd_path_name(path)));
-    for (const kernels::BlockSpec& spec : specs) {
-      ASSERT_TRUE(kernels::quantize_to_bf16_takes(spec));
+    for (const quant::BlockSpec& spec : specs) {
+      ASSERT_TRUE(quant::quantize_to_bf16_takes(spec));
       for (bool bf16_input : {false, true}) {
         const std::vector<float>& src = bf16_input ? xbf : x;
         std::vector<std::uint16_t> got(x.size()), want(x.size());
-        const bool exact = kernels::quantize_to_bf16(
+        const bool exact = quant::quantize_to_bf16(
             bf16_input ? static_cast<const void*>(xb.data()) : static_cast<const void*>(x.data()),
             bf16_input ? Format::bfloat16 : Format::float32, rows, cols, spec, got.data());
-        const bool want_exact = kernels::dequantize_to_bf16_ref(
-            kernels::quantize_packed(src.data(), Format::float32, rows, cols, spec), want.data());
+        const bool want_exact = quant::dequantize_to_bf16_ref(
+            quant::quantize_packed(src.data(), Format::float32, rows, cols, spec), want.data());
         ASSERT_EQ(exact, want_exact);
         if (exact) {
           ASSERT_EQ(got, want);
@@ -466,10 +462,10 @@ TEST(BlockOperand, ValuesStraightFromTheMatrixMatchPackingThenDecoding) {
   EXPECT_EQ(compared, 2 * specs.size() * every.paths.size());
   if (!every.has_avx512()) std::printf("[  SKIPPED ] the AVX-512 bands: not on this CPU\n");
   numerics::Nvfp4Settings nv;
-  EXPECT_FALSE(kernels::quantize_to_bf16_takes(nv));
+  EXPECT_FALSE(quant::quantize_to_bf16_takes(nv));
   numerics::Fp8BlockSettings f32_scales;
   f32_scales.power_of_two = false;
-  EXPECT_FALSE(kernels::quantize_to_bf16_takes(f32_scales));
+  EXPECT_FALSE(quant::quantize_to_bf16_takes(f32_scales));
 }
 
 TEST(BlockOperand, ValuesAtEveryTileScaleMatchPackingThenDecoding) {
@@ -522,26 +518,26 @@ TEST(BlockOperand, ValuesAtEveryTileScaleMatchPackingThenDecoding) {
             const Format f = bf16 ? Format::bfloat16 : Format::float32;
             const std::vector<float>& values = bf16 ? one_bf16_values : one;
             std::vector<std::uint16_t> got(one.size()), want(one.size());
-            const bool exact = kernels::quantize_to_bf16(input, f, r1, c1, s, got.data());
-            const bool want_exact = kernels::dequantize_to_bf16_ref(
-                kernels::quantize_packed(values.data(), Format::float32, r1, c1, s), want.data());
+            const bool exact = quant::quantize_to_bf16(input, f, r1, c1, s, got.data());
+            const bool want_exact = quant::dequantize_to_bf16_ref(
+                quant::quantize_packed(values.data(), Format::float32, r1, c1, s), want.data());
             ASSERT_EQ(exact, want_exact) << numerics::name(e) << " tile " << t << " bf16 " << bf16;
             if (exact) {
               ASSERT_EQ(got, want) << numerics::name(e) << " tile " << t << " bf16 " << bf16;
               ++exact_tiles;
             }
             // The kept copy's codes from the same input: the reference quantizer's.
-            expect_same(kernels::quantize_packed(input, f, r1, c1, s),
+            expect_same(quant::quantize_packed(input, f, r1, c1, s),
                         numerics::quantize_mx_ref(values.data(), r1, c1, s));
           }
         }
         // The whole matrix at once: the AND of the tiles' answers, the same values.
         std::vector<std::uint16_t> got(in.size()), want(in.size());
         const bool exact =
-            kernels::quantize_to_bf16(in.data(), Format::float32, rows, width, s, got.data());
+            quant::quantize_to_bf16(in.data(), Format::float32, rows, width, s, got.data());
         EXPECT_FALSE(exact);  // the smallest binades are below float32's normal range
-        EXPECT_FALSE(kernels::dequantize_to_bf16_ref(
-            kernels::quantize_packed(in.data(), Format::float32, rows, width, s), want.data()));
+        EXPECT_FALSE(quant::dequantize_to_bf16_ref(
+            quant::quantize_packed(in.data(), Format::float32, rows, width, s), want.data()));
       }
     }
   }
@@ -554,16 +550,16 @@ TEST(BlockOperand, ValuesBelowTheNormalRangeAreNotBf16Exact) {
   std::vector<float> x(32, std::ldexp(1.0f, -135));
   x[0] = std::ldexp(1.0f, -127);
   numerics::MxSettings s;
-  const PackedBlocks q = kernels::quantize_packed(x.data(), Format::float32, 1, 32, s);
+  const PackedBlocks q = quant::quantize_packed(x.data(), Format::float32, 1, 32, s);
   std::vector<std::uint16_t> fast(32), twin(32);
-  EXPECT_FALSE(kernels::dequantize_to_bf16(q, fast.data()));
-  EXPECT_FALSE(kernels::dequantize_to_bf16_ref(q, twin.data()));
+  EXPECT_FALSE(quant::dequantize_to_bf16(q, fast.data()));
+  EXPECT_FALSE(quant::dequantize_to_bf16_ref(q, twin.data()));
   // A product with large values then takes the float32 route and stays exact (bf16 units
   // would read the tiny values as zero and give 0).
   const std::vector<float> big(32, std::ldexp(1.0f, 100));
-  const PackedBlocks qb = kernels::quantize_packed(big.data(), Format::float32, 1, 32, s);
+  const PackedBlocks qb = quant::quantize_packed(big.data(), Format::float32, 1, 32, s);
   float c = 0;
-  kernels::block_scaled_gemm(
+  quant::block_scaled_gemm(
       kernels::GemmShape::dense(1, 1, 32, false, true), q, qb,
       [&](const kernels::GemmTile& t) { c = t.values[0]; }, precision::MatmulRoute::automatic);
   double want = 0;
@@ -576,10 +572,10 @@ TEST(BlockOperand, Mxfp4TakesFourAndAQuarterBitsPerElement) {
   const std::vector<float> x = matrix(64, 128, 3);
   numerics::MxSettings s;
   s.element = Format::float4_e2m1;
-  EXPECT_EQ(kernels::quantize_packed(x.data(), Format::float32, 64, 128, s).bytes() * 8,
+  EXPECT_EQ(quant::quantize_packed(x.data(), Format::float32, 64, 128, s).bytes() * 8,
             64 * 128 * 17 / 4);
   numerics::Nvfp4Settings n;
-  EXPECT_EQ(kernels::quantize_packed(x.data(), Format::float32, 64, 128, n).bytes() * 8,
+  EXPECT_EQ(quant::quantize_packed(x.data(), Format::float32, 64, 128, n).bytes() * 8,
             64 * 128 * 9 / 2);
 }
 
@@ -589,15 +585,15 @@ TEST(BlockOperand, ChunkRouteMatchesItsTwinOnTheFp32Route) {
   numerics::Fp8BlockSettings s;
   s.power_of_two = false;
   s.tile = {1, 32};
-  const PackedBlocks qa = kernels::quantize_packed(a.data(), Format::float32, m, k, s);
+  const PackedBlocks qa = quant::quantize_packed(a.data(), Format::float32, m, k, s);
   s.tile = {32, 32};
-  const PackedBlocks qb = kernels::quantize_packed(b.data(), Format::float32, k, n, s);
-  const PackedBlocks qbt = kernels::quantize_packed(bt.data(), Format::float32, n, k, s);
+  const PackedBlocks qb = quant::quantize_packed(b.data(), Format::float32, k, n, s);
+  const PackedBlocks qbt = quant::quantize_packed(bt.data(), Format::float32, n, k, s);
   for (bool trans_b : {false, true}) {
     const PackedBlocks& q = trans_b ? qbt : qb;
     const kernels::GemmShape shape = kernels::GemmShape::dense(m, n, k, false, trans_b);
     std::vector<float> got(static_cast<std::size_t>(m * n)), want(got.size());
-    kernels::block_scaled_gemm(
+    quant::block_scaled_gemm(
         shape, qa, q,
         [&](const kernels::GemmTile& t) {
           for (std::int64_t r = 0; r < t.rows; ++r) {
@@ -607,7 +603,7 @@ TEST(BlockOperand, ChunkRouteMatchesItsTwinOnTheFp32Route) {
           }
         },
         precision::MatmulRoute::fp32);
-    kernels::block_scaled_gemm_chunks_ref(shape, qa, q, want.data());
+    quant::block_scaled_gemm_chunks_ref(shape, qa, q, want.data());
     for (std::size_t i = 0; i < got.size(); ++i) {
       ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i])) << i;
     }
@@ -617,8 +613,8 @@ TEST(BlockOperand, ChunkRouteMatchesItsTwinOnTheFp32Route) {
 TEST(BlockOperand, MismatchedOperandsAreRefused) {
   const std::vector<float> a = matrix(8, 32, 7);
   numerics::MxSettings s;
-  const PackedBlocks q = kernels::quantize_packed(a.data(), Format::float32, 8, 32, s);
-  EXPECT_THROW(kernels::block_scaled_gemm(
+  const PackedBlocks q = quant::quantize_packed(a.data(), Format::float32, 8, 32, s);
+  EXPECT_THROW(quant::block_scaled_gemm(
                    kernels::GemmShape::dense(8, 8, 16, false, true), q, q,
                    [](const kernels::GemmTile&) {}, precision::MatmulRoute::automatic),
                Error);

@@ -1,4 +1,4 @@
-#include "mantissa/kernels/fp8_cast.hpp"
+#include "mantissa/quant/fp8_cast.hpp"
 
 #include <omp.h>
 
@@ -15,7 +15,9 @@
 #include "mantissa/numerics/cpu_features.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
 
-namespace mantissa::kernels {
+namespace mantissa::quant {
+
+using namespace mantissa::kernels;  // the layer below: GEMM, threads, scratch
 namespace {
 
 using numerics::Format;
@@ -143,4 +145,4 @@ Fp8CastStats cast_to_fp8_ref(const void* src, Format src_format, std::int64_t n,
   return s;
 }
 
-}  // namespace mantissa::kernels
+}  // namespace mantissa::quant

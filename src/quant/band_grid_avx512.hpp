@@ -7,7 +7,7 @@
 
 #include "block_bands_avx512.hpp"
 
-namespace mantissa::kernels::detail {
+namespace mantissa::quant::detail {
 
 // 16 finite y rounded to the grid whose smallest normal is lo, whose subnormal spacing is
 // magic's ulp and whose largest value is top: normal magnitudes keep `shift` fewer bits
@@ -71,4 +71,4 @@ inline __m512i codec_codes(__m512 y, __m512i code, __mmask16 bad, const ElementC
   return _mm512_load_si512(cl);
 }
 
-}  // namespace mantissa::kernels::detail
+}  // namespace mantissa::quant::detail

@@ -4,7 +4,7 @@
 // numerics::active_simd_path() is avx512. Only plain types cross this boundary.
 #include <cstdint>
 
-namespace mantissa::kernels::detail {
+namespace mantissa::quant::detail {
 
 // An element format's grid in float32 terms.
 struct BandGrid {
@@ -135,4 +135,4 @@ MxPassAnswer mx_values_avx512(const BandRows& in, const MxTiles& mx, const BandG
 bool mx_codes_avx512(const BandRows& in, const MxTiles& mx, const BandGrid& g,
                      const ElementCodec& codec, std::uint8_t* out, std::uint8_t* scale_codes);
 
-}  // namespace mantissa::kernels::detail
+}  // namespace mantissa::quant::detail

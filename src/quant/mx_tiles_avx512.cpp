@@ -14,7 +14,7 @@
 
 #include "mantissa/numerics/avx512_gcc12.hpp"  // after <immintrin.h>
 
-namespace mantissa::kernels::detail {
+namespace mantissa::quant::detail {
 namespace {
 
 using namespace band_passes;
@@ -330,4 +330,4 @@ bool mx_codes_avx512(const BandRows& in, const MxTiles& mx, const BandGrid& g,
   return finished && !nonfinite;
 }
 
-}  // namespace mantissa::kernels::detail
+}  // namespace mantissa::quant::detail

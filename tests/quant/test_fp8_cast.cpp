@@ -1,4 +1,4 @@
-// The fp8 cast (kernels/fp8_cast.hpp): against its scalar twin byte for byte on every source
+// The fp8 cast (quant/fp8_cast.hpp): against its scalar twin byte for byte on every source
 // format, and its statistics on hand-derived inputs.
 #include <gtest/gtest.h>
 
@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "mantissa/kernels/fp8_cast.hpp"
 #include "mantissa/numerics/convert.hpp"
+#include "mantissa/quant/fp8_cast.hpp"
 #include "simd_paths.hpp"
 
-namespace mantissa::kernels {
+namespace mantissa::quant {
 namespace {
 
 using numerics::Format;
@@ -124,4 +124,4 @@ TEST(Fp8Cast, StatisticsOnHandDerivedValues) {
 }
 
 }  // namespace
-}  // namespace mantissa::kernels
+}  // namespace mantissa::quant

@@ -6,12 +6,14 @@
 #include <cmath>
 
 #include "mantissa/error.hpp"
-#include "mantissa/kernels/block_operand.hpp"
 #include "mantissa/kernels/parallel.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
+#include "mantissa/quant/block_operand.hpp"
 #include "mantissa/tensor/tensor.hpp"
 
-namespace mantissa::kernels {
+namespace mantissa::quant {
+
+using namespace mantissa::kernels;  // the layer below: GEMM, threads, scratch
 namespace {
 
 using tensor::Shape;
@@ -218,4 +220,4 @@ void block_scaled_gemm_chunks_ref(const GemmShape& s, const PackedBlocks& a, con
   }
 }
 
-}  // namespace mantissa::kernels
+}  // namespace mantissa::quant

@@ -14,7 +14,7 @@
 
 #include "mantissa/numerics/avx512_gcc12.hpp"  // after <immintrin.h>
 
-namespace mantissa::kernels::detail::band_passes {
+namespace mantissa::quant::detail::band_passes {
 
 inline __mmask16 lanes_below(std::int64_t n) {
   return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
@@ -261,4 +261,4 @@ bool codes_with(const BandRows& in, const BandGrid& g, const ElementCodec& codec
   return nonfinite != 0;
 }
 
-}  // namespace mantissa::kernels::detail::band_passes
+}  // namespace mantissa::quant::detail::band_passes

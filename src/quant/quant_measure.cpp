@@ -1,4 +1,4 @@
-#include "mantissa/kernels/quant_measure.hpp"
+#include "mantissa/quant/quant_measure.hpp"
 
 #include <algorithm>
 #include <mutex>
@@ -6,7 +6,9 @@
 #include "mantissa/kernels/parallel.hpp"
 #include "mantissa/numerics/convert.hpp"
 
-namespace mantissa::kernels {
+namespace mantissa::quant {
+
+using namespace mantissa::kernels;  // the layer below: GEMM, threads, scratch
 namespace {
 
 using numerics::Format;
@@ -61,4 +63,4 @@ precision::QuantStats measure_quantization_ref(const void* src, Format src_forma
   return s;
 }
 
-}  // namespace mantissa::kernels
+}  // namespace mantissa::quant

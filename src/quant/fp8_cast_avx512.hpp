@@ -6,7 +6,7 @@
 
 #include "block_bands_avx512.hpp"
 
-namespace mantissa::kernels::detail {
+namespace mantissa::quant::detail {
 
 // What a cast found, on magnitude bit patterns (which order non-negative floats as integers
 // do, NaNs above infinity): the largest |x|, the values whose |x * scale| passed max_finite
@@ -24,4 +24,4 @@ void fp8_cast_avx512(const void* x, bool bf16, std::int64_t n, float scale, cons
                      const ElementCodec& codec, std::uint32_t max_finite,
                      std::uint32_t half_subnormal, Fp8Tally& tally, std::uint8_t* dst);
 
-}  // namespace mantissa::kernels::detail
+}  // namespace mantissa::quant::detail

@@ -1,6 +1,6 @@
 // Block-scaled operands at their format's width (block_operand.hpp): packing a quantizer's
 // result, quantizing in bands on all threads, and decoding to bfloat16 or float32.
-#include "mantissa/kernels/block_operand.hpp"
+#include "mantissa/quant/block_operand.hpp"
 
 #include <immintrin.h>
 #include <algorithm>
@@ -19,7 +19,9 @@
 #include "mantissa/numerics/fp4_packing.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
 
-namespace mantissa::kernels {
+namespace mantissa::quant {
+
+using namespace mantissa::kernels;  // the layer below: GEMM, threads, scratch
 namespace {
 
 using numerics::BlockQuantized;
@@ -430,4 +432,4 @@ void dequantize_to_float32(const PackedBlocks& q, float* out) {
       std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(q.cols, 1)), 1);
 }
 
-}  // namespace mantissa::kernels
+}  // namespace mantissa::quant

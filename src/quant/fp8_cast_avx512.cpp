@@ -8,7 +8,7 @@
 #include "band_grid_avx512.hpp"
 #include "mantissa/numerics/avx512_gcc12.hpp"  // after <immintrin.h>
 
-namespace mantissa::kernels::detail {
+namespace mantissa::quant::detail {
 
 void fp8_cast_avx512(const void* x, bool bf16, std::int64_t n, float scale, const BandGrid& g,
                      const ElementCodec& codec, std::uint32_t max_finite,
@@ -48,4 +48,4 @@ void fp8_cast_avx512(const void* x, bool bf16, std::int64_t n, float scale, cons
   tally.underflows += under;
 }
 
-}  // namespace mantissa::kernels::detail
+}  // namespace mantissa::quant::detail

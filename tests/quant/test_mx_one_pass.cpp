@@ -1,11 +1,11 @@
-// The one-pass MX quantizer over bfloat16 (kernels/mx_tiles_avx512.cpp: 1 x 32 tiles sixteen
+// The one-pass MX quantizer over bfloat16 (quant/mx_tiles_avx512.cpp: 1 x 32 tiles sixteen
 // at a time across row ends, 32 x 1 tiles in strips of 32 columns): its E8M0 fields for every
 // bfloat16 amax under every scale rule and element format against numerics::mx_scale_field,
 // and its codes, scales and values against the scalar reference quantizer on matrices whose
 // tiles hit every case (zero tiles, NaN and infinite tiles, elements below the element
 // format's normal range beside large ones, amaxes in float32's subnormal range, partial
 // groups of tiles, partial bands and strips); and the 32-lane decode of such tiles' codes
-// (kernels/block_bands_avx512.cpp, mx_decode_avx512) against its scalar twin for every code
+// (quant/block_bands_avx512.cpp, mx_decode_avx512) against its scalar twin for every code
 // at every kind of scale.
 #include <gtest/gtest.h>
 
@@ -15,10 +15,10 @@
 #include <random>
 
 #include "bf16_decode_twin.hpp"
-#include "mantissa/kernels/block_operand.hpp"
 #include "mantissa/numerics/block_scaling.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
+#include "mantissa/quant/block_operand.hpp"
 
 namespace mantissa::testing {
 namespace {
@@ -69,9 +69,9 @@ TEST(MxOnePass, EveryBf16AmaxGivesTheRulesField) {
         std::vector<float> values(bits.size());
         numerics::decode_array(bits.data(), bits.size(), Format::bfloat16, values.data());
         for (const bool bf16 : {true, false}) {  // the same values stored as float32 too
-          const kernels::PackedBlocks p =
-              kernels::quantize_packed(bf16 ? static_cast<const void*>(bits.data()) : values.data(),
-                                       bf16 ? Format::bfloat16 : Format::float32, rows, cols, s);
+          const quant::PackedBlocks p =
+              quant::quantize_packed(bf16 ? static_cast<const void*>(bits.data()) : values.data(),
+                                     bf16 ? Format::bfloat16 : Format::float32, rows, cols, s);
           ASSERT_EQ(p.scale_codes.size(), static_cast<std::size_t>(kTiles));
           for (std::int64_t t = 0; t < kTiles; ++t) {
             const float amax = bf16_value(static_cast<std::uint16_t>(t));
@@ -168,16 +168,16 @@ TEST(MxOnePass, CodesScalesAndValuesAreTheReferenceQuantizers) {
                            std::to_string(input));
               numerics::BlockQuantized want =
                   numerics::quantize_mx_ref(v.data(), shape.rows, shape.cols, s);
-              const kernels::PackedBlocks got =
-                  kernels::quantize_packed(x, format, shape.rows, shape.cols, s);
+              const quant::PackedBlocks got =
+                  quant::quantize_packed(x, format, shape.rows, shape.cols, s);
               ASSERT_EQ(got.elements, want.elements);
               ASSERT_EQ(got.scale_codes, want.scale_codes());
               // Values: the reference's codes decoded and scaled (the decode's scalar twin).
               std::vector<std::uint16_t> values(xb.size()), twin(xb.size());
               const bool exact =
-                  kernels::quantize_to_bf16(x, format, shape.rows, shape.cols, s, values.data());
-              const bool want_exact = kernels::dequantize_to_bf16_ref(
-                  kernels::PackedBlocks::from(std::move(want)), twin.data());
+                  quant::quantize_to_bf16(x, format, shape.rows, shape.cols, s, values.data());
+              const bool want_exact = quant::dequantize_to_bf16_ref(
+                  quant::PackedBlocks::from(std::move(want)), twin.data());
               ASSERT_EQ(exact, want_exact);
               if (reach == 90) {
                 ASSERT_TRUE(exact);
@@ -211,7 +211,7 @@ TEST(MxOnePass, EveryCodeAtEveryKindOfScaleDecodesAsTheTwin) {
     if (e == Format::float4_e2m1) continue;  // two a byte: the 16-lane decode
     const std::int64_t codes = std::int64_t{1} << numerics::layout(e).total_bits();
     for (const int layout : {0, 1, 2}) {  // 1 x 32; 32 x 1; 32 x 1 with fields by column
-      kernels::PackedBlocks q;
+      quant::PackedBlocks q;
       q.element = e;
       q.scale_format = Format::float8_e8m0;
       q.tile = layout == 0 ? TileShape{1, 32} : TileShape{32, 1};

@@ -7,7 +7,7 @@
 
 #include "mantissa/numerics/format.hpp"
 
-namespace mantissa::kernels {
+namespace mantissa::quant {
 
 struct Fp8CastStats {
   float amax = 0;  // max |src|; NaN when src holds one
@@ -22,4 +22,4 @@ Fp8CastStats cast_to_fp8(const void* src, numerics::Format src_format, std::int6
 Fp8CastStats cast_to_fp8_ref(const void* src, numerics::Format src_format, std::int64_t n,
                              float scale, numerics::Format fp8, void* dst);
 
-}  // namespace mantissa::kernels
+}  // namespace mantissa::quant

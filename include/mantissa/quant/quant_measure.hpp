@@ -8,7 +8,7 @@
 #include "mantissa/numerics/format.hpp"
 #include "mantissa/precision/quant_stats.hpp"
 
-namespace mantissa::kernels {
+namespace mantissa::quant {
 
 // On all threads (unless inside a parallel region); the sums are exact, so the result is the
 // same bits as the twin's.
@@ -20,4 +20,4 @@ precision::QuantStats measure_quantization_ref(const void* src, numerics::Format
                                                const void* dst, numerics::Format dst_format,
                                                std::int64_t n, double scale = 1.0);
 
-}  // namespace mantissa::kernels
+}  // namespace mantissa::quant

@@ -28,7 +28,12 @@
 #include "mantissa/kernels/gemm.hpp"
 #include "mantissa/numerics/block_scaling.hpp"
 
-namespace mantissa::kernels {
+namespace mantissa::quant {
+
+using kernels::GemmEpilogue;  // the layer below's names this header's declarations use
+using kernels::GemmShape;
+using kernels::MatmulRoute;
+using numerics::Format;
 
 struct PackedBlocks {
   std::int64_t rows = 0, cols = 0;
@@ -112,4 +117,4 @@ void block_scaled_gemm(const GemmShape& s, BlockOperand a, BlockOperand b,
 void block_scaled_gemm_chunks_ref(const GemmShape& s, const PackedBlocks& a, const PackedBlocks& b,
                                   float* c);
 
-}  // namespace mantissa::kernels
+}  // namespace mantissa::quant

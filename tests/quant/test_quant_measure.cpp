@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "mantissa/kernels/grad_reductions.hpp"
-#include "mantissa/kernels/quant_measure.hpp"
 #include "mantissa/numerics/convert.hpp"
+#include "mantissa/quant/quant_measure.hpp"
 
-namespace mantissa::kernels {
+namespace mantissa::quant {
 namespace {
 
 using numerics::Format;
@@ -104,21 +104,22 @@ TEST(AnyNonfinite, FindsPlantedSpecialsInEveryFormat) {
         numerics::ConvertOptions o;
         o.overflow = numerics::Overflow::to_infinity;  // inf: NaN in e4m3, which has no inf
         numerics::encode_array(w.data(), n, f, bits.data(), o);
-        EXPECT_TRUE(any_nonfinite(bits.data(), f, static_cast<std::int64_t>(n)))
+        EXPECT_TRUE(kernels::any_nonfinite(bits.data(), f, static_cast<std::int64_t>(n)))
             << numerics::name(f) << " at " << at;
-        EXPECT_TRUE(any_nonfinite_ref(bits.data(), f, static_cast<std::int64_t>(n)));
+        EXPECT_TRUE(kernels::any_nonfinite_ref(bits.data(), f, static_cast<std::int64_t>(n)));
       }
     }
     std::vector<char> bits(n * numerics::traits(f).storage_bytes);
     numerics::encode_array(v.data(), n, f, bits.data());
-    EXPECT_FALSE(any_nonfinite(bits.data(), f, static_cast<std::int64_t>(n))) << numerics::name(f);
-    EXPECT_FALSE(any_nonfinite_ref(bits.data(), f, static_cast<std::int64_t>(n)));
+    EXPECT_FALSE(kernels::any_nonfinite(bits.data(), f, static_cast<std::int64_t>(n)))
+        << numerics::name(f);
+    EXPECT_FALSE(kernels::any_nonfinite_ref(bits.data(), f, static_cast<std::int64_t>(n)));
   }
   // A format without inf or NaN never holds one.
   const std::vector<std::uint8_t> fp4(64, 0x0F);
-  EXPECT_FALSE(any_nonfinite(fp4.data(), Format::float4_e2m1, 64));
-  EXPECT_FALSE(any_nonfinite_ref(fp4.data(), Format::float4_e2m1, 64));
+  EXPECT_FALSE(kernels::any_nonfinite(fp4.data(), Format::float4_e2m1, 64));
+  EXPECT_FALSE(kernels::any_nonfinite_ref(fp4.data(), Format::float4_e2m1, 64));
 }
 
 }  // namespace
-}  // namespace mantissa::kernels
+}  // namespace mantissa::quant

@@ -16,11 +16,13 @@
 
 #include "block_bands.hpp"
 #include "mantissa/error.hpp"
-#include "mantissa/kernels/block_operand.hpp"
 #include "mantissa/kernels/parallel.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
+#include "mantissa/quant/block_operand.hpp"
 
-namespace mantissa::kernels {
+namespace mantissa::quant {
+
+using namespace mantissa::kernels;  // the layer below: GEMM, threads, scratch
 namespace {
 
 using V = __m256i;
@@ -200,4 +202,4 @@ bool quantize_to_bf16(const void* x, Format x_format, std::int64_t rows, std::in
   return bad_any == 0;
 }
 
-}  // namespace mantissa::kernels
+}  // namespace mantissa::quant
