@@ -1,6 +1,7 @@
 #pragma once
 // 2-D convolution helpers (im2col / col2im, so the product runs on the GEMM path with its
-// precision rules) and max pooling, on float32 NCHW buffers.
+// precision rules; conv.cpp) and max pooling (pool.cpp, pool_avx512.cpp), on float32 NCHW
+// buffers.
 #include <cstdint>
 
 namespace mantissa::kernels {
