@@ -9,7 +9,8 @@
 // oneDNN's convolution primitives. The `pool` rows: relu_max_pool2d
 // (2 x 2, stride 2) after each CNN convolution, forward and backward, the vector kernels beside
 // their scalar twins (the forward on all threads, the backward on one, as training calls them per
-// tile).
+// tile), and `avx512_bf16` the bfloat16 kernels on bit patterns (both on all threads, as
+// training calls them on bfloat16 tensors).
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -109,10 +110,10 @@ void register_all() {
   }
 }
 
-// relu_max_pool2d on `planes` planes of side x side: forward or backward, on a SIMD path or the
-// twin.
+// relu_max_pool2d on `planes` planes of side x side: forward or backward, on a SIMD path, the
+// twin, or (bf16) the bfloat16 kernels on bit patterns.
 void BM_pool(benchmark::State& state, std::int64_t planes, std::int64_t side, bool backward,
-             bool twin, mantissa::numerics::SimdPath path) {
+             bool twin, bool bf16, mantissa::numerics::SimdPath path) {
   namespace nu = mantissa::numerics;
   nu::set_simd_path(path);
   const std::int64_t in = side * side, out = (side / 2) * (side / 2);
@@ -121,8 +122,16 @@ void BM_pool(benchmark::State& state, std::int64_t planes, std::int64_t side, bo
   std::vector<float> y(static_cast<std::size_t>(planes * out)), dx(x.size());
   std::vector<std::int32_t> at(y.size());
   k::relu_max_pool2d_forward(x.data(), planes, side, side, 2, 2, y.data(), at.data());
+  std::vector<std::uint16_t> x16(x.size()), y16(y.size()), dx16(x.size());
+  nu::encode_array(x.data(), x.size(), nu::Format::bfloat16, x16.data());
+  nu::encode_array(y.data(), y.size(), nu::Format::bfloat16, y16.data());
   for (auto _ : state) {
-    if (backward && twin) {
+    if (bf16 && backward) {
+      k::relu_max_pool2d_backward_bf16(y16.data(), at.data(), planes, side, side, 2, 2,
+                                       dx16.data());
+    } else if (bf16) {
+      k::relu_max_pool2d_forward_bf16(x16.data(), planes, side, side, 2, 2, y16.data(), at.data());
+    } else if (backward && twin) {
       k::relu_max_pool2d_backward_ref(y.data(), at.data(), planes, in, out, dx.data());
     } else if (backward) {
       k::relu_max_pool2d_backward(y.data(), at.data(), planes, side, side, 2, 2, dx.data());
@@ -134,9 +143,11 @@ void BM_pool(benchmark::State& state, std::int64_t planes, std::int64_t side, bo
     benchmark::ClobberMemory();
   }
   nu::set_simd_path(nu::best_simd_path());
-  state.counters["GB/s"] = benchmark::Counter(
-      static_cast<double>(state.iterations()) * static_cast<double>(x.size() + 2 * y.size()) * 4,
-      benchmark::Counter::kIsRate);
+  // Input, output and argmax bytes.
+  const double bytes =
+      static_cast<double>(x.size() + y.size()) * (bf16 ? 2 : 4) + static_cast<double>(y.size()) * 4;
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(state.iterations()) * bytes,
+                                              benchmark::Counter::kIsRate);
 }
 
 void register_pools() {
@@ -148,16 +159,19 @@ void register_pools() {
                         Pool{"wide_conv1", 128 * 64, 28}, Pool{"wide_conv2", 128 * 128, 14}}) {
     for (bool backward : {false, true}) {
       namespace nu = mantissa::numerics;
+      const auto add = [&](const std::string& variant, bool twin, bool bf16, nu::SimdPath path) {
+        benchmark::RegisterBenchmark(
+            (std::string("pool/") + p.name + (backward ? "/backward/" : "/forward/") + variant)
+                .c_str(),
+            BM_pool, p.planes, p.side, backward, twin, bf16, path)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+      };
       for (nu::SimdPath path : {nu::SimdPath::avx512, nu::SimdPath::avx2, nu::SimdPath::scalar}) {
         if (!nu::cpu_supports(path)) continue;
         const bool twin = path == nu::SimdPath::scalar;
-        benchmark::RegisterBenchmark(
-            (std::string("pool/") + p.name + (backward ? "/backward/" : "/forward/") +
-             (twin ? std::string("ref") : std::string(nu::simd_path_name(path))))
-                .c_str(),
-            BM_pool, p.planes, p.side, backward, twin, path)
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime();
+        add(twin ? std::string("ref") : std::string(nu::simd_path_name(path)), twin, false, path);
+        if (path == nu::SimdPath::avx512) add("avx512_bf16", false, true, path);
       }
     }
   }

@@ -58,6 +58,17 @@ struct MaxPoolNode : Node {
   const char* name() const override { return relu ? "relu_max_pool2d" : "max_pool2d"; }
   kernels::OpClass op_class() const override { return kernels::OpClass::layout; }
   std::vector<Tensor> apply(const Tensor& g) override {
+    if (relu && g.format() == Format::bfloat16 && grad_format(0) == Format::bfloat16) {
+      // bfloat16 in and out: the kernel reads and writes the bit patterns (0 + dy is dy).
+      const Tensor gc = g.contiguous();
+      Tensor dx = Tensor::empty(in_shape, Format::bfloat16);
+      if (kernels::relu_max_pool2d_backward_bf16(static_cast<const std::uint16_t*>(gc.raw_data()),
+                                                 static_cast<const std::int32_t*>(argmax->data()),
+                                                 planes, in_shape[2], in_shape[3], kernel, stride,
+                                                 static_cast<std::uint16_t*>(dx.raw_data()))) {
+        return {dx};
+      }
+    }
     const Decoded gd(g, 0);
     // Made a tile of planes at a time in the gradient's format: rounding commutes with
     // placing each dy (relu_max_pool2d's windows do not overlap, max_pool2d's sums are
@@ -75,6 +86,21 @@ struct MaxPoolNode : Node {
         })};
   }
 };
+
+// relu_max_pool2d of bfloat16 x into a bfloat16 result by the kernel on the bit patterns, or
+// an undefined tensor where it does not take the windows (kernels::relu_max_pool2d_*_bf16).
+Tensor relu_max_pool_bf16(const Tensor& x, std::int64_t kernel, std::int64_t stride,
+                          const Shape& out_shape, std::int32_t* argmax) {
+  const Tensor xc = x.contiguous();
+  Tensor y = Tensor::empty(out_shape, Format::bfloat16);
+  const Shape& xs = x.shape();
+  if (!kernels::relu_max_pool2d_forward_bf16(static_cast<const std::uint16_t*>(xc.raw_data()),
+                                             xs[0] * xs[1], xs[2], xs[3], kernel, stride,
+                                             static_cast<std::uint16_t*>(y.raw_data()), argmax)) {
+    return Tensor();
+  }
+  return y;
+}
 
 }  // namespace
 
@@ -162,19 +188,25 @@ Variable pool(const char* name, const Variable& x, std::int64_t kernel, std::int
   // planes * out_size <= the input's element count: no overflow.
   tensor::StorageRef argmax(
       tensor::Storage::create(static_cast<std::size_t>(planes * out_size) * sizeof(std::int32_t)));
-  const Decoded xd(x.value(), 0);
-  // The maximum of H values (and 0) is an H value: the result is exact in H.
-  Tensor y = produce(
-      Shape{xs[0], xs[1], oh, ow}, result_format(precision::current_policy()), out_size,
-      [&](std::int64_t p0, std::int64_t p1, float* out) {
-        const float* in = xd.range(p0 * in_size, (p1 - p0) * in_size);
-        std::int32_t* at = static_cast<std::int32_t*>(argmax->data()) + p0 * out_size;
-        if (relu) {
-          kernels::relu_max_pool2d_forward(in, p1 - p0, xs[2], xs[3], kernel, stride, out, at);
-        } else {
-          kernels::max_pool2d_forward(in, p1 - p0, xs[2], xs[3], kernel, stride, out, at);
-        }
-      });
+  const Format format = result_format(precision::current_policy());
+  const Shape out_shape{xs[0], xs[1], oh, ow};
+  auto* at = static_cast<std::int32_t*>(argmax->data());
+  Tensor y = relu && format == Format::bfloat16 && x.value().format() == Format::bfloat16
+                 ? relu_max_pool_bf16(x.value(), kernel, stride, out_shape, at)
+                 : Tensor();
+  if (!y.defined()) {
+    const Decoded xd(x.value(), 0);
+    // The maximum of H values (and 0) is an H value: the result is exact in H.
+    y = produce(out_shape, format, out_size, [&](std::int64_t p0, std::int64_t p1, float* out) {
+      const float* in = xd.range(p0 * in_size, (p1 - p0) * in_size);
+      std::int32_t* ap = at + p0 * out_size;
+      if (relu) {
+        kernels::relu_max_pool2d_forward(in, p1 - p0, xs[2], xs[3], kernel, stride, out, ap);
+      } else {
+        kernels::max_pool2d_forward(in, p1 - p0, xs[2], xs[3], kernel, stride, out, ap);
+      }
+    });
+  }
   return make_result(std::move(y), {x}, [&] {
     auto node = std::make_shared<MaxPoolNode>();
     node->argmax = std::move(argmax);

@@ -235,4 +235,41 @@ void relu_max_pool2d_backward(const float* dy, const std::int32_t* argmax, std::
   }
 }
 
+namespace {
+
+// Whether the bfloat16 kernels take these windows on this CPU path.
+bool bf16_windows(std::int64_t kernel, std::int64_t stride) {
+  return kernel == 2 && stride == 2 && numerics::active_simd_path() == numerics::SimdPath::avx512;
+}
+
+}  // namespace
+
+bool relu_max_pool2d_forward_bf16(const std::uint16_t* x, std::int64_t planes, std::int64_t height,
+                                  std::int64_t width, std::int64_t kernel, std::int64_t stride,
+                                  std::uint16_t* y, std::int32_t* argmax) {
+  if (!bf16_windows(kernel, stride) || height < 2 || width < 2) return false;
+  const std::int64_t oh = height / 2, ow = width / 2;
+#pragma omp parallel for schedule(static) if (planes * height * width >= kParallelMinElements)
+  for (std::int64_t p = 0; p < planes; ++p) {
+    for (std::int64_t oy = 0; oy < oh; ++oy) {
+      detail::relu_max_pool_2x2_row_bf16_avx512(x + p * height * width, width, oy, y + p * oh * ow,
+                                                argmax + p * oh * ow);
+    }
+  }
+  return true;
+}
+
+bool relu_max_pool2d_backward_bf16(const std::uint16_t* dy, const std::int32_t* argmax,
+                                   std::int64_t planes, std::int64_t height, std::int64_t width,
+                                   std::int64_t kernel, std::int64_t stride, std::uint16_t* dx) {
+  if (!bf16_windows(kernel, stride) || height < 2 || width < 2) return false;
+  const std::int64_t in_size = height * width, out_size = (height / 2) * (width / 2);
+#pragma omp parallel for schedule(static) if (planes * in_size >= kParallelMinElements)
+  for (std::int64_t p = 0; p < planes; ++p) {
+    detail::relu_max_pool_2x2_backward_bf16_avx512(dy + p * out_size, argmax + p * out_size, height,
+                                                   width, dx + p * in_size);
+  }
+  return true;
+}
+
 }  // namespace mantissa::kernels

@@ -1,6 +1,7 @@
 // relu_max_pool2d: the vector paths (AVX2, AVX-512) against their scalar twins bit for bit, the
 // forward against relu followed by max_pool2d (the unfused kernels, an independent loop) and
-// the backward against hand-placed gradients.
+// the backward against hand-placed gradients; the bfloat16 kernels against the scalar twins
+// on the decoded values.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,8 @@
 #include <vector>
 
 #include "mantissa/kernels/conv.hpp"
+#include "mantissa/numerics/convert.hpp"
+#include "mantissa/numerics/cpu_features.hpp"
 #include "simd_paths.hpp"
 
 namespace mantissa::kernels {
@@ -112,6 +115,82 @@ TEST(ReluMaxPool, BackwardSendsEachGradientToItsArgmaxOnly) {
     EXPECT_EQ(dx2, (std::vector<float>{0, 0, 0, 0, 0, 1.5f, 0, 0})) << path;
     EXPECT_FALSE(std::signbit(dx2[2])) << path;  // 0 + -0
   });
+}
+
+// bfloat16 bit patterns of every kind: values() (ties, zeros, -0, NaN, -inf) rounded, with
+// +inf, subnormals, the largest finite value and a NaN with a payload planted.
+std::vector<std::uint16_t> bf16_patterns(std::size_t n, unsigned seed) {
+  const auto v = values(n, seed);
+  std::vector<std::uint16_t> b(n);
+  numerics::encode_array(v.data(), n, numerics::Format::bfloat16, b.data());
+  for (std::size_t i = 3; i < n; i += 37) b[i] = 0x7f80;   // +inf
+  for (std::size_t i = 5; i < n; i += 41) b[i] = 0x0001;   // the smallest subnormal
+  for (std::size_t i = 17; i < n; i += 43) b[i] = 0x807f;  // a negative subnormal
+  for (std::size_t i = 19; i < n; i += 47) b[i] = 0x7f7f;  // the largest finite value
+  for (std::size_t i = 2; i < n; i += 53) b[i] = 0x7f81;   // a signalling NaN
+  return b;
+}
+
+std::vector<float> decoded(const std::vector<std::uint16_t>& b) {
+  std::vector<float> v(b.size());
+  numerics::decode_array(b.data(), b.size(), numerics::Format::bfloat16, v.data());
+  return v;
+}
+
+std::vector<std::uint16_t> encoded(const std::vector<float>& v) {
+  std::vector<std::uint16_t> b(v.size());
+  numerics::encode_array(v.data(), v.size(), numerics::Format::bfloat16, b.data());
+  return b;
+}
+
+TEST(ReluMaxPool, Bf16KernelsMatchTheTwinsOnDecodedValues) {
+  if (!numerics::cpu_supports(numerics::SimdPath::avx512)) {
+    std::printf("skip: the bfloat16 pooling kernels need the avx512 path, not on this CPU\n");
+    return;
+  }
+  for (const Case c : kCases) {
+    const std::int64_t planes = 3, oh = (c.h - c.kernel) / c.stride + 1,
+                       ow = (c.w - c.kernel) / c.stride + 1;
+    const auto x = bf16_patterns(static_cast<std::size_t>(planes * c.h * c.w),
+                                 static_cast<unsigned>(c.h * 7 + c.w));
+    const std::size_t out = static_cast<std::size_t>(planes * oh * ow);
+    std::vector<std::uint16_t> y(out, 0x1234);
+    std::vector<std::int32_t> at(out, 77);
+    const bool taken = relu_max_pool2d_forward_bf16(x.data(), planes, c.h, c.w, c.kernel, c.stride,
+                                                    y.data(), at.data());
+    const std::string what = std::to_string(c.h) + "x" + std::to_string(c.w) + " k" +
+                             std::to_string(c.kernel) + " s" + std::to_string(c.stride);
+    // Only 2 x 2 windows of stride 2 are theirs; the others are left to the caller untouched.
+    ASSERT_EQ(taken, c.kernel == 2 && c.stride == 2) << what;
+    if (!taken) {
+      EXPECT_EQ(y, std::vector<std::uint16_t>(out, 0x1234)) << what;
+      continue;
+    }
+    std::vector<float> y_ref(out);
+    std::vector<std::int32_t> at_ref(out);
+    relu_max_pool2d_forward_ref(decoded(x).data(), planes, c.h, c.w, c.kernel, c.stride,
+                                y_ref.data(), at_ref.data());
+    EXPECT_EQ(y, encoded(y_ref)) << what;
+    EXPECT_EQ(at, at_ref) << what;
+
+    const auto dy = bf16_patterns(out, static_cast<unsigned>(c.w * 3));
+    std::vector<std::uint16_t> dx(x.size(), 0x4321);
+    ASSERT_TRUE(relu_max_pool2d_backward_bf16(dy.data(), at.data(), planes, c.h, c.w, c.kernel,
+                                              c.stride, dx.data()));
+    std::vector<float> dx_ref(x.size());
+    relu_max_pool2d_backward_ref(decoded(dy).data(), at_ref.data(), planes, c.h * c.w, oh * ow,
+                                 dx_ref.data());
+    const auto want = encoded(dx_ref);  // 0 + dy rounded: a -0 as +0, a NaN quieted
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(dx[i], want[i]) << what << " input " << i;
+    }
+  }
+  // Another SIMD path: not taken.
+  numerics::set_simd_path(numerics::SimdPath::avx2);
+  std::vector<std::uint16_t> x(16, 0x3f80), y(4);
+  std::vector<std::int32_t> at(4);
+  EXPECT_FALSE(relu_max_pool2d_forward_bf16(x.data(), 1, 4, 4, 2, 2, y.data(), at.data()));
+  numerics::set_simd_path(numerics::best_simd_path());
 }
 
 }  // namespace

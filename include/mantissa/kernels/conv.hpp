@@ -54,4 +54,16 @@ void relu_max_pool2d_backward(const float* dy, const std::int32_t* argmax, std::
 void relu_max_pool2d_backward_ref(const float* dy, const std::int32_t* argmax, std::int64_t planes,
                                   std::int64_t in_size, std::int64_t out_size, float* dx);
 
+// relu_max_pool2d on bfloat16 bit patterns, 2 x 2 windows of stride 2 on AVX-512, without a
+// float32 copy: the outputs (a window's maximum above 0, or +0, is a bfloat16 value), argmax and
+// input gradients (0 + dy) the float32 kernels give on the decoded values, bit for bit. On all
+// threads. They return false, writing nothing, for other windows or another SIMD path (the
+// caller then decodes).
+bool relu_max_pool2d_forward_bf16(const std::uint16_t* x, std::int64_t planes, std::int64_t height,
+                                  std::int64_t width, std::int64_t kernel, std::int64_t stride,
+                                  std::uint16_t* y, std::int32_t* argmax);
+bool relu_max_pool2d_backward_bf16(const std::uint16_t* dy, const std::int32_t* argmax,
+                                   std::int64_t planes, std::int64_t height, std::int64_t width,
+                                   std::int64_t kernel, std::int64_t stride, std::uint16_t* dx);
+
 }  // namespace mantissa::kernels
