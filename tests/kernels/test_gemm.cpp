@@ -818,6 +818,42 @@ TEST_F(AmxKernelTest, DeepProductsSplitIntoDepthBlocksMatchTheTwin) {
   }
 }
 
+TEST_F(AmxKernelTest, PanelsPackedAcrossAndOddLayoutsMatchTheTwin) {
+  // The linear layers' shapes with B's panels packed across its depth rows (B not transposed)
+  // and beside them transposed B, odd leading dimensions, A starting at an odd element, rows
+  // past the last block of 32 and depths not a multiple of 32.
+  std::mt19937 rng(16);
+  struct Shape {
+    std::int64_t m, n, k, lda;
+    bool ta, tb;
+    std::int64_t a_offset;
+  };
+  for (const Shape& c :
+       {Shape{96, 64, 384, 384, false, true, 0}, Shape{64, 96, 1152, 1152, false, false, 0},
+        Shape{96, 40, 416, 418, false, false, 0}, Shape{64, 33, 384, 385, false, true, 0},
+        Shape{64, 50, 384, 384, false, false, 1}, Shape{70, 48, 384, 384, false, false, 0},
+        Shape{64, 48, 100, 100, false, false, 0}}) {
+    GemmShape s = GemmShape::dense(c.m, c.n, c.k, c.ta, c.tb);
+    s.lda = c.lda;
+    const Stored a = store(random_values(static_cast<std::size_t>(c.m * c.lda + c.a_offset), rng),
+                           Format::bfloat16);
+    const Stored b =
+        store(random_values(static_cast<std::size_t>(c.k * c.n), rng), Format::bfloat16);
+    const Operand a_op(static_cast<const std::uint16_t*>(a.operand().data) + c.a_offset,
+                       Format::bfloat16);
+    std::vector<float> ref(static_cast<std::size_t>(c.m * c.n), 0.5f), out = ref;
+    const GemmPrecision p{Format::bfloat16, 1, GemmAlgorithm::automatic, GemmRoute::amx};
+    for (bool accumulate : {false, true}) {
+      gemm_amx_ref(s, a_op, b.operand(), ref.data(), accumulate, p);
+      gemm(s, a_op, b.operand(), out.data(), accumulate, p);
+      for (std::size_t i = 0; i < ref.size(); ++i) {
+        ASSERT_EQ(bits(out[i]), bits(ref[i])) << c.m << "x" << c.n << "x" << c.k << " lda " << c.lda
+                                              << " offset " << c.a_offset << " element " << i;
+      }
+    }
+  }
+}
+
 TEST(GemmRoutes, OnednnFp32TakesEveryFormatStoredEitherWayExactly) {
   // oneDNN's fp32 matmul on operands decoded in their own layout: more rows than a block,
   // A transposed or not, B either way, strided; POL 2 rounds float16 / cbfloat16 to bf16 (the

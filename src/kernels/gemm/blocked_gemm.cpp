@@ -187,7 +187,11 @@ void run_thread(const Job& job, int t, int threads) {
           const bool last = p + 1 == job.passes.count && d + 1 == depth_blocks;
           // Depth pairs of the pair kernels, padded to their block.
           const std::int64_t kp = ceil_div((kc + 1) / 2, job.kern.pair_block) * job.kern.pair_block;
-          if (pairs) {
+          if (pairs && pair_panels_bf16_across(
+                           job.b, j0 + q0 * nr, std::min(q1 * nr, cols) - q0 * nr, k0, kc, pass.b,
+                           nr, kp, reinterpret_cast<std::uint32_t*>(bbuf) + q0 * kp * nr)) {
+            // the thread's B panels in one pass along the depth rows
+          } else if (pairs) {
             auto* words = reinterpret_cast<std::uint32_t*>(bbuf);
             for (std::int64_t q = q0; q < q1; ++q) {
               const std::int64_t c0 = j0 + q * nr, width = std::min(nr * (q + 1), cols) - q * nr;

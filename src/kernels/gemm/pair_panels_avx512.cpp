@@ -115,4 +115,25 @@ void interleave_rows_transposed_avx512(const std::uint16_t* base, std::int64_t l
   }
 }
 
+void pair_panels_across_avx512(const std::uint16_t* base, std::int64_t ld, std::int64_t kc,
+                               std::int64_t cols, int width, std::int64_t padded,
+                               std::uint32_t* dst) {
+  const std::int64_t panels = (cols + width - 1) / width;
+  const std::int64_t pairs = (kc + 1) / 2;
+  for (std::int64_t p = 0; p < pairs; ++p) {
+    const std::uint16_t* even = base + 2 * p * ld;
+    const std::uint16_t* odd = 2 * p + 1 < kc ? even + ld : nullptr;
+    for (std::int64_t c = 0; c < panels * width; c += 16) {
+      const __mmask16 m = first(std::max<std::int64_t>(0, cols - c));
+      const __m512i lo = widen(m, even + c);
+      const __m512i hi = odd != nullptr ? widen(m, odd + c) : _mm512_setzero_si512();
+      _mm512_storeu_si512(dst + (c / width) * padded * width + p * width + c % width,
+                          _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+    }
+  }
+  for (std::int64_t q = 0; q < panels; ++q) {
+    std::fill(dst + q * padded * width + pairs * width, dst + (q + 1) * padded * width, 0u);
+  }
+}
+
 }  // namespace mantissa::kernels::gemm_detail

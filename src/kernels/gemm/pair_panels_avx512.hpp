@@ -19,4 +19,14 @@ void transpose_words_avx512(const std::uint16_t* x, std::int64_t rows, std::int6
 void interleave_rows_transposed_avx512(const std::uint16_t* base, std::int64_t ld, std::int64_t kc,
                                        std::int64_t lines, std::uint32_t* dst, std::int64_t ldd);
 
+// Every pair panel of `width` columns over columns [0, cols) of two depth rows at a time, in
+// one pass along the rows (each row read once, contiguously): panel q at dst + q * padded *
+// width holds dst[p * width + j] = x[2p][q * width + j] | x[2p + 1][q * width + j] << 16,
+// where x[k] = base + k * ld (16-bit values) and row 2p + 1 is read as zero when 2p + 1 >= kc;
+// zero for columns past cols (to the last panel's end) and pairs past kc's (to `padded`).
+// width a multiple of 16.
+void pair_panels_across_avx512(const std::uint16_t* base, std::int64_t ld, std::int64_t kc,
+                               std::int64_t cols, int width, std::int64_t padded,
+                               std::uint32_t* dst);
+
 }  // namespace mantissa::kernels::gemm_detail
