@@ -101,48 +101,55 @@ TEST(PairPanels, AcrossPanelsMatchTheDefinitionPanelByPanel) {
   const std::int64_t ld = 211;  // odd: rows start unaligned
   std::vector<std::uint16_t> storage(static_cast<std::size_t>(ld * 90));
   for (auto& v : storage) v = static_cast<std::uint16_t>(bits(rng));
-  const MatrixRef b{{storage.data(), Format::bfloat16}, false, ld};
-  for (const int width : {16, 32}) {
-    for (const std::int64_t kc : {1, 2, 33, 64, 71}) {
-      for (const std::int64_t cols : {std::int64_t{1}, std::int64_t{17}, std::int64_t{width},
-                                      std::int64_t{3 * width}, std::int64_t{150}}) {
-        const std::int64_t c0 = 7, k0 = 3, pairs = (kc + 1) / 2, padded = (pairs + 15) / 16 * 16;
-        const std::int64_t panels = (cols + width - 1) / width;
-        std::vector<std::uint32_t> dst(static_cast<std::size_t>(panels * padded * width),
-                                       0xDEADBEEFu);
-        ASSERT_TRUE(
-            pair_panels_bf16_across(b, c0, cols, k0, kc, Part::whole, width, padded, dst.data()));
-        std::int64_t wrong = 0;
-        for (std::int64_t q = 0; q < panels; ++q) {
-          for (std::int64_t p = 0; p < padded; ++p) {
-            for (std::int64_t j = 0; j < width; ++j) {
-              const std::int64_t c = q * width + j;
-              std::uint32_t want = 0;
-              if (c < cols && 2 * p < kc) {
-                want = element(storage, b, false, c0 + c, k0 + 2 * p);
-                if (2 * p + 1 < kc) {
-                  want |=
-                      static_cast<std::uint32_t>(element(storage, b, false, c0 + c, k0 + 2 * p + 1))
-                      << 16;
+  for (const bool a_side : {false, true}) {
+    // Lines along the stored rows: B as stored, A transposed.
+    const MatrixRef b{{storage.data(), Format::bfloat16}, a_side, ld};
+    for (const int width : {12, 16, 32}) {
+      for (const std::int64_t kc : {1, 2, 33, 64, 71}) {
+        for (const std::int64_t cols : {std::int64_t{1}, std::int64_t{17}, std::int64_t{width},
+                                        std::int64_t{3 * width}, std::int64_t{150}}) {
+          const std::int64_t c0 = 7, k0 = 3, pairs = (kc + 1) / 2, padded = (pairs + 15) / 16 * 16;
+          const std::int64_t panels = (cols + width - 1) / width;
+          std::vector<std::uint32_t> dst(static_cast<std::size_t>(panels * padded * width),
+                                         0xDEADBEEFu);
+          ASSERT_TRUE(pair_panels_bf16_across(b, a_side, c0, cols, k0, kc, Part::whole, width,
+                                              padded, dst.data()));
+          std::int64_t wrong = 0;
+          for (std::int64_t q = 0; q < panels; ++q) {
+            for (std::int64_t p = 0; p < padded; ++p) {
+              for (std::int64_t j = 0; j < width; ++j) {
+                const std::int64_t c = q * width + j;
+                std::uint32_t want = 0;
+                if (c < cols && 2 * p < kc) {
+                  want = element(storage, b, a_side, c0 + c, k0 + 2 * p);
+                  if (2 * p + 1 < kc) {
+                    want |= static_cast<std::uint32_t>(
+                                element(storage, b, a_side, c0 + c, k0 + 2 * p + 1))
+                            << 16;
+                  }
                 }
+                wrong += dst[static_cast<std::size_t>((q * padded + p) * width + j)] != want;
               }
-              wrong += dst[static_cast<std::size_t>((q * padded + p) * width + j)] != want;
             }
           }
+          EXPECT_EQ(wrong, 0) << "a_side " << a_side << " width " << width << " kc " << kc
+                              << " lines " << cols;
         }
-        EXPECT_EQ(wrong, 0) << "width " << width << " kc " << kc << " cols " << cols;
       }
     }
   }
-  // Not taken: B transposed, the lo part, another format, another SIMD path.
+  // Not taken: lines contiguous (B transposed, A as stored), the lo part, another format,
+  // another SIMD path.
+  const MatrixRef b{{storage.data(), Format::bfloat16}, false, ld};
   std::vector<std::uint32_t> dst(32 * 32);
-  EXPECT_FALSE(pair_panels_bf16_across(MatrixRef{b.x, true, ld}, 0, 32, 0, 32, Part::whole, 32, 16,
-                                       dst.data()));
-  EXPECT_FALSE(pair_panels_bf16_across(b, 0, 32, 0, 32, Part::lo, 32, 16, dst.data()));
-  EXPECT_FALSE(pair_panels_bf16_across(MatrixRef{{storage.data(), Format::float16}, false, ld}, 0,
-                                       32, 0, 32, Part::whole, 32, 16, dst.data()));
+  EXPECT_FALSE(pair_panels_bf16_across(MatrixRef{b.x, true, ld}, false, 0, 32, 0, 32, Part::whole,
+                                       32, 16, dst.data()));
+  EXPECT_FALSE(pair_panels_bf16_across(b, true, 0, 32, 0, 32, Part::whole, 32, 16, dst.data()));
+  EXPECT_FALSE(pair_panels_bf16_across(b, false, 0, 32, 0, 32, Part::lo, 32, 16, dst.data()));
+  EXPECT_FALSE(pair_panels_bf16_across(MatrixRef{{storage.data(), Format::float16}, false, ld},
+                                       false, 0, 32, 0, 32, Part::whole, 32, 16, dst.data()));
   numerics::set_simd_path(numerics::SimdPath::avx2);
-  EXPECT_FALSE(pair_panels_bf16_across(b, 0, 32, 0, 32, Part::whole, 32, 16, dst.data()));
+  EXPECT_FALSE(pair_panels_bf16_across(b, false, 0, 32, 0, 32, Part::whole, 32, 16, dst.data()));
   numerics::set_simd_path(numerics::best_simd_path());
 }
 

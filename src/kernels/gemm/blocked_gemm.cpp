@@ -188,8 +188,8 @@ void run_thread(const Job& job, int t, int threads) {
           // Depth pairs of the pair kernels, padded to their block.
           const std::int64_t kp = ceil_div((kc + 1) / 2, job.kern.pair_block) * job.kern.pair_block;
           if (pairs && pair_panels_bf16_across(
-                           job.b, j0 + q0 * nr, std::min(q1 * nr, cols) - q0 * nr, k0, kc, pass.b,
-                           nr, kp, reinterpret_cast<std::uint32_t*>(bbuf) + q0 * kp * nr)) {
+                           job.b, false, j0 + q0 * nr, std::min(q1 * nr, cols) - q0 * nr, k0, kc,
+                           pass.b, nr, kp, reinterpret_cast<std::uint32_t*>(bbuf) + q0 * kp * nr)) {
             // the thread's B panels in one pass along the depth rows
           } else if (pairs) {
             auto* words = reinterpret_cast<std::uint32_t*>(bbuf);
@@ -211,7 +211,12 @@ void run_thread(const Job& job, int t, int threads) {
             float* cblock = cbuf + (one_depth ? 0 : (ib - r0) * ldc);
             if (pairs) {
               auto* awords = reinterpret_cast<std::uint32_t*>(abuf);
-              for (std::int64_t ir = 0; ir * mr < mc; ++ir) {
+              // The A panels by pair (not AMX's rows) in one pass along the depth rows where
+              // it can, else panel by panel.
+              const bool across =
+                  !job.kern.a_rows &&
+                  pair_panels_bf16_across(job.a, true, i0 + ib, mc, k0, kc, pass.a, mr, kp, awords);
+              for (std::int64_t ir = 0; !across && ir * mr < mc; ++ir) {
                 const std::int64_t r0 = i0 + ib + ir * mr;
                 const std::int64_t height = std::min<std::int64_t>(mr, mc - ir * mr);
                 if (pair_panel_bf16(job.a, true, r0, height, k0, kc, pass.a, mr, kp,

@@ -317,15 +317,16 @@ bool pair_panel_bf16_ref(const MatrixRef& x, bool a_side, std::int64_t line0, st
   return true;
 }
 
-bool pair_panels_bf16_across(const MatrixRef& b, std::int64_t c0, std::int64_t cols,
-                             std::int64_t k0, std::int64_t kc, Part part, int width,
-                             std::int64_t padded, std::uint32_t* dst) {
-  if (b.x.format != Format::bfloat16 || part == Part::lo || b.trans || width % 16 != 0 ||
+bool pair_panels_bf16_across(const MatrixRef& x, bool a_side, std::int64_t line0,
+                             std::int64_t lines, std::int64_t k0, std::int64_t kc, Part part,
+                             int width, std::int64_t padded, std::uint32_t* dst) {
+  const bool lines_contiguous = a_side != x.trans;
+  if (x.x.format != Format::bfloat16 || part == Part::lo || lines_contiguous ||
       numerics::active_simd_path() != numerics::SimdPath::avx512) {
     return false;
   }
-  const auto* base = static_cast<const std::uint16_t*>(b.x.data) + k0 * b.ld + c0;
-  pair_panels_across_avx512(base, b.ld, kc, cols, width, padded, dst);
+  const auto* base = static_cast<const std::uint16_t*>(x.x.data) + k0 * x.ld + line0;
+  pair_panels_across_avx512(base, x.ld, kc, lines, width, padded, dst);
   return true;
 }
 

@@ -48,14 +48,15 @@ bool pair_panel_bf16(const MatrixRef& x, bool a_side, std::int64_t line0, std::i
                      std::int64_t k0, std::int64_t kc, Part part, int width, std::int64_t padded,
                      bool rows_layout, std::uint32_t* dst);
 
-// Every B pair panel of columns [c0, c0 + cols) at once (panel q at dst + q * padded * width,
-// each as pair_panel_bf16 lays out B's) where B is stored as bfloat16 with each depth's
-// columns contiguous (not transposed) and the active SIMD path is avx512: one pass along the
-// depth rows, each read once, instead of a strided pass per panel. Returns false (and writes
-// nothing) elsewhere; pair_panel_bf16_ref per panel is its twin.
-bool pair_panels_bf16_across(const MatrixRef& b, std::int64_t c0, std::int64_t cols,
-                             std::int64_t k0, std::int64_t kc, Part part, int width,
-                             std::int64_t padded, std::uint32_t* dst);
+// Every pair panel of lines [line0, line0 + lines) at once (panel q at dst + q * padded *
+// width, each laid out by pair as pair_panel_bf16 lays it out) where x is stored as bfloat16
+// with each depth's lines contiguous (B not transposed, A transposed) and the active SIMD
+// path is avx512: one pass along the depth rows, each read once, instead of a strided pass
+// per panel. Returns false (and writes nothing) elsewhere; pair_panel_bf16_ref per panel is
+// its twin.
+bool pair_panels_bf16_across(const MatrixRef& x, bool a_side, std::int64_t line0,
+                             std::int64_t lines, std::int64_t k0, std::int64_t kc, Part part,
+                             int width, std::int64_t padded, std::uint32_t* dst);
 
 // The scalar twin of pair_panel_bf16 (which takes AVX-512 where it can): the same words.
 bool pair_panel_bf16_ref(const MatrixRef& x, bool a_side, std::int64_t line0, std::int64_t lines,

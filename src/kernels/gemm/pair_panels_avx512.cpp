@@ -123,12 +123,16 @@ void pair_panels_across_avx512(const std::uint16_t* base, std::int64_t ld, std::
   for (std::int64_t p = 0; p < pairs; ++p) {
     const std::uint16_t* even = base + 2 * p * ld;
     const std::uint16_t* odd = 2 * p + 1 < kc ? even + ld : nullptr;
-    for (std::int64_t c = 0; c < panels * width; c += 16) {
-      const __mmask16 m = first(std::max<std::int64_t>(0, cols - c));
-      const __m512i lo = widen(m, even + c);
-      const __m512i hi = odd != nullptr ? widen(m, odd + c) : _mm512_setzero_si512();
-      _mm512_storeu_si512(dst + (c / width) * padded * width + p * width + c % width,
-                          _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+    for (std::int64_t q = 0; q < panels; ++q) {
+      std::uint32_t* out = dst + q * padded * width + p * width;
+      for (std::int64_t j = 0; j < width; j += 16) {  // lanes past the panel's end not stored
+        const std::int64_t c = q * width + j;
+        const __mmask16 m = first(std::max<std::int64_t>(0, cols - c));
+        const __m512i lo = widen(m, even + c);
+        const __m512i hi = odd != nullptr ? widen(m, odd + c) : _mm512_setzero_si512();
+        _mm512_mask_storeu_epi32(out + j, first(width - j),
+                                 _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+      }
     }
   }
   for (std::int64_t q = 0; q < panels; ++q) {

@@ -24,7 +24,6 @@ void interleave_rows_transposed_avx512(const std::uint16_t* base, std::int64_t l
 // width holds dst[p * width + j] = x[2p][q * width + j] | x[2p + 1][q * width + j] << 16,
 // where x[k] = base + k * ld (16-bit values) and row 2p + 1 is read as zero when 2p + 1 >= kc;
 // zero for columns past cols (to the last panel's end) and pairs past kc's (to `padded`).
-// width a multiple of 16.
 void pair_panels_across_avx512(const std::uint16_t* base, std::int64_t ld, std::int64_t kc,
                                std::int64_t cols, int width, std::int64_t padded,
                                std::uint32_t* dst);
