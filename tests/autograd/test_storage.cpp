@@ -7,10 +7,12 @@
 
 #include "gradcheck.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/kernels/conv.hpp"
 #include "mantissa/kernels/gemm.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/precision/policy.hpp"
 #include "mantissa/tensor/storage.hpp"
+#include "simd_paths.hpp"
 
 namespace mantissa::testing {
 namespace {
@@ -129,6 +131,40 @@ TEST(Storage, ASingleSendersGradientIsMadeInHWithTheBitsTheReceiverWouldRound) {
       }
     }
   }
+}
+
+TEST(Storage, ReluMaxPoolOfBfloat16ValuesIsTheFloat32PoolOfThem) {
+  // relu_max_pool2d of a bfloat16 input under bfloat16 (the kernels on bit patterns where the
+  // CPU has AVX-512, the float32 tiles elsewhere): the output is the float32 pool of the
+  // decoded input, and the gradient its one sender makes for it the scatter of dy =
+  // round(r), both exact in bfloat16. Odd height and width, 7 windows a row.
+  const Shape xs{2, 3, 9, 15}, ys{2, 3, 4, 7};
+  const Tensor x0 = random_tensor(xs, 21).to(Format::bfloat16);
+  const Tensor r = random_tensor(ys, 22);
+  const std::vector<float> xv = x0.to_vector();
+  const std::int64_t planes = 6, in_size = 9 * 15, out_size = 4 * 7;
+  std::vector<float> y_ref(static_cast<std::size_t>(planes * out_size));
+  std::vector<std::int32_t> at(y_ref.size());
+  kernels::relu_max_pool2d_forward_ref(xv.data(), planes, 9, 15, 2, 2, y_ref.data(), at.data());
+  const std::vector<float> dy = rounded(r.to_vector(), Format::bfloat16);
+  std::vector<float> dx_ref(xv.size());
+  kernels::relu_max_pool2d_backward_ref(dy.data(), at.data(), planes, in_size, out_size,
+                                        dx_ref.data());
+  on_each_simd_path(kEverySimdPath, [&](const std::string& path) {
+    precision::Autocast cast({Format::bfloat16, 1});
+    const Variable x(x0.clone(), true);
+    auto probe = std::make_shared<GradientProbe>();
+    probe->next.push_back(x.edge());
+    probe->policy = precision::current_policy();
+    Variable p(x0.clone());
+    p.set_grad_fn(probe);
+    const Variable y = ag::relu_max_pool2d(p, 2, 2);
+    EXPECT_EQ(y.value().format(), Format::bfloat16) << path;
+    EXPECT_EQ(y.value().to_vector(), y_ref) << path;
+    ag::backward(ag::sum(ag::mul(y, Variable(r))));
+    EXPECT_EQ(probe->seen, Format::bfloat16) << path;
+    EXPECT_EQ(probe->values, dx_ref) << path;
+  });
 }
 
 TEST(Storage, NodesKeepOnlyWhatTheirBackwardReads) {
