@@ -102,38 +102,43 @@ inline void merge_bf16(std::uint16_t* p, std::int64_t n, __m512 even, __m512 odd
 
 }  // namespace
 
-void relu_max_pool_2x2_row_avx512(const float* xp, std::int64_t width, std::int64_t oy, float* yp,
-                                  std::int32_t* ap) {
+namespace {
+
+// Output row oy of a plane, 16 windows a step: split(row, n, even, odd) reads n windows'
+// column pairs of an input row as float32, store(i, n, y) writes n outputs from output i on.
+template <class T, class Split, class Store>
+void pool_row(const T* xp, std::int64_t width, std::int64_t oy, std::int32_t* ap, Split&& split,
+              Store&& store) {
   const std::int64_t ow = width / 2;
-  const float* r0 = xp + 2 * oy * width;
-  const float* r1 = r0 + width;
+  const T* r0 = xp + 2 * oy * width;
+  const T* r1 = r0 + width;
   for (std::int64_t ox = 0; ox < ow; ox += 16) {
     const std::int64_t n = std::min<std::int64_t>(16, ow - ox);
     __m512 a, b, c, d;
     split(r0 + 2 * ox, n, a, b);
     split(r1 + 2 * ox, n, c, d);
     const Winners w = winners(a, b, c, d, width, oy, ox);
-    _mm512_mask_storeu_ps(yp + oy * ow + ox, first(n), w.y);
+    store(oy * ow + ox, n, w.y);
     _mm512_mask_storeu_epi32(ap + oy * ow + ox, first(n), w.at);
   }
 }
 
+}  // namespace
+
+void relu_max_pool_2x2_row_avx512(const float* xp, std::int64_t width, std::int64_t oy, float* yp,
+                                  std::int32_t* ap) {
+  pool_row(xp, width, oy, ap, split, [&](std::int64_t i, std::int64_t n, __m512 y) {
+    _mm512_mask_storeu_ps(yp + i, first(n), y);
+  });
+}
+
 void relu_max_pool_2x2_row_bf16_avx512(const std::uint16_t* xp, std::int64_t width, std::int64_t oy,
                                        std::uint16_t* yp, std::int32_t* ap) {
-  const std::int64_t ow = width / 2;
-  const std::uint16_t* r0 = xp + 2 * oy * width;
-  const std::uint16_t* r1 = r0 + width;
-  for (std::int64_t ox = 0; ox < ow; ox += 16) {
-    const std::int64_t n = std::min<std::int64_t>(16, ow - ox);
-    __m512 a, b, c, d;
-    split_bf16(r0 + 2 * ox, n, a, b);
-    split_bf16(r1 + 2 * ox, n, c, d);
-    const Winners w = winners(a, b, c, d, width, oy, ox);
+  pool_row(xp, width, oy, ap, split_bf16, [&](std::int64_t i, std::int64_t n, __m512 y) {
     // A candidate or +0: a bfloat16 value, its high half exact.
-    _mm512_mask_cvtepi32_storeu_epi16(yp + oy * ow + ox, first(n),
-                                      _mm512_srli_epi32(_mm512_castps_si512(w.y), 16));
-    _mm512_mask_storeu_epi32(ap + oy * ow + ox, first(n), w.at);
-  }
+    _mm512_mask_cvtepi32_storeu_epi16(yp + i, first(n),
+                                      _mm512_srli_epi32(_mm512_castps_si512(y), 16));
+  });
 }
 
 namespace {

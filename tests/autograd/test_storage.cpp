@@ -76,6 +76,18 @@ struct GradientProbe : autograd::Node {
   }
 };
 
+// An input x0 whose producer is a probe (so that the op reading it has one sender and makes its
+// gradient in H), and the leaf behind the probe.
+struct ProbedInput {
+  Variable leaf, input;
+  std::shared_ptr<GradientProbe> probe = std::make_shared<GradientProbe>();
+  explicit ProbedInput(const Tensor& x0) : leaf(x0.clone(), true), input(x0.clone()) {
+    probe->next.push_back(leaf.edge());
+    probe->policy = precision::current_policy();
+    input.set_grad_fn(probe);
+  }
+};
+
 // v rounded to h to nearest-even by the scalar codec.
 std::vector<float> rounded(std::vector<float> v, Format h) {
   std::vector<std::uint8_t> bits(v.size() * 4);
@@ -106,12 +118,9 @@ TEST(Storage, ASingleSendersGradientIsMadeInHWithTheBitsTheReceiverWouldRound) {
     const std::vector<float> p2 = input_gradient(g2, rounded(w2.to_vector(), h), rows, in, out);
     for (int senders : {1, 2}) {
       precision::Autocast cast({h, 1});
-      const Variable x(x0.clone(), true);
-      auto probe = std::make_shared<GradientProbe>();
-      probe->next.push_back(x.edge());
-      probe->policy = precision::current_policy();
-      Variable p(x0.clone());
-      p.set_grad_fn(probe);
+      const ProbedInput in(x0);
+      const Variable& p = in.input;
+      const auto& probe = in.probe;
       const Variable a(w1.clone(), true), b(w2.clone(), true);
       Variable loss = ag::sum(ag::mul(ag::linear(p, a, Variable()), Variable(r1)));
       if (senders == 2) {
@@ -152,13 +161,9 @@ TEST(Storage, ReluMaxPoolOfBfloat16ValuesIsTheFloat32PoolOfThem) {
                                         dx_ref.data());
   on_each_simd_path(kEverySimdPath, [&](const std::string& path) {
     precision::Autocast cast({Format::bfloat16, 1});
-    const Variable x(x0.clone(), true);
-    auto probe = std::make_shared<GradientProbe>();
-    probe->next.push_back(x.edge());
-    probe->policy = precision::current_policy();
-    Variable p(x0.clone());
-    p.set_grad_fn(probe);
-    const Variable y = ag::relu_max_pool2d(p, 2, 2);
+    const ProbedInput in(x0);
+    const auto& probe = in.probe;
+    const Variable y = ag::relu_max_pool2d(in.input, 2, 2);
     EXPECT_EQ(y.value().format(), Format::bfloat16) << path;
     EXPECT_EQ(y.value().to_vector(), y_ref) << path;
     ag::backward(ag::sum(ag::mul(y, Variable(r))));

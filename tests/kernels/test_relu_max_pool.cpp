@@ -35,17 +35,26 @@ struct Case {
 };
 // Widths of 7 and 14 windows (Fashion-MNIST's planes), a row of more than 16 windows with a
 // tail, odd heights and widths (a last row or column in no window), overlapping windows.
+// A case's output sizes on `planes` planes: oh, ow and their product with planes.
+struct Outputs {
+  std::int64_t oh, ow;
+  std::size_t count;
+};
+Outputs outputs(const Case& c, std::int64_t planes) {
+  const std::int64_t oh = (c.h - c.kernel) / c.stride + 1, ow = (c.w - c.kernel) / c.stride + 1;
+  return {oh, ow, static_cast<std::size_t>(planes * oh * ow)};
+}
+
 constexpr Case kCases[] = {{28, 28, 2, 2}, {14, 14, 2, 2}, {7, 7, 2, 2},  {5, 33, 2, 2},
                            {6, 40, 2, 2},  {3, 70, 2, 2},  {9, 11, 3, 2}, {4, 4, 1, 1}};
 
 TEST(ReluMaxPool, VectorRowsMatchTheTwinAndReluThenMaxPool) {
   testing::on_each_simd_path(testing::kEverySimdPath, [](const std::string& path) {
     for (const Case c : kCases) {
-      const std::int64_t planes = 3, oh = (c.h - c.kernel) / c.stride + 1,
-                         ow = (c.w - c.kernel) / c.stride + 1;
+      constexpr std::int64_t planes = 3;
+      const auto [oh, ow, out] = outputs(c, planes);
       const auto x = values(static_cast<std::size_t>(planes * c.h * c.w),
                             static_cast<unsigned>(c.h * 100 + c.w));
-      const std::size_t out = static_cast<std::size_t>(planes * oh * ow);
       std::vector<float> y(out), y_ref(out), y_plain(out);
       std::vector<std::int32_t> at(out), at_ref(out), at_plain(out);
       relu_max_pool2d_forward(x.data(), planes, c.h, c.w, c.kernel, c.stride, y.data(), at.data());
@@ -76,11 +85,10 @@ TEST(ReluMaxPool, BackwardMatchesTheScatterTwinBitForBit) {
   testing::on_each_simd_path(testing::kEverySimdPath, [](const std::string& path) {
     for (const Case c : kCases) {
       if (c.kernel != c.stride) continue;  // overlapping windows: max_pool2d's sums
-      const std::int64_t planes = 3, oh = (c.h - c.kernel) / c.stride + 1,
-                         ow = (c.w - c.kernel) / c.stride + 1;
+      constexpr std::int64_t planes = 3;
+      const auto [oh, ow, out] = outputs(c, planes);
       const auto x = values(static_cast<std::size_t>(planes * c.h * c.w),
                             static_cast<unsigned>(c.h * 10 + c.w));
-      const std::size_t out = static_cast<std::size_t>(planes * oh * ow);
       std::vector<float> y(out);
       std::vector<std::int32_t> at(out);
       relu_max_pool2d_forward_ref(x.data(), planes, c.h, c.w, c.kernel, c.stride, y.data(),
@@ -149,11 +157,10 @@ TEST(ReluMaxPool, Bf16KernelsMatchTheTwinsOnDecodedValues) {
     return;
   }
   for (const Case c : kCases) {
-    const std::int64_t planes = 3, oh = (c.h - c.kernel) / c.stride + 1,
-                       ow = (c.w - c.kernel) / c.stride + 1;
+    constexpr std::int64_t planes = 3;
+    const auto [oh, ow, out] = outputs(c, planes);
     const auto x = bf16_patterns(static_cast<std::size_t>(planes * c.h * c.w),
                                  static_cast<unsigned>(c.h * 7 + c.w));
-    const std::size_t out = static_cast<std::size_t>(planes * oh * ow);
     std::vector<std::uint16_t> y(out, 0x1234);
     std::vector<std::int32_t> at(out, 77);
     const bool taken = relu_max_pool2d_forward_bf16(x.data(), planes, c.h, c.w, c.kernel, c.stride,
