@@ -3,11 +3,13 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <new>
 
 #include "mantissa/kernels/scratch.hpp"
 #include "packing.hpp"
+#include "part_copies.hpp"
 
 namespace mantissa::kernels::gemm_detail {
 namespace {
@@ -45,7 +47,7 @@ ThreadScratch& thread_scratch() {
 }
 struct Job {
   GemmShape s;
-  MatrixRef a, b;
+  PartCopies a_parts, b_parts;  // the operands, each part where its passes read it
   PassList passes;
   const GemmEpilogue* epilogue;
   MicroKernelInfo kern;
@@ -180,30 +182,34 @@ void run_thread(const Job& job, int t, int threads) {
       const bool busy = r0 < r1 && q0 < q1;
       if (!busy) continue;
       for (int p = 0; p < job.passes.count; ++p) {
-        const Pass& pass = job.passes.pass[p];
+        // Where this pass reads its parts of A and B (a bfloat16 copy of a part, or the
+        // operand itself with the part applied while packing).
+        const PartSource a_src = job.a_parts.source(job.passes.pass[p].a);
+        const PartSource b_src = job.b_parts.source(job.passes.pass[p].b);
         for (std::int64_t d = 0; d < depth_blocks; ++d) {
           const std::int64_t k0 = d * depth, kc = std::min(depth, s.k - k0);
           const bool first = p == 0 && d == 0;
           const bool last = p + 1 == job.passes.count && d + 1 == depth_blocks;
           // Depth pairs of the pair kernels, padded to their block.
           const std::int64_t kp = ceil_div((kc + 1) / 2, job.kern.pair_block) * job.kern.pair_block;
-          if (pairs && pair_panels_bf16_across(
-                           job.b, false, j0 + q0 * nr, std::min(q1 * nr, cols) - q0 * nr, k0, kc,
-                           pass.b, nr, kp, reinterpret_cast<std::uint32_t*>(bbuf) + q0 * kp * nr)) {
+          if (pairs &&
+              pair_panels_bf16_across(b_src.x, false, j0 + q0 * nr,
+                                      std::min(q1 * nr, cols) - q0 * nr, k0, kc, b_src.part, nr, kp,
+                                      reinterpret_cast<std::uint32_t*>(bbuf) + q0 * kp * nr)) {
             // the thread's B panels in one pass along the depth rows
           } else if (pairs) {
             auto* words = reinterpret_cast<std::uint32_t*>(bbuf);
             for (std::int64_t q = q0; q < q1; ++q) {
               const std::int64_t c0 = j0 + q * nr, width = std::min(nr * (q + 1), cols) - q * nr;
-              if (pair_panel_bf16(job.b, false, c0, width, k0, kc, pass.b, nr, kp, false,
+              if (pair_panel_bf16(b_src.x, false, c0, width, k0, kc, b_src.part, nr, kp, false,
                                   words + q * kp * nr)) {
                 continue;  // pair panels straight from bf16 storage
               }
-              pack_b(job.b, k0, kc, c0, width, pass.b, nr, panel);
+              pack_b(b_src.x, k0, kc, c0, width, b_src.part, nr, panel);
               pair_panel_padded(panel, kc, nr, kp, false, words + q * kp * nr);
             }
           } else {
-            pack_b(job.b, k0, kc, j0 + q0 * nr, std::min(q1 * nr, cols) - q0 * nr, pass.b, nr,
+            pack_b(b_src.x, k0, kc, j0 + q0 * nr, std::min(q1 * nr, cols) - q0 * nr, b_src.part, nr,
                    bbuf + q0 * kc * nr);
           }
           for (std::int64_t ib = r0; ib < r1; ib += bl.mc) {
@@ -214,16 +220,16 @@ void run_thread(const Job& job, int t, int threads) {
               // The A panels by pair (not AMX's rows) in one pass along the depth rows where
               // it can, else panel by panel.
               const bool across =
-                  !job.kern.a_rows &&
-                  pair_panels_bf16_across(job.a, true, i0 + ib, mc, k0, kc, pass.a, mr, kp, awords);
+                  !job.kern.a_rows && pair_panels_bf16_across(a_src.x, true, i0 + ib, mc, k0, kc,
+                                                              a_src.part, mr, kp, awords);
               for (std::int64_t ir = 0; !across && ir * mr < mc; ++ir) {
                 const std::int64_t r0 = i0 + ib + ir * mr;
                 const std::int64_t height = std::min<std::int64_t>(mr, mc - ir * mr);
-                if (pair_panel_bf16(job.a, true, r0, height, k0, kc, pass.a, mr, kp,
+                if (pair_panel_bf16(a_src.x, true, r0, height, k0, kc, a_src.part, mr, kp,
                                     job.kern.a_rows, awords + ir * kp * mr)) {
                   continue;
                 }
-                pack_a(job.a, r0, height, k0, kc, pass.a, mr, panel);
+                pack_a(a_src.x, r0, height, k0, kc, a_src.part, mr, panel);
                 pair_panel_padded(panel, kc, mr, kp, job.kern.a_rows, awords + ir * kp * mr);
               }
               if (job.kern.enter != nullptr) job.kern.enter();
@@ -235,7 +241,7 @@ void run_thread(const Job& job, int t, int threads) {
                 }
               }
             } else {
-              pack_a(job.a, i0 + ib, mc, k0, kc, pass.a, mr, abuf);
+              pack_a(a_src.x, i0 + ib, mc, k0, kc, a_src.part, mr, abuf);
               for (std::int64_t q = q0; q < q1; ++q) {
                 const float* bpanel = bbuf + q * kc * nr;
                 for (std::int64_t ir = 0; ir * mr < mc; ++ir) {
@@ -296,11 +302,29 @@ void blocked_gemm(const GemmShape& s, const Operand& a, const Operand& b, const 
   const Blocking bl = blocking_for(kern);
   std::atomic<bool> failed{false};
   const bool one_depth = s.k <= depth_of(s, kern, bl) && passes.count == 1;
-  const Job job{
-      s,      {a, s.trans_a, s.lda}, {b, s.trans_b, s.ldb}, passes, &epilogue, kern, bl, one_depth,
-      &failed};
   const bool parallel = all_threads && !omp_in_parallel() && omp_get_max_threads() > 1 &&
                         s.flops() >= 2.0 * 64 * 64 * 64;
+  // A pair kernel reads bfloat16 pair words: an operand stored otherwise gets a bfloat16 copy
+  // of each part its passes read, made once here (PartCopies).
+  std::array<bool, 3> a_used{}, b_used{};
+  if (kern.pair_fn != nullptr) {
+    for (int p = 0; p < passes.count; ++p) {
+      a_used[static_cast<std::size_t>(passes.pass[p].a)] = true;
+      b_used[static_cast<std::size_t>(passes.pass[p].b)] = true;
+    }
+  }
+  thread_local std::array<ScratchBuffer, 3> a_room, b_room;
+  const Job job{s,
+                PartCopies({a, s.trans_a, s.lda}, s.trans_a ? s.k : s.m, s.trans_a ? s.m : s.k,
+                           a_used, a_room, parallel),
+                PartCopies({b, s.trans_b, s.ldb}, s.trans_b ? s.n : s.k, s.trans_b ? s.k : s.n,
+                           b_used, b_room, parallel),
+                passes,
+                &epilogue,
+                kern,
+                bl,
+                one_depth,
+                &failed};
   if (parallel) {
 #pragma omp parallel
     run_thread(job, omp_get_thread_num(), omp_get_num_threads());
