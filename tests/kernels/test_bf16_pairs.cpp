@@ -49,10 +49,6 @@ std::vector<std::uint32_t> random_words(std::size_t n, unsigned seed) {
   return w;
 }
 
-void skip_without_units() {
-  if (!bf16_pairs_available()) GTEST_SKIP() << "this CPU has no AVX512-BF16: the pair kernels";
-}
-
 TEST(Bf16Pairs, TwinRoundsEachStepInTheInstructionsOrder) {
   // Hand-derived: c = 2^24, then + 1 (high pair) rounds to 2^24 (a tie, to even), then + 1
   // again: 2^24, where the exact sum 2^24 + 2 is a float32 value.
@@ -88,7 +84,7 @@ TEST(Bf16Pairs, TwinRoundsEachStepInTheInstructionsOrder) {
 }
 
 TEST(Bf16Pairs, ProductMatchesTwinBitForBit) {
-  skip_without_units();
+  if (!bf16_pairs_available()) GTEST_SKIP() << "this CPU has no AVX512-BF16: the pair kernels";
   struct Case {
     std::int64_t m, n, pairs;
   };
