@@ -98,34 +98,32 @@ void BM_attention(benchmark::State& state, bool backward, Format half, GemmRoute
       benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// The same heads as GPT-ref's model runs them: q, k and v as columns of one bfloat16
-// [8, 256, 3 x 384] tensor (the fused QKV product's output), o and dO bfloat16 [8, 256, 384],
-// the gradient bfloat16 [8, 256, 3 x 384] (autograd's ops_attention.cpp).
-void BM_attention_model(benchmark::State& state, bool backward, GemmRoute route) {
+// The same heads as GPT-ref's model runs them: q, k and v as columns of one [8, 256, 3 x 384]
+// tensor (the fused QKV product's output), o and dO [8, 256, 384], the gradient
+// [8, 256, 3 x 384] (autograd's ops_attention.cpp), all stored in `f`: bfloat16 as a bfloat16
+// run stores them, float32 as a float32 run does.
+void BM_attention_model(benchmark::State& state, bool backward, Format f, GemmRoute route) {
   const k::AttentionShape s{8, 6, 256, 64};
   const std::int64_t c = s.heads * s.d, rows = s.batch * s.t;
-  const auto qkv = values(static_cast<std::size_t>(rows * 3 * c), Format::bfloat16, 3);
-  const auto g = values(static_cast<std::size_t>(rows * c), Format::bfloat16, 6);
-  std::vector<std::uint16_t> o(static_cast<std::size_t>(rows * c));
+  const std::int64_t bytes = mantissa::numerics::traits(f).storage_bytes;
+  const auto qkv = values(static_cast<std::size_t>(rows * 3 * c), f, 3);
+  const auto g = values(static_cast<std::size_t>(rows * c), f, 6);
+  std::vector<std::uint8_t> o(static_cast<std::size_t>(rows * c * bytes));
   std::vector<float> lse(static_cast<std::size_t>(s.batch * s.heads * s.t));
-  std::vector<std::uint16_t> d(static_cast<std::size_t>(rows * 3 * c));
+  std::vector<std::uint8_t> d(static_cast<std::size_t>(rows * 3 * c * bytes));
   k::AttentionPrecision pr;
-  pr.half = Format::bfloat16;
-  pr.gemm = {Format::bfloat16, 1, k::GemmAlgorithm::automatic, route};
+  pr.half = f;
+  pr.gemm = {f, 1, k::GemmAlgorithm::automatic, route};
   const k::HeadLayout in = k::HeadLayout::interleaved(s, 3 * c),
                       out = k::HeadLayout::interleaved(s, c);
-  const auto at = [&](std::int64_t offset) {
-    return k::Operand{qkv.data() + 2 * offset, Format::bfloat16};
-  };
+  const auto at = [&](std::int64_t offset) { return k::Operand{qkv.data() + bytes * offset, f}; };
   const float scale = 0.125f;
   for (auto _ : state) {
-    k::attention_forward(s, in, at(0), at(c), at(2 * c), out, {o.data(), Format::bfloat16},
-                         lse.data(), scale, pr);
+    k::attention_forward(s, in, at(0), at(c), at(2 * c), out, {o.data(), f}, lse.data(), scale, pr);
     if (backward) {
-      k::attention_backward(s, in, at(0), at(c), at(2 * c), out, {o.data(), Format::bfloat16},
-                            {g.data(), Format::bfloat16}, lse.data(),
-                            {d.data(), d.data() + c, d.data() + 2 * c, Format::bfloat16}, scale,
-                            pr);
+      k::attention_backward(
+          s, in, at(0), at(c), at(2 * c), out, {o.data(), f}, {g.data(), f}, lse.data(),
+          {d.data(), d.data() + bytes * c, d.data() + 2 * bytes * c, f}, scale, pr);
     }
     benchmark::DoNotOptimize(o.data());
   }
@@ -247,13 +245,15 @@ void register_all() {
     const std::string what = backward ? "attention/forward_backward/" : "attention/forward/";
     add(what + "float32/b8h6t256d64", BM_attention, backward, Format::float32,
         GemmRoute::automatic);
+    add(what + "float32/gpt_ref_layout", BM_attention_model, backward, Format::float32,
+        GemmRoute::automatic);
     for (GemmRoute r : {GemmRoute::automatic, GemmRoute::onednn_fp32, GemmRoute::bf16,
                         GemmRoute::onednn_bf16, GemmRoute::amx}) {
       if (!k::route_unavailable(r, Format::bfloat16).empty() && r != GemmRoute::automatic) continue;
       add(what + "bfloat16_" + std::string(k::route_name(r)) + "/b8h6t256d64", BM_attention,
           backward, Format::bfloat16, r);
       add(what + "bfloat16_" + std::string(k::route_name(r)) + "/gpt_ref_layout",
-          BM_attention_model, backward, r);
+          BM_attention_model, backward, Format::bfloat16, r);
     }
   }
 }

@@ -13,6 +13,7 @@
 #include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/kernels/scratch.hpp"
 #include "mantissa/numerics/convert.hpp"
+#include "row_prefetch.hpp"
 #include "vector_exp.hpp"
 
 namespace mantissa::kernels {
@@ -138,6 +139,7 @@ HeadRows head_rows(const Operand& x, std::int64_t ld, std::int64_t t, std::int64
   float* out = sized(slot, t * d);
   const int bytes = numerics::traits(x.format).storage_bytes;
   for (std::int64_t r = 0; r < t; ++r) {
+    prefetch_row_ahead(x.data, r, t, ld * bytes, d * bytes, false);
     numerics::decode_array(static_cast<const char*>(x.data) + r * ld * bytes,
                            static_cast<std::size_t>(d), x.format, out + r * d);
   }

@@ -11,6 +11,7 @@
 #include "mantissa/kernels/scratch.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
+#include "row_prefetch.hpp"
 
 namespace mantissa::kernels::attention_detail {
 namespace {
@@ -112,6 +113,7 @@ void encode_rows(const float* x, std::int64_t rows, std::int64_t n, std::int64_t
   }
   const int bytes = numerics::traits(f).storage_bytes;
   for (std::int64_t r = 0; r < rows; ++r) {
+    prefetch_row_ahead(out, r, rows, ldo * bytes, n * bytes, true);
     numerics::encode_array(x + r * ldx, static_cast<std::size_t>(n), f,
                            static_cast<char*>(out) + r * ldo * bytes);
   }

@@ -7,6 +7,7 @@
 #include "mantissa/error.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
+#include "row_prefetch.hpp"
 
 namespace mantissa::kernels {
 namespace {
@@ -61,6 +62,7 @@ void to_bf16_rows(const float* x, std::int64_t rows, std::int64_t n, std::int64_
     return;
   }
   for (std::int64_t r = 0; r < rows; ++r) {
+    prefetch_row_ahead(out, r, rows, ldo * 2, n * 2, true);
     numerics::encode_array(x + r * ldx, static_cast<std::size_t>(n), numerics::Format::bfloat16,
                            out + r * ldo);
     if (n % 2 != 0) out[r * ldo + n] = 0;
