@@ -198,10 +198,11 @@ void onednn_gemm(const GemmShape& s, const Operand& a, const Operand& b,
   }
   g.k = k2;
   g.ldc = s.n;
-  // A and C a block of rows at a time: scratch stays the size of a block, not of the operand.
-  constexpr std::int64_t kBlockRows = 512;
+  // A and C a block of rows at a time (onednn_block_rows).
   const int a_bytes = numerics::traits(a.format).storage_bytes;
   const bool a_direct = direct(a, passes, true, kBf16);
+  const std::int64_t kBlockRows = gemm_detail::onednn_block_rows(
+      s.m, (a_direct ? 0 : k2 * static_cast<std::int64_t>(sizeof(T))) + s.n * 4);
   for (std::int64_t i0 = 0; i0 < s.m; i0 += kBlockRows) {
     const std::int64_t rows = std::min(kBlockRows, s.m - i0);
     GemmShape gb = g;
@@ -241,6 +242,12 @@ void onednn_gemm(const GemmShape& s, const Operand& a, const Operand& b,
 }  // namespace
 
 namespace gemm_detail {
+
+std::int64_t onednn_block_rows(std::int64_t m, std::int64_t row_bytes) {
+  constexpr std::int64_t kScratchBudget = std::int64_t{16} << 20, kMinRows = 512;
+  const std::int64_t fit = kScratchBudget / std::max<std::int64_t>(row_bytes, 1);
+  return std::clamp(fit, kMinRows, std::max(m, kMinRows));
+}
 
 void onednn_bf16_gemm(const GemmShape& s, const Operand& a, const Operand& b,
                       const PassList& passes, const GemmEpilogue& epilogue, bool all_threads) {
