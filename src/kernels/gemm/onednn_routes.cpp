@@ -201,10 +201,10 @@ void onednn_gemm(const GemmShape& s, const Operand& a, const Operand& b,
   // A and C a block of rows at a time (onednn_block_rows).
   const int a_bytes = numerics::traits(a.format).storage_bytes;
   const bool a_direct = direct(a, passes, true, kBf16);
-  const std::int64_t kBlockRows = gemm_detail::onednn_block_rows(
+  const std::int64_t block_rows = gemm_detail::onednn_block_rows(
       s.m, (a_direct ? 0 : k2 * static_cast<std::int64_t>(sizeof(T))) + s.n * 4);
-  for (std::int64_t i0 = 0; i0 < s.m; i0 += kBlockRows) {
-    const std::int64_t rows = std::min(kBlockRows, s.m - i0);
+  for (std::int64_t i0 = 0; i0 < s.m; i0 += block_rows) {
+    const std::int64_t rows = std::min(block_rows, s.m - i0);
     GemmShape gb = g;
     gb.m = rows;
     const void* first_row =
