@@ -1,6 +1,6 @@
-// The block quantizers' bands on the AVX-512 units (block_bands.hpp): which specs they take,
-// the element grid and the tile multipliers, and the band loop on all threads around the
-// AVX-512 bodies (block_bands_avx512.cpp).
+// The block quantizers' bands (block_bands.hpp): which specs they take, the element grid and
+// the tile multipliers, and the band loop on all threads around the bodies of this CPU's path
+// (block_bands_avx512.cpp, or block_bands_avx2.cpp where AVX2 is the best path).
 #include "block_bands.hpp"
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "block_bands_avx2.hpp"
 #include "block_bands_avx512.hpp"
 #include "mantissa/kernels/parallel.hpp"
 #include "mantissa/numerics/convert.hpp"
@@ -32,8 +33,13 @@ numerics::Rounding rounding_of(const BlockSpec& spec) {
 
 enum class Output : std::uint8_t { values, codes };
 
+// Whether the bands run on the AVX-512 units (else on AVX2: block_bands_avx2.hpp).
+bool on_avx512() {
+  return numerics::active_simd_path() == numerics::SimdPath::avx512;
+}
+
 bool takes(const BlockSpec& spec, Format x_format, std::int64_t cols, Output output) {
-  if (numerics::active_simd_path() != numerics::SimdPath::avx512) return false;
+  if (numerics::active_simd_path() == numerics::SimdPath::scalar) return false;
   if (!valid_settings(spec)) return false;
   if (x_format != Format::float32 && x_format != Format::bfloat16) return false;
   if (rounding_of(spec) != numerics::Rounding::nearest_even) return false;
@@ -49,6 +55,16 @@ bool takes(const BlockSpec& spec, Format x_format, std::int64_t cols, Output out
   if (output == Output::codes) return element_of(spec) != Format::float4_e2m1 || cols % 2 == 0;
   const auto* fp8 = std::get_if<numerics::Fp8BlockSettings>(&spec);
   return fp8 == nullptr || fp8->power_of_two;  // values: power-of-two scales
+}
+
+// The band bodies of this CPU's path.
+void band_amax(const BandRows& in, std::int64_t tile_cols, std::uint32_t* amax,
+               std::uint16_t* scratch) {
+  if (on_avx512()) {
+    band_amax_avx512(in, tile_cols, amax, scratch);
+  } else {
+    band_amax_avx2(in, tile_cols, amax, scratch);
+  }
 }
 
 float codec_value(const void* ctx, float y) {
@@ -184,7 +200,7 @@ void over_bands(const void* x, Format x_format, std::int64_t rows, std::int64_t 
           const auto n = static_cast<std::size_t>((g1 - g0) * grid_cols);
           std::fill(a.amax.begin(), a.amax.begin() + static_cast<std::ptrdiff_t>(n), 0u);
           for (std::int64_t band = g0; band < g1; ++band) {
-            band_amax_avx512(rows_of(band), tile.cols, a.amax.data() + (band - g0) * grid_cols,
+            band_amax(rows_of(band), tile.cols, a.amax.data() + (band - g0) * grid_cols,
                              bits16 ? scratch.data() : nullptr);
           }
           a.multipliers(spec, n, global_encode);
@@ -240,7 +256,7 @@ float global_amax(const void* x, Format x_format, std::int64_t rows, std::int64_
       [&](std::int64_t r0, std::int64_t r1) {
         std::vector<std::uint32_t> amax(static_cast<std::size_t>(cols), 0u);
         std::vector<std::uint16_t> scratch(bits16 ? static_cast<std::size_t>(cols) : 0);
-        band_amax_avx512(BandRows{x, bits16, cols, r0, r1}, 1, amax.data(),
+        band_amax(BandRows{x, bits16, cols, r0, r1}, 1, amax.data(),
                          bits16 ? scratch.data() : nullptr);
         const std::uint32_t m = amax.empty() ? 0u : *std::max_element(amax.begin(), amax.end());
 #pragma omp critical(mantissa_bands_global_amax)
@@ -261,7 +277,7 @@ static_assert(static_cast<int>(MxRule::floor) == static_cast<int>(numerics::MxSc
 // path's facts (mx_tiles_avx512.cpp); nullopt for every other spec (takes() has been asked).
 std::optional<MxTiles> one_pass(const BlockSpec& spec, Format x_format, std::int64_t cols) {
   const auto* mx = std::get_if<numerics::MxSettings>(&spec);
-  if (mx == nullptr || (x_format != Format::bfloat16 && x_format != Format::float32)) {
+  if (mx == nullptr || !on_avx512() || (x_format != Format::bfloat16 && x_format != Format::float32)) {
     return std::nullopt;
   }
   const bool row_tiles = mx->tile == numerics::TileShape{1, 32} && cols % 32 == 0;
@@ -350,7 +366,7 @@ TileMultipliers tile_multipliers(const BlockSpec& spec, float amax) {
   return {encode, 1.0f / encode};
 }
 
-std::optional<bool> quantize_to_bf16_avx512(const void* x, Format x_format, std::int64_t rows,
+std::optional<bool> quantize_to_bf16_bands(const void* x, Format x_format, std::int64_t rows,
                                             std::int64_t cols, const BlockSpec& spec,
                                             std::uint16_t* out) {
   if (!takes(spec, x_format, cols, Output::values)) return std::nullopt;
@@ -364,7 +380,10 @@ std::optional<bool> quantize_to_bf16_avx512(const void* x, Format x_format, std:
         static_cast<const std::uint8_t*>(x) + r0 * cols * numerics::traits(x_format).storage_bytes,
         x_format, r1 - r0, cols, spec, &grid, 1.0f,
         [&](std::int64_t, const BandRows& in, const BandScales& s) {
-          if (!band_values_avx512(in, s, grid, codec, out + r0 * cols)) {
+          const bool exact = on_avx512()
+                                 ? band_values_avx512(in, s, grid, codec, out + r0 * cols)
+                                 : band_values_avx2(in, s, grid, codec, out + r0 * cols);
+          if (!exact) {
 #pragma omp atomic write
             wrong_any = 1u;
           }
@@ -387,7 +406,7 @@ std::optional<bool> quantize_to_bf16_avx512(const void* x, Format x_format, std:
   return wrong_any == 0;
 }
 
-std::optional<PackedBlocks> quantize_packed_avx512(const void* x, Format x_format,
+std::optional<PackedBlocks> quantize_packed_bands(const void* x, Format x_format,
                                                    std::int64_t rows, std::int64_t cols,
                                                    const BlockSpec& spec) {
   // (quantize_packed has refused negative sizes and a product that overflows.)
@@ -437,7 +456,11 @@ std::optional<PackedBlocks> quantize_packed_avx512(const void* x, Format x_forma
   const numerics::Layout& e4m3 = numerics::layout(Format::float8_e4m3);
   over_bands(x, x_format, rows, cols, spec, &grid, global_encode,
              [&](std::int64_t band, const BandRows& in, const BandScales& s) {
-               band_codes_avx512(in, s, grid, codec, p.elements.data());
+               if (on_avx512()) {
+                 band_codes_avx512(in, s, grid, codec, p.elements.data());
+               } else {
+                 band_codes_avx2(in, s, grid, codec, p.elements.data());
+               }
                const auto first = static_cast<std::size_t>(band * grid_cols);
                for (std::int64_t t = 0; t < grid_cols; ++t) {
                  const float d = s.decode[t];

@@ -1,10 +1,11 @@
 #pragma once
-// Internal: the block quantizers on the AVX-512 units (block_bands.cpp), band of tile rows by
-// band on all threads: the tile amaxes, the quantizer's scale per tile, then each element
+// Internal: the block quantizers' fast bands (block_bands.cpp), on the AVX-512 units or, where
+// AVX2 is the best path, on AVX2 (block_bands_avx2.hpp), band of tile rows by band on all
+// threads: the tile amaxes, the quantizer's scale per tile, then each element
 // scaled, rounded to the element format (nearest-even, saturating) in float32 bit
 // arithmetic and written as a bfloat16 value (quantize_to_bf16) or as its code
 // (quantize_packed). The same bits as the numerics quantizers; the callers fall back to the
-// AVX2 / codec paths where these do not take the spec.
+// codec paths where these do not take the spec.
 #include <optional>
 
 #include "block_bands_avx512.hpp"
@@ -28,20 +29,20 @@ Format element_of(const BlockSpec& spec);
 bool valid_settings(const BlockSpec& spec);
 
 // An element format's grid in float32 terms, and its codec for one element (nearest-even,
-// saturating): what the AVX-512 bands and the AVX2 path of block_values.cpp both round with.
+// saturating): what the bands and quantize_to_bf16's own loop (block_values.cpp) round with.
 BandGrid grid_of(Format element);
 ElementCodec codec_of(Format element);
 
-// quantize_to_bf16's answer and values on the AVX-512 units; nullopt where they do not take
-// the input (no AVX-512, a tile neither one column wide nor a multiple of 16 columns wide).
-std::optional<bool> quantize_to_bf16_avx512(const void* x, Format x_format, std::int64_t rows,
+// quantize_to_bf16's answer and values on the bands; nullopt where they do not take the input
+// (the scalar path, a tile neither one column wide nor a multiple of 16 columns wide).
+std::optional<bool> quantize_to_bf16_bands(const void* x, Format x_format, std::int64_t rows,
                                             std::int64_t cols, const BlockSpec& spec,
                                             std::uint16_t* out);
 
-// quantize_packed's result on the AVX-512 units for MX and fp8 blocks with nearest-even
+// quantize_packed's result on the bands for MX and fp8 blocks with nearest-even
 // rounding: one-byte elements, or fp4 two a byte where cols is even; nullopt where they do
 // not take the input.
-std::optional<PackedBlocks> quantize_packed_avx512(const void* x, Format x_format,
+std::optional<PackedBlocks> quantize_packed_bands(const void* x, Format x_format,
                                                    std::int64_t rows, std::int64_t cols,
                                                    const BlockSpec& spec);
 

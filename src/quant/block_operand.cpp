@@ -194,7 +194,7 @@ PackedBlocks quantize_packed(const void* x, Format x_format, std::int64_t rows, 
                              const BlockSpec& spec) {
   check_sizes("quantize_packed", rows, cols);
   if (std::optional<PackedBlocks> fast =
-          detail::quantize_packed_avx512(x, x_format, rows, cols, spec)) {
+          detail::quantize_packed_bands(x, x_format, rows, cols, spec)) {
     return std::move(*fast);
   }
   // NVFP4 quantized in bands needs the matrix's global amax first (nullopt: the whole matrix
@@ -302,7 +302,7 @@ namespace {
 // dequantize_to_bf16 on the AVX-512 units (block_bands_avx512.cpp): a table permute per 16
 // codes, row by row with the tiles' multipliers; nullopt where they do not take q (no
 // AVX-512, a tile neither one column wide nor a multiple of 16 wide, fp4 rows of odd length).
-std::optional<bool> dequantize_to_bf16_avx512(const PackedBlocks& q, std::uint16_t* out) {
+std::optional<bool> dequantize_to_bf16_bands(const PackedBlocks& q, std::uint16_t* out) {
   const bool packed = q.element == Format::float4_e2m1;
   if (numerics::active_simd_path() != numerics::SimdPath::avx512 || q.tile.rows < 1 ||
       (q.tile.cols != 1 && q.tile.cols % 16 != 0) || (packed && q.cols % 2 != 0)) {
@@ -364,7 +364,7 @@ std::optional<bool> dequantize_to_bf16_avx512(const PackedBlocks& q, std::uint16
 }  // namespace
 
 bool dequantize_to_bf16(const PackedBlocks& q, std::uint16_t* out) {
-  if (const std::optional<bool> fast = dequantize_to_bf16_avx512(q, out)) return *fast;
+  if (const std::optional<bool> fast = dequantize_to_bf16_bands(q, out)) return *fast;
   std::uint32_t bad_any = 0;
   parallel_chunks(
       q.rows,

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "band_grid_avx2.hpp"
 #include "block_bands.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/parallel.hpp"
@@ -55,26 +56,6 @@ inline std::uint32_t max_lane(V v) {
   return static_cast<std::uint32_t>(_mm_cvtsi128_si32(m));
 }
 
-// 8 finite y rounded to the grid: normal magnitudes keep m mantissa bits (nearest-even on the
-// bits), smaller ones round to multiples of the subnormal spacing by one float add; then
-// saturated at max; the sign kept.
-inline __m256 round8(__m256 y, const detail::BandGrid& g) {
-  const __m256 sign_mask = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)));
-  const __m256 a = _mm256_andnot_ps(sign_mask, y);
-  const int shift = 23 - g.mantissa_bits;
-  const V b = _mm256_castps_si256(a);
-  const V lsb = _mm256_and_si256(_mm256_srli_epi32(b, shift), _mm256_set1_epi32(1));
-  const V rounded = _mm256_and_si256(
-      _mm256_add_epi32(b, _mm256_add_epi32(_mm256_set1_epi32((1 << (shift - 1)) - 1), lsb)),
-      _mm256_set1_epi32(static_cast<int>(~((1u << shift) - 1u))));
-  const __m256 magic = _mm256_set1_ps(g.subnormal_magic);
-  const __m256 small = _mm256_sub_ps(_mm256_add_ps(a, magic), magic);
-  __m256 r = _mm256_blendv_ps(_mm256_castsi256_ps(rounded), small,
-                              _mm256_cmp_ps(a, _mm256_set1_ps(g.min_normal), _CMP_LT_OQ));
-  r = _mm256_min_ps(r, _mm256_set1_ps(g.max));
-  return _mm256_or_ps(r, _mm256_and_ps(y, sign_mask));
-}
-
 // One element format's rounding, for values8 and value1.
 struct Rounder {
   detail::BandGrid grid;
@@ -91,7 +72,7 @@ inline void values8(__m256 x, __m256 encode, __m256 decode, const Rounder& rd, s
                                          _mm256_set1_epi32(0x7f7fffff));
   __m256 r8;
   if (_mm256_testz_si256(nonfinite, nonfinite)) {
-    r8 = round8(y, rd.grid);
+    r8 = detail::avx2::round8(y, rd.grid);
   } else {  // an infinity or NaN: the codec, one element at a time
     alignas(32) float lanes[8], d[8];
     _mm256_store_ps(lanes, y);
@@ -166,7 +147,7 @@ bool quantize_to_bf16(const void* x, Format x_format, std::int64_t rows, std::in
         std::string(numerics::name(x_format)) + " input)");
   }
   if (const std::optional<bool> fast =
-          detail::quantize_to_bf16_avx512(x, x_format, rows, cols, spec, out)) {
+          detail::quantize_to_bf16_bands(x, x_format, rows, cols, spec, out)) {
     return *fast;
   }
   const numerics::TileShape tile = std::visit([](const auto& s) { return s.tile; }, spec);

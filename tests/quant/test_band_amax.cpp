@@ -1,5 +1,6 @@
 // The block quantizers' tile amaxes on the AVX-512 units (src/quant/block_bands_avx512.hpp)
-// for bfloat16 input: each tile's largest magnitude bits folded into what amax held, against
+// and on AVX2 (block_bands_avx2.hpp; eight 1 x 32 tiles folded at once, one-column tiles in
+// 16-bit lanes) for bfloat16 input: each tile's largest magnitude bits folded into what amax held, against
 // the definition (the high half of the float32 bits of max |x|, a NaN above every number),
 // for 1 x 32 tiles (sixteen at a time, then one by one, then a partial last tile), one-column
 // tiles and 1 x 64 tiles, over bands of one to three rows, with NaNs, infinities, zeros,
@@ -12,17 +13,15 @@
 #include <random>
 #include <vector>
 
+#include "block_bands_avx2.hpp"
 #include "block_bands_avx512.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
 
 namespace mantissa::quant::detail {
 namespace {
 
-TEST(BandAmax, Bfloat16TilesMatchTheDefinition) {
-  if (!numerics::cpu_supports(numerics::SimdPath::avx512)) {
-    std::printf("[  SKIPPED ] band amaxes: this CPU has no AVX-512\n");
-    return;
-  }
+// Runs the bodies this CPU has on the same cases.
+void bfloat16_tiles_match_the_definition(bool avx512) {
   std::mt19937 rng(11);
   for (const std::int64_t cols :
        {std::int64_t{512}, std::int64_t{1191}, std::int64_t{1536}, std::int64_t{2048 + 96 + 5}}) {
@@ -63,12 +62,30 @@ TEST(BandAmax, Bfloat16TilesMatchTheDefinition) {
         }
         std::vector<std::uint32_t> got = prior;
         std::vector<std::uint16_t> scratch(static_cast<std::size_t>(cols));
-        band_amax_avx512(BandRows{x.data(), true, cols, 0, band_rows}, tile_cols, got.data(),
-                         scratch.data());
+        const BandRows in{x.data(), true, cols, 0, band_rows};
+        if (avx512) {
+          band_amax_avx512(in, tile_cols, got.data(), scratch.data());
+        } else {
+          band_amax_avx2(in, tile_cols, got.data(), scratch.data());
+        }
+        ASSERT_EQ(got, want);
+        if (avx512) continue;
+        // Without the scratch words (one-column tiles then take 8 lanes of float32 bits).
+        got = prior;
+        band_amax_avx2(in, tile_cols, got.data(), nullptr);
         ASSERT_EQ(got, want);
       }
     }
   }
+}
+
+TEST(BandAmax, Bfloat16TilesMatchTheDefinition) {
+  bfloat16_tiles_match_the_definition(false);
+  if (!numerics::cpu_supports(numerics::SimdPath::avx512)) {
+    std::printf("[  SKIPPED ] band amaxes on AVX-512: this CPU has no AVX-512\n");
+    return;
+  }
+  bfloat16_tiles_match_the_definition(true);
 }
 
 }  // namespace
