@@ -468,4 +468,93 @@ void band_codes_avx2(const BandRows& in, const BandScales& s, const BandGrid& g,
   }
 }
 
+namespace {
+
+// One element decoded with its tile's E8M0 field f into bfloat16 bits; false where the value
+// is not a bfloat16 value (a float32 subnormal).
+inline bool decode1(std::uint8_t code, std::uint32_t f, const CodeTable& t, std::uint16_t& o) {
+  const std::uint32_t scale_bits = f == 0xff ? 0x7fc00000u : f == 0 ? 0x00400000u : f << 23;
+  float scale = 0;
+  std::memcpy(&scale, &scale_bits, sizeof(scale));
+  const float v = t.values[code] * scale;
+  std::uint32_t b = 0;
+  std::memcpy(&b, &v, sizeof(b));
+  o = static_cast<std::uint16_t>(b >> 16);
+  const std::uint32_t e = b & 0x7f800000u;
+  return (b & 0xffffu) == 0 && (e != 0 || (b & 0x7fffffffu) == 0);
+}
+
+}  // namespace
+
+bool mx_decode_avx2(const std::uint8_t* codes, const std::uint8_t* scale_codes, std::int64_t cols,
+                    bool row_tiles, std::int64_t r0, std::int64_t r1, const CodeTable& t,
+                    int mantissa_bits, std::uint16_t* out) {
+  // The bfloat16 bits of the magnitudes below 2^m (zero and the subnormals), low and high
+  // bytes, for a byte shuffle; a normal magnitude's bits are its own shifted into place with
+  // the bias moved.
+  alignas(32) std::uint8_t lo_bytes[32] = {}, hi_bytes[32] = {};
+  for (int i = 0; i < (1 << mantissa_bits) && i < 16; ++i) {
+    std::uint32_t b = 0;
+    std::memcpy(&b, t.values + i, sizeof(b));
+    lo_bytes[i] = lo_bytes[i + 16] = static_cast<std::uint8_t>(b >> 16);
+    hi_bytes[i] = hi_bytes[i + 16] = static_cast<std::uint8_t>(b >> 24);
+  }
+  const __m256i lo_table = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo_bytes));
+  const __m256i hi_table = _mm256_load_si256(reinterpret_cast<const __m256i*>(hi_bytes));
+  // The smallest magnitude that is an infinity or NaN (none in fp6: above every code).
+  int special = 0x7fff;
+  for (int i = (1 << t.sign_bit) - 1; i > 0; --i) {
+    if (std::isnan(t.values[i]) || std::isinf(t.values[i])) special = i;
+  }
+  std::uint32_t one_bits = 0;  // the element bias from 1.0's code: (127 - bias) << 7 moved
+  for (int i = 0; i < (1 << t.sign_bit); ++i) {
+    if (t.values[i] == 1.0f) one_bits = static_cast<std::uint32_t>(i);
+  }
+  const auto shift = static_cast<unsigned>(7 - mantissa_bits);
+  const __m256i bias = _mm256_set1_epi16(static_cast<short>(0x3f80 - (one_bits << shift)));
+  const __m256i magnitude_mask = _mm256_set1_epi16(static_cast<short>((1 << t.sign_bit) - 1));
+  const __m256i subnormal_end = _mm256_set1_epi16(static_cast<short>(1 << mantissa_bits));
+  bool exact = true;
+  for (std::int64_t r = r0; r < r1; ++r) {
+    std::uint16_t* o = out + r * cols;
+    const std::uint8_t* row = codes + r * cols;
+    const std::uint8_t* fields = row_tiles ? scale_codes + r * cols / 32 : scale_codes + r / 32 * cols;
+    std::int64_t c = 0;
+    for (; c + 16 <= cols; c += 16) {
+      const __m256i f =
+          row_tiles ? _mm256_set1_epi16(static_cast<short>(fields[c / 32]))
+                    : _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(fields + c)));
+      const __m256i code =
+          _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c)));
+      const __m256i magnitude = _mm256_and_si256(code, magnitude_mask);
+      // 2^k with |k| <= 100 (fields 27..227) keeps every value normal; infinities and NaNs
+      // and other tiles go element by element.
+      const __m256i declined = _mm256_or_si256(
+          _mm256_or_si256(_mm256_cmpgt_epi16(_mm256_set1_epi16(27), f),
+                          _mm256_cmpgt_epi16(f, _mm256_set1_epi16(227))),
+          _mm256_cmpgt_epi16(magnitude, _mm256_set1_epi16(static_cast<short>(special - 1))));
+      if (!_mm256_testz_si256(declined, declined)) {
+        for (std::int64_t i = c; i < c + 16; ++i) {
+          exact &= decode1(row[i], row_tiles ? fields[i / 32] : fields[i], t, o[i]);
+        }
+        continue;
+      }
+      const __m256i normal = _mm256_add_epi16(_mm256_slli_epi16(magnitude, shift), bias);
+      const __m256i small = _mm256_or_si256(
+          _mm256_and_si256(_mm256_shuffle_epi8(lo_table, magnitude), _mm256_set1_epi16(0x00ff)),
+          _mm256_slli_epi16(_mm256_shuffle_epi8(hi_table, magnitude), 8));
+      const __m256i v = _mm256_blendv_epi8(normal, small, _mm256_cmpgt_epi16(subnormal_end, magnitude));
+      const __m256i k = _mm256_slli_epi16(_mm256_sub_epi16(f, _mm256_set1_epi16(127)), 7);
+      const __m256i scaled = _mm256_add_epi16(
+          v, _mm256_andnot_si256(_mm256_cmpeq_epi16(magnitude, _mm256_setzero_si256()), k));
+      const __m256i sign = _mm256_slli_epi16(_mm256_srli_epi16(code, t.sign_bit), 15);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + c), _mm256_or_si256(scaled, sign));
+    }
+    for (; c < cols; ++c) {
+      exact &= decode1(row[c], row_tiles ? fields[c / 32] : fields[c], t, o[c]);
+    }
+  }
+  return exact;
+}
+
 }  // namespace mantissa::quant::detail

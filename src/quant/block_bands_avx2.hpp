@@ -24,4 +24,15 @@ bool band_values_avx2(const BandRows& in, const BandScales& s, const BandGrid& g
 void band_codes_avx2(const BandRows& in, const BandScales& s, const BandGrid& g,
                      const ElementCodec& codec, std::uint8_t* out);
 
+// As mx_decode_avx512: rows [r0, r1) of an MX operand's one-byte codes (row r at
+// codes + r * cols) decoded with their tiles' E8M0 fields (1 x 32 tiles on rows of whole
+// tiles where row_tiles, else 32 x 1) into out as bfloat16 bits, 16 lanes a step in 16-bit
+// arithmetic (a normal code's bits from its own, a subnormal's from a table, the tile's
+// exponent added) where the scales are 2^k with |k| <= 100 and no code is an infinity or
+// NaN, else element by element with the multipliers. Returns false when some value is not a
+// bfloat16 value.
+bool mx_decode_avx2(const std::uint8_t* codes, const std::uint8_t* scale_codes, std::int64_t cols,
+                    bool row_tiles, std::int64_t r0, std::int64_t r1, const CodeTable& t,
+                    int mantissa_bits, std::uint16_t* out);
+
 }  // namespace mantissa::quant::detail

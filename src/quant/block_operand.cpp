@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "block_bands.hpp"
+#include "block_bands_avx2.hpp"
 #include "block_bands_avx512.hpp"
 #include "mantissa/checked.hpp"
 #include "mantissa/error.hpp"
@@ -299,12 +300,40 @@ PackedBlocks quantize_packed(const void* x, Format x_format, std::int64_t rows, 
 
 namespace {
 
+// dequantize_to_bf16 on AVX2 (block_bands_avx2.cpp) for MX one-byte codes in 1 x 32 tiles on
+// rows of whole tiles or 32 x 1 tiles; nullopt for every other operand.
+std::optional<bool> mx_decode_avx2(const PackedBlocks& q, std::uint16_t* out) {
+  const bool row_tiles = q.tile == numerics::TileShape{1, 32} && q.cols % 32 == 0;
+  if (q.scale_format != Format::float8_e8m0 || q.element == Format::float4_e2m1 ||
+      (!row_tiles && !(q.tile == numerics::TileShape{32, 1}))) {
+    return std::nullopt;
+  }
+  const numerics::Layout& l = numerics::layout(q.element);
+  detail::CodeTable table;
+  table.sign_bit = l.exponent_bits + l.mantissa_bits;
+  table.values = element_table(q.element);
+  std::uint32_t bad_any = 0;
+  parallel_pieces(
+      q.rows,
+      [&](std::int64_t r0, std::int64_t r1) {
+        if (!detail::mx_decode_avx2(q.elements.data(), q.scale_codes.data(), q.cols, row_tiles, r0,
+                                    r1, table, l.mantissa_bits, out)) {
+#pragma omp atomic write
+          bad_any = 1u;
+        }
+      },
+      std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(q.cols, 1)), 1);
+  return bad_any == 0;
+}
+
 // dequantize_to_bf16 on the AVX-512 units (block_bands_avx512.cpp): a table permute per 16
 // codes, row by row with the tiles' multipliers; nullopt where they do not take q (no
 // AVX-512, a tile neither one column wide nor a multiple of 16 wide, fp4 rows of odd length).
 std::optional<bool> dequantize_to_bf16_bands(const PackedBlocks& q, std::uint16_t* out) {
   const bool packed = q.element == Format::float4_e2m1;
-  if (numerics::active_simd_path() != numerics::SimdPath::avx512 || q.tile.rows < 1 ||
+  const numerics::SimdPath path = numerics::active_simd_path();
+  if (path == numerics::SimdPath::avx2) return mx_decode_avx2(q, out);
+  if (path != numerics::SimdPath::avx512 || q.tile.rows < 1 ||
       (q.tile.cols != 1 && q.tile.cols % 16 != 0) || (packed && q.cols % 2 != 0)) {
     return std::nullopt;
   }
