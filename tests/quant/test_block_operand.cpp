@@ -427,8 +427,11 @@ TEST(BlockOperand, ValuesStraightFromTheMatrixMatchPackingThenDecoding) {
       }
     }
   }
+  // Tiles of 24 columns: not the bands' (one column or a multiple of 16), quantized and
+  // decoded as the twin does it.
   for (Format e : {Format::float8_e4m3, Format::float8_e5m2}) {
-    for (TileShape t : {TileShape{1, 16}, TileShape{16, 1}, TileShape{rows, cols}}) {
+    for (TileShape t : {TileShape{1, 16}, TileShape{16, 1}, TileShape{rows, cols}, TileShape{1, 24},
+                        TileShape{24, 24}}) {
       numerics::Fp8BlockSettings s;
       s.element = e;
       s.tile = t;
