@@ -201,7 +201,7 @@ void over_bands(const void* x, Format x_format, std::int64_t rows, std::int64_t 
           std::fill(a.amax.begin(), a.amax.begin() + static_cast<std::ptrdiff_t>(n), 0u);
           for (std::int64_t band = g0; band < g1; ++band) {
             band_amax(rows_of(band), tile.cols, a.amax.data() + (band - g0) * grid_cols,
-                             bits16 ? scratch.data() : nullptr);
+                      bits16 ? scratch.data() : nullptr);
           }
           a.multipliers(spec, n, global_encode);
           if (grid != nullptr) a.thresholds(*grid, bits16, n);
@@ -257,7 +257,7 @@ float global_amax(const void* x, Format x_format, std::int64_t rows, std::int64_
         std::vector<std::uint32_t> amax(static_cast<std::size_t>(cols), 0u);
         std::vector<std::uint16_t> scratch(bits16 ? static_cast<std::size_t>(cols) : 0);
         band_amax(BandRows{x, bits16, cols, r0, r1}, 1, amax.data(),
-                         bits16 ? scratch.data() : nullptr);
+                  bits16 ? scratch.data() : nullptr);
         const std::uint32_t m = amax.empty() ? 0u : *std::max_element(amax.begin(), amax.end());
 #pragma omp critical(mantissa_bands_global_amax)
         global = std::max(global, m);
@@ -277,7 +277,8 @@ static_assert(static_cast<int>(MxRule::floor) == static_cast<int>(numerics::MxSc
 // path's facts (mx_tiles_avx512.cpp); nullopt for every other spec (takes() has been asked).
 std::optional<MxTiles> one_pass(const BlockSpec& spec, Format x_format, std::int64_t cols) {
   const auto* mx = std::get_if<numerics::MxSettings>(&spec);
-  if (mx == nullptr || !on_avx512() || (x_format != Format::bfloat16 && x_format != Format::float32)) {
+  if (mx == nullptr || !on_avx512() ||
+      (x_format != Format::bfloat16 && x_format != Format::float32)) {
     return std::nullopt;
   }
   const bool row_tiles = mx->tile == numerics::TileShape{1, 32} && cols % 32 == 0;
@@ -367,8 +368,8 @@ TileMultipliers tile_multipliers(const BlockSpec& spec, float amax) {
 }
 
 std::optional<bool> quantize_to_bf16_bands(const void* x, Format x_format, std::int64_t rows,
-                                            std::int64_t cols, const BlockSpec& spec,
-                                            std::uint16_t* out) {
+                                           std::int64_t cols, const BlockSpec& spec,
+                                           std::uint16_t* out) {
   if (!takes(spec, x_format, cols, Output::values)) return std::nullopt;
   const Format element = element_of(spec);
   const BandGrid grid = grid_of(element);
@@ -380,9 +381,8 @@ std::optional<bool> quantize_to_bf16_bands(const void* x, Format x_format, std::
         static_cast<const std::uint8_t*>(x) + r0 * cols * numerics::traits(x_format).storage_bytes,
         x_format, r1 - r0, cols, spec, &grid, 1.0f,
         [&](std::int64_t, const BandRows& in, const BandScales& s) {
-          const bool exact = on_avx512()
-                                 ? band_values_avx512(in, s, grid, codec, out + r0 * cols)
-                                 : band_values_avx2(in, s, grid, codec, out + r0 * cols);
+          const bool exact = on_avx512() ? band_values_avx512(in, s, grid, codec, out + r0 * cols)
+                                         : band_values_avx2(in, s, grid, codec, out + r0 * cols);
           if (!exact) {
 #pragma omp atomic write
             wrong_any = 1u;
@@ -406,9 +406,8 @@ std::optional<bool> quantize_to_bf16_bands(const void* x, Format x_format, std::
   return wrong_any == 0;
 }
 
-std::optional<PackedBlocks> quantize_packed_bands(const void* x, Format x_format,
-                                                   std::int64_t rows, std::int64_t cols,
-                                                   const BlockSpec& spec) {
+std::optional<PackedBlocks> quantize_packed_bands(const void* x, Format x_format, std::int64_t rows,
+                                                  std::int64_t cols, const BlockSpec& spec) {
   // (quantize_packed has refused negative sizes and a product that overflows.)
   if (!takes(spec, x_format, cols, Output::codes)) return std::nullopt;
   PackedBlocks p;

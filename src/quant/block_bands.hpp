@@ -36,14 +36,13 @@ ElementCodec codec_of(Format element);
 // quantize_to_bf16's answer and values on the bands; nullopt where they do not take the input
 // (the scalar path, a tile neither one column wide nor a multiple of 16 columns wide).
 std::optional<bool> quantize_to_bf16_bands(const void* x, Format x_format, std::int64_t rows,
-                                            std::int64_t cols, const BlockSpec& spec,
-                                            std::uint16_t* out);
+                                           std::int64_t cols, const BlockSpec& spec,
+                                           std::uint16_t* out);
 
 // quantize_packed's result on the bands for MX and fp8 blocks with nearest-even
 // rounding: one-byte elements, or fp4 two a byte where cols is even; nullopt where they do
 // not take the input.
-std::optional<PackedBlocks> quantize_packed_bands(const void* x, Format x_format,
-                                                   std::int64_t rows, std::int64_t cols,
-                                                   const BlockSpec& spec);
+std::optional<PackedBlocks> quantize_packed_bands(const void* x, Format x_format, std::int64_t rows,
+                                                  std::int64_t cols, const BlockSpec& spec);
 
 }  // namespace mantissa::quant::detail

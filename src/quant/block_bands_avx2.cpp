@@ -66,14 +66,14 @@ inline float top_limit(const BandGrid& g) {
 // per column for one-column tiles, else per tile (a multiple of 16 wide, and c0 a multiple
 // of 8: no step straddles two).
 template <class Body>
-void over_row(const BandScales& s, std::int64_t c0, std::int64_t c1, float top_limit,
-              Body&& body) {
+void over_row(const BandScales& s, std::int64_t c0, std::int64_t c1, float top_limit, Body&& body) {
   if (s.tile_cols == 1) {
     for (std::int64_t c = c0; c < c1; c += 8) {
       const std::int64_t n = std::min<std::int64_t>(8, c1 - c);
       const __m256 lo = columns8(s.lo, c, n), top = columns8(s.top, c, n);
-      const __m256 declined = _mm256_or_ps(_mm256_cmp_ps(lo, lo, _CMP_UNORD_Q),
-                                           _mm256_cmp_ps(top, _mm256_set1_ps(top_limit), _CMP_NLT_UQ));
+      const __m256 declined =
+          _mm256_or_ps(_mm256_cmp_ps(lo, lo, _CMP_UNORD_Q),
+                       _mm256_cmp_ps(top, _mm256_set1_ps(top_limit), _CMP_NLT_UQ));
       body(c, n,
            Tile8{columns8(s.encode, c, n), columns8(s.decode, c, n), columns8(s.magic, c, n), top,
                  _mm256_movemask_ps(declined) == 0});
@@ -134,18 +134,18 @@ inline void store_bf16(std::uint16_t* o, __m256 v, std::int64_t n) {
 inline void store_codes(std::uint8_t* o, __m256i code, std::int64_t n, bool packed) {
   if (packed) {
     const __m256i pairs = _mm256_or_si256(code, _mm256_srli_epi64(code, 28));
-    const __m256i gather = _mm256_setr_epi8(0, 8, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                            -1, -1, 0, 8, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                            -1, -1, -1, -1);
+    const __m256i gather =
+        _mm256_setr_epi8(0, 8, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 8, -1, -1,
+                         -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
     const __m256i b = _mm256_shuffle_epi8(pairs, gather);
     const auto w = static_cast<std::uint32_t>(_mm_cvtsi128_si32(
         _mm_unpacklo_epi16(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1))));
     std::memcpy(o, &w, static_cast<std::size_t>(n / 2));
     return;
   }
-  const __m256i gather = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                          -1, 0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                          -1, -1);
+  const __m256i gather =
+      _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1,
+                       -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
   const __m256i b = _mm256_shuffle_epi8(code, gather);
   const __m128i v = _mm_unpacklo_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
   if (n == 8) {
@@ -179,8 +179,8 @@ void over_row16(const BandScales& s, std::int64_t cols, float top_limit, Body16&
   std::int64_t c = 0;
   if (s.tile_cols == 1) {
     for (; c + 16 <= cols; c += 16) {
-      if (!body16(c, Tile16{columns16(s.lo16, c), columns16(s.top16, c),
-                            columns16(s.offset16, c)})) {
+      if (!body16(c,
+                  Tile16{columns16(s.lo16, c), columns16(s.top16, c), columns16(s.offset16, c)})) {
         eight(c, 16);
       }
     }
@@ -204,8 +204,8 @@ void over_row16(const BandScales& s, std::int64_t cols, float top_limit, Body16&
 inline __m256i round16(__m256i a, int shift, __m256i top) {
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi16(a, shift), _mm256_set1_epi16(1));
   const __m256i rounded = _mm256_and_si256(
-      _mm256_add_epi16(a, _mm256_add_epi16(
-                              _mm256_set1_epi16(static_cast<short>((1 << (shift - 1)) - 1)), lsb)),
+      _mm256_add_epi16(
+          a, _mm256_add_epi16(_mm256_set1_epi16(static_cast<short>((1 << (shift - 1)) - 1)), lsb)),
       _mm256_set1_epi16(static_cast<short>(~((1u << shift) - 1u))));
   return _mm256_min_epu16(rounded, top);
 }
@@ -224,16 +224,17 @@ inline bool declines16(__m256i a, __m256i lo) {
 inline void store_codes16(std::uint8_t* o, __m256i code, bool packed) {
   if (packed) {
     const __m256i pairs = _mm256_or_si256(code, _mm256_srli_epi32(code, 12));
-    const __m256i gather = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                            -1, 0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                            -1, -1);
+    const __m256i gather =
+        _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12,
+                         -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
     const __m256i b = _mm256_shuffle_epi8(pairs, gather);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(o), _mm_unpacklo_epi32(_mm256_castsi256_si128(b),
-                                                                       _mm256_extracti128_si256(b, 1)));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(o),
+                     _mm_unpacklo_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1)));
     return;
   }
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(o),
-                   _mm_packus_epi16(_mm256_castsi256_si128(code), _mm256_extracti128_si256(code, 1)));
+  _mm_storeu_si128(
+      reinterpret_cast<__m128i*>(o),
+      _mm_packus_epi16(_mm256_castsi256_si128(code), _mm256_extracti128_si256(code, 1)));
 }
 
 // The largest of 8 unsigned 32-bit lanes.
@@ -304,8 +305,8 @@ std::uint32_t span_amax(const BandRows& in, std::int64_t r, std::int64_t c0, std
   const auto* x32 = static_cast<const float*>(in.x) + i;
   __m256i v = _mm256_setzero_si256();
   for (; c + 8 <= c1; c += 8) {
-    v = _mm256_max_epu32(v, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(x32 + c)),
-                                             set1(0x7fffffffu)));
+    v = _mm256_max_epu32(
+        v, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(x32 + c)), set1(0x7fffffffu)));
   }
   m = max_lane(v);
   for (; c < c1; ++c) {
@@ -330,8 +331,9 @@ void band_amax_avx2(const BandRows& in, std::int64_t tile_cols, std::uint32_t* a
       const std::uint16_t* row = x16 + r * cols;
       for (std::int64_t c = 0; c < whole; c += 16) {
         auto* m = reinterpret_cast<__m256i*>(scratch + c);
-        const __m256i a = _mm256_and_si256(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + c)), _mm256_set1_epi16(0x7fff));
+        const __m256i a =
+            _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + c)),
+                             _mm256_set1_epi16(0x7fff));
         _mm256_storeu_si256(m, _mm256_max_epu16(_mm256_loadu_si256(m), a));
       }
       for (std::int64_t c = whole; c < cols; ++c) {
@@ -362,7 +364,8 @@ void band_amax_avx2(const BandRows& in, std::int64_t tile_cols, std::uint32_t* a
     std::int64_t c = 0;
     for (; c + 8 <= cols; c += 8) {
       auto* m = reinterpret_cast<__m256i*>(amax + c);
-      const __m256i a = _mm256_and_si256(_mm256_castps_si256(load8(in, r, c, 8)), set1(0x7fffffffu));
+      const __m256i a =
+          _mm256_and_si256(_mm256_castps_si256(load8(in, r, c, 8)), set1(0x7fffffffu));
       _mm256_storeu_si256(m, _mm256_max_epu32(_mm256_loadu_si256(m), a));
     }
     for (; c < cols; ++c) amax[c] = std::max(amax[c], span_amax(in, r, c, c + 1));
@@ -405,9 +408,9 @@ bool band_values_avx2(const BandRows& in, const BandScales& s, const BandGrid& g
       const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x16 + r * cols + c));
       const __m256i a = _mm256_and_si256(x, _mm256_set1_epi16(0x7fff));
       if (declines16(a, t.lo)) return false;
-      const __m256i v = _mm256_or_si256(
-          round16(a, shift16, t.top),
-          _mm256_and_si256(x, _mm256_set1_epi16(static_cast<short>(0x8000))));
+      const __m256i v =
+          _mm256_or_si256(round16(a, shift16, t.top),
+                          _mm256_and_si256(x, _mm256_set1_epi16(static_cast<short>(0x8000))));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + c), v);
       return true;
     };
@@ -426,7 +429,7 @@ void band_codes_avx2(const BandRows& in, const BandScales& s, const BandGrid& g,
                      const ElementCodec& codec, std::uint8_t* out) {
   const std::int64_t cols = in.cols;
   const __m256 plus_zero = _mm256_set1_ps(g.nvfp4 ? 0.0f : -0.0f);  // y + -0 is y
-  const auto* x16 = static_cast<const std::uint16_t*>(in.x);  // read only for bfloat16 input
+  const auto* x16 = static_cast<const std::uint16_t*>(in.x);        // read only for bfloat16 input
   const int shift16 = g.shift - 16;
   for (std::int64_t r = in.r0; r < in.r1; ++r) {
     std::uint8_t* o = g.packed ? out + r * cols / 2 : out + r * cols;
@@ -518,12 +521,14 @@ bool mx_decode_avx2(const std::uint8_t* codes, const std::uint8_t* scale_codes, 
   for (std::int64_t r = r0; r < r1; ++r) {
     std::uint16_t* o = out + r * cols;
     const std::uint8_t* row = codes + r * cols;
-    const std::uint8_t* fields = row_tiles ? scale_codes + r * cols / 32 : scale_codes + r / 32 * cols;
+    const std::uint8_t* fields =
+        row_tiles ? scale_codes + r * cols / 32 : scale_codes + r / 32 * cols;
     std::int64_t c = 0;
     for (; c + 16 <= cols; c += 16) {
       const __m256i f =
-          row_tiles ? _mm256_set1_epi16(static_cast<short>(fields[c / 32]))
-                    : _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(fields + c)));
+          row_tiles
+              ? _mm256_set1_epi16(static_cast<short>(fields[c / 32]))
+              : _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(fields + c)));
       const __m256i code =
           _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c)));
       const __m256i magnitude = _mm256_and_si256(code, magnitude_mask);
@@ -543,7 +548,8 @@ bool mx_decode_avx2(const std::uint8_t* codes, const std::uint8_t* scale_codes, 
       const __m256i small = _mm256_or_si256(
           _mm256_and_si256(_mm256_shuffle_epi8(lo_table, magnitude), _mm256_set1_epi16(0x00ff)),
           _mm256_slli_epi16(_mm256_shuffle_epi8(hi_table, magnitude), 8));
-      const __m256i v = _mm256_blendv_epi8(normal, small, _mm256_cmpgt_epi16(subnormal_end, magnitude));
+      const __m256i v =
+          _mm256_blendv_epi8(normal, small, _mm256_cmpgt_epi16(subnormal_end, magnitude));
       const __m256i k = _mm256_slli_epi16(_mm256_sub_epi16(f, _mm256_set1_epi16(127)), 7);
       const __m256i scaled = _mm256_add_epi16(
           v, _mm256_andnot_si256(_mm256_cmpeq_epi16(magnitude, _mm256_setzero_si256()), k));

@@ -1,7 +1,7 @@
 // The block quantizers' tile amaxes on the AVX-512 units (src/quant/block_bands_avx512.hpp)
 // and on AVX2 (block_bands_avx2.hpp; eight 1 x 32 tiles folded at once, one-column tiles in
-// 16-bit lanes) for bfloat16 input: each tile's largest magnitude bits folded into what amax held, against
-// the definition (the high half of the float32 bits of max |x|, a NaN above every number),
+// 16-bit lanes) for bfloat16 input: each tile's largest magnitude bits folded into what amax held,
+// against the definition (the high half of the float32 bits of max |x|, a NaN above every number),
 // for 1 x 32 tiles (sixteen at a time, then one by one, then a partial last tile), one-column
 // tiles and 1 x 64 tiles, over bands of one to three rows, with NaNs, infinities, zeros,
 // subnormals and the largest finite value placed inside the batched tiles and after them.
