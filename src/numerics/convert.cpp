@@ -31,7 +31,8 @@ detail::EncodeArgs make_args(Format format, const ConvertOptions& o) {
                             o.seed,
                             static_cast<std::uint32_t>(o.counter >> 32),
                             static_cast<std::uint32_t>(o.counter),
-                            t.storage_bytes};
+                            t.storage_bytes,
+                            o.stores == Stores::streaming};
 }
 
 // E8M0 (no sign, no mantissa) has no vector path: scale arrays are 1/16 or 1/32 of the
@@ -129,7 +130,7 @@ void decode_array(const void* src, std::size_t n, Format format, float* dst, Sto
     return;
   }
   const FormatTraits& t = traits(format);
-  detail::decode_avx2(src, n, t.layout, t.storage_bytes, dst);
+  detail::decode_avx2(src, n, t.layout, t.storage_bytes, dst, stores == Stores::streaming);
 }
 
 void convert_array(const void* src, Format from, std::size_t n, void* dst, Format to) {

@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include <bit>
+#include <cstdint>
 #include <cstring>
 
 #include "convert_kernels.hpp"
@@ -206,15 +207,20 @@ void encode_generic(const float* src, std::size_t n, void* dst, const EncodeArgs
 }
 
 // bfloat16, nearest-even or toward zero, overflow to infinity: integer rounding on the top
-// half of the float32 pattern, NaN quieted with its payload's top bits.
-void encode_bfloat16(const float* src, std::size_t n, std::uint16_t* dst, Rounding rounding) {
+// half of the float32 pattern, NaN quieted with its payload's top bits. streaming:
+// non-temporal stores from dst's first 32-byte boundary on.
+void encode_bfloat16(const float* src, std::size_t n, std::uint16_t* dst, Rounding rounding,
+                     bool streaming) {
   const bool nearest = rounding == Rounding::nearest_even;
   const V inf32 = set1(0x7f800000u);
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
+  const Layout l = layout(Format::bfloat16);
+  const auto one = [&](std::size_t j) {
+    dst[j] = static_cast<std::uint16_t>(encode(src[j], l, rounding, Overflow::to_infinity));
+  };
+  const auto narrow = [&](std::size_t j) {  // 16 values
     V r[2];
     for (int h = 0; h < 2; ++h) {
-      const V u = _mm256_loadu_si256(reinterpret_cast<const V*>(src + i + 8 * h));
+      const V u = _mm256_loadu_si256(reinterpret_cast<const V*>(src + j + 8 * h));
       V rounded = u;
       if (nearest) {
         const V lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), set1(1));
@@ -225,13 +231,16 @@ void encode_bfloat16(const float* src, std::size_t n, std::uint16_t* dst, Roundi
       const V quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), set1(0x40u));
       r[h] = _mm256_blendv_epi8(rounded, quiet, is_nan);
     }
-    const V packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r[0], r[1]), 0xd8);
-    _mm256_storeu_si256(reinterpret_cast<V*>(dst + i), packed);
+    return _mm256_permute4x64_epi64(_mm256_packus_epi32(r[0], r[1]), 0xd8);
+  };
+  std::size_t i = 0;
+  if (streaming) {
+    for (; i < n && reinterpret_cast<std::uintptr_t>(dst + i) % 32 != 0; ++i) one(i);
+    for (; i + 16 <= n; i += 16) _mm256_stream_si256(reinterpret_cast<V*>(dst + i), narrow(i));
+    _mm_sfence();
   }
-  const Layout l = layout(Format::bfloat16);
-  for (; i < n; ++i) {
-    dst[i] = static_cast<std::uint16_t>(encode(src[i], l, rounding, Overflow::to_infinity));
-  }
+  for (; i + 16 <= n; i += 16) _mm256_storeu_si256(reinterpret_cast<V*>(dst + i), narrow(i));
+  for (; i < n; ++i) one(i);
 }
 
 // cbfloat16 (1/6/9, bias 31), nearest-even or toward zero: 16 values at a time whose
@@ -350,7 +359,7 @@ void encode_avx2(const float* src, std::size_t n, void* dst, const EncodeArgs& a
       a.rounding == Rounding::nearest_even || a.rounding == Rounding::toward_zero;
   if (fast_rounding && a.overflow == Overflow::to_infinity) {
     if (a.layout.exponent_bits == 8 && a.layout.mantissa_bits == 7) {
-      encode_bfloat16(src, n, static_cast<std::uint16_t*>(dst), a.rounding);
+      encode_bfloat16(src, n, static_cast<std::uint16_t*>(dst), a.rounding, a.streaming);
       return;
     }
     if (a.layout.exponent_bits == 5 && a.layout.mantissa_bits == 10) {
@@ -413,7 +422,7 @@ void round_nearest_avx2(float* x, std::size_t n, const Layout& layout_ref, Overf
 }
 
 void decode_avx2(const void* src, std::size_t n, const Layout& layout_ref, int storage_bytes,
-                 float* dst) {
+                 float* dst, bool streaming) {
   const Layout l = layout_ref;  // a local copy: stores to dst cannot alias it
   const DecodeConstants c(l);
   const auto* in = static_cast<const std::uint8_t*>(src);
@@ -422,12 +431,21 @@ void decode_avx2(const void* src, std::size_t n, const Layout& layout_ref, int s
   const bool bf16 = l.exponent_bits == 8 && l.mantissa_bits == 7;
   if (bf16) {  // the top half of a float32: shift, and quiet NaNs
     const V inf32 = set1(0x7f800000u);
-    for (; i + 8 <= n; i += 8) {
-      const V u = _mm256_slli_epi32(load_packed(in + i * 2, 2), 16);
+    const auto wide = [&](std::size_t j) {
+      const V u = _mm256_slli_epi32(load_packed(in + j * 2, 2), 16);
       const V is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, set1(0x7fffffffu)), inf32);
-      const V out = _mm256_or_si256(u, _mm256_and_si256(is_nan, set1(0x00400000u)));
-      _mm256_storeu_si256(reinterpret_cast<V*>(dst + i), out);
+      return _mm256_or_si256(u, _mm256_and_si256(is_nan, set1(0x00400000u)));
+    };
+    if (streaming) {  // up to dst's first 32-byte boundary one at a time, then whole vectors
+      for (; i < n && reinterpret_cast<std::uintptr_t>(dst + i) % 32 != 0; ++i) {
+        std::uint32_t bits = 0;
+        std::memcpy(&bits, in + i * 2, 2);
+        dst[i] = decode(bits, l);
+      }
+      for (; i + 8 <= n; i += 8) _mm256_stream_si256(reinterpret_cast<V*>(dst + i), wide(i));
+      _mm_sfence();
     }
+    for (; i + 8 <= n; i += 8) _mm256_storeu_si256(reinterpret_cast<V*>(dst + i), wide(i));
   }
   if (l.exponent_bits == 6 && l.mantissa_bits == 9 && l.bias == 31) {
     // cbfloat16: the fields moved into float32's place (mag << 14) read as 2^-96 times the

@@ -19,6 +19,9 @@ struct EncodeArgs {
   std::uint32_t counter_high;
   std::uint32_t counter_low;
   int storage_bytes;
+  // Non-temporal stores from dst's first 32-byte boundary on (bfloat16, nearest-even or
+  // toward zero, only; the rest ignore it).
+  bool streaming = false;
 };
 
 void encode_avx2(const float* src, std::size_t n, void* dst, const EncodeArgs& args);
@@ -30,8 +33,10 @@ void round_nearest_avx2(float* x, std::size_t n, const Layout& layout, Overflow 
                         float min_normal, float max_finite);
 // float16, nearest-even, overflow to infinity: F16C there and back (subnormals included).
 void round_float16_avx2(float* x, std::size_t n);
+// streaming (bfloat16 only; other formats ignore it): non-temporal stores from dst's first
+// 32-byte boundary on.
 void decode_avx2(const void* src, std::size_t n, const Layout& layout, int storage_bytes,
-                 float* dst);
+                 float* dst, bool streaming = false);
 
 // SimdPath::avx512 (convert_avx512.cpp): bfloat16 16 lanes at a time, bit for bit as the avx2
 // kernels and the codec. Encode: nearest even or toward zero, overflow to infinity.

@@ -23,7 +23,7 @@ struct ConvertOptions {
   // Stochastic rounding of element i uses stochastic_bits(seed, counter + i).
   std::uint64_t seed = 0;
   std::uint64_t counter = 0;
-  // bfloat16 on AVX-512 (nearest-even or toward zero) honours Stores::streaming.
+  // bfloat16 (nearest-even or toward zero) honours Stores::streaming.
   Stores stores = Stores::cached;
 };
 
@@ -31,7 +31,7 @@ struct ConvertOptions {
 // (little-endian bit patterns). float32 -> float32 copies.
 void encode_array(const float* src, std::size_t n, Format format, void* dst,
                   const ConvertOptions& options = {});
-// format -> float32, exact. bfloat16 on AVX-512 honours Stores::streaming.
+// format -> float32, exact. bfloat16 honours Stores::streaming (AVX2 and AVX-512 paths).
 void decode_array(const void* src, std::size_t n, Format format, float* dst,
                   Stores stores = Stores::cached);
 
