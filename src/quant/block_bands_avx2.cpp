@@ -237,6 +237,31 @@ inline void store_codes16(std::uint8_t* o, __m256i code, bool packed) {
       _mm_packus_epi16(_mm256_castsi256_si128(code), _mm256_extracti128_si256(code, 1)));
 }
 
+// Over the band's rows: body8(r, c, n, tile) for steps of 8 lanes; for bfloat16 input with
+// the 16-bit thresholds, body16(r, c, x, a, tile) first for steps of 16 lanes x of
+// magnitudes a that declines16 does not decline.
+template <class Body8, class Body16>
+void over_band(const BandRows& in, const BandScales& s, const BandGrid& g, Body8&& body8,
+               Body16&& body16) {
+  const std::int64_t cols = in.cols;
+  const auto* x16 = static_cast<const std::uint16_t*>(in.x);  // read only for bfloat16 input
+  for (std::int64_t r = in.r0; r < in.r1; ++r) {
+    const auto eight = [&](std::int64_t c, std::int64_t n, const Tile8& t) { body8(r, c, n, t); };
+    if (s.lo16 == nullptr) {
+      over_row(s, 0, cols, top_limit(g), eight);
+      continue;
+    }
+    const auto sixteen = [&](std::int64_t c, const Tile16& t) {
+      const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x16 + r * cols + c));
+      const __m256i a = _mm256_and_si256(x, _mm256_set1_epi16(0x7fff));
+      if (declines16(a, t.lo)) return false;
+      body16(r, c, x, a, t);
+      return true;
+    };
+    over_row16(s, cols, top_limit(g), sixteen, eight);
+  }
+}
+
 // The largest of 8 unsigned 32-bit lanes.
 inline std::uint32_t max_lane(__m256i v) {
   __m128i m = _mm_max_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -378,44 +403,32 @@ bool band_values_avx2(const BandRows& in, const BandScales& s, const BandGrid& g
   // Over the lanes that scale first: every value's bits OR-ed (their low halves must be zero),
   // and the smallest magnitude less one (a float32 subnormal is below 0x7fffff; zero wraps).
   __m256i low = _mm256_setzero_si256(), below = set1(0xffffffffu);
-  const auto* x16 = static_cast<const std::uint16_t*>(in.x);  // read only for bfloat16 input
   const int shift16 = g.shift - 16;
-  for (std::int64_t r = in.r0; r < in.r1; ++r) {
-    std::uint16_t* o = out + r * cols;
-    const auto body8 = [&](std::int64_t c, std::int64_t n, const Tile8& t) {
-      const __m256 x = load8(in, r, c, n);
-      if (t.plain) {
-        store_bf16(o + c, _mm256_or_ps(avx2::round_plain8(x, g.shift, t.magic, t.top), sign_of(x)),
-                   n);
-        return;
-      }
-      const __m256 y = _mm256_mul_ps(x, t.enc);
-      __m256 q = avx2::round8(y, g);
-      if (const int bad = avx2::nonfinite8(y)) q = codec_values8(y, q, t.dec, bad, codec);
-      const __m256 v = _mm256_mul_ps(q, t.dec);
-      const __m256i vb = _mm256_castps_si256(v);
-      low = _mm256_or_si256(low, vb);
-      below = _mm256_min_epu32(below,
-                               _mm256_sub_epi32(_mm256_and_si256(vb, set1(0x7fffffffu)), set1(1)));
-      store_bf16(o + c, v, n);
-    };
-    if (s.lo16 == nullptr) {
-      over_row(s, 0, cols, top_limit(g), body8);
-      continue;
+  const auto body8 = [&](std::int64_t r, std::int64_t c, std::int64_t n, const Tile8& t) {
+    std::uint16_t* o = out + r * cols + c;
+    const __m256 x = load8(in, r, c, n);
+    if (t.plain) {
+      store_bf16(o, _mm256_or_ps(avx2::round_plain8(x, g.shift, t.magic, t.top), sign_of(x)), n);
+      return;
     }
-    // bfloat16 input: 16 lanes a step on the bits themselves where the tiles are plain.
-    const auto body16 = [&](std::int64_t c, const Tile16& t) {
-      const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x16 + r * cols + c));
-      const __m256i a = _mm256_and_si256(x, _mm256_set1_epi16(0x7fff));
-      if (declines16(a, t.lo)) return false;
-      const __m256i v =
-          _mm256_or_si256(round16(a, shift16, t.top),
-                          _mm256_and_si256(x, _mm256_set1_epi16(static_cast<short>(0x8000))));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + c), v);
-      return true;
-    };
-    over_row16(s, cols, top_limit(g), body16, body8);
-  }
+    const __m256 y = _mm256_mul_ps(x, t.enc);
+    __m256 q = avx2::round8(y, g);
+    if (const int bad = avx2::nonfinite8(y)) q = codec_values8(y, q, t.dec, bad, codec);
+    const __m256 v = _mm256_mul_ps(q, t.dec);
+    const __m256i vb = _mm256_castps_si256(v);
+    low = _mm256_or_si256(low, vb);
+    below =
+        _mm256_min_epu32(below, _mm256_sub_epi32(_mm256_and_si256(vb, set1(0x7fffffffu)), set1(1)));
+    store_bf16(o, v, n);
+  };
+  // bfloat16 input: 16 lanes a step on the bits themselves where the tiles are plain.
+  const auto body16 = [&](std::int64_t r, std::int64_t c, __m256i x, __m256i a, const Tile16& t) {
+    const __m256i v =
+        _mm256_or_si256(round16(a, shift16, t.top),
+                        _mm256_and_si256(x, _mm256_set1_epi16(static_cast<short>(0x8000))));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + r * cols + c), v);
+  };
+  over_band(in, s, g, body8, body16);
   __m128i l = _mm_or_si128(_mm256_castsi256_si128(low), _mm256_extracti128_si256(low, 1));
   l = _mm_or_si128(l, _mm_shuffle_epi32(l, 0x4e));
   l = _mm_or_si128(l, _mm_shuffle_epi32(l, 0xb1));
@@ -429,46 +442,37 @@ void band_codes_avx2(const BandRows& in, const BandScales& s, const BandGrid& g,
                      const ElementCodec& codec, std::uint8_t* out) {
   const std::int64_t cols = in.cols;
   const __m256 plus_zero = _mm256_set1_ps(g.nvfp4 ? 0.0f : -0.0f);  // y + -0 is y
-  const auto* x16 = static_cast<const std::uint16_t*>(in.x);        // read only for bfloat16 input
   const int shift16 = g.shift - 16;
-  for (std::int64_t r = in.r0; r < in.r1; ++r) {
-    std::uint8_t* o = g.packed ? out + r * cols / 2 : out + r * cols;
-    const auto body8 = [&](std::int64_t c, std::int64_t n, const Tile8& t) {
-      const __m256 x = load8(in, r, c, n);
-      __m256i code;
-      if (t.plain) {  // the rounded magnitude in the element's scale (exact: a power of two)
-        const __m256 q = _mm256_mul_ps(avx2::round_plain8(x, g.shift, t.magic, t.top), t.enc);
-        code = avx2::codes8(_mm256_or_ps(q, sign_of(x)), g);
-      } else {
-        const __m256 y = _mm256_add_ps(_mm256_mul_ps(x, t.enc), plus_zero);
-        code = avx2::codes8(avx2::round8(y, g), g);
-        if (const int bad = avx2::nonfinite8(y)) code = codec_codes8(y, code, bad, codec);
-        // NaN tiles: codes 0.
-        code = _mm256_and_si256(code, _mm256_castps_si256(_mm256_cmp_ps(t.dec, t.dec, _CMP_ORD_Q)));
-      }
-      store_codes(g.packed ? o + c / 2 : o + c, code, n, g.packed);
-    };
-    if (s.lo16 == nullptr) {
-      over_row(s, 0, cols, top_limit(g), body8);
-      continue;
+  const auto at = [&](std::int64_t r, std::int64_t c) {
+    return g.packed ? out + (r * cols + c) / 2 : out + r * cols + c;
+  };
+  const auto body8 = [&](std::int64_t r, std::int64_t c, std::int64_t n, const Tile8& t) {
+    const __m256 x = load8(in, r, c, n);
+    __m256i code;
+    if (t.plain) {  // the rounded magnitude in the element's scale (exact: a power of two)
+      const __m256 q = _mm256_mul_ps(avx2::round_plain8(x, g.shift, t.magic, t.top), t.enc);
+      code = avx2::codes8(_mm256_or_ps(q, sign_of(x)), g);
+    } else {
+      const __m256 y = _mm256_add_ps(_mm256_mul_ps(x, t.enc), plus_zero);
+      code = avx2::codes8(avx2::round8(y, g), g);
+      if (const int bad = avx2::nonfinite8(y)) code = codec_codes8(y, code, bad, codec);
+      // NaN tiles: codes 0.
+      code = _mm256_and_si256(code, _mm256_castps_si256(_mm256_cmp_ps(t.dec, t.dec, _CMP_ORD_Q)));
     }
-    // bfloat16 input: 16 lanes a step on the bits themselves where the tiles are plain; a
-    // normal element's code is its rounded bits less the tile's offset, the sign above, zero
-    // staying zero.
-    const auto body16 = [&](std::int64_t c, const Tile16& t) {
-      const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x16 + r * cols + c));
-      const __m256i a = _mm256_and_si256(x, _mm256_set1_epi16(0x7fff));
-      if (declines16(a, t.lo)) return false;
-      const __m256i magnitude = _mm256_andnot_si256(
-          _mm256_cmpeq_epi16(a, _mm256_setzero_si256()),
-          _mm256_sub_epi16(_mm256_srli_epi16(round16(a, shift16, t.top), shift16), t.offset));
-      const __m256i code =
-          _mm256_or_si256(magnitude, _mm256_slli_epi16(_mm256_srli_epi16(x, 15), g.sign_bit));
-      store_codes16(g.packed ? o + c / 2 : o + c, code, g.packed);
-      return true;
-    };
-    over_row16(s, cols, top_limit(g), body16, body8);
-  }
+    store_codes(at(r, c), code, n, g.packed);
+  };
+  // bfloat16 input: 16 lanes a step on the bits themselves where the tiles are plain; a
+  // normal element's code is its rounded bits less the tile's offset, the sign above, zero
+  // staying zero.
+  const auto body16 = [&](std::int64_t r, std::int64_t c, __m256i x, __m256i a, const Tile16& t) {
+    const __m256i magnitude = _mm256_andnot_si256(
+        _mm256_cmpeq_epi16(a, _mm256_setzero_si256()),
+        _mm256_sub_epi16(_mm256_srli_epi16(round16(a, shift16, t.top), shift16), t.offset));
+    const __m256i code =
+        _mm256_or_si256(magnitude, _mm256_slli_epi16(_mm256_srli_epi16(x, 15), g.sign_bit));
+    store_codes16(at(r, c), code, g.packed);
+  };
+  over_band(in, s, g, body8, body16);
 }
 
 namespace {
