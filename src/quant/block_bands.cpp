@@ -139,10 +139,12 @@ struct ScaleArrays {
     for (std::size_t t = 0; t < n; ++t) {
       const float d = dec[t];
       const std::uint32_t db = std::bit_cast<std::uint32_t>(d);
-      // A power of two (fp8 blocks may scale by any float) in range (a NaN is above); fp8
-      // blocks scale a NaN or infinite amax by 1: not plain either.
-      const bool plain =
-          !g.nvfp4 && db >= kLow && db <= kHigh && (db & 0x7fffffu) == 0 && amax[t] < 0x7f800000u;
+      // A power of two (fp8 blocks may scale by any float) in range (a NaN is above), whose
+      // encode multiplier is its exact reciprocal (rounding x in its own scale is then
+      // rounding x * encode; the product with a power of two is exact); fp8 blocks scale a
+      // NaN or infinite amax by 1: not plain either.
+      const bool plain = !g.nvfp4 && db >= kLow && db <= kHigh && (db & 0x7fffffu) == 0 &&
+                         enc[t] * d == 1.0f && amax[t] < 0x7f800000u;
       lo[t] = plain ? g.min_normal * d : std::numeric_limits<float>::quiet_NaN();
       magic[t] = g.subnormal_magic * d;
       top[t] = g.max * d;

@@ -33,8 +33,9 @@ struct BandRows {
 // The band's encode / decode multipliers: one per column when tile_cols is 1, else one per
 // tile_cols columns (then a multiple of 16). A NaN decode marks a NaN tile (codes 0). For the
 // values, the grid's smallest normal, subnormal magic and largest value times decode, where
-// the tile is plain (a finite amax and decode within 2^-100..2^100: rounding x itself then
-// gives the same bits, and a bfloat16 value), lo NaN where not.
+// the tile is plain (a finite amax, decode a power of two within 2^-100..2^100 and encode
+// its exact reciprocal: rounding x itself then gives the same bits, and a bfloat16 value),
+// lo NaN where not.
 struct BandScales {
   const float* encode = nullptr;
   const float* decode = nullptr;
