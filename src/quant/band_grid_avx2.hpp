@@ -3,8 +3,7 @@
 // (BandGrid: nearest-even, saturating), in y's scale or, for a plain tile, in x's own, and the
 // rounded elements' codes, in float32 bit arithmetic. Infinities and NaNs are not taken
 // (nonfinite8 finds them; the callers send those lanes through the codec). The 8-lane twin of
-// band_grid_avx512.hpp, used by the AVX2 band bodies (block_bands_avx2.cpp) and
-// quantize_to_bf16's own loop (block_values.cpp).
+// band_grid_avx512.hpp, used by the AVX2 band bodies (block_bands_avx2.cpp).
 #include <immintrin.h>
 
 #include <cstdint>

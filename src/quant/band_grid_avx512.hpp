@@ -12,7 +12,7 @@ namespace mantissa::quant::detail {
 // 16 finite y rounded to the grid whose smallest normal is lo, whose subnormal spacing is
 // magic's ulp and whose largest value is top: normal magnitudes keep `shift` fewer bits
 // (nearest-even on the bits), smaller ones round to the spacing by one float add; saturated
-// at top; the sign kept. As block_values.cpp's round8.
+// at top; the sign kept. As band_grid_avx2.hpp's round8.
 inline __m512 round16(__m512 y, int shift, __m512 lo, __m512 magic, __m512 top) {
   const __m512i sign_mask = _mm512_set1_epi32(static_cast<int>(0x80000000u));
   const __m512i yb = _mm512_castps_si512(y);

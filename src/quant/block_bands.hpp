@@ -29,7 +29,7 @@ Format element_of(const BlockSpec& spec);
 bool valid_settings(const BlockSpec& spec);
 
 // An element format's grid in float32 terms, and its codec for one element (nearest-even,
-// saturating): what the bands and quantize_to_bf16's own loop (block_values.cpp) round with.
+// saturating): what the bands round with.
 BandGrid grid_of(Format element);
 ElementCodec codec_of(Format element);
 
