@@ -78,6 +78,12 @@ std::uint32_t codec_code(const void* ctx, float y) {
                           numerics::Rounding::nearest_even, numerics::Overflow::saturate);
 }
 
+// A tile's encode and decode multipliers under spec: MX powers of two (a NaN amax gives
+// encode 0 and a NaN decode); fp8 blocks the quantizer's scale and its reciprocal.
+struct TileMultipliers {
+  float encode, decode;
+};
+
 // An MX tile's multipliers from its E8M0 field f = k + 127: 2^-k and 2^k (2^-127 a float32
 // subnormal), or 0 and NaN (a NaN tile). Selects, not branches: the loop over a group of
 // tiles that calls it vectorizes.
@@ -86,6 +92,16 @@ inline TileMultipliers mx_multipliers(std::uint32_t f) {
   const std::uint32_t e = f == 254 ? 0x00400000u : (254 - f) << 23;
   return {std::bit_cast<float>(f == 0xff ? 0u : e),
           std::bit_cast<float>(f == 0xff ? 0x7fc00000u : d)};
+}
+
+// A tile's multipliers under spec from its amax (TileMultipliers).
+TileMultipliers tile_multipliers(const BlockSpec& spec, float amax) {
+  if (const auto* mx = std::get_if<numerics::MxSettings>(&spec)) {
+    return mx_multipliers(numerics::mx_scale_field(amax, mx->element, mx->rule));
+  }
+  const auto& s = std::get<numerics::Fp8BlockSettings>(spec);
+  const float encode = numerics::fp8_encode_scale(amax, s.element, s.power_of_two, s.epsilon);
+  return {encode, 1.0f / encode};
 }
 
 // The per-tile arrays of a group of bands (index: band in the group * tiles a band + tile),
@@ -358,15 +374,6 @@ bool valid_settings(const BlockSpec& spec) {
            !std::isinf(f->epsilon);
   }
   return true;
-}
-
-TileMultipliers tile_multipliers(const BlockSpec& spec, float amax) {
-  if (const auto* mx = std::get_if<numerics::MxSettings>(&spec)) {
-    return mx_multipliers(numerics::mx_scale_field(amax, mx->element, mx->rule));
-  }
-  const auto& s = std::get<numerics::Fp8BlockSettings>(spec);
-  const float encode = numerics::fp8_encode_scale(amax, s.element, s.power_of_two, s.epsilon);
-  return {encode, 1.0f / encode};
 }
 
 std::optional<bool> quantize_to_bf16_bands(const void* x, Format x_format, std::int64_t rows,

@@ -15,12 +15,6 @@ namespace mantissa::quant::detail {
 
 using numerics::Format;
 
-// A tile's encode and decode multipliers under spec: MX powers of two (a NaN amax gives
-// encode 0 and a NaN decode); fp8 blocks the quantizer's scale and its reciprocal.
-struct TileMultipliers {
-  float encode, decode;
-};
-TileMultipliers tile_multipliers(const BlockSpec& spec, float amax);
 Format element_of(const BlockSpec& spec);
 // Whether spec's tile is at least 1 x 1 and its element format one its recipe has (MX: the
 // block element formats; fp8 blocks: e4m3 or e5m2, with a finite epsilon >= 0): the fast paths take

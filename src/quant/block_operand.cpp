@@ -327,8 +327,9 @@ std::optional<bool> mx_decode_avx2(const PackedBlocks& q, std::uint16_t* out) {
 }
 
 // dequantize_to_bf16 on the AVX-512 units (block_bands_avx512.cpp): a table permute per 16
-// codes, row by row with the tiles' multipliers; nullopt where they do not take q (no
-// AVX-512, a tile neither one column wide nor a multiple of 16 wide, fp4 rows of odd length).
+// codes, row by row with the tiles' multipliers; on AVX2, mx_decode_avx2 above; nullopt where
+// neither takes q (the scalar path, a tile neither one column wide nor a multiple of 16 wide,
+// fp4 rows of odd length; on AVX2 anything but MX one-byte codes in 1 x 32 or 32 x 1 tiles).
 std::optional<bool> dequantize_to_bf16_bands(const PackedBlocks& q, std::uint16_t* out) {
   const bool packed = q.element == Format::float4_e2m1;
   const numerics::SimdPath path = numerics::active_simd_path();
