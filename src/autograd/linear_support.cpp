@@ -63,4 +63,23 @@ Tensor bias_gradient(const Tensor& g, std::int64_t rows, std::int64_t out) {
   return db;
 }
 
+void decode_with_column_sums(const Tensor& g, std::int64_t rows, std::int64_t out, float* values,
+                             float* column_sums) {
+  const char* base = static_cast<const char*>(g.raw_data());
+  const std::int64_t bytes = g.element_bytes();
+  // Each thread owns a range of columns, as in bias_gradient.
+  kernels::parallel_chunks(
+      out,
+      [&](std::int64_t c0, std::int64_t c1) {
+        for (std::int64_t r = 0; r < rows; ++r) {
+          float* v = values + r * out + c0;
+          numerics::convert_array(base + (r * out + c0) * bytes, g.format(),
+                                  static_cast<std::size_t>(c1 - c0), v, Format::float32);
+          if (column_sums == nullptr) continue;
+          for (std::int64_t c = c0; c < c1; ++c) column_sums[c] += v[c - c0];
+        }
+      },
+      std::max<std::int64_t>(16, kernels::kParallelMinElements / std::max<std::int64_t>(rows, 1)));
+}
+
 }  // namespace mantissa::autograd::detail

@@ -44,4 +44,10 @@ kernels::GemmEpilogue write_rows(Tensor& y, std::int64_t base, std::int64_t ld, 
 // The bias gradient: column sums of g [rows, out] (any format) in float32, in row order.
 Tensor bias_gradient(const Tensor& g, std::int64_t rows, std::int64_t out);
 
+// g [rows, out] (contiguous, any format) decoded into `values` (rows * out floats) on all
+// threads; with `column_sums` (out floats, zero on entry), in the same pass the column sums
+// bias_gradient makes, bit for bit (the same additions in the same order).
+void decode_with_column_sums(const Tensor& g, std::int64_t rows, std::int64_t out, float* values,
+                             float* column_sums);
+
 }  // namespace mantissa::autograd::detail

@@ -138,6 +138,12 @@ void gemm_in_thread(const GemmShape& s, Operand a, Operand b, const GemmEpilogue
   run(s, a, b, epilogue, p, false);
 }
 
+bool gemm_copies_to_float32(const GemmShape& s, const GemmPrecision& p) {
+  const GemmKey key{s.m, s.n, s.k, s.trans_a, s.trans_b, p.format, p.passes, !omp_in_parallel()};
+  const std::optional<MatmulRoute> route = known_route(key, p.route);
+  return route == MatmulRoute::onednn_fp32 && gemm_detail::passes_for(p, false).count == 1;
+}
+
 RouteRecord sample_route(Format format, int passes, std::int64_t n) {
   const int bytes = numerics::traits(format).storage_bytes;
   std::vector<float> values(static_cast<std::size_t>(n * n));

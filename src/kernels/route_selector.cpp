@@ -144,6 +144,18 @@ MatmulRoute choose_locked(const GemmKey& key, const std::function<void(MatmulRou
 
 }  // namespace
 
+std::optional<MatmulRoute> known_route(const GemmKey& key, MatmulRoute preference) {
+  preference = effective_preference(key.format, preference);
+  if (preference != MatmulRoute::automatic) return preference;
+  Selector& s = selector();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (auto it = s.table.find(key); it != s.table.end()) return it->second.route;
+  if (std::optional<RouteRecord> hit = s.cache.find(key)) {
+    if (route_unavailable(hit->route, key).empty()) return hit->route;
+  }
+  return std::nullopt;
+}
+
 std::vector<RouteRecord> route_records() {
   Selector& s = selector();
   std::lock_guard<std::mutex> lock(s.mu);

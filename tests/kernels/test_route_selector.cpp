@@ -165,6 +165,34 @@ TEST_F(RouteSelectorTest, PinnedRoutesWinAndRoutesThisCpuLacksAreRefused) {
   EXPECT_EQ(route_records().at(0).source, RouteSource::pinned);
 }
 
+TEST_F(RouteSelectorTest, KnownRoutesAreTheNamedTheChosenTheCachedAndThePinnedOnly) {
+  make_fastest(MatmulRoute::onednn_fp32);
+  // Nothing chosen, nothing cached: unknown under automatic, and asking measures nothing.
+  EXPECT_EQ(known_route(key_, MatmulRoute::automatic), std::nullopt);
+  EXPECT_EQ(known_route(key_, MatmulRoute::fp32), MatmulRoute::fp32);
+  EXPECT_TRUE(calls_.empty());
+  EXPECT_TRUE(route_records().empty());
+  // Chosen by measurement: known.
+  EXPECT_EQ(choose_route(key_, MatmulRoute::automatic, probe()), MatmulRoute::onednn_fp32);
+  EXPECT_EQ(known_route(key_, MatmulRoute::automatic), MatmulRoute::onednn_fp32);
+  // A later process with the same cache knows it before its first product.
+  set_route_cache_path(dir_.string());
+  EXPECT_EQ(known_route(key_, MatmulRoute::automatic), MatmulRoute::onednn_fp32);
+  EXPECT_TRUE(route_records().empty());  // known, not yet taken
+  // Pinned (a checkpoint's choice) wins over the cache.
+  RouteRecord pinned;
+  pinned.key = key_;
+  pinned.route = MatmulRoute::fp32;
+  ASSERT_TRUE(pin_routes({pinned}).empty());
+  EXPECT_EQ(known_route(key_, MatmulRoute::automatic), MatmulRoute::fp32);
+  // A bf16 route named does not hold for float32 products (effective_preference): they choose
+  // as under automatic, and none has been chosen.
+  GemmKey f32 = key_;
+  f32.format = Format::float32;
+  EXPECT_EQ(known_route(f32, MatmulRoute::onednn_fp32), MatmulRoute::onednn_fp32);
+  EXPECT_EQ(known_route(f32, MatmulRoute::bf16), std::nullopt);
+}
+
 TEST_F(RouteSelectorTest, RecordLinesRoundTripAndBadLinesAreRejected) {
   RouteRecord r;
   r.key = {2048, 1536, 384, true, false, Format::cbfloat16, 3, false};

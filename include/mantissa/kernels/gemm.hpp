@@ -92,6 +92,13 @@ void gemm_in_thread(const GemmShape& s, Operand a, Operand b, float* c, bool acc
 void gemm_in_thread(const GemmShape& s, Operand a, Operand b, const GemmEpilogue& epilogue,
                     const GemmPrecision& precision = {});
 
+// Whether gemm(s, a, b, ..., p) on all threads reads an operand stored in 16 or 8 bits
+// through a float32 copy made for the call: its route (as far as known_route knows it) is
+// onednn_fp32 in one pass, where an operand stored as float32 is read in place. A caller that
+// multiplies one such operand twice can decode it once and hand both products the float32
+// values (decoding is exact: the products multiply the same values).
+bool gemm_copies_to_float32(const GemmShape& s, const GemmPrecision& p);
+
 // The scalar twin of the fp32 FMA route: per element of C one std::fma chain over k in order
 // (over the passes' concatenated inner dimension when decomposed), then C = P or C + P. The
 // fp32 route gives exactly these bits.

@@ -165,6 +165,11 @@ struct RouteRecord {
 MatmulRoute choose_route(const GemmKey& key, MatmulRoute preference,
                          const std::function<void(MatmulRoute)>& probe);
 
+// The route products of this key take under `preference`, as far as it is known without
+// running one: the route `preference` names, else the choice already made for the key (in this
+// process, pinned, or in the machine's cache); nullopt while automatic has not chosen yet.
+std::optional<MatmulRoute> known_route(const GemmKey& key, MatmulRoute preference);
+
 // The route of an n x n x n product of `format` values at `passes` on all threads, chosen
 // under automatic (measured here, or from the cache) with operands made here: the sample
 // `mantissa formats` shows. Returns its record.

@@ -1,0 +1,104 @@
+// linear's backward where the products' route copies G to float32 (oneDNN's fp32 matmul with G
+// stored in H): G is decoded once, the bias gradient summed in the same pass
+// (decode_with_column_sums), and both products read the float32 values. Checked against exact
+// sums (small multiples of 1/16, whose products and sums float32 holds exactly), on that
+// route and on mantissa's fp32 GEMM (which decodes G while packing), and the fused column sums
+// bit for bit against bias_gradient's.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "gradcheck.hpp"
+#include "linear_support.hpp"
+#include "mantissa/kernels/gemm.hpp"
+#include "mantissa/precision/policy.hpp"
+
+namespace mantissa::testing {
+namespace {
+
+namespace ag = autograd;
+using numerics::Format;
+using precision::MatmulRoute;
+
+// rows x cols values k / 16 with |k| <= 40, exact in bfloat16 and float16 (6 significant bits).
+std::vector<float> sixteenths(std::int64_t n, unsigned seed) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  unsigned s = seed;
+  for (float& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = static_cast<float>(static_cast<int>((s >> 8) % 81) - 40) / 16.0f;
+  }
+  return v;
+}
+
+TEST(LinearDecodeOnce, GradientsAreTheExactSumsWithGDecodedOnceOrWhilePacking) {
+  const std::int64_t rows = 37, in = 19, out = 23;
+  const std::vector<float> xv = sixteenths(rows * in, 1), wv = sixteenths(out * in, 2),
+                           bv = sixteenths(out, 3), gv = sixteenths(rows * out, 4);
+  // Exact references in double: dx = G W, dW = G^T X, db = column sums of G. Every sum is a
+  // multiple of 1/256 below 2^11: exact in float32 too.
+  std::vector<double> dx(rows * in, 0.0), dw(out * in, 0.0), db(out, 0.0);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t o = 0; o < out; ++o) {
+      const double g = gv[r * out + o];
+      db[o] += g;
+      for (std::int64_t i = 0; i < in; ++i) {
+        dx[r * in + i] += g * wv[o * in + i];
+        dw[o * in + i] += g * xv[r * in + i];
+      }
+    }
+  }
+  for (Format h : {Format::bfloat16, Format::float16}) {
+    for (MatmulRoute route : {MatmulRoute::onednn_fp32, MatmulRoute::fp32}) {
+      const precision::Policy p(h, 1, route);
+      precision::Autocast cast(p);
+      // The route named is known before any product: only onednn_fp32 copies G.
+      const kernels::GemmPrecision gp = autograd::detail::gemm_precision(p);
+      EXPECT_EQ(kernels::gemm_copies_to_float32(kernels::GemmShape::dense(rows, in, out), gp),
+                route == MatmulRoute::onednn_fp32);
+      const Variable x(Tensor::from_vector(xv, {rows, in}), true);
+      const Variable w(Tensor::from_vector(wv, {out, in}), true);
+      const Variable b(Tensor::from_vector(bv, {out}), true);
+      const Variable y = ag::linear(x, w, b);
+      ag::backward(ag::sum(ag::mul(y, Variable(Tensor::from_vector(gv, {rows, out})))));
+      const std::string label =
+          std::string(numerics::name(h)) + " route " + std::string(precision::route_name(route));
+      const std::vector<float> gx = x.grad().to_vector(), gw = w.grad().to_vector(),
+                               gb = b.grad().to_vector();
+      // x is a leaf: its gradient is kept in float32 (not rounded to H).
+      for (std::int64_t i = 0; i < rows * in; ++i) {
+        ASSERT_EQ(gx[i], static_cast<float>(dx[i])) << label << " dx element " << i;
+      }
+      for (std::int64_t i = 0; i < out * in; ++i) {
+        ASSERT_EQ(gw[i], static_cast<float>(dw[i])) << label << " dW element " << i;
+      }
+      for (std::int64_t o = 0; o < out; ++o) {
+        ASSERT_EQ(gb[o], static_cast<float>(db[o])) << label << " db element " << o;
+      }
+    }
+  }
+}
+
+TEST(LinearDecodeOnce, FusedColumnSumsAreBiasGradientsBitForBit) {
+  for (Format h : {Format::bfloat16, Format::float16, Format::cbfloat16}) {
+    for (const auto& [rows, out] :
+         {std::pair<std::int64_t, std::int64_t>{300, 50}, {1, 7}, {2048, 96}, {5, 1}}) {
+      const Tensor g = random_tensor({rows, out}, 11, -3.0f, 3.0f);
+      const Tensor gh = Tensor::from_vector(g.to_vector(), {rows, out}, h);
+      const std::vector<float> want = autograd::detail::bias_gradient(gh, rows, out).to_vector();
+      std::vector<float> values(static_cast<std::size_t>(rows * out), -1.0f);
+      std::vector<float> sums(static_cast<std::size_t>(out), 0.0f);
+      autograd::detail::decode_with_column_sums(gh, rows, out, values.data(), sums.data());
+      EXPECT_EQ(sums, want) << numerics::name(h) << " " << rows << "x" << out;
+      // The values are G's, decoded (an independent decode: the tensor's own).
+      EXPECT_EQ(values, gh.to_vector()) << numerics::name(h) << " " << rows << "x" << out;
+      // Without sums: the values alone.
+      std::vector<float> alone(values.size(), -1.0f);
+      autograd::detail::decode_with_column_sums(gh, rows, out, alone.data(), nullptr);
+      EXPECT_EQ(alone, values);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mantissa::testing
