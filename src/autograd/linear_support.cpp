@@ -1,5 +1,7 @@
 #include "linear_support.hpp"
 
+#include "mantissa/kernels/scratch.hpp"
+
 namespace mantissa::autograd::detail {
 
 LinearSizes linear_sizes(const Variable& x, const Variable& weight, const Variable& bias) {
@@ -80,6 +82,24 @@ void decode_with_column_sums(const Tensor& g, std::int64_t rows, std::int64_t ou
         }
       },
       std::max<std::int64_t>(16, kernels::kParallelMinElements / std::max<std::int64_t>(rows, 1)));
+}
+
+BackwardOperand linear_backward_operand(const Tensor& g, const LinearSizes& s,
+                                        const kernels::GemmPrecision& gp, bool dx, bool dw,
+                                        float* column_sums) {
+  constexpr std::int64_t kDecodeOnceBytes = std::int64_t{16} << 20;
+  using kernels::GemmShape;
+  const bool copies =
+      (dx && kernels::gemm_copies_to_float32(GemmShape::dense(s.rows, s.in, s.out), gp)) ||
+      (dw &&
+       kernels::gemm_copies_to_float32(GemmShape::dense(s.out, s.in, s.rows, true, false), gp));
+  if (g.format() == Format::float32 || s.rows * s.out * 4 > kDecodeOnceBytes || !copies) {
+    return {operand(g), false};
+  }
+  thread_local kernels::ScratchBuffer decoded;
+  float* values = decoded.as<float>(static_cast<std::size_t>(s.rows * s.out));
+  decode_with_column_sums(g, s.rows, s.out, values, column_sums);
+  return {kernels::Operand(values), true};
 }
 
 }  // namespace mantissa::autograd::detail

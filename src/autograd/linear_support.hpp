@@ -50,4 +50,19 @@ Tensor bias_gradient(const Tensor& g, std::int64_t rows, std::int64_t out);
 void decode_with_column_sums(const Tensor& g, std::int64_t rows, std::int64_t out, float* values,
                              float* column_sums);
 
+// The operand G [rows, out] (contiguous) of a linear layer's backward products dx = G W (when
+// `dx`) and dW = G^T X (when `dw`). Where the route of one of them would copy G to float32
+// (kernels::gemm_copies_to_float32: oneDNN's fp32 matmul with G stored in 16 or 8 bits) and
+// G's float32 values fit 16 MiB (the budget of oneDNN's own scratch), G is decoded once into
+// a per-thread buffer kept for the next call, with its column sums added into `column_sums`
+// when given, and `decoded` is true: both products read the float32 values in place (the
+// same values: decoding is exact). Else G as stored, and nothing summed.
+struct BackwardOperand {
+  kernels::Operand g;
+  bool decoded = false;
+};
+BackwardOperand linear_backward_operand(const Tensor& g, const LinearSizes& s,
+                                        const kernels::GemmPrecision& gp, bool dx, bool dw,
+                                        float* column_sums);
+
 }  // namespace mantissa::autograd::detail

@@ -4,7 +4,6 @@
 #include "linear_support.hpp"
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/kernels/parallel.hpp"
-#include "mantissa/kernels/scratch.hpp"
 #include "rounding_probe.hpp"
 
 namespace mantissa::autograd {
@@ -56,34 +55,25 @@ struct LinearNode : Node {
     // dx = G W ; dW = G^T X ; db = column sums of G (fp32). Each written from the GEMM's
     // finished blocks, in the format its receiver wants; only those an input receives (the
     // first layer's input batch needs no dx).
-    Tensor dx, dw, db;
+    Tensor dx, dw;
     const RoundingProbe lost(QuantRole::input_grad, name(), layer);
     const GemmShape dx_shape = GemmShape::dense(rows, in, out);
     const GemmShape dw_shape = GemmShape::dense(out, in, rows, true, false);
     const bool wants_db = has_bias && needs_grad(2);
-    kernels::Operand g_in = operand(gc);
-    // Where a product's route would copy G to float32 (oneDNN's fp32 matmul with G stored in
-    // H), G is decoded once, the bias gradient summed in the same pass, and both products read
-    // the float32 values in place: one pass over G instead of three.
-    if (gc.format() != Format::float32 &&
-        ((needs_grad(0) && kernels::gemm_copies_to_float32(dx_shape, gp)) ||
-         (needs_grad(1) && kernels::gemm_copies_to_float32(dw_shape, gp)))) {
-      thread_local kernels::ScratchBuffer decoded;
-      float* values = decoded.as<float>(static_cast<std::size_t>(rows * out));
-      if (wants_db) db = Tensor::zeros(Shape{out});
-      decode_with_column_sums(gc, rows, out, values, wants_db ? db.f32() : nullptr);
-      g_in = kernels::Operand(values);
-    } else if (wants_db) {
-      db = bias_gradient(gc, rows, out);
-    }
+    // One pass over G where the products' route would copy it (linear_backward_operand), the
+    // bias gradient summed in it.
+    Tensor db = wants_db ? Tensor::zeros(Shape{out}) : Tensor();
+    const BackwardOperand g_in = linear_backward_operand(
+        gc, {rows, in, out}, gp, needs_grad(0), needs_grad(1), wants_db ? db.f32() : nullptr);
+    if (wants_db && !g_in.decoded) db = bias_gradient(gc, rows, out);
     if (needs_grad(0)) {
       dx = Tensor::empty(x.shape(), grad_format(0));
-      kernels::gemm(dx_shape, g_in, operand(w), write_rows(dx, 0, in, nullptr, lost.if_active()),
+      kernels::gemm(dx_shape, g_in.g, operand(w), write_rows(dx, 0, in, nullptr, lost.if_active()),
                     gp);
     }
     if (needs_grad(1)) {
       dw = Tensor::empty(Shape{out, in}, grad_format(1));
-      kernels::gemm(dw_shape, g_in, operand(x), write_rows(dw, 0, in, nullptr, lost.if_active()),
+      kernels::gemm(dw_shape, g_in.g, operand(x), write_rows(dw, 0, in, nullptr, lost.if_active()),
                     gp);
     }
     return {dx, dw, db};

@@ -25,14 +25,28 @@ double q(float v, float scale, Format f) {
                           l);
 }
 
-precision::Policy fp8_policy() {
+precision::Policy fp8_policy(precision::MatmulRoute route = precision::MatmulRoute::automatic) {
   precision::Fp8Settings s;
   s.enabled = true;
   s.history_length = 4;
-  return {Format::bfloat16, 1, precision::MatmulRoute::automatic, s};
+  return {Format::bfloat16, 1, route, s};
 }
 
+void check_against_double(precision::MatmulRoute route);
+
+// On each fp32 route: onednn_fp32 copies the fp8 operands to float32, and the backward
+// decodes G's codes once for both products (linear_backward_operand); fp32 decodes them while
+// packing.
 TEST(LinearFp8, ForwardAndGradientsMatchDoubleArithmeticOnTheFp8Values) {
+  for (const precision::MatmulRoute route :
+       {precision::MatmulRoute::automatic, precision::MatmulRoute::onednn_fp32,
+        precision::MatmulRoute::fp32}) {
+    SCOPED_TRACE(std::string("route ") + std::string(precision::route_name(route)));
+    check_against_double(route);
+  }
+}
+
+void check_against_double(precision::MatmulRoute route) {
   const std::int64_t rows = 6, in = 40, out = 5;
   const Tensor xt = random_tensor({rows, in}, 1, -3, 3),
                wt = random_tensor({out, in}, 2, -0.5, 0.5);
@@ -40,7 +54,7 @@ TEST(LinearFp8, ForwardAndGradientsMatchDoubleArithmeticOnTheFp8Values) {
   auto meta = std::make_shared<Fp8Meta>(fp8_policy().fp8);
   // Scales other than 1: a first step records the amaxes, update() sets them.
   for (int step = 0; step < 2; ++step) {
-    precision::Autocast cast(fp8_policy());
+    precision::Autocast cast(fp8_policy(route));
     const Variable x(xt, true), w(wt, true), b(bt, true);
     const Variable y = ag::linear(x, w, b, meta);
     ag::backward(ag::sum(ag::mul(y, Variable(rt))));
