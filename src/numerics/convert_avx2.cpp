@@ -400,6 +400,17 @@ void round_nearest_avx2(float* x, std::size_t n, const Layout& layout_ref, Overf
   const auto scalar = [&](std::size_t i) {
     x[i] = decode(encode(x[i], l, Rounding::nearest_even, overflow), l);
   };
+  // Groups with a lane out of the normal range (subnormal results, overflow, infinity, NaN):
+  // the codec's vector encode and decode, which give the scalar codec's bits (both are tested
+  // against it exhaustively). Softmax probabilities and score gradients below cbfloat16's or
+  // fp8's smallest normal are common.
+  EncodeArgs args{};
+  args.layout = l;
+  args.rounding = Rounding::nearest_even;
+  args.overflow = overflow;
+  args.storage_bytes = 4;
+  const EncodeConstants encode_c(args);
+  const DecodeConstants decode_c(l);
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const V u = _mm256_loadu_si256(reinterpret_cast<const V*>(x + i));
@@ -411,7 +422,8 @@ void round_nearest_avx2(float* x, std::size_t n, const Layout& layout_ref, Overf
     const V zero = _mm256_cmpeq_epi32(mag, _mm256_setzero_si256());
     const V bad = _mm256_andnot_si256(zero, _mm256_or_si256(below, above));
     if (!_mm256_testz_si256(bad, bad)) {
-      for (std::size_t j = i; j < i + 8; ++j) scalar(j);
+      const V bits = encode8(u, encode_c, Rounding::nearest_even, _mm256_setzero_si256());
+      _mm256_storeu_si256(reinterpret_cast<V*>(x + i), decode8(bits, decode_c));
       continue;
     }
     const V lsb = _mm256_and_si256(_mm256_srli_epi32(u, shift), one);

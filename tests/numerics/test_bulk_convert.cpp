@@ -194,6 +194,29 @@ TEST_P(BulkConvert, RoundToFormatEqualsDecodeOfEncode) {
   ASSERT_EQ(std::memcmp(x.data(), want.data(), x.size() * sizeof(float)), 0);
 }
 
+// round_to_format of x in both overflow modes, bit for bit the exact reference's encode and
+// decode (any NaN where the reference gives a NaN).
+void expect_rounding_as_the_reference(const FormatCase& c, const std::vector<float>& x) {
+  const RefEncoder ref(c.ref);
+  for (Overflow o : {Overflow::to_infinity, Overflow::saturate}) {
+    std::vector<float> got = x;
+    ConvertOptions opt;
+    opt.overflow = o;
+    numerics::round_to_format(got.data(), got.size(), c.format, opt);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const std::uint32_t b =
+          ref.encode(x[i], RefRounding::nearest_even, o == Overflow::saturate, 0);
+      const auto want = static_cast<float>(ref_decode(b, c.ref));
+      if (std::isnan(want)) {
+        ASSERT_TRUE(std::isnan(got[i])) << case_name(c.format) << " element " << i;
+        continue;
+      }
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want))
+          << case_name(c.format) << " x = " << x[i] << " (element " << i << ")";
+    }
+  }
+}
+
 // round_to_format rounds groups of 8 in-range lanes in float32 bits. Whole groups of ties,
 // near-ties, values at max, at the smallest normal and just below it (the group then takes
 // the scalar path), against the independent exact reference, in both overflow modes.
@@ -219,19 +242,45 @@ TEST_P(BulkConvert, RoundToFormatInRangeGroupsMatchTheExactReference) {
       x.push_back(std::min(v, hi) * (rng() % 2 ? 1.0f : -1.0f));
     }
   }
-  for (Overflow o : {Overflow::to_infinity, Overflow::saturate}) {
-    const RefEncoder ref(c.ref);
-    std::vector<float> got = x;
-    ConvertOptions opt;
-    opt.overflow = o;
-    numerics::round_to_format(got.data(), got.size(), c.format, opt);
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      const std::uint32_t b =
-          ref.encode(x[i], RefRounding::nearest_even, o == Overflow::saturate, 0);
-      ASSERT_EQ(got[i], static_cast<float>(ref_decode(b, c.ref)))
-          << case_name(c.format) << " x = " << x[i] << " (element " << i << ")";
+  expect_rounding_as_the_reference(c, x);
+}
+
+// Groups out of the fast path's range (round_to_format's vector codec): subnormal results on
+// the format's grid (ties, next to ties, below half the smallest step, just below the smallest
+// normal), zeros of both signs, overflow, infinities and NaN, against the exact reference in
+// both overflow modes.
+TEST_P(BulkConvert, RoundToFormatOutOfRangeGroupsMatchTheExactReference) {
+  const FormatCase& c = GetParam();
+  const numerics::FormatTraits& t = numerics::traits(c.format);
+  const float lo = static_cast<float>(t.min_normal), hi = static_cast<float>(t.max);
+  const float step = std::ldexp(lo, -c.ref.mantissa_bits);  // the subnormal grid
+  std::mt19937 rng(47);
+  std::vector<float> x;
+  for (int g = 0; g < 4000; ++g) {
+    const int kind = g % 6;
+    for (int lane = 0; lane < 8; ++lane) {
+      const int k = static_cast<int>(rng() % (1u << c.ref.mantissa_bits));
+      float v = std::uniform_real_distribution<float>(0.0f, lo)(rng);
+      if (kind == 0) v = (static_cast<float>(k) + 0.5f) * step;  // a tie on the grid
+      if (kind == 1) v = std::nextafter((static_cast<float>(k) + 0.5f) * step, 0.0f);
+      if (kind == 2) v = std::nextafter((static_cast<float>(k) + 0.5f) * step, lo);
+      if (kind == 3) v = lane % 2 ? std::nextafter(lo, 0.0f) : step * 0.25f;
+      if (kind == 4) v = lane % 3 == 0 ? 0.0f : v;
+      if (kind == 5) {
+        const float specials[] = {std::numeric_limits<float>::infinity(),
+                                  std::numeric_limits<float>::quiet_NaN(),
+                                  hi * 1.5f,
+                                  hi,
+                                  std::nextafter(hi, 0.0f),
+                                  1e38f,
+                                  lo,
+                                  step};
+        v = specials[lane];
+      }
+      x.push_back(rng() % 2 ? v : -v);
     }
   }
+  expect_rounding_as_the_reference(c, x);
 }
 
 TEST_P(BulkConvert, ShortArraysAndTheirLastElementsMatchTheCodecOnEveryPath) {
