@@ -88,11 +88,8 @@ BackwardOperand linear_backward_operand(const Tensor& g, const LinearSizes& s,
                                         const kernels::GemmPrecision& gp, bool dx, bool dw,
                                         float* column_sums) {
   constexpr std::int64_t kDecodeOnceBytes = std::int64_t{16} << 20;
-  using kernels::GemmShape;
-  const bool copies =
-      (dx && kernels::gemm_copies_to_float32(GemmShape::dense(s.rows, s.in, s.out), gp)) ||
-      (dw &&
-       kernels::gemm_copies_to_float32(GemmShape::dense(s.out, s.in, s.rows, true, false), gp));
+  const bool copies = (dx && kernels::gemm_copies_to_float32(input_grad_product(s), gp)) ||
+                      (dw && kernels::gemm_copies_to_float32(weight_grad_product(s), gp));
   if (g.format() == Format::float32 || s.rows * s.out * 4 > kDecodeOnceBytes || !copies) {
     return {operand(g), false};
   }

@@ -50,6 +50,15 @@ Tensor bias_gradient(const Tensor& g, std::int64_t rows, std::int64_t out);
 void decode_with_column_sums(const Tensor& g, std::int64_t rows, std::int64_t out, float* values,
                              float* column_sums);
 
+// A linear layer's backward products: dx = G W ([rows, out] x [out, in]) and dW = G^T X
+// ([out, rows] x [rows, in], G read transposed).
+inline kernels::GemmShape input_grad_product(const LinearSizes& s) {
+  return kernels::GemmShape::dense(s.rows, s.in, s.out);
+}
+inline kernels::GemmShape weight_grad_product(const LinearSizes& s) {
+  return kernels::GemmShape::dense(s.out, s.in, s.rows, true, false);
+}
+
 // The operand G [rows, out] (contiguous) of a linear layer's backward products dx = G W (when
 // `dx`) and dW = G^T X (when `dw`). Where the route of one of them would copy G to float32
 // (kernels::gemm_copies_to_float32: oneDNN's fp32 matmul with G stored in 16 or 8 bits) and

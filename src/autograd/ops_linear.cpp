@@ -57,24 +57,23 @@ struct LinearNode : Node {
     // first layer's input batch needs no dx).
     Tensor dx, dw;
     const RoundingProbe lost(QuantRole::input_grad, name(), layer);
-    const GemmShape dx_shape = GemmShape::dense(rows, in, out);
-    const GemmShape dw_shape = GemmShape::dense(out, in, rows, true, false);
+    const LinearSizes sizes{rows, in, out};
     const bool wants_db = has_bias && needs_grad(2);
     // One pass over G where the products' route would copy it (linear_backward_operand), the
     // bias gradient summed in it.
     Tensor db = wants_db ? Tensor::zeros(Shape{out}) : Tensor();
     const BackwardOperand g_in = linear_backward_operand(
-        gc, {rows, in, out}, gp, needs_grad(0), needs_grad(1), wants_db ? db.f32() : nullptr);
+        gc, sizes, gp, needs_grad(0), needs_grad(1), wants_db ? db.f32() : nullptr);
     if (wants_db && !g_in.decoded) db = bias_gradient(gc, rows, out);
     if (needs_grad(0)) {
       dx = Tensor::empty(x.shape(), grad_format(0));
-      kernels::gemm(dx_shape, g_in.g, operand(w), write_rows(dx, 0, in, nullptr, lost.if_active()),
-                    gp);
+      kernels::gemm(input_grad_product(sizes), g_in.g, operand(w),
+                    write_rows(dx, 0, in, nullptr, lost.if_active()), gp);
     }
     if (needs_grad(1)) {
       dw = Tensor::empty(Shape{out, in}, grad_format(1));
-      kernels::gemm(dw_shape, g_in.g, operand(x), write_rows(dw, 0, in, nullptr, lost.if_active()),
-                    gp);
+      kernels::gemm(weight_grad_product(sizes), g_in.g, operand(x),
+                    write_rows(dw, 0, in, nullptr, lost.if_active()), gp);
     }
     return {dx, dw, db};
   }

@@ -65,11 +65,11 @@ struct LinearFp8Node : Node, LinearNodeShape {
     Tensor dw = Tensor::empty(Shape{out, in});
     // dx = G W ; dW = G^T X, each scaled back (G's fp8 codes decoded once where the products'
     // route would copy them to float32 twice); db = column sums of G (in H, fp32 sums)
-    const kernels::Operand g_in =
-        linear_backward_operand(gq, {rows, in, out}, gp, true, true, nullptr).g;
-    kernels::gemm(GemmShape::dense(rows, in, out), g_in, operand(wq),
+    const LinearSizes sizes{rows, in, out};
+    const kernels::Operand g_in = linear_backward_operand(gq, sizes, gp, true, true, nullptr).g;
+    kernels::gemm(input_grad_product(sizes), g_in, operand(wq),
                   scaled_into(dx.f32(), in, dequant(g_scale, w_scale)), gp);
-    kernels::gemm(GemmShape::dense(out, in, rows, true, false), g_in, operand(xq),
+    kernels::gemm(weight_grad_product(sizes), g_in, operand(xq),
                   scaled_into(dw.f32(), in, dequant(g_scale, x_scale)), gp);
     const Tensor db = has_bias ? bias_gradient(gc, rows, out) : Tensor();
     return {dx.reshape(x_shape), dw, db};

@@ -62,8 +62,9 @@ struct LinearQuantNode : Node, LinearNodeShape {
     if (needs_grad(0)) {  // dx = g W: g along the output features, W along its rows
       g_row = quantize_copy(gc, rows, out, *quant, Fp8Slot::grad, Along::last, Use::once);
       dx = Tensor::empty(Shape{rows, in}, grad_format(0));
-      quant::block_scaled_gemm(GemmShape::dense(rows, in, out), g_row.operand(), w_col.operand(),
-                               write_rows(dx, 0, in, nullptr, lost.if_active()), route);
+      quant::block_scaled_gemm(input_grad_product({rows, in, out}), g_row.operand(),
+                               w_col.operand(), write_rows(dx, 0, in, nullptr, lost.if_active()),
+                               route);
       dx = dx.reshape(x_shape);
     }
     if (needs_grad(1)) {  // dW = g^T x: both along the rows (the tokens)
@@ -73,7 +74,7 @@ struct LinearQuantNode : Node, LinearNodeShape {
               : quantize_copy(gc, rows, out, *quant, Fp8Slot::grad, Along::rows, Use::once);
       dw = Tensor::empty(Shape{out, in}, grad_format(1));
       const GemmShape s = g_col.transposed ? GemmShape::dense(out, in, g_col.cols(), false, true)
-                                           : GemmShape::dense(out, in, rows, true, false);
+                                           : weight_grad_product({rows, in, out});
       quant::block_scaled_gemm(s, g_col.operand(), x_col.operand(),
                                write_rows(dw, 0, in, nullptr, lost.if_active()), route);
     }

@@ -124,15 +124,24 @@ MatmulRoute choose_route(const GemmKey& key, MatmulRoute preference,
 
 namespace {
 
+// The record the key already has (s.mu held): this process's choice, else a cached one this
+// CPU can run (with `cached` set).
+std::optional<RouteRecord> known_locked(Selector& s, const GemmKey& key, bool& cached) {
+  cached = false;
+  if (auto it = s.table.find(key); it != s.table.end()) return it->second;
+  std::optional<RouteRecord> hit = s.cache.find(key);
+  if (!hit || !route_unavailable(hit->route, key).empty()) return std::nullopt;
+  cached = true;
+  return hit;
+}
+
 MatmulRoute choose_locked(const GemmKey& key, const std::function<void(MatmulRoute)>& probe) {
   Selector& s = selector();
   std::lock_guard<std::mutex> lock(s.mu);
-  if (auto it = s.table.find(key); it != s.table.end()) return it->second.route;
-  if (std::optional<RouteRecord> hit = s.cache.find(key)) {
-    if (route_unavailable(hit->route, key).empty()) {
-      s.table[key] = *hit;
-      return hit->route;
-    }
+  bool cached = false;
+  if (const std::optional<RouteRecord> known = known_locked(s, key, cached)) {
+    if (cached) s.table[key] = *known;
+    return known->route;
   }
   RouteRecord rec = measure(key, probe, s.clock);
   // Another process may have measured the same key meanwhile: the first record stays, so
@@ -149,11 +158,10 @@ std::optional<MatmulRoute> known_route(const GemmKey& key, MatmulRoute preferenc
   if (preference != MatmulRoute::automatic) return preference;
   Selector& s = selector();
   std::lock_guard<std::mutex> lock(s.mu);
-  if (auto it = s.table.find(key); it != s.table.end()) return it->second.route;
-  if (std::optional<RouteRecord> hit = s.cache.find(key)) {
-    if (route_unavailable(hit->route, key).empty()) return hit->route;
-  }
-  return std::nullopt;
+  bool cached = false;
+  const std::optional<RouteRecord> known = known_locked(s, key, cached);
+  if (!known) return std::nullopt;
+  return known->route;
 }
 
 std::vector<RouteRecord> route_records() {

@@ -56,6 +56,14 @@ TEST(LinearDecodeOnce, GradientsAreTheExactSumsWithGDecodedOnceOrWhilePacking) {
       const kernels::GemmPrecision gp = autograd::detail::gemm_precision(p);
       EXPECT_EQ(kernels::gemm_copies_to_float32(kernels::GemmShape::dense(rows, in, out), gp),
                 route == MatmulRoute::onednn_fp32);
+      {
+        // ... and linear's backward takes G decoded once there, as stored elsewhere.
+        const Tensor gh = Tensor::from_vector(gv, {rows, out}, h);
+        const autograd::detail::BackwardOperand g =
+            autograd::detail::linear_backward_operand(gh, {rows, in, out}, gp, true, true, nullptr);
+        EXPECT_EQ(g.decoded, route == MatmulRoute::onednn_fp32);
+        EXPECT_EQ(g.g.format, g.decoded ? Format::float32 : h);
+      }
       const Variable x(Tensor::from_vector(xv, {rows, in}), true);
       const Variable w(Tensor::from_vector(wv, {out, in}), true);
       const Variable b(Tensor::from_vector(bv, {out}), true);
