@@ -170,6 +170,36 @@ inline std::uint32_t max_lane(__m256i v) {
   return static_cast<std::uint32_t>(_mm_cvtsi128_si32(m));
 }
 
+// Eight 1 x 32 tiles of bfloat16 from row (tile j at row + 32 j): their largest magnitudes
+// as float32 bits, tile j's in lane j, by folding the tiles' vectors into one another (two
+// tiles to one vector, four to one, then each tile's last four words in place) rather than
+// reducing each tile alone.
+inline __m256i tile_maxima8(const std::uint16_t* row) {
+  const __m256i magnitude = _mm256_set1_epi16(0x7fff);
+  const auto load = [&](int j) {
+    return _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 16 * j)),
+                            magnitude);
+  };
+  __m256i v[8], h[4], q[2];
+  for (int j = 0; j < 8; ++j) v[j] = _mm256_max_epu16(load(2 * j), load(2 * j + 1));
+  for (int j = 0; j < 4; ++j) {  // 128-bit lanes: tile 2j, tile 2j + 1
+    h[j] = _mm256_max_epu16(_mm256_permute2x128_si256(v[2 * j], v[2 * j + 1], 0x20),
+                            _mm256_permute2x128_si256(v[2 * j], v[2 * j + 1], 0x31));
+  }
+  for (int j = 0; j < 2; ++j) {  // 64-bit lanes: tiles 4j, 4j + 2, 4j + 1, 4j + 3
+    q[j] = _mm256_max_epu16(_mm256_unpacklo_epi64(h[2 * j], h[2 * j + 1]),
+                            _mm256_unpackhi_epi64(h[2 * j], h[2 * j + 1]));
+    q[j] = _mm256_max_epu16(q[j], _mm256_srli_epi64(q[j], 32));
+    q[j] = _mm256_max_epu16(q[j], _mm256_srli_epi64(q[j], 16));
+    q[j] = _mm256_and_si256(q[j], _mm256_set1_epi64x(0xffff));
+  }
+  // 32-bit words 0, 4, 2, 6 of q[j] hold tiles 4j .. 4j + 3.
+  const __m256i order = _mm256_setr_epi32(0, 4, 2, 6, 0, 4, 2, 6);
+  const __m256i m = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(q[0], order),
+                                       _mm256_permutevar8x32_epi32(q[1], order), 0xf0);
+  return _mm256_slli_epi32(m, 16);
+}
+
 // The 16-lane step over bfloat16 input: sixteen(r, c, tile) loads row r's lanes [c, c + 16),
 // declines them (false) where declines16 does, else hands them to body16(r, c, x, a, tile)
 // with their magnitudes a.

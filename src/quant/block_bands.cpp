@@ -292,15 +292,19 @@ static_assert(static_cast<int>(MxRule::floor) == static_cast<int>(numerics::MxSc
               numerics::kMxScaleRuleNames.size() == 4);
 
 // MX over bfloat16 or float32 in tiles of 1 x 32 (rows of whole tiles) or 32 x 1: the one-pass
-// path's facts (mx_tiles_avx512.cpp); nullopt for every other spec (takes() has been asked).
+// path's facts (mx_tiles_avx512.cpp; on AVX2 bfloat16 only, mx_tiles_avx2.cpp); nullopt for
+// every other spec (takes() has been asked).
 std::optional<MxTiles> one_pass(const BlockSpec& spec, Format x_format, std::int64_t cols) {
   const auto* mx = std::get_if<numerics::MxSettings>(&spec);
-  if (mx == nullptr || !on_avx512() ||
-      (x_format != Format::bfloat16 && x_format != Format::float32)) {
+  // AVX-512: bfloat16 or float32; AVX2: bfloat16 (column tiles in strips of 16 columns).
+  const bool avx512 = on_avx512();
+  if (mx == nullptr || (x_format != Format::bfloat16 && (!avx512 || x_format != Format::float32))) {
     return std::nullopt;
   }
   const bool row_tiles = mx->tile == numerics::TileShape{1, 32} && cols % 32 == 0;
-  if (!row_tiles && !(mx->tile == numerics::TileShape{32, 1})) return std::nullopt;
+  if (!row_tiles && !(mx->tile == numerics::TileShape{32, 1} && (avx512 || cols % 16 == 0))) {
+    return std::nullopt;
+  }
   MxTiles t;
   t.rule = static_cast<MxRule>(mx->rule);
   t.emax = numerics::mx_emax(mx->element);
@@ -400,8 +404,9 @@ std::optional<bool> quantize_to_bf16_bands(const void* x, Format x_format, std::
   };
   if (const std::optional<MxTiles> mx = one_pass(spec, x_format, cols)) {
     const auto left = one_pass_pieces(rows, cols, *mx, [&](std::int64_t r0, std::int64_t r1) {
-      const MxPassAnswer a = mx_values_avx512(
-          BandRows{x, x_format == Format::bfloat16, cols, r0, r1}, *mx, grid, codec, out);
+      const BandRows in{x, x_format == Format::bfloat16, cols, r0, r1};
+      const MxPassAnswer a = on_avx512() ? mx_values_avx512(in, *mx, grid, codec, out)
+                                         : mx_values_avx2(in, *mx, grid, codec, out);
       if (a.finished && a.wrong) {
 #pragma omp atomic write
         wrong_any = 1u;
@@ -455,8 +460,10 @@ std::optional<PackedBlocks> quantize_packed_bands(const void* x, Format x_format
   }
   if (const std::optional<MxTiles> mx = one_pass(spec, x_format, cols)) {
     const auto left = one_pass_pieces(rows, cols, *mx, [&](std::int64_t r0, std::int64_t r1) {
-      return mx_codes_avx512(BandRows{x, x_format == Format::bfloat16, cols, r0, r1}, *mx, grid,
-                             codec, p.elements.data(), p.scale_codes.data());
+      const BandRows in{x, x_format == Format::bfloat16, cols, r0, r1};
+      return on_avx512()
+                 ? mx_codes_avx512(in, *mx, grid, codec, p.elements.data(), p.scale_codes.data())
+                 : mx_codes_avx2(in, *mx, grid, codec, p.elements.data(), p.scale_codes.data());
     });
     if (left.empty()) return p;
     // Rows with a tile that is not finite: the band path over the whole matrix (rare).
