@@ -38,9 +38,12 @@ struct LayerNormNode : Node {
     const std::int64_t rows = rows_of(x, cols);
     float* dgp = dgamma.f32();
     float* dbp = dbeta.f32();
-    // bfloat16 rows are read as they are stored (widened in the loop: the same floats).
-    const bool bf16 =
-        xd.tensor().format() == Format::bfloat16 && gd.tensor().format() == Format::bfloat16;
+    // 16-bit rows (bfloat16, float16, cbfloat16) are read as they are stored (widened in the
+    // loop: the same floats).
+    const Format stored = xd.tensor().format();
+    const bool bits16 =
+        stored == gd.tensor().format() &&
+        (stored == Format::bfloat16 || stored == Format::float16 || stored == Format::cbfloat16);
     const auto* xb = static_cast<const std::uint16_t*>(xd.tensor().raw_data());
     const auto* gb = static_cast<const std::uint16_t*>(gd.tensor().raw_data());
     kernels::parallel_chunks(
@@ -48,9 +51,9 @@ struct LayerNormNode : Node {
         [&](std::int64_t c0, std::int64_t c1) {
           for (std::int64_t r = 0; r < rows; ++r) {
             const std::int64_t at = r * cols + c0;
-            if (bf16) {
-              kernels::layer_norm_param_gradients_bf16(xb + at, gb + at, mean.f32()[r],
-                                                       rstd.f32()[r], dgp + c0, dbp + c0, c1 - c0);
+            if (bits16) {
+              kernels::layer_norm_param_gradients_16(xb + at, gb + at, stored, mean.f32()[r],
+                                                     rstd.f32()[r], dgp + c0, dbp + c0, c1 - c0);
               continue;
             }
             kernels::layer_norm_param_gradients(xd.range(at, c1 - c0), gd.range(at, c1 - c0),

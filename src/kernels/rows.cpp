@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "lane_sums.hpp"
 #include "mantissa/error.hpp"
@@ -65,19 +66,36 @@ void layer_norm_backward(const float* x, const float* gamma, const float* mean, 
 
 namespace {
 
-float value_of(float v) {
-  return v;
-}
-float value_of(std::uint16_t bf16) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(bf16) << 16);
-}
+// 16-bit stored values widened to float32 exactly, without branches (the loops vectorize).
+struct Bf16Bits {
+  float operator()(std::uint16_t b) const {
+    return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
+  }
+};
+struct F16Bits {
+  float operator()(std::uint16_t b) const { return static_cast<float>(std::bit_cast<_Float16>(b)); }
+};
+// cbfloat16 (1/6/9, bias 31): the fields moved into float32's place read as 2^-96 times the
+// value (normal numbers, subnormals and zero alike), and one exact multiply rebiases; the
+// top exponent field is an infinity (fraction 0) or a NaN with its payload (quieted by the
+// first arithmetic, as the codec's decode would have it).
+struct Cbf16Bits {
+  float operator()(std::uint16_t b) const {
+    const std::uint32_t mag = b & 0x7fffu;
+    const std::uint32_t finite =
+        std::bit_cast<std::uint32_t>(std::bit_cast<float>(mag << 14) * 0x1p96f);
+    const std::uint32_t special = 0x7f800000u | ((mag & 0x1ffu) << 14);
+    return std::bit_cast<float>((mag >= 0x7e00u ? special : finite) |
+                                (static_cast<std::uint32_t>(b & 0x8000u) << 16));
+  }
+};
 
-template <class T>
+template <class T, class Widen>
 void param_gradients(const T* x, const T* dy, float mean, float rstd, float* dgamma, float* dbeta,
-                     std::int64_t width) {
+                     std::int64_t width, Widen widen) {
   for (std::int64_t c = 0; c < width; ++c) {
-    const float g = value_of(dy[c]);
-    const float xhat = (value_of(x[c]) - mean) * rstd;
+    const float g = widen(dy[c]);
+    const float xhat = (widen(x[c]) - mean) * rstd;
     dgamma[c] += g * xhat;
     dbeta[c] += g;
   }
@@ -87,12 +105,23 @@ void param_gradients(const T* x, const T* dy, float mean, float rstd, float* dga
 
 void layer_norm_param_gradients(const float* x, const float* dy, float mean, float rstd,
                                 float* dgamma, float* dbeta, std::int64_t width) {
-  param_gradients(x, dy, mean, rstd, dgamma, dbeta, width);
+  param_gradients(x, dy, mean, rstd, dgamma, dbeta, width, [](float v) { return v; });
 }
 
-void layer_norm_param_gradients_bf16(const std::uint16_t* x, const std::uint16_t* dy, float mean,
-                                     float rstd, float* dgamma, float* dbeta, std::int64_t width) {
-  param_gradients(x, dy, mean, rstd, dgamma, dbeta, width);
+void layer_norm_param_gradients_16(const std::uint16_t* x, const std::uint16_t* dy,
+                                   numerics::Format format, float mean, float rstd, float* dgamma,
+                                   float* dbeta, std::int64_t width) {
+  switch (format) {
+    case numerics::Format::bfloat16:
+      return param_gradients(x, dy, mean, rstd, dgamma, dbeta, width, Bf16Bits{});
+    case numerics::Format::float16:
+      return param_gradients(x, dy, mean, rstd, dgamma, dbeta, width, F16Bits{});
+    case numerics::Format::cbfloat16:
+      return param_gradients(x, dy, mean, rstd, dgamma, dbeta, width, Cbf16Bits{});
+    default:
+      throw Error("layer_norm_param_gradients_16: bfloat16, float16 or cbfloat16 bits, not " +
+                  std::string(numerics::name(format)));
+  }
 }
 
 void layer_norm_forward_ref(const float* x, const float* gamma, const float* beta, float* y,

@@ -3,6 +3,7 @@
 // encode/decode compute; tails go through the scalar codec itself.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -390,20 +391,26 @@ void round_float16_avx2(float* x, std::size_t n) {
 void round_nearest_avx2(float* x, std::size_t n, const Layout& layout_ref, Overflow overflow,
                         float min_normal, float max_finite) {
   const Layout l = layout_ref;
-  const int shift = 23 - l.mantissa_bits;
-  const V half_minus_one = set1((1u << (shift - 1)) - 1u);
-  const V keep = set1(~((1u << shift) - 1u));
-  const V one = set1(1u);
+  const auto shift = static_cast<std::uint32_t>(23 - l.mantissa_bits);
+  // |x| of binade 2^e rounds to the format's spacing there, nearest-even, in one add and one
+  // subtract of c = max(2^(e + shift), 2^(emin + shift)): the sum's float32 ulp is the
+  // format's spacing 2^(e - m) for a normal result and 2^(emin - m) below the smallest normal
+  // (zero and float32 subnormals included), and a carry into the next binade is exact. Taken
+  // up to max finite (nothing there rounds above it), and below 2^(127 - shift) so that c stays
+  // finite (bfloat16's top binades are beyond).
+  const V exponent = set1(0x7f800000u);
+  const V shift_bits = set1(shift << 23);
+  const V magic = set1(std::bit_cast<std::uint32_t>(min_normal) + (shift << 23));
+  const V sign = set1(0x80000000u);
   const V abs_mask = set1(0x7fffffffu);
-  const V lo = set1(std::bit_cast<std::uint32_t>(min_normal));
-  const V hi = set1(std::bit_cast<std::uint32_t>(max_finite));
+  const V limit =
+      set1(std::min(std::bit_cast<std::uint32_t>(max_finite), ((254u - shift) << 23) - 1u));
   const auto scalar = [&](std::size_t i) {
     x[i] = decode(encode(x[i], l, Rounding::nearest_even, overflow), l);
   };
-  // Groups with a lane out of the normal range (subnormal results, overflow, infinity, NaN):
-  // the codec's vector encode and decode, which give the scalar codec's bits (both are tested
-  // against it exhaustively). Softmax probabilities and score gradients below cbfloat16's or
-  // fp8's smallest normal are common.
+  // Groups with a lane above that (overflow, infinity, NaN, bfloat16's top binades): the
+  // codec's vector encode and decode, which give the scalar codec's bits (both are tested
+  // against it exhaustively).
   EncodeArgs args{};
   args.layout = l;
   args.rounding = Rounding::nearest_even;
@@ -416,19 +423,18 @@ void round_nearest_avx2(float* x, std::size_t n, const Layout& layout_ref, Overf
     const V u = _mm256_loadu_si256(reinterpret_cast<const V*>(x + i));
     const V mag = _mm256_and_si256(u, abs_mask);
     // Magnitudes compare as integers (positive floats order like their bits); NaN and inf
-    // are above max_finite.
-    const V below = _mm256_cmpgt_epi32(lo, mag);
-    const V above = _mm256_cmpgt_epi32(mag, hi);
-    const V zero = _mm256_cmpeq_epi32(mag, _mm256_setzero_si256());
-    const V bad = _mm256_andnot_si256(zero, _mm256_or_si256(below, above));
-    if (!_mm256_testz_si256(bad, bad)) {
+    // are above every limit.
+    const V above = _mm256_cmpgt_epi32(mag, limit);
+    if (!_mm256_testz_si256(above, above)) {
       const V bits = encode8(u, encode_c, Rounding::nearest_even, _mm256_setzero_si256());
       _mm256_storeu_si256(reinterpret_cast<V*>(x + i), decode8(bits, decode_c));
       continue;
     }
-    const V lsb = _mm256_and_si256(_mm256_srli_epi32(u, shift), one);
-    const V r = _mm256_and_si256(_mm256_add_epi32(u, _mm256_add_epi32(half_minus_one, lsb)), keep);
-    _mm256_storeu_si256(reinterpret_cast<V*>(x + i), r);
+    const __m256 c = _mm256_castsi256_ps(
+        _mm256_max_epi32(_mm256_add_epi32(_mm256_and_si256(mag, exponent), shift_bits), magic));
+    const __m256 r = _mm256_sub_ps(_mm256_add_ps(_mm256_castsi256_ps(mag), c), c);
+    _mm256_storeu_si256(reinterpret_cast<V*>(x + i),
+                        _mm256_or_si256(_mm256_castps_si256(r), _mm256_and_si256(u, sign)));
   }
   for (; i < n; ++i) scalar(i);
 }

@@ -58,46 +58,64 @@ TEST(KernelTwins, Gelu) {
                              });
 }
 
-TEST(KernelTwins, LayerNormParameterGradientsFromBfloat16AreTheDecodedRowsSums) {
-  // bfloat16 rows read as stored: the same floats as the float32 form on the rows decoded
-  // by the numerics codec (values with specials and subnormals among them).
+TEST(KernelTwins, LayerNormParameterGradientsFrom16BitRowsAreTheDecodedRowsSums) {
+  // bfloat16, float16 and cbfloat16 rows read as stored: the same floats as the float32 form
+  // on the rows decoded by the numerics codec (values with an infinity, a NaN and subnormals
+  // among them).
   const std::int64_t rows = 37, cols = 70;
   auto x = random_values(rows * cols, 31, 3.0f), dy = random_values(rows * cols, 32);
   x[5] = 1e-39f;  // a subnormal, kept by bfloat16
+  x[6] = 3e-11f;  // a cbfloat16 subnormal (below 2^-30)
+  x[7] = -2e-5f;  // a float16 subnormal
   dy[9] = std::numeric_limits<float>::infinity();
-  std::vector<std::uint16_t> xb(x.size()), gb(dy.size());
-  numerics::encode_array(x.data(), x.size(), numerics::Format::bfloat16, xb.data());
-  numerics::encode_array(dy.data(), dy.size(), numerics::Format::bfloat16, gb.data());
-  std::vector<float> xf(x.size()), gf(dy.size());
-  numerics::decode_array(xb.data(), xb.size(), numerics::Format::bfloat16, xf.data());
-  numerics::decode_array(gb.data(), gb.size(), numerics::Format::bfloat16, gf.data());
-  std::vector<float> dg(cols, 0.0f), db(cols, 0.0f), dg_bf(cols, 0.0f), db_bf(cols, 0.0f);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const float mean = 0.0625f * static_cast<float>(r % 5), rstd = 1.5f;
-    layer_norm_param_gradients(xf.data() + r * cols, gf.data() + r * cols, mean, rstd, dg.data(),
-                               db.data(), cols);
-    layer_norm_param_gradients_bf16(xb.data() + r * cols, gb.data() + r * cols, mean, rstd,
-                                    dg_bf.data(), db_bf.data(), cols);
-  }
-  EXPECT_EQ(std::memcmp(dg.data(), dg_bf.data(), cols * 4), 0);
-  EXPECT_EQ(std::memcmp(db.data(), db_bf.data(), cols * 4), 0);
-  EXPECT_TRUE(std::isinf(db_bf[9]));  // the inf went in
-  // And against the sums in double of the bfloat16 values themselves (column 9 holds the inf).
-  for (std::int64_t c = 0; c < cols; ++c) {
-    if (c == 9) continue;
-    double sg = 0, sb = 0, size = 0;
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const double mean = 0.0625 * static_cast<double>(r % 5);
-      const double xhat = (static_cast<double>(xf[r * cols + c]) - mean) * 1.5;
-      sg += gf[r * cols + c] * xhat;
-      sb += gf[r * cols + c];
-      size += std::fabs(gf[r * cols + c] * xhat) + std::fabs(gf[r * cols + c]);
+  dy[12] = -std::numeric_limits<float>::quiet_NaN();
+  for (const numerics::Format f :
+       {numerics::Format::bfloat16, numerics::Format::float16, numerics::Format::cbfloat16}) {
+    SCOPED_TRACE(numerics::name(f));
+    std::vector<std::uint16_t> xb(x.size()), gb(dy.size());
+    numerics::encode_array(x.data(), x.size(), f, xb.data());
+    numerics::encode_array(dy.data(), dy.size(), f, gb.data());
+    // A NaN whose quiet bit is clear (payload 1): decoded quiet, its payload kept.
+    const numerics::Layout& l = numerics::layout(f);
+    gb[15] = static_cast<std::uint16_t>((l.exponent_mask() << l.mantissa_bits) | 1u);
+    std::vector<float> xf(x.size()), gf(dy.size());
+    numerics::decode_array(xb.data(), xb.size(), f, xf.data());
+    numerics::decode_array(gb.data(), gb.size(), f, gf.data());
+    if (f == numerics::Format::cbfloat16) {
+      EXPECT_NE(xf[6], 0.0f);  // kept as a subnormal
     }
-    // rows float additions and products, each off by at most 2^-24 of the running size.
-    const double bound = 4 * static_cast<double>(rows) * std::ldexp(1.0, -24) * (size + 1);
-    EXPECT_NEAR(dg_bf[c], sg, bound) << c;
-    EXPECT_NEAR(db_bf[c], sb, bound) << c;
+    std::vector<float> dg(cols, 0.0f), db(cols, 0.0f), dg_16(cols, 0.0f), db_16(cols, 0.0f);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float mean = 0.0625f * static_cast<float>(r % 5), rstd = 1.5f;
+      layer_norm_param_gradients(xf.data() + r * cols, gf.data() + r * cols, mean, rstd, dg.data(),
+                                 db.data(), cols);
+      layer_norm_param_gradients_16(xb.data() + r * cols, gb.data() + r * cols, f, mean, rstd,
+                                    dg_16.data(), db_16.data(), cols);
+    }
+    EXPECT_EQ(std::memcmp(dg.data(), dg_16.data(), cols * 4), 0);
+    EXPECT_EQ(std::memcmp(db.data(), db_16.data(), cols * 4), 0);
+    EXPECT_TRUE(std::isinf(db_16[9]));                            // the inf went in
+    EXPECT_TRUE(std::isnan(db_16[12]) && std::isnan(db_16[15]));  // and the NaNs
+    // And against the sums in double of the stored values themselves.
+    for (std::int64_t c = 0; c < cols; ++c) {
+      if (c == 9 || c == 12 || c == 15) continue;
+      double sg = 0, sb = 0, size = 0;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const double mean = 0.0625 * static_cast<double>(r % 5);
+        const double xhat = (static_cast<double>(xf[r * cols + c]) - mean) * 1.5;
+        sg += gf[r * cols + c] * xhat;
+        sb += gf[r * cols + c];
+        size += std::fabs(gf[r * cols + c] * xhat) + std::fabs(gf[r * cols + c]);
+      }
+      // rows float additions and products, each off by at most 2^-24 of the running size.
+      const double bound = 4 * static_cast<double>(rows) * std::ldexp(1.0, -24) * (size + 1);
+      EXPECT_NEAR(dg_16[c], sg, bound) << c;
+      EXPECT_NEAR(db_16[c], sb, bound) << c;
+    }
   }
+  EXPECT_THROW(layer_norm_param_gradients_16(nullptr, nullptr, numerics::Format::float8_e4m3, 0, 1,
+                                             nullptr, nullptr, 0),
+               Error);
 }
 
 TEST(KernelTwins, LayerNormParameterGradientsAnyColumnSplit) {

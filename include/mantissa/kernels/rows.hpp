@@ -3,6 +3,8 @@
 // cross-entropy. Statistics and reductions in fp32 (double in the _ref twins).
 #include <cstdint>
 
+#include "mantissa/numerics/format.hpp"
+
 namespace mantissa::kernels {
 
 // y = (x - mean) * rstd * gamma + beta per row; saves mean and rstd (one per row).
@@ -17,10 +19,13 @@ void layer_norm_backward(const float* x, const float* gamma, const float* mean, 
 // result does not depend on the split.
 void layer_norm_param_gradients(const float* x, const float* dy, float mean, float rstd,
                                 float* dgamma, float* dbeta, std::int64_t width);
-// The same from bfloat16 bits (each value widened exactly in the loop): the same floats as
-// layer_norm_param_gradients on the rows decoded, without decoding them first.
-void layer_norm_param_gradients_bf16(const std::uint16_t* x, const std::uint16_t* dy, float mean,
-                                     float rstd, float* dgamma, float* dbeta, std::int64_t width);
+// The same from 16-bit stored values, bfloat16, float16 or cbfloat16 bits (each widened
+// exactly in the loop, infinities and NaNs as the codec decodes them): the same floats as
+// layer_norm_param_gradients on the rows decoded, without decoding them first. Another
+// format: mantissa::Error.
+void layer_norm_param_gradients_16(const std::uint16_t* x, const std::uint16_t* dy,
+                                   numerics::Format format, float mean, float rstd, float* dgamma,
+                                   float* dbeta, std::int64_t width);
 void layer_norm_forward_ref(const float* x, const float* gamma, const float* beta, float* y,
                             std::int64_t rows, std::int64_t cols, float eps);
 
