@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 #include "convert_kernels.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
@@ -382,9 +383,12 @@ void round_float16_avx2(float* x, std::size_t n) {
     const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
     _mm256_storeu_ps(x + i, _mm256_cvtph_ps(h));
   }
-  const Layout l = layout(Format::float16);
-  for (; i < n; ++i) {
-    x[i] = decode(encode(x[i], l, Rounding::nearest_even, Overflow::to_infinity), l);
+  if (i < n) {  // the last values as a group of 8, zeros after them (short rows are common)
+    alignas(32) float last[8] = {};
+    std::memcpy(last, x + i, (n - i) * sizeof(float));
+    _mm256_store_ps(
+        last, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_load_ps(last), _MM_FROUND_TO_NEAREST_INT)));
+    std::memcpy(x + i, last, (n - i) * sizeof(float));
   }
 }
 
@@ -405,38 +409,45 @@ void round_nearest_avx2(float* x, std::size_t n, const Layout& layout_ref, Overf
   const V abs_mask = set1(0x7fffffffu);
   const V limit =
       set1(std::min(std::bit_cast<std::uint32_t>(max_finite), ((254u - shift) << 23) - 1u));
-  const auto scalar = [&](std::size_t i) {
-    x[i] = decode(encode(x[i], l, Rounding::nearest_even, overflow), l);
-  };
   // Groups with a lane above that (overflow, infinity, NaN, bfloat16's top binades): the
   // codec's vector encode and decode, which give the scalar codec's bits (both are tested
-  // against it exhaustively).
-  EncodeArgs args{};
-  args.layout = l;
-  args.rounding = Rounding::nearest_even;
-  args.overflow = overflow;
-  args.storage_bytes = 4;
-  const EncodeConstants encode_c(args);
-  const DecodeConstants decode_c(l);
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const V u = _mm256_loadu_si256(reinterpret_cast<const V*>(x + i));
+  // against it exhaustively); their constants made at the first such group.
+  std::optional<EncodeConstants> encode_c;
+  std::optional<DecodeConstants> decode_c;
+  const auto group = [&](float* p) {
+    const V u = _mm256_loadu_si256(reinterpret_cast<const V*>(p));
     const V mag = _mm256_and_si256(u, abs_mask);
     // Magnitudes compare as integers (positive floats order like their bits); NaN and inf
     // are above every limit.
     const V above = _mm256_cmpgt_epi32(mag, limit);
     if (!_mm256_testz_si256(above, above)) {
-      const V bits = encode8(u, encode_c, Rounding::nearest_even, _mm256_setzero_si256());
-      _mm256_storeu_si256(reinterpret_cast<V*>(x + i), decode8(bits, decode_c));
-      continue;
+      if (!encode_c) {
+        EncodeArgs args{};
+        args.layout = l;
+        args.rounding = Rounding::nearest_even;
+        args.overflow = overflow;
+        args.storage_bytes = 4;
+        encode_c.emplace(args);
+        decode_c.emplace(l);
+      }
+      const V bits = encode8(u, *encode_c, Rounding::nearest_even, _mm256_setzero_si256());
+      _mm256_storeu_si256(reinterpret_cast<V*>(p), decode8(bits, *decode_c));
+      return;
     }
     const __m256 c = _mm256_castsi256_ps(
         _mm256_max_epi32(_mm256_add_epi32(_mm256_and_si256(mag, exponent), shift_bits), magic));
     const __m256 r = _mm256_sub_ps(_mm256_add_ps(_mm256_castsi256_ps(mag), c), c);
-    _mm256_storeu_si256(reinterpret_cast<V*>(x + i),
+    _mm256_storeu_si256(reinterpret_cast<V*>(p),
                         _mm256_or_si256(_mm256_castps_si256(r), _mm256_and_si256(u, sign)));
+  };
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) group(x + i);
+  if (i < n) {  // the last values as a group of 8, zeros after them (short rows are common)
+    alignas(32) float last[8] = {};
+    std::memcpy(last, x + i, (n - i) * sizeof(float));
+    group(last);
+    std::memcpy(x + i, last, (n - i) * sizeof(float));
   }
-  for (; i < n; ++i) scalar(i);
 }
 
 void decode_avx2(const void* src, std::size_t n, const Layout& layout_ref, int storage_bytes,

@@ -283,6 +283,56 @@ TEST_P(BulkConvert, RoundToFormatOutOfRangeGroupsMatchTheExactReference) {
   expect_rounding_as_the_reference(c, x);
 }
 
+// Short rows, as the attention rounds its probabilities a row at a time: every length from 1
+// to 19 (the last values a zero-padded group of their own), from windows of normal values,
+// subnormal results, zeros, overflow, infinities and NaN, against the exact reference in both
+// overflow modes; nothing written past the end.
+TEST_P(BulkConvert, RoundToFormatShortRowsMatchTheExactReference) {
+  const FormatCase& c = GetParam();
+  const RefEncoder ref(c.ref);
+  const numerics::FormatTraits& t = numerics::traits(c.format);
+  const float lo = static_cast<float>(t.min_normal), hi = static_cast<float>(t.max);
+  std::mt19937 rng(53);
+  std::vector<float> x(400);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float u = std::uniform_real_distribution<float>(0.0f, 1.0f)(rng);
+    const float values[] = {u * lo,
+                            u * hi,
+                            0.0f,
+                            hi * 1.5f,
+                            std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            u,
+                            std::ldexp(u, -150)};
+    const float v = values[rng() % 8];
+    x[i] = rng() % 2 ? v : -v;
+  }
+  for (Overflow o : {Overflow::to_infinity, Overflow::saturate}) {
+    ConvertOptions opt;
+    opt.overflow = o;
+    for (std::size_t n = 1; n < 20; ++n) {
+      for (std::size_t from = 0; from + n + 4 <= x.size(); from += 23) {
+        std::vector<float> got(x.begin() + static_cast<std::ptrdiff_t>(from),
+                               x.begin() + static_cast<std::ptrdiff_t>(from + n));
+        got.resize(n + 4, -7.0f);
+        numerics::round_to_format(got.data(), n, c.format, opt);
+        for (std::size_t i = 0; i < n; ++i) {
+          const auto want = static_cast<float>(ref_decode(
+              ref.encode(x[from + i], RefRounding::nearest_even, o == Overflow::saturate, 0),
+              c.ref));
+          if (std::isnan(want)) {
+            ASSERT_TRUE(std::isnan(got[i])) << case_name(c.format) << " n " << n;
+            continue;
+          }
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want))
+              << case_name(c.format) << " x = " << x[from + i] << " n " << n << " element " << i;
+        }
+        for (std::size_t i = n; i < got.size(); ++i) ASSERT_EQ(got[i], -7.0f);
+      }
+    }
+  }
+}
+
 TEST_P(BulkConvert, ShortArraysAndTheirLastElementsMatchTheCodecOnEveryPath) {
   // Every length from 0 to 70 (the vector paths' tails under lane masks), from windows of the
   // specials at the start of the inputs; nothing written past the end.
