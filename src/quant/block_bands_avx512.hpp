@@ -3,6 +3,7 @@
 // compiled with -mavx512f -mavx512bw (block_bands_avx512.cpp), entered only when
 // numerics::active_simd_path() is avx512. Only plain types cross this boundary.
 #include <cstdint>
+#include <type_traits>
 
 namespace mantissa::quant::detail {
 
@@ -108,6 +109,23 @@ bool mx_decode_avx512(const std::uint8_t* codes, const std::uint8_t* scale_codes
 // numerics::MxScaleRule as the one-pass MX paths take it, value for value (block_bands.cpp
 // checks that at compile time).
 enum class MxRule : std::uint8_t { floor, rceil, ceil, even };
+
+// f(std::integral_constant<MxRule, rule>{}) for a rule known at run time (the one-pass paths
+// compile a body per rule); `otherwise` for a value that is none of them.
+template <class R, class F>
+R with_rule(MxRule rule, R otherwise, F&& f) {
+  switch (rule) {
+    case MxRule::floor:
+      return f(std::integral_constant<MxRule, MxRule::floor>{});
+    case MxRule::ceil:
+      return f(std::integral_constant<MxRule, MxRule::ceil>{});
+    case MxRule::even:
+      return f(std::integral_constant<MxRule, MxRule::even>{});
+    case MxRule::rceil:
+      return f(std::integral_constant<MxRule, MxRule::rceil>{});
+  }
+  return otherwise;
+}
 
 // An MX quantizer over bfloat16 or float32 rows in tiles of 1 x 32 (rows a multiple of 32
 // long) or 32 x 1: its scale rule and its element format's facts (numerics::mx_emax, the

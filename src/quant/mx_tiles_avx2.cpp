@@ -9,7 +9,6 @@
 
 #include <cstring>
 #include <limits>
-#include <type_traits>
 
 #include "band_passes_avx2.hpp"
 #include "block_bands_avx2.hpp"
@@ -129,18 +128,6 @@ inline bool any_nonfinite(__m256i u) {
   return !_mm256_testz_si256(_mm256_cmpgt_epi32(u, set1(0x7f7fffff)), all_ones());
 }
 
-// The low bytes of n lanes of f stored at o.
-inline void store_fields(std::uint8_t* o, __m256i f, int n) {
-  const __m256i gather =
-      _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1,
-                       -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-  const __m256i b = _mm256_shuffle_epi8(f, gather);
-  alignas(16) std::uint8_t bytes[16];
-  _mm_store_si128(reinterpret_cast<__m128i*>(bytes),
-                  _mm_unpacklo_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1)));
-  std::memcpy(o, bytes, static_cast<std::size_t>(n));
-}
-
 // 1 x 32 tiles: rows [r0, r1) are one run of whole tiles, eight at a time.
 template <MxRule kRule, class Body8, class Sixteen>
 bool each_row_tile(const BandRows& in, const MxTiles& mx, const BandGrid& g,
@@ -160,7 +147,7 @@ bool each_row_tile(const BandRows& in, const MxTiles& mx, const BandGrid& g,
     }
     if (any_nonfinite(u)) return false;
     const __m256i f = fields8<kRule>(u, mx, g.mantissa_bits);
-    if (scale_codes != nullptr) store_fields(scale_codes + base / 32, f, n);
+    if (scale_codes != nullptr) store_codes(scale_codes + base / 32, f, n, false);
     const TileVectors tv = tile_vectors(u, f, g);
     alignas(32) std::uint32_t lo16[8], top16[8], offset16[8];
     alignas(32) float enc[8], dec[8], magic[8], top[8];
@@ -234,8 +221,8 @@ bool each_column_tile(const BandRows& in, const MxTiles& mx, const BandGrid& g,
         const __m256i f1 = fields8<kRule>(u1, mx, g.mantissa_bits);
         if (scale_codes != nullptr) {
           std::uint8_t* s = scale_codes + b0 / 32 * cols + c0 + 16 * v;
-          store_fields(s, f0, 8);
-          store_fields(s + 8, f1, 8);
+          store_codes(s, f0, 8, false);
+          store_codes(s + 8, f1, 8, false);
         }
         const TileVectors v0 = tile_vectors(u0, f0, g), v1 = tile_vectors(u1, f1, g);
         k[v] = Tile16{join16(v0.lo16, v1.lo16), join16(v0.top16, v1.top16),
@@ -266,17 +253,7 @@ bool each_tile(const BandRows& in, const MxTiles& mx, const BandGrid& g, std::ui
     return mx.row_tiles ? each_row_tile<kRule>(in, mx, g, scale_codes, body8, sixteen)
                         : each_column_tile<kRule>(in, mx, g, scale_codes, body8, sixteen);
   };
-  switch (mx.rule) {
-    case MxRule::floor:
-      return run(std::integral_constant<MxRule, MxRule::floor>{});
-    case MxRule::ceil:
-      return run(std::integral_constant<MxRule, MxRule::ceil>{});
-    case MxRule::even:
-      return run(std::integral_constant<MxRule, MxRule::even>{});
-    case MxRule::rceil:
-      return run(std::integral_constant<MxRule, MxRule::rceil>{});
-  }
-  return false;
+  return with_rule(mx.rule, false, run);
 }
 
 }  // namespace

@@ -7,7 +7,6 @@
 #include <immintrin.h>
 
 #include <limits>
-#include <type_traits>
 
 #include "band_passes_avx512.hpp"
 #include "block_bands_avx512.hpp"
@@ -295,17 +294,7 @@ bool each_tile(const BandRows& in, const MxTiles& mx, const BandGrid& g, std::ui
     return mx.row_tiles ? each_row_tile<kRule>(in, mx, g, scale_codes, fast, half)
                         : each_column_tile<kRule>(in, mx, g, scale_codes, fast, half);
   };
-  switch (mx.rule) {
-    case MxRule::floor:
-      return run(std::integral_constant<MxRule, MxRule::floor>{});
-    case MxRule::ceil:
-      return run(std::integral_constant<MxRule, MxRule::ceil>{});
-    case MxRule::even:
-      return run(std::integral_constant<MxRule, MxRule::even>{});
-    case MxRule::rceil:
-      return run(std::integral_constant<MxRule, MxRule::rceil>{});
-  }
-  return false;
+  return with_rule(mx.rule, false, run);
 }
 
 }  // namespace
