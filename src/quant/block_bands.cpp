@@ -292,17 +292,17 @@ static_assert(static_cast<int>(MxRule::floor) == static_cast<int>(numerics::MxSc
               numerics::kMxScaleRuleNames.size() == 4);
 
 // MX over bfloat16 or float32 in tiles of 1 x 32 (rows of whole tiles) or 32 x 1: the one-pass
-// path's facts (mx_tiles_avx512.cpp; on AVX2 bfloat16 only, mx_tiles_avx2.cpp); nullopt for
-// every other spec (takes() has been asked).
+// path's facts (mx_tiles_avx512.cpp, or mx_tiles_avx2.cpp); nullopt for every other spec
+// (takes() has been asked).
 std::optional<MxTiles> one_pass(const BlockSpec& spec, Format x_format, std::int64_t cols) {
   const auto* mx = std::get_if<numerics::MxSettings>(&spec);
-  // AVX-512: bfloat16 or float32; AVX2: bfloat16 (column tiles in strips of 16 columns).
-  const bool avx512 = on_avx512();
-  if (mx == nullptr || (x_format != Format::bfloat16 && (!avx512 || x_format != Format::float32))) {
+  if (mx == nullptr || (x_format != Format::bfloat16 && x_format != Format::float32)) {
     return std::nullopt;
   }
+  // AVX2 takes column tiles in strips of whole vectors: 16 bfloat16 or 8 float32 columns.
   const bool row_tiles = mx->tile == numerics::TileShape{1, 32} && cols % 32 == 0;
-  if (!row_tiles && !(mx->tile == numerics::TileShape{32, 1} && (avx512 || cols % 16 == 0))) {
+  const std::int64_t strip = on_avx512() ? 1 : x_format == Format::bfloat16 ? 16 : 8;
+  if (!row_tiles && !(mx->tile == numerics::TileShape{32, 1} && cols % strip == 0)) {
     return std::nullopt;
   }
   MxTiles t;

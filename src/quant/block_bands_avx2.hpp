@@ -35,12 +35,13 @@ bool mx_decode_avx2(const std::uint8_t* codes, const std::uint8_t* scale_codes, 
                     bool row_tiles, std::int64_t r0, std::int64_t r1, const CodeTable& t,
                     int mantissa_bits, std::uint16_t* out);
 
-// As mx_values_avx512 and mx_codes_avx512 (mx_tiles_avx2.cpp), for bfloat16 input only: rows
-// [r0, r1) quantized by mx in one pass, 8 row tiles' (1 x 32) or a strip of 16 columns' (32 x 1,
-// cols a multiple of 16) amaxes, E8M0 fields, multipliers and thresholds in registers, then
-// the same elements' values or codes while they are in the L1 cache. An element that scales to
-// an infinity or NaN goes through the codec in the pass itself; finished false: some tile's
-// amax is an infinity or NaN, the rows the band path's to redo.
+// As mx_values_avx512 and mx_codes_avx512 (mx_tiles_avx2.cpp): rows [r0, r1) of bfloat16 or
+// float32 quantized by mx in one pass, 8 row tiles' (1 x 32) or a strip's (32 x 1; cols a
+// multiple of 16 for bfloat16, of 8 for float32) amaxes, E8M0 fields, multipliers and
+// thresholds in registers, then the same elements' values or codes while they are in the L1
+// cache. An element that scales to an infinity or NaN goes through the codec in the pass
+// itself; finished false: some tile's amax is an infinity or NaN, the rows the band path's to
+// redo.
 MxPassAnswer mx_values_avx2(const BandRows& in, const MxTiles& mx, const BandGrid& g,
                             const ElementCodec& codec, std::uint16_t* out);
 bool mx_codes_avx2(const BandRows& in, const MxTiles& mx, const BandGrid& g,

@@ -1,5 +1,6 @@
 // AVX2 (the library's baseline); entered only when numerics::active_simd_path() is avx2
-// (block_bands.cpp). MX over bfloat16 in one pass, the 8-lane twin of mx_tiles_avx512.cpp:
+// (block_bands.cpp). MX over bfloat16 or float32 in one pass, the 8-lane twin of
+// mx_tiles_avx512.cpp:
 // the E8M0 fields, multipliers and thresholds of 8 row tiles or of a strip of 16 column tiles
 // are found in registers right after their amaxes, and the same elements are rounded while
 // they are in the L1 cache, by the band passes' own bodies (band_passes_avx2.hpp). The band
@@ -243,6 +244,86 @@ bool each_column_tile(const BandRows& in, const MxTiles& mx, const BandGrid& g,
   return true;
 }
 
+// float32 input: 1 x 32 tiles eight at a time (each tile's amax a reduction), or 32 x 1 tiles
+// in strips of up to 128 columns (cols a multiple of 8); every element on the 8-lane path
+// (body8), with its tile's multipliers and thresholds in x's own scale.
+template <MxRule kRule, class Body8>
+bool each_row_tile_f32(const BandRows& in, const MxTiles& mx, const BandGrid& g,
+                       std::uint8_t* scale_codes, const Body8& body8) {
+  const auto* x = static_cast<const float*>(in.x);
+  const std::int64_t begin = in.r0 * in.cols, tiles = (in.r1 - in.r0) * in.cols / 32;
+  const __m256i abs_mask = set1(0x7fffffffu);
+  for (std::int64_t t0 = 0; t0 < tiles; t0 += 8) {
+    const int n = tiles - t0 < 8 ? static_cast<int>(tiles - t0) : 8;
+    const std::int64_t base = begin + t0 * 32;
+    alignas(32) std::uint32_t amax[8] = {};
+    for (int j = 0; j < n; ++j) {
+      const float* tile = x + base + 32 * j;
+      __m256i m = _mm256_setzero_si256();
+      for (int k = 0; k < 32; k += 8) {
+        m = _mm256_max_epu32(
+            m, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(tile + k)), abs_mask));
+      }
+      amax[j] = max_lane(m);
+    }
+    const __m256i u = _mm256_load_si256(reinterpret_cast<const __m256i*>(amax));
+    if (any_nonfinite(u)) return false;
+    const __m256i f = fields8<kRule>(u, mx, g.mantissa_bits);
+    if (scale_codes != nullptr) store_codes(scale_codes + base / 32, f, n, false);
+    const TileVectors tv = tile_vectors(u, f, g);
+    alignas(32) float enc[8], dec[8], magic[8], top[8];
+    _mm256_store_ps(enc, tv.enc);
+    _mm256_store_ps(dec, tv.dec);
+    _mm256_store_ps(magic, tv.magic);
+    _mm256_store_ps(top, tv.top);
+    const int plain = _mm256_movemask_ps(_mm256_castsi256_ps(tv.plain));
+    for (int j = 0; j < n; ++j) {
+      const Tile8 t{_mm256_set1_ps(enc[j]), _mm256_set1_ps(dec[j]), _mm256_set1_ps(magic[j]),
+                    _mm256_set1_ps(top[j]), ((plain >> j) & 1) != 0};
+      for (std::int64_t c = base + 32 * j; c < base + 32 * (j + 1); c += 8) body8(0, c, 8, t);
+    }
+  }
+  return true;
+}
+
+template <MxRule kRule, class Body8>
+bool each_column_tile_f32(const BandRows& in, const MxTiles& mx, const BandGrid& g,
+                          std::uint8_t* scale_codes, const Body8& body8) {
+  constexpr std::int64_t kStrip = 16;  // vectors of 8 columns a strip
+  const auto* x = static_cast<const float*>(in.x);
+  const std::int64_t cols = in.cols;
+  const __m256i abs_mask = set1(0x7fffffffu);
+  for (std::int64_t b0 = in.r0; b0 < in.r1; b0 += 32) {
+    const std::int64_t b1 = b0 + 32 < in.r1 ? b0 + 32 : in.r1;
+    for (std::int64_t c0 = 0; c0 < cols; c0 += 8 * kStrip) {
+      const std::int64_t vectors = (cols - c0) / 8 < kStrip ? (cols - c0) / 8 : kStrip;
+      __m256i acc[kStrip];
+      for (std::int64_t v = 0; v < vectors; ++v) acc[v] = _mm256_setzero_si256();
+      for (std::int64_t r = b0; r < b1; ++r) {
+        const float* row = x + r * cols + c0;
+        for (std::int64_t v = 0; v < vectors; ++v) {
+          acc[v] = _mm256_max_epu32(
+              acc[v],
+              _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(row + 8 * v)), abs_mask));
+        }
+      }
+      Tile8 t[kStrip];
+      for (std::int64_t v = 0; v < vectors; ++v) {
+        if (any_nonfinite(acc[v])) return false;
+        const __m256i f = fields8<kRule>(acc[v], mx, g.mantissa_bits);
+        if (scale_codes != nullptr) {
+          store_codes(scale_codes + b0 / 32 * cols + c0 + 8 * v, f, 8, false);
+        }
+        t[v] = tile8(tile_vectors(acc[v], f, g));
+      }
+      for (std::int64_t r = b0; r < b1; ++r) {
+        for (std::int64_t v = 0; v < vectors; ++v) body8(r, c0 + 8 * v, 8, t[v]);
+      }
+    }
+  }
+  return true;
+}
+
 // The tiles of `in` under mx's rule, each handed to body8 / sixteen; false where some amax is
 // not finite.
 template <class Body8, class Sixteen>
@@ -250,6 +331,10 @@ bool each_tile(const BandRows& in, const MxTiles& mx, const BandGrid& g, std::ui
                const Body8& body8, const Sixteen& sixteen) {
   const auto run = [&](auto rule) {
     constexpr MxRule kRule = decltype(rule)::value;
+    if (!in.bf16) {
+      return mx.row_tiles ? each_row_tile_f32<kRule>(in, mx, g, scale_codes, body8)
+                          : each_column_tile_f32<kRule>(in, mx, g, scale_codes, body8);
+    }
     return mx.row_tiles ? each_row_tile<kRule>(in, mx, g, scale_codes, body8, sixteen)
                         : each_column_tile<kRule>(in, mx, g, scale_codes, body8, sixteen);
   };
