@@ -129,6 +129,25 @@ inline bool any_nonfinite(__m256i u) {
   return !_mm256_testz_si256(_mm256_cmpgt_epi32(u, set1(0x7f7fffff)), all_ones());
 }
 
+// 8 row tiles' multipliers and thresholds as arrays, for each tile's broadcast.
+struct TileLanes {
+  alignas(32) float enc[8], dec[8], magic[8], top[8];
+  int plain;
+
+  explicit TileLanes(const TileVectors& v)
+      : plain(_mm256_movemask_ps(_mm256_castsi256_ps(v.plain))) {
+    _mm256_store_ps(enc, v.enc);
+    _mm256_store_ps(dec, v.dec);
+    _mm256_store_ps(magic, v.magic);
+    _mm256_store_ps(top, v.top);
+  }
+  // Tile j's constants in every lane (band_passes_avx2.hpp's Tile8).
+  Tile8 tile(int j) const {
+    return {_mm256_set1_ps(enc[j]), _mm256_set1_ps(dec[j]), _mm256_set1_ps(magic[j]),
+            _mm256_set1_ps(top[j]), ((plain >> j) & 1) != 0};
+  }
+};
+
 // 1 x 32 tiles: rows [r0, r1) are one run of whole tiles, eight at a time.
 template <MxRule kRule, class Body8, class Sixteen>
 bool each_row_tile(const BandRows& in, const MxTiles& mx, const BandGrid& g,
@@ -151,23 +170,17 @@ bool each_row_tile(const BandRows& in, const MxTiles& mx, const BandGrid& g,
     if (scale_codes != nullptr) store_codes(scale_codes + base / 32, f, n, false);
     const TileVectors tv = tile_vectors(u, f, g);
     alignas(32) std::uint32_t lo16[8], top16[8], offset16[8];
-    alignas(32) float enc[8], dec[8], magic[8], top[8];
     _mm256_store_si256(reinterpret_cast<__m256i*>(lo16), tv.lo16);
     _mm256_store_si256(reinterpret_cast<__m256i*>(top16), tv.top16);
     _mm256_store_si256(reinterpret_cast<__m256i*>(offset16), tv.offset16);
-    _mm256_store_ps(enc, tv.enc);
-    _mm256_store_ps(dec, tv.dec);
-    _mm256_store_ps(magic, tv.magic);
-    _mm256_store_ps(top, tv.top);
-    const int plain = _mm256_movemask_ps(_mm256_castsi256_ps(tv.plain));
+    const TileLanes lanes(tv);
     for (int j = 0; j < n; ++j) {
       const Tile16 k{_mm256_set1_epi16(static_cast<short>(lo16[j])),
                      _mm256_set1_epi16(static_cast<short>(top16[j])),
                      _mm256_set1_epi16(static_cast<short>(offset16[j]))};
       for (std::int64_t c = base + 32 * j; c < base + 32 * (j + 1); c += 16) {
         if (sixteen(0, c, k)) continue;
-        const Tile8 t{_mm256_set1_ps(enc[j]), _mm256_set1_ps(dec[j]), _mm256_set1_ps(magic[j]),
-                      _mm256_set1_ps(top[j]), ((plain >> j) & 1) != 0};
+        const Tile8 t = lanes.tile(j);
         body8(0, c, 8, t);
         body8(0, c + 8, 8, t);
       }
@@ -185,63 +198,77 @@ inline Tile8 tile8(const TileVectors& v) {
   return {v.enc, v.dec, v.magic, v.top, _mm256_movemask_ps(_mm256_castsi256_ps(v.plain)) == 0xff};
 }
 
-// 32 x 1 tiles (cols a multiple of 16): each band of 32 rows in strips of up to 256 columns
-// (the band's part then in the L1 cache, each row's part read as one run), the strip's
-// amaxes over the band's rows 16 columns a vector, their fields, multipliers and thresholds,
-// then the strip's rows rounded.
-template <MxRule kRule, class Body8, class Sixteen>
-bool each_column_tile(const BandRows& in, const MxTiles& mx, const BandGrid& g,
-                      std::uint8_t* scale_codes, const Body8& body8, const Sixteen& sixteen) {
-  constexpr std::int64_t kStrip = 16;  // vectors of 16 columns a strip
-  const auto* x = static_cast<const std::uint16_t*>(in.x);
+// Over each band of 32 rows and each strip of up to 16 vectors of kLanes columns (the band's
+// part then in the L1 cache, each row's part read as one run): strip(b0, b1, c0, vectors, acc)
+// with acc[v] the unsigned maximum (fold) over the band's rows of the magnitudes load gives
+// for vector v; false where strip answers false.
+template <std::int64_t kLanes, class T, class Load, class Fold, class Strip>
+bool each_strip(const BandRows& in, Load load, Fold fold, Strip&& strip) {
+  constexpr std::int64_t kStrip = 16;
+  const auto* x = static_cast<const T*>(in.x);
   const std::int64_t cols = in.cols;
   for (std::int64_t b0 = in.r0; b0 < in.r1; b0 += 32) {
     const std::int64_t b1 = b0 + 32 < in.r1 ? b0 + 32 : in.r1;
-    for (std::int64_t c0 = 0; c0 < cols; c0 += 16 * kStrip) {
-      const std::int64_t vectors = (cols - c0) / 16 < kStrip ? (cols - c0) / 16 : kStrip;
+    for (std::int64_t c0 = 0; c0 < cols; c0 += kLanes * kStrip) {
+      const std::int64_t vectors = (cols - c0) / kLanes < kStrip ? (cols - c0) / kLanes : kStrip;
       __m256i acc[kStrip];
       for (std::int64_t v = 0; v < vectors; ++v) acc[v] = _mm256_setzero_si256();
       for (std::int64_t r = b0; r < b1; ++r) {
-        const std::uint16_t* row = x + r * cols + c0;
-        for (std::int64_t v = 0; v < vectors; ++v) {
-          acc[v] = _mm256_max_epu16(
-              acc[v],
-              _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 16 * v)),
-                               _mm256_set1_epi16(0x7fff)));
-        }
+        const T* row = x + r * cols + c0;
+        for (std::int64_t v = 0; v < vectors; ++v) acc[v] = fold(acc[v], load(row + kLanes * v));
       }
-      Tile16 k[kStrip];
-      Tile8 t[2 * kStrip];
-      for (std::int64_t v = 0; v < vectors; ++v) {
-        const __m256i u0 =
-            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(acc[v])), 16);
-        const __m256i u1 =
-            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(acc[v], 1)), 16);
-        if (any_nonfinite(_mm256_max_epu32(u0, u1))) return false;
-        const __m256i f0 = fields8<kRule>(u0, mx, g.mantissa_bits);
-        const __m256i f1 = fields8<kRule>(u1, mx, g.mantissa_bits);
-        if (scale_codes != nullptr) {
-          std::uint8_t* s = scale_codes + b0 / 32 * cols + c0 + 16 * v;
-          store_codes(s, f0, 8, false);
-          store_codes(s + 8, f1, 8, false);
-        }
-        const TileVectors v0 = tile_vectors(u0, f0, g), v1 = tile_vectors(u1, f1, g);
-        k[v] = Tile16{join16(v0.lo16, v1.lo16), join16(v0.top16, v1.top16),
-                      join16(v0.offset16, v1.offset16)};
-        t[2 * v] = tile8(v0);
-        t[2 * v + 1] = tile8(v1);
-      }
-      for (std::int64_t r = b0; r < b1; ++r) {
-        for (std::int64_t v = 0; v < vectors; ++v) {
-          const std::int64_t c = c0 + 16 * v;
-          if (sixteen(r, c, k[v])) continue;
-          body8(r, c, 8, t[2 * v]);
-          body8(r, c + 8, 8, t[2 * v + 1]);
-        }
-      }
+      if (!strip(b0, b1, c0, vectors, acc)) return false;
     }
   }
   return true;
+}
+
+// 32 x 1 tiles (cols a multiple of 16): in strips of up to 256 columns over each band of 32
+// rows (each_strip), the strip's amaxes 16 columns a vector, their fields, multipliers and
+// thresholds, then the strip's rows rounded.
+template <MxRule kRule, class Body8, class Sixteen>
+bool each_column_tile(const BandRows& in, const MxTiles& mx, const BandGrid& g,
+                      std::uint8_t* scale_codes, const Body8& body8, const Sixteen& sixteen) {
+  const auto load = [](const std::uint16_t* p) {
+    return _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
+                            _mm256_set1_epi16(0x7fff));
+  };
+  const auto fold = [](__m256i a, __m256i b) { return _mm256_max_epu16(a, b); };
+  return each_strip<16, std::uint16_t>(
+      in, load, fold,
+      [&](std::int64_t b0, std::int64_t b1, std::int64_t c0, std::int64_t vectors,
+          const __m256i* acc) {
+        Tile16 k[16];
+        Tile8 t[32];
+        for (std::int64_t v = 0; v < vectors; ++v) {
+          const __m256i u0 =
+              _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(acc[v])), 16);
+          const __m256i u1 =
+              _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(acc[v], 1)), 16);
+          if (any_nonfinite(_mm256_max_epu32(u0, u1))) return false;
+          const __m256i f0 = fields8<kRule>(u0, mx, g.mantissa_bits);
+          const __m256i f1 = fields8<kRule>(u1, mx, g.mantissa_bits);
+          if (scale_codes != nullptr) {
+            std::uint8_t* s = scale_codes + b0 / 32 * in.cols + c0 + 16 * v;
+            store_codes(s, f0, 8, false);
+            store_codes(s + 8, f1, 8, false);
+          }
+          const TileVectors v0 = tile_vectors(u0, f0, g), v1 = tile_vectors(u1, f1, g);
+          k[v] = Tile16{join16(v0.lo16, v1.lo16), join16(v0.top16, v1.top16),
+                        join16(v0.offset16, v1.offset16)};
+          t[2 * v] = tile8(v0);
+          t[2 * v + 1] = tile8(v1);
+        }
+        for (std::int64_t r = b0; r < b1; ++r) {
+          for (std::int64_t v = 0; v < vectors; ++v) {
+            const std::int64_t c = c0 + 16 * v;
+            if (sixteen(r, c, k[v])) continue;
+            body8(r, c, 8, t[2 * v]);
+            body8(r, c + 8, 8, t[2 * v + 1]);
+          }
+        }
+        return true;
+      });
 }
 
 // float32 input: 1 x 32 tiles eight at a time (each tile's amax a reduction), or 32 x 1 tiles
@@ -270,16 +297,9 @@ bool each_row_tile_f32(const BandRows& in, const MxTiles& mx, const BandGrid& g,
     if (any_nonfinite(u)) return false;
     const __m256i f = fields8<kRule>(u, mx, g.mantissa_bits);
     if (scale_codes != nullptr) store_codes(scale_codes + base / 32, f, n, false);
-    const TileVectors tv = tile_vectors(u, f, g);
-    alignas(32) float enc[8], dec[8], magic[8], top[8];
-    _mm256_store_ps(enc, tv.enc);
-    _mm256_store_ps(dec, tv.dec);
-    _mm256_store_ps(magic, tv.magic);
-    _mm256_store_ps(top, tv.top);
-    const int plain = _mm256_movemask_ps(_mm256_castsi256_ps(tv.plain));
+    const TileLanes lanes(tile_vectors(u, f, g));
     for (int j = 0; j < n; ++j) {
-      const Tile8 t{_mm256_set1_ps(enc[j]), _mm256_set1_ps(dec[j]), _mm256_set1_ps(magic[j]),
-                    _mm256_set1_ps(top[j]), ((plain >> j) & 1) != 0};
+      const Tile8 t = lanes.tile(j);
       for (std::int64_t c = base + 32 * j; c < base + 32 * (j + 1); c += 8) body8(0, c, 8, t);
     }
   }
@@ -289,39 +309,29 @@ bool each_row_tile_f32(const BandRows& in, const MxTiles& mx, const BandGrid& g,
 template <MxRule kRule, class Body8>
 bool each_column_tile_f32(const BandRows& in, const MxTiles& mx, const BandGrid& g,
                           std::uint8_t* scale_codes, const Body8& body8) {
-  constexpr std::int64_t kStrip = 16;  // vectors of 8 columns a strip
-  const auto* x = static_cast<const float*>(in.x);
-  const std::int64_t cols = in.cols;
-  const __m256i abs_mask = set1(0x7fffffffu);
-  for (std::int64_t b0 = in.r0; b0 < in.r1; b0 += 32) {
-    const std::int64_t b1 = b0 + 32 < in.r1 ? b0 + 32 : in.r1;
-    for (std::int64_t c0 = 0; c0 < cols; c0 += 8 * kStrip) {
-      const std::int64_t vectors = (cols - c0) / 8 < kStrip ? (cols - c0) / 8 : kStrip;
-      __m256i acc[kStrip];
-      for (std::int64_t v = 0; v < vectors; ++v) acc[v] = _mm256_setzero_si256();
-      for (std::int64_t r = b0; r < b1; ++r) {
-        const float* row = x + r * cols + c0;
-        for (std::int64_t v = 0; v < vectors; ++v) {
-          acc[v] = _mm256_max_epu32(
-              acc[v],
-              _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(row + 8 * v)), abs_mask));
-        }
-      }
-      Tile8 t[kStrip];
-      for (std::int64_t v = 0; v < vectors; ++v) {
-        if (any_nonfinite(acc[v])) return false;
-        const __m256i f = fields8<kRule>(acc[v], mx, g.mantissa_bits);
-        if (scale_codes != nullptr) {
-          store_codes(scale_codes + b0 / 32 * cols + c0 + 8 * v, f, 8, false);
-        }
-        t[v] = tile8(tile_vectors(acc[v], f, g));
-      }
-      for (std::int64_t r = b0; r < b1; ++r) {
-        for (std::int64_t v = 0; v < vectors; ++v) body8(r, c0 + 8 * v, 8, t[v]);
-      }
-    }
-  }
-  return true;
+  const auto load = [](const float* p) {
+    return _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p)), set1(0x7fffffffu));
+  };
+  const auto fold = [](__m256i a, __m256i b) { return _mm256_max_epu32(a, b); };
+  return each_strip<8, float>(in, load, fold,
+                              [&](std::int64_t b0, std::int64_t b1, std::int64_t c0,
+                                  std::int64_t vectors, const __m256i* acc) {
+                                Tile8 t[16];
+                                for (std::int64_t v = 0; v < vectors; ++v) {
+                                  if (any_nonfinite(acc[v])) return false;
+                                  const __m256i f = fields8<kRule>(acc[v], mx, g.mantissa_bits);
+                                  if (scale_codes != nullptr) {
+                                    store_codes(scale_codes + b0 / 32 * in.cols + c0 + 8 * v, f, 8,
+                                                false);
+                                  }
+                                  t[v] = tile8(tile_vectors(acc[v], f, g));
+                                }
+                                for (std::int64_t r = b0; r < b1; ++r) {
+                                  for (std::int64_t v = 0; v < vectors; ++v)
+                                    body8(r, c0 + 8 * v, 8, t[v]);
+                                }
+                                return true;
+                              });
 }
 
 // The tiles of `in` under mx's rule, each handed to body8 / sixteen; false where some amax is
