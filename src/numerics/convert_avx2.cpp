@@ -1,6 +1,7 @@
 // AVX2 + F16C conversion kernels. Compiled with -mavx2 -mf16c -mfma; called only when
 // cpu_supports(SimdPath::avx2). Every lane computes exactly what minifloat_codec.hpp's
-// encode/decode compute; tails go through the scalar codec itself.
+// encode/decode compute; encode and decode tails go through the scalar codec itself, rounding
+// tails as a zero-padded group of 8.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -409,7 +410,8 @@ void round_nearest_avx2(float* x, std::size_t n, const Layout& layout_ref, Overf
   const V abs_mask = set1(0x7fffffffu);
   const V limit =
       set1(std::min(std::bit_cast<std::uint32_t>(max_finite), ((254u - shift) << 23) - 1u));
-  // Groups with a lane above that (overflow, infinity, NaN, bfloat16's top binades): the
+  // Groups with a lane above that (overflow, infinity, NaN, bfloat16's top binades) or a
+  // float32 subnormal: the
   // codec's vector encode and decode, which give the scalar codec's bits (both are tested
   // against it exhaustively); their constants made at the first such group.
   std::optional<EncodeConstants> encode_c;
@@ -419,7 +421,11 @@ void round_nearest_avx2(float* x, std::size_t n, const Layout& layout_ref, Overf
     const V mag = _mm256_and_si256(u, abs_mask);
     // Magnitudes compare as integers (positive floats order like their bits); NaN and inf
     // are above every limit.
-    const V above = _mm256_cmpgt_epi32(mag, limit);
+    // float32 subnormals (nonzero below 2^-126) too, so that the float arithmetic below never
+    // meets one and the result does not depend on the FTZ/DAZ flags.
+    const V tiny = _mm256_andnot_si256(_mm256_cmpeq_epi32(mag, _mm256_setzero_si256()),
+                                       _mm256_cmpgt_epi32(set1(0x00800000u), mag));
+    const V above = _mm256_or_si256(_mm256_cmpgt_epi32(mag, limit), tiny);
     if (!_mm256_testz_si256(above, above)) {
       if (!encode_c) {
         EncodeArgs args{};
