@@ -12,6 +12,7 @@
 
 #include "lane_sums.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/numerics/cbfloat16_avx2.hpp"
 
 namespace mantissa::kernels {
 namespace {
@@ -92,20 +93,19 @@ __m256 bfloat16_8(const std::uint16_t* p) {
 __m256 float16_8(const std::uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
-// cbfloat16 (1/6/9, bias 31): the fields moved into float32's place read as 2^-96 times the
-// value (normal numbers, subnormals and zero alike), and one exact multiply rebiases; the
+// cbfloat16 (1/6/9, bias 31): numerics::avx2::cbfloat16_magnitudes8 (normal numbers rebiased
+// in integers, subnormals and zero by an exact conversion, whatever the FTZ/DAZ flags say); the
 // top exponent field is an infinity (fraction 0) or a NaN with its payload (quieted by the
 // first arithmetic, as the codec's decode would have it).
 __m256 cbfloat16_8(const std::uint16_t* p) {
   const __m256i b = words8(p);
   const __m256i mag = _mm256_and_si256(b, _mm256_set1_epi32(0x7fff));
-  const __m256 finite =
-      _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(mag, 14)), _mm256_set1_ps(0x1p96f));
+  const __m256i finite = numerics::avx2::cbfloat16_magnitudes8(mag);
   const __m256i special =
       _mm256_or_si256(_mm256_set1_epi32(0x7f800000),
                       _mm256_slli_epi32(_mm256_and_si256(mag, _mm256_set1_epi32(0x1ff)), 14));
-  const __m256i v = _mm256_blendv_epi8(_mm256_castps_si256(finite), special,
-                                       _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x7dff)));
+  const __m256i v =
+      _mm256_blendv_epi8(finite, special, _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x7dff)));
   return _mm256_castsi256_ps(
       _mm256_or_si256(v, _mm256_slli_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x8000)), 16)));
 }

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "convert_kernels.hpp"
+#include "mantissa/numerics/cbfloat16_avx2.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
 
 namespace mantissa::numerics::detail {
@@ -483,18 +484,16 @@ void decode_avx2(const void* src, std::size_t n, const Layout& layout_ref, int s
     for (; i + 8 <= n; i += 8) _mm256_storeu_si256(reinterpret_cast<V*>(dst + i), wide(i));
   }
   if (l.exponent_bits == 6 && l.mantissa_bits == 9 && l.bias == 31) {
-    // cbfloat16: the fields moved into float32's place (mag << 14) read as 2^-96 times the
-    // value, for normal numbers, subnormals (float32 subnormals then) and zero alike; one
-    // exact multiply by 2^96 rebiases. Groups with an infinity or NaN go the generic way.
+    // cbfloat16: avx2::cbfloat16_magnitudes8 (normal numbers rebiased in integers,
+    // subnormals and zero by an exact conversion), the sign put back. Groups with an infinity
+    // or NaN go the generic way.
     for (; i + 8 <= n; i += 8) {
       const V b = load_packed(in + i * 2, 2);
       const V mag = _mm256_and_si256(b, set1(0x7fffu));
       const V top = _mm256_cmpgt_epi32(mag, set1((63u << 9) - 1));
       V out;
       if (_mm256_testz_si256(top, top)) {
-        const __m256 value =
-            _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(mag, 14)), _mm256_set1_ps(0x1p96f));
-        out = _mm256_or_si256(_mm256_castps_si256(value),
+        out = _mm256_or_si256(avx2::cbfloat16_magnitudes8(mag),
                               _mm256_slli_epi32(_mm256_srli_epi32(b, 15), 31));
       } else {
         out = decode8(b, c);

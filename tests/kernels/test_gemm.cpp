@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "fpu_flags.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/amx_pairs.hpp"
 #include "mantissa/kernels/gemm.hpp"
@@ -243,6 +244,37 @@ TEST_P(GemmIsaTest, DecomposedPassesMatchTheTwinBitForBit) {
       for (std::size_t i = 0; i < ref.size(); ++i) {
         ASSERT_EQ(bits(out[i]), bits(ref[i])) << numerics::name(f) << " passes " << passes;
       }
+    }
+  }
+}
+
+TEST_P(GemmIsaTest, Cbfloat16SubnormalOperandsCountWhateverTheFlushFlags) {
+  // A of cbfloat16 subnormals (j x 2^-39, 0 < j < 512), B of small integers: every product and
+  // partial sum is an integer multiple of 2^-39 below 2^24 of them, exact in float32 in any
+  // order, so C is the exact sum (3 passes, POL 1: the products of the cbfloat16 values
+  // themselves; 1 pass would round A to bfloat16 first). With flush-to-zero and denormals-are-zero
+  // set, the packing's decode must still read A's values (a float32-subnormal intermediate would
+  // read as 0).
+  std::mt19937 rng(5);
+  for (const Case& c : {Case{13, 33, 70, false, false}, Case{37, 20, 9, true, true}}) {
+    const GemmShape s = GemmShape::dense(c.m, c.n, c.k, c.ta, c.tb);
+    std::vector<float> a(static_cast<std::size_t>(c.m * c.k)),
+        b(static_cast<std::size_t>(c.k * c.n));
+    for (float& x : a)
+      x = std::ldexp(static_cast<float>(1 + rng() % 511), -39) * (rng() % 2 ? 1.0f : -1.0f);
+    for (float& x : b) x = static_cast<float>(static_cast<int>(rng() % 9) - 4);
+    const Stored sa = store(a, Format::cbfloat16), sb = store(b, Format::cbfloat16);
+    ASSERT_EQ(sa.values, a);  // stored exactly
+    const Exact e = exact_product(s, a, b);
+    std::vector<float> out(static_cast<std::size_t>(c.m * c.n), 7.0f);
+    {
+      const testing::FlushSubnormals flags;
+      gemm(s, sa.operand(), sb.operand(), out.data(), false,
+           {Format::cbfloat16, 3, GemmAlgorithm::automatic, GemmRoute::fp32});
+    }
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      ASSERT_EQ(static_cast<double>(out[i]), e.value[i])
+          << c.m << "x" << c.n << "x" << c.k << " element " << i;
     }
   }
 }

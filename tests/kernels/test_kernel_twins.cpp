@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fpu_flags.hpp"
 #include "mantissa/kernels/attention.hpp"
 #include "mantissa/kernels/conv.hpp"
 #include "mantissa/kernels/gemm.hpp"
@@ -56,6 +57,41 @@ TEST(KernelTwins, Gelu) {
                                gelu_backward(x.data(), dy.data(), dx.data(), n);
                                expect_close(dx, dxr, 1e-6, 1e-5, "gelu backward");
                              });
+}
+
+TEST(KernelTwins, LayerNormParameterGradientsReadCbfloat16SubnormalsWhateverTheFlushFlags) {
+  // x of cbfloat16 subnormals (j x 2^-39, 0 < j < 512) and zeros, dy of small integers, mean 0
+  // and rstd 1: dgamma = sum dy x and dbeta = sum dy are exact in float32 in any order. With
+  // flush-to-zero and denormals-are-zero set, the rows' decode must still read x.
+  const std::int64_t rows = 29, cols = 45;
+  std::mt19937 rng(8);
+  std::vector<float> x(rows * cols), dy(rows * cols);
+  for (float& v : x)
+    v = rng() % 7 == 0
+            ? 0.0f
+            : std::ldexp(static_cast<float>(1 + rng() % 511), -39) * (rng() % 2 ? 1.0f : -1.0f);
+  for (float& v : dy) v = static_cast<float>(static_cast<int>(rng() % 9) - 4);
+  std::vector<std::uint16_t> xb(x.size()), gb(dy.size());
+  numerics::encode_array(x.data(), x.size(), numerics::Format::cbfloat16, xb.data());
+  numerics::encode_array(dy.data(), dy.size(), numerics::Format::cbfloat16, gb.data());
+  std::vector<float> dg(cols, 0.0f), db(cols, 0.0f);
+  {
+    const testing::FlushSubnormals flags;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      layer_norm_param_gradients_16(xb.data() + r * cols, gb.data() + r * cols,
+                                    numerics::Format::cbfloat16, 0.0f, 1.0f, dg.data(), db.data(),
+                                    cols);
+    }
+  }
+  for (std::int64_t c = 0; c < cols; ++c) {
+    double sg = 0, sb = 0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      sg += static_cast<double>(dy[r * cols + c]) * x[r * cols + c];
+      sb += dy[r * cols + c];
+    }
+    ASSERT_EQ(static_cast<double>(dg[c]), sg) << "dgamma column " << c;
+    ASSERT_EQ(static_cast<double>(db[c]), sb) << "dbeta column " << c;
+  }
 }
 
 TEST(KernelTwins, LayerNormParameterGradientsFrom16BitRowsAreTheDecodedRowsSums) {

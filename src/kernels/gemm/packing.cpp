@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstring>
 
+#include "mantissa/numerics/cbfloat16_avx2.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
 #include "pair_panels_avx512.hpp"
@@ -28,20 +29,16 @@ const float* fp8_table(Format f) {
   return f == Format::float8_e4m3 ? e4m3.value : e5m2.value;
 }
 
-// cbfloat16 (1/6/9, bias 31): the exponent and mantissa fields moved into float32's place
-// (mag << 14) read as a float32 of exponent field E and the same mantissa: 2^-96 times the
-// cbfloat16 value, for normal numbers (E >= 1), subnormals (E = 0: a float32 subnormal of the
-// same mantissa) and zero alike. One exact multiply by 2^96 rebiases it; the sign goes back
-// on. A group with an infinity or NaN (E = 63) goes through the codec.
+// cbfloat16 (1/6/9, bias 31): numerics::avx2::cbfloat16_magnitudes8 (normal numbers rebiased
+// in integers, subnormals and zero by an exact conversion, whatever the FTZ/DAZ flags say),
+// the sign put back. A group with an infinity or NaN (E = 63) goes through the codec.
 inline __m256 cbfloat16_8(const std::uint16_t* p) {
   const __m256i b = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   const __m256i mag = _mm256_and_si256(b, _mm256_set1_epi32(0x7fff));
   const __m256i top = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32((63 << 9) - 1));
   if (_mm256_testz_si256(top, top)) {
-    const __m256 value =
-        _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(mag, 14)), _mm256_set1_ps(0x1p96f));
     const __m256i sign = _mm256_slli_epi32(_mm256_srli_epi32(b, 15), 31);
-    return _mm256_or_ps(value, _mm256_castsi256_ps(sign));
+    return _mm256_castsi256_ps(_mm256_or_si256(numerics::avx2::cbfloat16_magnitudes8(mag), sign));
   }
   alignas(32) float out[8];
   numerics::decode_array(p, 8, Format::cbfloat16, out);
