@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Converting 64 MiB of float32 to bfloat16, float16 and float8_e4m3 and back: mantissa
-(the Python package) against numpy / ml_dtypes `astype`, in GB/s: bytes read plus bytes
-written (64 + 32 MiB for bfloat16, as docs/PERFORMANCE.md counts conversions) over the best
-time of --repeats calls.
+"""Converting 64 MiB of float32 to bfloat16, float16 and float8_e4m3 (with --formats all
+also float8_e5m2, float6_e2m3, float6_e3m2, float4_e2m1 and float8_e8m0, one byte per code
+on both sides) and back: mantissa (the Python package) against numpy / ml_dtypes `astype`,
+in GB/s: bytes read plus bytes written (64 + 32 MiB for bfloat16, as docs/PERFORMANCE.md
+counts conversions) over the best time of --repeats calls.
 
-    python3 bench/python_convert.py [--mib 64] [--repeats 5]
+    python3 bench/python_convert.py [--mib 64] [--repeats 5] [--formats main|all|LIST]
 
 Three tables. "new result": each call allocates its result, as `astype` does; mantissa's
 large results reuse the pages of the previous call's freed result (tensor/page_memory.hpp),
@@ -31,6 +32,13 @@ PEERS = {  # mantissa's format: (the peer's dtype, who provides it)
     "float16": (np.float16, "numpy"),
     "float8_e4m3": (ml_dtypes.float8_e4m3fn, "ml_dtypes"),
 }
+# The other formats both have, where this ml_dtypes has them (--formats all).
+for fmt, name in (("float8_e5m2", "float8_e5m2"), ("float6_e2m3", "float6_e2m3fn"),
+                  ("float6_e3m2", "float6_e3m2fn"), ("float4_e2m1", "float4_e2m1fn"),
+                  ("float8_e8m0", "float8_e8m0fnu")):
+    if hasattr(ml_dtypes, name):
+        PEERS[fmt] = (getattr(ml_dtypes, name), "ml_dtypes")
+MAIN = ("bfloat16", "float16", "float8_e4m3")
 
 
 def best_seconds(fn, repeats, setup=None):
@@ -54,7 +62,7 @@ def cases(x, fmt, dtype):
     narrow = x.astype(dtype)
     if not np.array_equal(bits, narrow.view(uint)):
         raise SystemExit(f"{fmt}: mantissa and the peer disagree on encode")
-    if not np.array_equal(mantissa.decode(bits, fmt), narrow.astype(np.float32)):
+    if not np.array_equal(mantissa.decode(bits, fmt), narrow.astype(np.float32), equal_nan=True):
         raise SystemExit(f"{fmt}: mantissa and the peer disagree on decode")
     bits_out, narrow_out = np.empty_like(bits), np.empty_like(narrow)
     wide_out, wide_out2 = np.empty_like(x), np.empty_like(x)
@@ -79,14 +87,27 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mib", type=int, default=64, help="float32 data per conversion (MiB)")
     parser.add_argument("--repeats", type=int, default=5, help="timed calls; the best counts")
+    parser.add_argument("--formats", default="main",
+                        help="'main' (bfloat16, float16, float8_e4m3), 'all' (every format "
+                             "both have) or a comma-separated list")
     args = parser.parse_args()
+    if args.formats == "main":
+        formats = list(MAIN)
+    elif args.formats == "all":
+        formats = list(PEERS)
+    else:
+        formats = args.formats.split(",")
+        unknown = [f for f in formats if f not in PEERS]
+        if unknown:
+            parser.error(f"--formats: {', '.join(unknown)} not among {', '.join(PEERS)}")
     n = args.mib * (1 << 20) // 4
     x = (np.random.default_rng(0).standard_normal(n) * 8).astype(np.float32)
     print(f"{args.mib} MiB of float32 ({n} values), best of {args.repeats}; numpy "
           f"{np.__version__}, ml_dtypes {ml_dtypes.__version__}, Python "
           f"{platform.python_version()}")
     rows = []
-    for fmt, (dtype, who) in PEERS.items():
+    for fmt in formats:
+        dtype, who = PEERS[fmt]
         gb = (x.nbytes + x.nbytes * np.dtype(dtype).itemsize // 4) / 1e9  # read + written
         for direction, kind, ours, theirs, setup in cases(x, fmt, dtype):
             t_ours = best_seconds(ours, args.repeats, setup)

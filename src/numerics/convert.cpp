@@ -35,11 +35,8 @@ detail::EncodeArgs make_args(Format format, const ConvertOptions& o) {
                             o.stores == Stores::streaming};
 }
 
-// E8M0 (no sign, no mantissa) has no vector path: scale arrays are 1/16 or 1/32 of the
-// elements, and the generic vector codec assumes a sign and a mantissa.
 bool scalar_only(Format format) {
-  return format == Format::float32 || format == Format::float8_e8m0 ||
-         active_simd_path() == SimdPath::scalar;
+  return format == Format::float32 || active_simd_path() == SimdPath::scalar;
 }
 
 // Every code of a one-byte format as bfloat16 bits, by the scalar codec: the bits decoding
@@ -104,8 +101,10 @@ void encode_array(const float* src, std::size_t n, Format format, void* dst,
   while (n > 0) {
     const std::uint64_t room = (std::uint64_t{1} << 32) - args.counter_low;
     const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(n, room));
-    if (bf16_wide && args.rounding != Rounding::stochastic &&
-        args.overflow == Overflow::to_infinity) {
+    if (format == Format::float8_e8m0) {  // (no sign, no mantissa: a kernel of its own)
+      detail::encode_e8m0_avx2(src, chunk, out, args);
+    } else if (bf16_wide && args.rounding != Rounding::stochastic &&
+               args.overflow == Overflow::to_infinity) {
       detail::encode_bfloat16_avx512(src, chunk, reinterpret_cast<std::uint16_t*>(out),
                                      args.rounding, options.stores == Stores::streaming);
     } else {
@@ -122,6 +121,10 @@ void encode_array(const float* src, std::size_t n, Format format, void* dst,
 void decode_array(const void* src, std::size_t n, Format format, float* dst, Stores stores) {
   if (scalar_only(format)) {
     decode_array_ref(src, n, format, dst);
+    return;
+  }
+  if (format == Format::float8_e8m0) {
+    detail::decode_e8m0_avx2(static_cast<const std::uint8_t*>(src), n, dst);
     return;
   }
   if (format == Format::bfloat16 && active_simd_path() == SimdPath::avx512) {
@@ -179,7 +182,8 @@ void round_to_format(float* x, std::size_t n, Format format, const ConvertOption
     detail::round_float16_avx2(x, n);
     return;
   }
-  if (options.rounding == Rounding::nearest_even && !scalar_only(format)) {
+  if (options.rounding == Rounding::nearest_even && !scalar_only(format) &&
+      format != Format::float8_e8m0) {  // (a sign and a mantissa assumed)
     detail::round_nearest_avx2(x, n, t.layout, overflow, static_cast<float>(t.min_normal),
                                static_cast<float>(t.max));
     return;

@@ -38,6 +38,11 @@ void round_float16_avx2(float* x, std::size_t n);
 void decode_avx2(const void* src, std::size_t n, const Layout& layout, int storage_bytes,
                  float* dst, bool streaming = false);
 
+// E8M0 (convert_e8m0_avx2.cpp), every rounding and overflow mode, lane for lane the codec;
+// used on the avx2 and avx512 paths. `streaming` does not apply.
+void encode_e8m0_avx2(const float* src, std::size_t n, std::uint8_t* dst, const EncodeArgs& args);
+void decode_e8m0_avx2(const std::uint8_t* src, std::size_t n, float* dst);
+
 // SimdPath::avx512 (convert_avx512.cpp): bfloat16 16 lanes at a time, bit for bit as the avx2
 // kernels and the codec. Encode: nearest even or toward zero, overflow to infinity.
 // streaming: non-temporal stores from dst's first 64-byte boundary on.

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "block_format_fixtures.hpp"
@@ -17,6 +18,7 @@
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/fp4_packing.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
+#include "simd_paths.hpp"
 
 namespace mantissa::testing {
 namespace {
@@ -118,6 +120,30 @@ TEST(E8M0, DecodeEveryPatternByHand) {
   EXPECT_TRUE(std::isnan(numerics::decode(0xffu, numerics::layout(Format::float8_e8m0))));
 }
 
+TEST(E8M0, BulkDecodeOfEveryPatternByHandOnEveryPath) {
+  // Every field twice over, from odd offsets (vector groups and the scalar tail).
+  std::vector<std::uint8_t> fields(515);
+  for (std::size_t i = 0; i < fields.size(); ++i) fields[i] = static_cast<std::uint8_t>(i * 7);
+  testing::on_each_simd_path(testing::kEverySimdPath, [&](const std::string& path) {
+    for (const std::size_t from : {std::size_t{0}, std::size_t{3}}) {
+      std::vector<float> got(fields.size() - from + 1, -1.0f);
+      numerics::decode_array(fields.data() + from, fields.size() - from, Format::float8_e8m0,
+                             got.data());
+      for (std::size_t i = 0; i + from < fields.size(); ++i) {
+        const int field = fields[i + from];
+        if (field == 0xff) {
+          ASSERT_TRUE(std::isnan(got[i])) << path;
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), 0x7fc00000u) << path;
+        } else {
+          ASSERT_EQ(static_cast<double>(got[i]), std::ldexp(1.0, field - 127))
+              << path << " field " << field;
+        }
+      }
+      ASSERT_EQ(got.back(), -1.0f) << path;  // nothing written past the end
+    }
+  });
+}
+
 TEST(E8M0, HandDerivedEncodings) {
   const numerics::Layout& l = numerics::layout(Format::float8_e8m0);
   const auto rne = [&](float x) {
@@ -163,17 +189,39 @@ TEST(E8M0, EveryModeMatchesTheExactReference) {
       opt.overflow = o;
       opt.seed = 5;
       opt.counter = 77;
-      std::vector<std::uint8_t> bulk(in.size());
-      numerics::encode_array(in.data(), in.size(), Format::float8_e8m0, bulk.data(), opt);
+      std::vector<std::uint32_t> want(in.size());
       for (std::size_t i = 0; i < in.size(); ++i) {
         const std::uint32_t random = numerics::stochastic_bits(opt.seed, opt.counter + i);
-        const std::uint32_t want =
-            ref_encode_e8m0(in[i], r == Rounding::toward_zero, r == Rounding::stochastic,
-                            o == Overflow::saturate, random);
-        ASSERT_EQ(numerics::encode(in[i], l, r, o, random), want)
+        want[i] = ref_encode_e8m0(in[i], r == Rounding::toward_zero, r == Rounding::stochastic,
+                                  o == Overflow::saturate, random);
+        ASSERT_EQ(numerics::encode(in[i], l, r, o, random), want[i])
             << in[i] << " " << numerics::rounding_name(r);
-        ASSERT_EQ(bulk[i], want) << in[i] << " bulk " << numerics::rounding_name(r);
       }
+      // The bulk conversion on every path, from offsets 0 and 5 (the vector groups, the tail
+      // and the random stream's counter shifted with them).
+      testing::on_each_simd_path(testing::kEverySimdPath, [&](const std::string& path) {
+        for (const std::size_t from : {std::size_t{0}, std::size_t{5}}) {
+          numerics::ConvertOptions at = opt;
+          at.counter += from;
+          std::vector<std::uint8_t> bulk(in.size() - from + 1, 0xa5);
+          numerics::encode_array(in.data() + from, in.size() - from, Format::float8_e8m0,
+                                 bulk.data(), at);
+          for (std::size_t i = 0; i + from < in.size(); ++i) {
+            ASSERT_EQ(bulk[i], want[i + from])
+                << in[i + from] << " " << path << " " << numerics::rounding_name(r) << " saturate "
+                << (o == Overflow::saturate);
+          }
+          ASSERT_EQ(bulk.back(), 0xa5) << path;  // nothing written past the end
+        }
+        // round_to_format: the encode's value.
+        std::vector<float> rounded = in;
+        numerics::round_to_format(rounded.data(), rounded.size(), Format::float8_e8m0, opt);
+        for (std::size_t i = 0; i < in.size(); ++i) {
+          const float value = numerics::decode(want[i], l);
+          ASSERT_TRUE(std::isnan(value) ? std::isnan(rounded[i]) : rounded[i] == value)
+              << in[i] << " " << path << " round_to_format " << numerics::rounding_name(r);
+        }
+      });
     }
   }
 }

@@ -109,6 +109,17 @@ TEST_P(BlockFormatExhaustive, AllFloat32InputsAgainstMlDtypesAndTheExactReferenc
       sweep_all_float32([&](std::uint64_t start, const std::vector<float>& in, const auto& bad) {
         std::vector<std::uint8_t> bulk(in.size());
         numerics::encode_array(in.data(), in.size(), f, bulk.data());
+        std::vector<std::uint8_t> bulk_toward_zero(in.size()), bulk_stochastic(in.size());
+        if (e8m0) {
+          numerics::ConvertOptions opt;
+          opt.overflow = o;
+          opt.rounding = Rounding::toward_zero;
+          numerics::encode_array(in.data(), in.size(), f, bulk_toward_zero.data(), opt);
+          opt.rounding = Rounding::stochastic;
+          opt.seed = 3;
+          opt.counter = start;  // element i's random bits: stochastic_bits(3, its pattern)
+          numerics::encode_array(in.data(), in.size(), f, bulk_stochastic.data(), opt);
+        }
         for (std::uint64_t i = 0; i < in.size(); ++i) {
           const auto bits = static_cast<std::uint32_t>(start + i);
           int want = fixture.code(bits);
@@ -121,13 +132,13 @@ TEST_P(BlockFormatExhaustive, AllFloat32InputsAgainstMlDtypesAndTheExactReferenc
           }
           const std::uint32_t scalar = numerics::encode(in[i], l, Rounding::nearest_even, o);
           bool wrong = scalar != static_cast<std::uint32_t>(want) || bulk[i] != want;
-          if (e8m0) {  // the other modes
+          if (e8m0) {  // the other modes, the codec and the bulk path
             const std::uint32_t random = numerics::stochastic_bits(3, bits);
-            wrong = wrong ||
-                    numerics::encode(in[i], l, Rounding::toward_zero, o) !=
-                        ref_encode_e8m0(in[i], true, false, false, 0) ||
-                    numerics::encode(in[i], l, Rounding::stochastic, o, random) !=
-                        ref_encode_e8m0(in[i], false, true, false, random);
+            const std::uint32_t toward_zero = ref_encode_e8m0(in[i], true, false, false, 0);
+            const std::uint32_t stochastic = ref_encode_e8m0(in[i], false, true, false, random);
+            wrong = wrong || numerics::encode(in[i], l, Rounding::toward_zero, o) != toward_zero ||
+                    numerics::encode(in[i], l, Rounding::stochastic, o, random) != stochastic ||
+                    bulk_toward_zero[i] != toward_zero || bulk_stochastic[i] != stochastic;
           }
           if (wrong) bad(bits);
         }
