@@ -212,9 +212,12 @@ void encode_bfloat16(const float* src, std::size_t n, std::uint16_t* dst, Roundi
 }
 
 // cbfloat16 (1/6/9, bias 31), nearest-even or toward zero: 16 values at a time whose
-// magnitudes are zero or in the normal range [2^-30, max finite] round with integer arithmetic
-// on the float32 pattern (a round-up's carry moves into the exponent, and max finite rounds
-// to itself); a group with anything else goes through the generic encoder.
+// magnitudes are at most max finite. Those in the normal range [2^-30, max] round with integer
+// arithmetic on the float32 pattern (a round-up's carry moves into the exponent, and max
+// finite rounds to itself); those below it are |x| x 2^39 (exact) rounded to an integer, the
+// subnormal's field (512, from a round-up, is the smallest normal's pattern): a float32
+// subnormal |x| gives 0 with or without DAZ, and the product is never a float32 subnormal. A
+// group with anything else (overflow, infinity, NaN) goes through the generic encoder.
 void encode_cbfloat16(const float* src, std::size_t n, std::uint16_t* dst, const EncodeArgs& a) {
   const bool nearest = a.rounding == Rounding::nearest_even;
   const V lo = set1(0x30800000u);  // 2^-30, the smallest normal
@@ -226,17 +229,21 @@ void encode_cbfloat16(const float* src, std::size_t n, std::uint16_t* dst, const
     for (int h = 0; h < 2; ++h) {
       const V u = _mm256_loadu_si256(reinterpret_cast<const V*>(src + i + 8 * h));
       const V mag = _mm256_and_si256(u, set1(0x7fffffffu));
-      const V zero = _mm256_cmpeq_epi32(mag, _mm256_setzero_si256());
-      bad = _mm256_or_si256(
-          bad, _mm256_andnot_si256(zero, _mm256_or_si256(_mm256_cmpgt_epi32(lo, mag),
-                                                         _mm256_cmpgt_epi32(mag, hi))));
+      const V small = _mm256_cmpgt_epi32(lo, mag);  // zero included
+      bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(mag, hi));
       V rounded = mag;
       if (nearest) {
         const V lsb = _mm256_and_si256(_mm256_srli_epi32(mag, 14), set1(1u));
         rounded = _mm256_add_epi32(mag, _mm256_add_epi32(lsb, set1(0x1fffu)));
       }
-      const V field = _mm256_andnot_si256(
-          zero, _mm256_sub_epi32(_mm256_srli_epi32(rounded, 14), set1(96u << 9)));
+      V field = _mm256_sub_epi32(_mm256_srli_epi32(rounded, 14), set1(96u << 9));
+      if (!_mm256_testz_si256(small, small)) {
+        const __m256 scaled = _mm256_mul_ps(_mm256_castsi256_ps(mag), _mm256_set1_ps(0x1p39f));
+        const __m256 whole =
+            nearest ? _mm256_round_ps(scaled, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+                    : _mm256_round_ps(scaled, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        field = _mm256_blendv_epi8(field, _mm256_cvttps_epi32(whole), small);
+      }
       r[h] = _mm256_or_si256(field, _mm256_slli_epi32(_mm256_srli_epi32(u, 31), 15));
     }
     if (!_mm256_testz_si256(bad, bad)) {
