@@ -151,7 +151,12 @@ TEST(Config, EachKindOfBadInputIsNamed) {
   expect_error({"trainer.fit.train_dataloader.dataset=kjv"}, "does not suit model 'mlp'");
   expect_error(
       {"trainer.init.model={name: gpt, num_heads: 5}", "trainer.fit.train_dataloader.dataset=kjv"},
-      "model.num_heads: 5 must divide hidden_size 384");
+      "trainer.init.model.num_heads: 5 must divide hidden_size 384");
+  expect_error({"trainer.init.model.hidden_sizes=[512, -3]"},
+               "trainer.init.model.hidden_sizes[1]: -3 must be >= 1");
+  expect_error({"trainer.init.model={name: gpt, dropout_rate: 1.5}",
+                "trainer.fit.train_dataloader.dataset=kjv"},
+               "trainer.init.model.dropout_rate: 1.500000 must be in [0, 1)");
   expect_error({"trainer.init.model={name: gpt}", "trainer.fit.train_dataloader={dataset: kjv}",
                 "trainer.fit.val_dataloader={dataset: kjv, split: val, val_fraction: 0.2}"},
                "trainer.fit.val_dataloader.val_fraction: must match the train_dataloader's");
