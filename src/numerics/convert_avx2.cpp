@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -93,14 +94,29 @@ inline V encode8(V u, const EncodeConstants& c, Rounding rounding, V random) {
   return _mm256_or_si256(sign, mag);
 }
 
-// Groups of 8 lanes that are all zero or of magnitude in [min_normal, max_finite] encode in
-// float32 bit arithmetic: round the dropped mantissa bits (nearest-even, or toward zero),
-// then rebias the exponent field. Results are normal (or zero) patterns of the layout, as the
-// codec gives them; other groups take encode8.
+// The fields of a format with m mantissa bits and bias b for the lanes `small` of magnitudes
+// `mag` below its smallest normal (zero included); the other lanes keep `field`. |x| x
+// 2^(b - 1 + m) (`scale`; exact) rounded to an integer (nearest-even or toward zero) is the
+// subnormal's field, and a round-up to 2^m is the smallest normal's pattern. A float32
+// subnormal |x| gives 0 with or without DAZ, and no product is a float32 subnormal.
+inline V subnormal_fields(V field, V mag, V small, __m256 scale, bool nearest) {
+  const __m256 scaled = _mm256_mul_ps(_mm256_castsi256_ps(mag), scale);
+  const __m256 whole = nearest
+                           ? _mm256_round_ps(scaled, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+                           : _mm256_round_ps(scaled, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  return _mm256_blendv_epi8(field, _mm256_cvttps_epi32(whole), small);
+}
+
+// Groups of 8 lanes of magnitude at most max_finite encode in float32 bit arithmetic: those
+// from min_normal up round the dropped mantissa bits (nearest-even, or toward zero), then
+// rebias the exponent field; those below it are subnormal_fields (where 2^(b - 1 + m) is a
+// float32 value: every format here but bfloat16, which has its own path). Results are the
+// codec's patterns; other groups (overflow, infinity, NaN) take encode8.
 struct FastNormal {
   V lo, hi, abs_mask, half_minus_one, keep, one, rebias;
+  __m256 sub_scale;
   int shift;
-  bool nearest;
+  bool nearest, subnormals;
   FastNormal(const EncodeArgs& a, float min_normal, float max_finite)
       : lo(set1(std::bit_cast<std::uint32_t>(min_normal))),
         hi(set1(std::bit_cast<std::uint32_t>(max_finite))),
@@ -109,14 +125,19 @@ struct FastNormal {
         keep(set1(~((1u << (23 - a.layout.mantissa_bits)) - 1u))),
         one(set1(1u)),
         rebias(set1(static_cast<std::uint32_t>(127 - a.layout.bias) << a.layout.mantissa_bits)),
+        sub_scale(_mm256_set1_ps(std::ldexp(1.0f, a.layout.bias - 1 + a.layout.mantissa_bits))),
         shift(23 - a.layout.mantissa_bits),
-        nearest(a.rounding == Rounding::nearest_even) {}
+        nearest(a.rounding == Rounding::nearest_even),
+        subnormals(a.layout.bias - 1 + a.layout.mantissa_bits <= 126) {}
   // Encodes u into *out and returns true when every lane is in the fast range.
   bool encode(V u, int sign_shift, V* out) const {
     const V mag = _mm256_and_si256(u, abs_mask);
-    const V zero = _mm256_cmpeq_epi32(mag, _mm256_setzero_si256());
-    const V bad = _mm256_andnot_si256(
-        zero, _mm256_or_si256(_mm256_cmpgt_epi32(lo, mag), _mm256_cmpgt_epi32(mag, hi)));
+    const V small = _mm256_cmpgt_epi32(lo, mag);  // zero included
+    V bad = _mm256_cmpgt_epi32(mag, hi);
+    if (!subnormals) {
+      bad = _mm256_or_si256(
+          bad, _mm256_andnot_si256(_mm256_cmpeq_epi32(mag, _mm256_setzero_si256()), small));
+    }
     if (!_mm256_testz_si256(bad, bad)) return false;
     V r = mag;
     if (nearest) {
@@ -124,8 +145,11 @@ struct FastNormal {
       r = _mm256_add_epi32(mag, _mm256_add_epi32(half_minus_one, lsb));
     }
     r = _mm256_and_si256(r, keep);
-    const V field =
-        _mm256_andnot_si256(zero, _mm256_sub_epi32(_mm256_srli_epi32(r, shift), rebias));
+    V field = _mm256_sub_epi32(_mm256_srli_epi32(r, shift), rebias);
+    if (!_mm256_testz_si256(small, small)) {
+      field = subnormals ? subnormal_fields(field, mag, small, sub_scale, nearest)
+                         : _mm256_andnot_si256(small, field);  // (only zeros are small here)
+    }
     const V sign = _mm256_slli_epi32(_mm256_srli_epi32(u, 31), sign_shift);
     *out = _mm256_or_si256(sign, field);
     return true;
@@ -214,10 +238,8 @@ void encode_bfloat16(const float* src, std::size_t n, std::uint16_t* dst, Roundi
 // cbfloat16 (1/6/9, bias 31), nearest-even or toward zero: 16 values at a time whose
 // magnitudes are at most max finite. Those in the normal range [2^-30, max] round with integer
 // arithmetic on the float32 pattern (a round-up's carry moves into the exponent, and max
-// finite rounds to itself); those below it are |x| x 2^39 (exact) rounded to an integer, the
-// subnormal's field (512, from a round-up, is the smallest normal's pattern): a float32
-// subnormal |x| gives 0 with or without DAZ, and the product is never a float32 subnormal. A
-// group with anything else (overflow, infinity, NaN) goes through the generic encoder.
+// finite rounds to itself); those below it are subnormal_fields (x 2^39). A group with
+// anything else (overflow, infinity, NaN) goes through the generic encoder.
 void encode_cbfloat16(const float* src, std::size_t n, std::uint16_t* dst, const EncodeArgs& a) {
   const bool nearest = a.rounding == Rounding::nearest_even;
   const V lo = set1(0x30800000u);  // 2^-30, the smallest normal
@@ -238,11 +260,7 @@ void encode_cbfloat16(const float* src, std::size_t n, std::uint16_t* dst, const
       }
       V field = _mm256_sub_epi32(_mm256_srli_epi32(rounded, 14), set1(96u << 9));
       if (!_mm256_testz_si256(small, small)) {
-        const __m256 scaled = _mm256_mul_ps(_mm256_castsi256_ps(mag), _mm256_set1_ps(0x1p39f));
-        const __m256 whole =
-            nearest ? _mm256_round_ps(scaled, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-                    : _mm256_round_ps(scaled, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-        field = _mm256_blendv_epi8(field, _mm256_cvttps_epi32(whole), small);
+        field = subnormal_fields(field, mag, small, _mm256_set1_ps(0x1p39f), nearest);
       }
       r[h] = _mm256_or_si256(field, _mm256_slli_epi32(_mm256_srli_epi32(u, 31), 15));
     }
