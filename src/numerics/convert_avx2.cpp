@@ -107,17 +107,24 @@ inline V subnormal_fields(V field, V mag, V small, __m256 scale, bool nearest) {
   return _mm256_blendv_epi8(field, _mm256_cvttps_epi32(whole), small);
 }
 
+// 2^(b - 1 + m) where it is a float32 value, else 0 (never used then; computing it would
+// raise the overflow flag).
+inline float subnormal_scale(const Layout& l) {
+  const int e = l.bias - 1 + l.mantissa_bits;
+  return e <= 126 ? std::ldexp(1.0f, e) : 0.0f;
+}
+
 // Groups of 8 lanes of magnitude at most max_finite encode in float32 bit arithmetic: those
 // from min_normal up round the dropped mantissa bits (nearest-even, or toward zero), then
 // rebias the exponent field; those below it are subnormal_fields (where 2^(b - 1 + m) is a
 // float32 value: every format here but bfloat16, which has its own path). Results are the
 // codec's patterns; other groups (overflow, infinity, NaN) take encode8.
-struct FastNormal {
+struct InRangeEncoder {
   V lo, hi, abs_mask, half_minus_one, keep, one, rebias;
   __m256 sub_scale;
   int shift;
   bool nearest, subnormals;
-  FastNormal(const EncodeArgs& a, float min_normal, float max_finite)
+  InRangeEncoder(const EncodeArgs& a, float min_normal, float max_finite)
       : lo(set1(std::bit_cast<std::uint32_t>(min_normal))),
         hi(set1(std::bit_cast<std::uint32_t>(max_finite))),
         abs_mask(set1(0x7fffffffu)),
@@ -125,7 +132,7 @@ struct FastNormal {
         keep(set1(~((1u << (23 - a.layout.mantissa_bits)) - 1u))),
         one(set1(1u)),
         rebias(set1(static_cast<std::uint32_t>(127 - a.layout.bias) << a.layout.mantissa_bits)),
-        sub_scale(_mm256_set1_ps(std::ldexp(1.0f, a.layout.bias - 1 + a.layout.mantissa_bits))),
+        sub_scale(_mm256_set1_ps(subnormal_scale(a.layout))),
         shift(23 - a.layout.mantissa_bits),
         nearest(a.rounding == Rounding::nearest_even),
         subnormals(a.layout.bias - 1 + a.layout.mantissa_bits <= 126) {}
@@ -171,13 +178,13 @@ void encode_generic(const float* src, std::size_t n, void* dst, const EncodeArgs
         f.layout.mantissa_bits == a.layout.mantissa_bits && f.layout.bias == a.layout.bias)
       t = &f;
   }
-  const FastNormal normal(a, t ? static_cast<float>(t->min_normal) : 1.0f,
-                          t ? static_cast<float>(t->max) : 0.0f);
+  const InRangeEncoder fast_path(a, t ? static_cast<float>(t->min_normal) : 1.0f,
+                                 t ? static_cast<float>(t->max) : 0.0f);
   const int sign_shift = a.layout.exponent_bits + a.layout.mantissa_bits;
   for (; i + 8 <= n; i += 8) {
     const V u = _mm256_loadu_si256(reinterpret_cast<const V*>(src + i));
     V packed;
-    if (fast && t != nullptr && normal.encode(u, sign_shift, &packed)) {
+    if (fast && t != nullptr && fast_path.encode(u, sign_shift, &packed)) {
       store_packed(out + i * a.storage_bytes, packed, a.storage_bytes);
       continue;
     }
