@@ -5,7 +5,6 @@
 #include <optional>
 #include <sstream>
 #include <string>
-#include <string_view>
 #include <variant>
 
 #include "config_internal.hpp"
@@ -99,23 +98,6 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
   }
 }
 
-// The model's own checks (nn/models.cpp) name their keys "model.<key>" (or the model as
-// "model:"); rethrown here under the config's full path ("trainer.init.model.<key>").
-template <class ModelSettings>
-void validate_at(const ModelSettings& settings, const Reader& r) {
-  try {
-    settings.validate();
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    for (const std::string_view lead : {"model.", "model:"}) {
-      if (what.rfind(lead, 0) == 0) {
-        throw Error(r.path() + what.substr(std::string_view("model").size()));
-      }
-    }
-    throw;
-  }
-}
-
 ModelConfig parse_model(Reader r) {
   ModelConfig m;
   m.kind = r.require_named("name", kModelNames);
@@ -133,7 +115,7 @@ ModelConfig parse_model(Reader r) {
     // A standard deviation (PyTorch's normal_ refuses a negative one).
     g.init_std =
         static_cast<float>(r.get_number("initializer_range", g.init_std, optim::kNonNegative));
-    validate_at(g, r);
+    g.validate(r.path());
   } else if (m.kind == ModelKind::mlp) {
     nn::MlpConfig& c = m.mlp;
     c.input_size = r.get_at_least("input_size", c.input_size, 1);
@@ -143,21 +125,19 @@ ModelConfig parse_model(Reader r) {
       if (!n.IsSequence())
         throw Error(r.key_path("hidden_sizes") + ": expected a list of integers");
       for (std::size_t i = 0; i < n.size(); ++i) {
-        const std::string at = r.key_path("hidden_sizes") + "[" + std::to_string(i) + "]";
-        const auto width = Reader::as<std::int64_t>(n[i], at, kInt);
-        if (width < 1) throw Error(at + ": " + std::to_string(width) + " must be >= 1");
-        c.hidden_sizes.push_back(width);
+        c.hidden_sizes.push_back(Reader::as<std::int64_t>(
+            n[i], r.key_path("hidden_sizes") + "[" + std::to_string(i) + "]", kInt));
       }
     }
     c.num_classes = r.get_at_least("num_classes", c.num_classes, 1);
     c.activation = r.get_named("activation", c.activation, nn::kActivationNames);
-    validate_at(c, r);
+    c.validate(r.path());
   } else {
     nn::CnnConfig& c = m.cnn;
     c.conv1_channels = r.get_at_least("conv1_channels", c.conv1_channels, 1);
     c.conv2_channels = r.get_at_least("conv2_channels", c.conv2_channels, 1);
     c.num_classes = r.get_at_least("num_classes", c.num_classes, 1);
-    validate_at(c, r);
+    c.validate(r.path());
   }
   r.finish();
   return m;

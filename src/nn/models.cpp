@@ -1,6 +1,8 @@
 #include "mantissa/nn/models.hpp"
 
 #include <cmath>
+#include <string>
+#include <string_view>
 
 #include "mantissa/checked.hpp"
 #include "mantissa/error.hpp"
@@ -9,29 +11,31 @@ namespace mantissa::nn {
 namespace ag = autograd;
 namespace {
 
-void positive(std::int64_t v, const char* field) {
-  if (v < 1)
-    throw Error(std::string("model.") + field + ": " + std::to_string(v) + " must be >= 1");
+void positive(std::int64_t v, std::string_view key, const std::string& field) {
+  if (v < 1) {
+    throw Error(std::string(key) + "." + field + ": " + std::to_string(v) + " must be >= 1");
+  }
 }
 
 }  // namespace
 
-void GptConfig::validate() const {
-  positive(vocab_size, "vocab_size");
-  positive(max_position_embeddings, "max_position_embeddings");
-  positive(hidden_size, "hidden_size");
-  positive(num_hidden_layers, "num_hidden_layers");
-  positive(num_heads, "num_heads");
-  positive(filter_size, "filter_size");
+void GptConfig::validate(std::string_view key) const {
+  positive(vocab_size, key, "vocab_size");
+  positive(max_position_embeddings, key, "max_position_embeddings");
+  positive(hidden_size, key, "hidden_size");
+  positive(num_hidden_layers, key, "num_hidden_layers");
+  positive(num_heads, key, "num_heads");
+  positive(filter_size, key, "filter_size");
   if (hidden_size % num_heads != 0) {
-    throw Error("model.num_heads: " + std::to_string(num_heads) + " must divide hidden_size " +
-                std::to_string(hidden_size));
+    throw Error(std::string(key) + ".num_heads: " + std::to_string(num_heads) +
+                " must divide hidden_size " + std::to_string(hidden_size));
   }
   if (!(dropout_rate >= 0.0f && dropout_rate < 1.0f)) {
-    throw Error("model.dropout_rate: " + std::to_string(dropout_rate) + " must be in [0, 1)");
+    throw Error(std::string(key) + ".dropout_rate: " + std::to_string(dropout_rate) +
+                " must be in [0, 1)");
   }
   if (!(init_std >= 0.0f && std::isfinite(init_std))) {
-    throw Error("model.initializer_range: " + std::to_string(init_std) +
+    throw Error(std::string(key) + ".initializer_range: " + std::to_string(init_std) +
                 " must be a finite number >= 0 (a standard deviation)");
   }
 }
@@ -97,10 +101,12 @@ Variable Gpt::loss(const std::vector<std::int32_t>& ids, const std::vector<std::
   return ag::cross_entropy(logits(ids, batch, t), targets);
 }
 
-void MlpConfig::validate() const {
-  positive(input_size, "input_size");
-  positive(num_classes, "num_classes");
-  for (std::int64_t h : hidden_sizes) positive(h, "hidden_sizes");
+void MlpConfig::validate(std::string_view key) const {
+  positive(input_size, key, "input_size");
+  positive(num_classes, key, "num_classes");
+  for (std::size_t i = 0; i < hidden_sizes.size(); ++i) {
+    positive(hidden_sizes[i], key, "hidden_sizes[" + std::to_string(i) + "]");
+  }
 }
 
 std::int64_t MlpConfig::parameter_count() const {
@@ -140,13 +146,13 @@ Variable Mlp::logits(const Variable& x) {
   return h;
 }
 
-void CnnConfig::validate() const {
-  positive(channels, "channels");
-  positive(conv1_channels, "conv1_channels");
-  positive(conv2_channels, "conv2_channels");
-  positive(num_classes, "num_classes");
+void CnnConfig::validate(std::string_view key) const {
+  positive(channels, key, "channels");
+  positive(conv1_channels, key, "conv1_channels");
+  positive(conv2_channels, key, "conv2_channels");
+  positive(num_classes, key, "num_classes");
   if (height % 4 != 0 || width % 4 != 0 || height < 4 || width < 4) {
-    throw Error("model: the CNN needs height and width divisible by 4 (got " +
+    throw Error(std::string(key) + ": the CNN needs height and width divisible by 4 (got " +
                 std::to_string(height) + "x" + std::to_string(width) + ")");
   }
 }

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mantissa/names.hpp"
@@ -20,7 +21,9 @@ struct GptConfig {
   float dropout_rate = 0.0f;
   bool tie_embeddings = false;  // head shares wte's weight
   float init_std = 0.02f;       // GPT-2 init; residual projections get init_std / sqrt(2 L)
-  void validate() const;        // throws mantissa::Error naming the field
+  // Throws mantissa::Error naming the field under `key` (the trainer passes the config's
+  // path, "trainer.init.model"; "model.num_heads: ...").
+  void validate(std::string_view key = "model") const;
   // The model's parameter count, computed without building it (INT64_MAX when it passes
   // int64): what a config from a file is checked against before anything is allocated.
   std::int64_t parameter_count() const;
@@ -60,8 +63,8 @@ struct MlpConfig {
   std::vector<std::int64_t> hidden_sizes = {256};
   std::int64_t num_classes = 10;
   Activation activation = Activation::relu;
-  void validate() const;
-  std::int64_t parameter_count() const;  // as GptConfig's
+  void validate(std::string_view key = "model") const;  // as GptConfig's
+  std::int64_t parameter_count() const;                 // as GptConfig's
 };
 
 class Mlp : public Module {
@@ -78,8 +81,8 @@ struct CnnConfig {
                width = 28;  // the input images' (the trainer: the dataset's)
   std::int64_t conv1_channels = 16, conv2_channels = 32;
   std::int64_t num_classes = 10;
-  void validate() const;
-  std::int64_t parameter_count() const;  // as GptConfig's
+  void validate(std::string_view key = "model") const;  // as GptConfig's
+  std::int64_t parameter_count() const;                 // as GptConfig's
 };
 
 // conv3x3 -> relu -> maxpool2 -> conv3x3 -> relu -> maxpool2 -> linear.
