@@ -177,7 +177,8 @@ TEST(Models, ConfigErrorsNameTheField) {
     m.validate();
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("model.hidden_sizes[1]: 0 must be >= 1"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("model.hidden_sizes[1]: 0 must be >= 1"),
+              std::string::npos)
         << e.what();
   }
 }
