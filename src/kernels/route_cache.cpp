@@ -26,8 +26,9 @@ namespace {
 // 2 since the AMX attention heads, the GEMM's thread grid and own-B packing; 3 since the pair
 // kernels take float16 / cbfloat16 / fp8 operands through bfloat16 part copies (2026-11-27);
 // 4 since oneDNN's routes take whole products within their scratch budget (2026-11-27);
-// 5 since the AVX2 packing stores narrow panels without masked stores (2026-11-27).
-constexpr int kGeneration = 5;
+// 5 since the AVX2 packing stores narrow panels without masked stores (2026-11-27); 6 since
+// the AVX2 route's deeper blocks and prefetches (2026-11-28).
+constexpr int kGeneration = 6;
 constexpr std::int64_t kMaxFileBytes = 4 << 20;
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
 

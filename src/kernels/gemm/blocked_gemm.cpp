@@ -26,8 +26,8 @@ Blocking blocking_for(const MicroKernelInfo& kern) {
   switch (kern.isa) {
     case GemmIsa::avx512:
       return {256, 192, 2048, 768};
-    case GemmIsa::avx2:
-      return {256, 96, 1024, 768};
+    case GemmIsa::avx2:  // 384 deep: a 384-deep product (GPT-ref's) is one depth block
+      return {384, 96, 1024, 768};
     case GemmIsa::scalar:
       break;
   }
