@@ -88,8 +88,22 @@ void choose_gemm_isa(const std::string& word) {
   kernels::set_gemm_isa(isa);
 }
 
+// --json names a file to append to: checked before any step runs, by the rank that writes,
+// and the whole job stops when it is refused.
+void check_json_file(const std::string& path, const dist::Communicator& world) {
+  together(world, [&] {
+    if (path.empty() || !world.is_root()) return;
+    try {
+      bench::check_bench_records_file(path);
+    } catch (const Error& e) {
+      throw Error(std::string("--json: ") + e.what());
+    }
+  });
+}
+
 int run(BenchArgs a, const dist::Communicator& world) {
   choose_gemm_isa(a.gemm_isa);
+  check_json_file(a.json, world);
   if (a.interleave) return run_interleaved(a, world);
   config::TrainerConfig c;
   together(world, [&] {

@@ -1,10 +1,10 @@
 #include <filesystem>
-#include <fstream>
 
 #include "mantissa/data/datasets.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/machine_memory.hpp"
 #include "mantissa/read_file.hpp"
+#include "mantissa/write_file.hpp"
 
 namespace mantissa::data {
 namespace {
@@ -49,18 +49,11 @@ ByteText load_kjv(const std::string& data_dir, const CorpusProvider& provider) {
     throw Error("KJV corpus: the provider gave " + std::to_string(text.size()) +
                 " bytes, not the whole Bible");
   }
-  // Written to a temporary name and renamed, so a cut-off run leaves no half cache.
-  const fs::path tmp = cache.string() + ".tmp";
   fs::create_directories(data_dir, ec);
   if (ec) throw Error(data_dir + ": cannot create the data directory (" + ec.message() + ")");
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    if (!out) throw Error(tmp.string() + ": write failed");
-  }
-  fs::rename(tmp, cache, ec);
-  if (ec)
-    throw Error(cache.string() + ": cannot rename the cache into place (" + ec.message() + ")");
+  // Through a new temporary (O_EXCL, never through a link) renamed into place, so a cut-off run
+  // leaves no half cache and nothing at the cache's path but a regular file is replaced.
+  replace_file(cache.string(), text, "the KJV cache");
   return from_bytes(text, cache.string());
 }
 

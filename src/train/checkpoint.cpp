@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -42,9 +43,30 @@ void check(const std::error_code& ec, const std::string& path, const char* what)
   if (ec) throw Error(path + ": cannot " + what + " (" + ec.message() + ")");
 }
 
-bool is_checkpoint(const fs::path& p) {
+constexpr std::string_view kPrefix = "ckpt-", kSuffix = ".safetensors";
+constexpr std::size_t kStepDigits = 8;  // save_checkpoint's zero padding
+
+// The step of a name save_checkpoint writes (ckpt-, the step in 8 or more digits, zero-padded
+// to 8 and no further, .safetensors); nullopt for every other name, so a user's
+// "ckpt-best.safetensors" or "ckpt-00000004-good.safetensors" is never taken for (or deleted
+// as) one of the run's checkpoints.
+std::optional<std::int64_t> checkpoint_step(const fs::path& p) {
   const std::string n = p.filename().string();
-  return n.rfind("ckpt-", 0) == 0 && p.extension() == ".safetensors";
+  if (n.size() < kPrefix.size() + kStepDigits + kSuffix.size() || !n.starts_with(kPrefix) ||
+      !n.ends_with(kSuffix)) {
+    return std::nullopt;
+  }
+  const std::string_view digits =
+      std::string_view(n).substr(kPrefix.size(), n.size() - kPrefix.size() - kSuffix.size());
+  if (digits.size() > kStepDigits && digits.front() == '0') return std::nullopt;
+  std::int64_t step = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
+  if (ec != std::errc() || end != digits.data() + digits.size() || step < 0) return std::nullopt;
+  return step;
+}
+
+bool is_checkpoint(const fs::path& p) {
+  return checkpoint_step(p).has_value();
 }
 
 constexpr const char* kChecksumKey = "crc32";
@@ -194,14 +216,20 @@ std::optional<LoadedCheckpoint> load_latest_checkpoint(const std::string& dir) {
 }
 
 std::vector<std::string> list_checkpoints(const std::string& dir) {
-  std::vector<std::string> out;
+  std::vector<std::pair<std::int64_t, std::string>> found;
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return out;
+  if (!fs::is_directory(dir, ec)) return {};
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->is_regular_file(ec) && is_checkpoint(it->path())) out.push_back(it->path().string());
+    const std::optional<std::int64_t> step = checkpoint_step(it->path());
+    std::error_code entry_ec;  // a dangling link is no checkpoint, not a failure to list
+    if (step && it->is_regular_file(entry_ec)) found.emplace_back(*step, it->path().string());
   }
   check(ec, dir, "list the checkpoints");
-  std::sort(out.begin(), out.end());  // zero-padded steps sort by name
+  // By step, not by name: past step 99,999,999 the names grow a digit.
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  out.reserve(found.size());
+  for (auto& [step, path] : found) out.push_back(std::move(path));
   return out;
 }
 
@@ -228,7 +256,11 @@ int remove_unfinished_checkpoints(const std::string& dir) {
   std::vector<fs::path> unfinished;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const fs::path& p = it->path();
-    if (p.extension() == ".tmp" && is_checkpoint(p.parent_path() / p.stem())) {
+    // Only regular files the run itself could have left (not links, directories or other
+    // names ending in .tmp).
+    std::error_code entry_ec;
+    if (p.extension() == ".tmp" && is_checkpoint(p.parent_path() / p.stem()) &&
+        !it->is_symlink(entry_ec) && it->is_regular_file(entry_ec)) {
       unfinished.push_back(p);
     }
   }

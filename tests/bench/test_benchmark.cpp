@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "error_of.hpp"
 #include "mantissa/bench/benchmark.hpp"
 #include "mantissa/error.hpp"
 
@@ -85,6 +86,43 @@ TEST(Benchmark, RejectsNonsenseOptions) {
   BenchOptions o;
   o.steps = 0;
   EXPECT_THROW(run_train_benchmark(tiny_gpt("unused.txt"), o), Error);
+}
+
+// --json appends: only to a new or empty file, or to one of bench records (a link to one
+// counts); anything else is refused, naming it, before a benchmark runs.
+TEST(Benchmark, RecordsAreAppendedOnlyToAFileOfRecords) {
+  using testing::error_of;
+  const fs::path dir = fs::temp_directory_path() / "mantissa_bench_records";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto write = [&](const char* name, const std::string& text) {
+    std::ofstream(dir / name, std::ios::binary) << text;
+    return (dir / name).string();
+  };
+  EXPECT_EQ(error_of([&] { check_bench_records_file((dir / "new.jsonl").string()); }),
+            "(no error)");
+  EXPECT_EQ(error_of([&] { check_bench_records_file(write("empty.jsonl", "")); }), "(no error)");
+  BenchResult r;
+  r.model = "gpt";
+  r.precision = "float32";
+  const std::string records = write("records.jsonl", bench_result_json(r) + "\n");
+  EXPECT_EQ(error_of([&] { check_bench_records_file(records); }), "(no error)");
+  fs::create_symlink(records, dir / "link.jsonl");
+  EXPECT_EQ(error_of([&] { check_bench_records_file((dir / "link.jsonl").string()); }),
+            "(no error)");
+  const std::string not_records =
+      ": holds something other than bench records (its first line is not one); bench appends "
+      "only to a new file, an empty one, or one it wrote before";
+  for (const auto& [name, text] : std::vector<std::pair<const char*, std::string>>{
+           {"ckpt.safetensors", std::string("\x10\0\0\0\0\0\0\0{\"a\":1}     ", 24)},
+           {"metrics.jsonl", "{\"record\":\"run\",\"model\":\"gpt\"}\n"},
+           {"notes.txt", "my notes\n"}}) {
+    const std::string path = write(name, text);
+    EXPECT_EQ(error_of([&] { check_bench_records_file(path); }), path + not_records);
+  }
+  EXPECT_EQ(error_of([&] { check_bench_records_file(dir.string()); }),
+            dir.string() + ": is a directory; bench appends its records only to a regular file");
+  fs::remove_all(dir);
 }
 
 }  // namespace

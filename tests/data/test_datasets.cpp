@@ -191,6 +191,28 @@ TEST(Text, KjvIsTakenFromTheProviderOnceThenFromTheCache) {
                "not the whole Bible");
 }
 
+TEST(Text, TheKjvCacheIsNeverWrittenThroughALink) {
+  TempDir t;
+  const fs::path data = t.dir / "data";
+  fs::create_directories(data);
+  const std::string victim = t.write("victim.txt", "precious");
+  // Links where the cache or an old temporary would go: neither is followed.
+  fs::create_symlink(victim, data / "kjv.txt.tmp");
+  const std::string bible = "Genesis 1:1 In the beginning\n" + std::string(2000000, 'x');
+  const ByteText text = load_kjv(data.string(), [&] { return bible; });
+  EXPECT_EQ(text.tokens.size(), bible.size());
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(data / "kjv.txt")));
+  EXPECT_EQ(fs::file_size(data / "kjv.txt"), bible.size());
+  std::ifstream in(victim);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "precious");
+
+  const fs::path other = t.dir / "other";
+  fs::create_directories(other);
+  fs::create_symlink(t.dir / "absent.txt", other / "kjv.txt");  // a dangling link as the cache
+  expect_error([&] { load_kjv(other.string(), [&] { return bible; }); }, "is a symbolic link");
+  EXPECT_FALSE(fs::exists(t.dir / "absent.txt"));
+}
+
 ImageDataset tiny_images(std::int64_t n) {
   ImageDataset d;
   std::vector<float> x;

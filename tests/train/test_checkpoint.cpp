@@ -122,6 +122,47 @@ TEST(Checkpoint, RetentionKeepsTheNewest) {
   EXPECT_EQ(fs::path(left[1]).filename(), "ckpt-00000004.safetensors");
 }
 
+TEST(Checkpoint, OnlyTheNamesARunWritesAreCheckpointsAndTheyOrderByStep) {
+  TempDir t;
+  const std::string dir = t.dir.string();
+  for (std::int64_t s : {99999999, 100000000, 100000001}) save_checkpoint(dir, s, sample());
+  // A user's copies beside them, named as a run never names its checkpoints:
+  const std::string best = save_checkpoint((t.dir / "sub").string(), 4, sample());
+  for (const char* name : {"ckpt-best.safetensors", "ckpt-00000004-good.safetensors",
+                           "ckpt-000000004.safetensors", "ckpt-1.safetensors",
+                           "ckpt--0000004.safetensors", "ckpt-99999999999999999999.safetensors"}) {
+    fs::copy_file(best, t.dir / name);
+  }
+  std::vector<std::string> names;
+  for (const std::string& p : list_checkpoints(dir)) names.push_back(fs::path(p).filename());
+  // By step (99,999,999 is older than 100,000,000 though its name sorts after it).
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"ckpt-99999999.safetensors", "ckpt-100000000.safetensors",
+                                      "ckpt-100000001.safetensors"}));
+  apply_retention(dir, 1);
+  EXPECT_FALSE(fs::exists(t.dir / "ckpt-99999999.safetensors"));
+  EXPECT_FALSE(fs::exists(t.dir / "ckpt-100000000.safetensors"));
+  EXPECT_TRUE(fs::exists(t.dir / "ckpt-100000001.safetensors"));
+  EXPECT_TRUE(fs::exists(t.dir / "ckpt-best.safetensors"));  // never deleted
+  EXPECT_TRUE(fs::exists(t.dir / "ckpt-00000004-good.safetensors"));
+}
+
+TEST(Checkpoint, LeftoverCleanupRemovesOnlyTheRunsOwnTemporaryFiles) {
+  TempDir t;
+  const std::string dir = t.dir.string();
+  fs::create_directories(t.dir);
+  write((t.dir / "ckpt-00000020.safetensors.tmp").string(), "partial");
+  write((t.dir / "victim.txt").string(), "precious");
+  fs::create_symlink(t.dir / "victim.txt", t.dir / "ckpt-00000030.safetensors.tmp");
+  fs::create_directory(t.dir / "ckpt-00000040.safetensors.tmp");
+  write((t.dir / "ckpt-x.safetensors.tmp").string(), "not the run's");
+  EXPECT_EQ(remove_unfinished_checkpoints(dir), 1);
+  EXPECT_FALSE(fs::exists(t.dir / "ckpt-00000020.safetensors.tmp"));
+  EXPECT_TRUE(fs::is_symlink(t.dir / "ckpt-00000030.safetensors.tmp"));
+  EXPECT_TRUE(fs::is_directory(t.dir / "ckpt-00000040.safetensors.tmp"));
+  EXPECT_TRUE(fs::exists(t.dir / "ckpt-x.safetensors.tmp"));
+}
+
 // The data section's last byte inverted, as a disk or a copy might: the header still parses.
 void flip_last_byte(const std::string& p) {
   std::string bytes = read(p);

@@ -88,5 +88,9 @@ std::vector<BenchResult> run_interleaved_benchmark(
 std::string format_bench_report(const BenchResult& r);
 // One JSON object with the same figures.
 std::string bench_result_json(const BenchResult& r);
+// Before a benchmark that will append its records to `path`: throws mantissa::Error unless
+// `path` is absent, empty, or a regular file (a link to one counts) whose first line is such
+// a record, so a checkpoint, a metrics file or a device named by mistake is never appended to.
+void check_bench_records_file(const std::string& path);
 
 }  // namespace mantissa::bench

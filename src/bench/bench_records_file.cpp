@@ -1,0 +1,61 @@
+// The file `mantissa bench train --json` appends to: refused before the benchmark runs unless
+// it is new, empty, or already a file of bench records.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "mantissa/bench/benchmark.hpp"
+#include "mantissa/error.hpp"
+#include "support/untrusted_json.hpp"
+
+namespace mantissa::bench {
+namespace {
+
+// A first line longer than this is no bench record (a record is a few KiB).
+constexpr std::size_t kMaxRecordBytes = std::size_t{1} << 20;
+
+const char* kind_of(mode_t mode) {
+  return S_ISDIR(mode)    ? "a directory"
+         : S_ISCHR(mode)  ? "a character device"
+         : S_ISBLK(mode)  ? "a block device"
+         : S_ISFIFO(mode) ? "a FIFO"
+         : S_ISSOCK(mode) ? "a socket"
+                          : "not a regular file";
+}
+
+}  // namespace
+
+void check_bench_records_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;  // a new file
+    throw Error(path + ": cannot inspect the file for bench records (" + std::strerror(errno) +
+                ")");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    throw Error(path + ": is " + kind_of(st.st_mode) +
+                "; bench appends its records only to a regular file");
+  }
+  if (st.st_size == 0) return;
+  std::ifstream in(path, std::ios::binary);
+  std::string line;
+  char c = 0;
+  while (line.size() <= kMaxRecordBytes && in.get(c) && c != '\n') line.push_back(c);
+  if (!in && !in.eof()) throw Error(path + ": cannot read the file for bench records");
+  const nlohmann::json first =
+      line.size() > kMaxRecordBytes
+          ? nlohmann::json(nlohmann::json::value_t::discarded)
+          : support::parse_untrusted_json(line, path + ": line 1", /*allow_invalid=*/true);
+  const bool record = first.is_object() && first.contains("model") && first.contains("precision") &&
+                      first.contains("items_per_s");
+  if (!record) {
+    throw Error(path +
+                ": holds something other than bench records (its first line is not one); "
+                "bench appends only to a new file, an empty one, or one it wrote before");
+  }
+}
+
+}  // namespace mantissa::bench
