@@ -7,6 +7,15 @@
 #include <cstdio>
 
 namespace mantissa::app {
+namespace {
+
+// To stderr; text that cannot be written (a reader of the output that went away) is dropped,
+// never an error: the run, its checkpoints and its metrics go on.
+void put(const std::string& text) {
+  std::fputs(text.c_str(), stderr);
+}
+
+}  // namespace
 
 TerminalEvents::TerminalEvents() : tty_(::isatty(STDERR_FILENO) != 0) {}
 
@@ -22,7 +31,7 @@ void TerminalEvents::end_live_line() {
 
 void TerminalEvents::message(const std::string& line) {
   end_live_line();
-  fmt::print(stderr, "{}\n", terminal_safe(line));
+  put(terminal_safe(line) + "\n");
 }
 
 void TerminalEvents::progress(const train::Progress& p) {
@@ -33,11 +42,11 @@ void TerminalEvents::progress(const train::Progress& p) {
                   p.step, p.max_steps, p.loss, scale, p.learning_rate, p.skipped_steps,
                   p.items_per_second, p.unit, p.eta_seconds);
   if (tty_) {
-    fmt::print(stderr, "\r{:<110}", line);
+    put(fmt::format("\r{:<110}", line));
     std::fflush(stderr);
     live_line_open_ = true;
   } else {
-    fmt::print(stderr, "{}\n", line);
+    put(line + "\n");
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <vector>
 
@@ -18,14 +19,21 @@
 namespace mantissa::app {
 namespace {
 
-// SIGINT and SIGTERM (Ctrl-C; kill, systemd, docker, Slurm; mpirun forwards either to every
-// process) ask the run to checkpoint at the next step boundary and stop (in a data-parallel
-// job every process stops after the same step); a second one ends the program at once (the
-// handler is reset after the first: a checkpoint being written then is lost, the previous
-// one is not).
+// SIGINT, SIGTERM and SIGHUP (Ctrl-C; kill, systemd, docker, Slurm; a closed terminal or SSH
+// session; mpirun forwards them to every process) ask the run to checkpoint at the next step
+// boundary and stop (in a data-parallel job every process stops after the same step); a
+// second one, of any of the three, ends the program at once (the first puts all three back to
+// their default: a checkpoint being written then is lost, the previous one is not). SIGPIPE is
+// ignored from the start of training on: a reader of the output that goes away (`| head`, a closed
+// `| tee`) costs the printing, not the run.
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 std::atomic<bool> g_stop{false};
 std::atomic<int> g_signal{0};
 extern "C" void on_stop_signal(int signo) {
+  struct sigaction dfl {};  // sigaction is async-signal-safe
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  for (int s : kStopSignals) sigaction(s, &dfl, nullptr);
   g_signal.store(signo);
   g_stop.store(true);
 }
@@ -36,15 +44,15 @@ class StopSignals {
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESETHAND;
-    for (int s : kSignals) sigaction(s, &sa, nullptr);
+    for (int s : kStopSignals) sigaddset(&sa.sa_mask, s);  // one handler runs at a time
+    for (int s : kStopSignals) sigaction(s, &sa, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);
   }
   ~StopSignals() {
-    for (int s : kSignals) std::signal(s, SIG_DFL);
+    for (int s : kStopSignals) std::signal(s, SIG_DFL);
+    // SIGPIPE stays ignored: the lines printed after the run go to nothing, and the exit
+    // status still tells the run's outcome.
   }
-
- private:
-  static constexpr int kSignals[] = {SIGINT, SIGTERM};
 };
 
 struct TrainArgs {
@@ -93,10 +101,12 @@ int run(const TrainArgs& a, const std::string& default_mode, const dist::Communi
   for (const train::CheckpointEval& e : s.evals) print_validation(e.result, e.step);
   if (s.eval && s.evals.empty()) print_validation(*s.eval, s.global_step);
   if (!s.interrupted) return 0;
-  fmt::print(stderr,
-             "mantissa: interrupted by {} at step {}: checkpoint {} written; resume with "
-             "--resume latest\n",
-             signo == SIGTERM ? "SIGTERM" : "SIGINT", s.global_step, s.last_checkpoint);
+  // fputs: a reader of stderr that went away costs this line, not the exit status.
+  std::fputs(fmt::format("mantissa: interrupted by {} at step {}: checkpoint {} written; resume "
+                         "with --resume latest\n",
+                         train::signal_name(signo), s.global_step, s.last_checkpoint)
+                 .c_str(),
+             stderr);
   return kExitInterrupted + signo;
 }
 

@@ -1,7 +1,10 @@
 #include "run_outcome.hpp"
 
+#include "mantissa/train/trainer.hpp"
+
 #include <cmath>
 #include <csignal>
+#include <cstring>
 #include <optional>
 
 #include "support/number_text.hpp"
@@ -67,13 +70,6 @@ report::RunOutcome outcome_of(amp::GuardStop why) {
   return report::RunOutcome::error;
 }
 
-std::string signal_name(int signo) {
-  if (signo == 0) return "";
-  if (signo == SIGINT) return "SIGINT";
-  if (signo == SIGTERM) return "SIGTERM";
-  return "signal " + std::to_string(signo);
-}
-
 std::vector<int> same_bits_levels(const precision::Policy& policy, bool attention,
                                   const std::vector<kernels::RouteRecord>& routes) {
   const bool fp32 = kernels::takes_fp32_routes(policy.half, policy.matmul_route) ||
@@ -82,3 +78,13 @@ std::vector<int> same_bits_levels(const precision::Policy& policy, bool attentio
 }
 
 }  // namespace mantissa::train::detail
+
+namespace mantissa::train {
+
+std::string signal_name(int signo) {
+  if (signo == 0) return "";
+  const char* abbrev = sigabbrev_np(signo);  // glibc's: "TERM" for SIGTERM
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(signo);
+}
+
+}  // namespace mantissa::train

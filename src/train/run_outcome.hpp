@@ -27,9 +27,6 @@ std::string skipped_step_line(std::int64_t step, const amp::StepGuardError& e);
 // The outcome a stop of the step guard means.
 report::RunOutcome outcome_of(amp::GuardStop why);
 
-// "SIGINT", "SIGTERM", "signal 10"; "" for 0 (a stop asked by the program).
-std::string signal_name(int signo);
-
 // The other precision_opt_level values that compute the same bits as `policy` on this run's
 // routes (precision::same_bits_opt_levels): for a float16 / cbfloat16 run, every product of H
 // must multiply in float32, which is known before any product runs when the route named (or

@@ -132,7 +132,7 @@ void Trainer::record_end(report::RunOutcome outcome, const RunSummary& summary,
                           outcome,
                           scaler_->num_skipped_steps(),
                           last_skipped_step_,
-                          detail::signal_name(summary.stop_signal),
+                          signal_name(summary.stop_signal),
                           summary.last_checkpoint,
                           message};
   try {

@@ -86,6 +86,16 @@ add_test(NAME cli.sigterm_checkpoints_and_exits_143 COMMAND ${CMAKE_CURRENT_SOUR
          ${cli} ${tiny} ${hdir}/term WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 add_test(NAME cli.sigint_checkpoints_and_exits_130 COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/signals.sh INT
          ${cli} ${tiny} ${hdir}/int WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+# SIGHUP (a closed terminal or SSH session) as SIGTERM; a second, different signal ends the
+# program at once; a reader of the output that goes away does not end the run.
+add_test(NAME cli.sighup_checkpoints_and_exits_129 COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/signals.sh HUP
+         ${cli} ${tiny} ${hdir}/hup WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+add_test(NAME cli.second_different_signal_ends_at_once
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/signals.sh second ${cli} ${tiny} ${hdir}/second
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+add_test(NAME cli.closed_output_pipe_does_not_end_the_run
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/signals.sh pipe ${cli} ${tiny} ${hdir}/pipe
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 
 # --- Silent acceptance: non-finite steps in every format ------------------------------------------
 set(exploding --set trainer.init.model.initializer_range=1.0e+38)

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # signals.sh CASE MANTISSA CONFIG DIR
-#   TERM, INT: a training run sent SIGTERM (SIGINT) once it has logged a step must write a
-#              checkpoint, say "interrupted by SIG..." and exit 143 (130); the checkpoint loads
-#              and the run resumes from it.
+#   TERM, INT, HUP: a training run sent SIGTERM (SIGINT, SIGHUP) once it has logged a step
+#              must write a checkpoint, say "interrupted by SIG..." and exit 143 (130, 129);
+#              the checkpoint loads and the run resumes from it.
 #   two:       a second trainer on the same run directory is refused, naming the first's pid.
+#   second:    SIGTERM, then SIGINT (a different signal) while the first waits for a step
+#              boundary, ends the program at once: killed by SIGINT (130).
+#   pipe:      a run whose output's reader goes away (`| head -c 1`) trains on to its end:
+#              exit 0, every checkpoint written, the end record "completed".
 # The signal is sent after the first metrics record, never on a timer: the test holds on a
 # loaded machine.
 set -u
@@ -11,6 +15,45 @@ case=$1 cli=$2 config=$3 dir=$4
 rm -rf "$dir" && mkdir -p "$dir"
 run=(train --config "$config" --mode train --set trainer.init.checkpoint.dir="$dir/run"
      --set trainer.init.logging.log_steps=1)
+if [[ $case == pipe ]]; then
+  "$cli" "${run[@]}" --set trainer.init.loop.max_steps=40 --set trainer.init.checkpoint.steps=20 \
+    2>&1 | head -c 1 >/dev/null
+  status=${PIPESTATUS[0]}
+  [[ $status -eq 0 ]] || { echo "FAIL: exit $status, expected 0"; exit 1; }
+  [[ -f $dir/run/ckpt-00000040.safetensors ]] || { echo "FAIL: no checkpoint of step 40"; exit 1; }
+  tail -n 1 "$dir/run/metrics.jsonl" | grep -Eq '"end":40,.*"outcome":"completed"' ||
+    { echo "FAIL: $(tail -n 1 "$dir/run/metrics.jsonl")"; exit 1; }
+  echo "ok: the reader went away, the run completed"
+  exit 0
+fi
+if [[ $case == second ]]; then
+  # A step that does not end (a million micro-batches): the first signal's request waits for
+  # a step boundary that never comes; only the second signal can end the program.
+  "$cli" "${run[@]}" --set trainer.init.loop.grad_accum_steps=1000000 2>"$dir/first.err" &
+  pid=$!
+  for _ in $(seq 600); do
+    grep -q '^training ' "$dir/first.err" 2>/dev/null && break
+    sleep 0.1
+  done
+  sleep 0.5
+  kill -TERM "$pid"
+  sleep 0.5
+  kill -INT "$pid"
+  for _ in $(seq 100); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -KILL "$pid"
+    echo "FAIL: still running 10 s after the second signal"
+    exit 1
+  fi
+  wait "$pid"
+  status=$?
+  [[ $status -eq 130 ]] || { echo "FAIL: exit $status, expected 130 (killed by SIGINT)"; exit 1; }
+  echo "ok: the second signal ended the program at once"
+  exit 0
+fi
 "$cli" "${run[@]}" --set trainer.init.loop.max_steps=1000000 2>"$dir/first.err" &
 pid=$!
 for _ in $(seq 600); do
@@ -38,7 +81,7 @@ fi
 kill -"$case" "$pid"
 wait "$pid"
 status=$?
-want=$([[ $case == TERM ]] && echo 143 || echo 130)
+want=$(case $case in TERM) echo 143 ;; HUP) echo 129 ;; *) echo 130 ;; esac)
 err=$(cat "$dir/first.err")
 [[ $status -eq $want ]] || fail "exit $status, expected $want: $err"
 re="mantissa: interrupted by SIG$case at step ([0-9]+): checkpoint ([^ ]+) written; resume with --resume latest"

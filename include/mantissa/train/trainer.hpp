@@ -62,6 +62,9 @@ struct RunSummary {
   // rank's that caught one); 0 when the stop was asked otherwise (request_stop).
   int stop_signal = 0;
 };
+// "SIGINT", "SIGTERM", "SIGHUP", "signal 99" (glibc's names); "" for 0 (a stop the program
+// asked for).
+std::string signal_name(int signo);
 
 // What training keeps between steps, in bytes (bench train prints it per parameter).
 struct TrainingStateBytes {
