@@ -74,7 +74,9 @@ int run(int argc, char** argv, mantissa::dist::Runtime& runtime) {
     if (root) fmt::print("{}", app.help("", CLI::AppFormatMode::All));
     return 0;
   } catch (const CLI::ParseError& e) {
-    if (root) fmt::print(stderr, "mantissa: error: {}\n", mantissa::app::terminal_safe(e.what()));
+    if (root)
+      fmt::print(stderr, "mantissa: error: {}\n",
+                 mantissa::app::terminal_safe(e.what(), mantissa::app::Newlines::escape));
     return mantissa::app::kExitError;
   }
   try {
@@ -84,18 +86,20 @@ int run(int argc, char** argv, mantissa::dist::Runtime& runtime) {
     }
   } catch (const mantissa::dist::JobError& e) {
     // Every process raised it together: none waits for another, each ends normally.
-    if (root) fmt::print(stderr, "mantissa: error: {}\n", mantissa::app::terminal_safe(e.what()));
+    if (root)
+      fmt::print(stderr, "mantissa: error: {}\n",
+                 mantissa::app::terminal_safe(e.what(), mantissa::app::Newlines::escape));
     return 2;
   } catch (const mantissa::Error& e) {
     fmt::print(stderr, "mantissa: error: {}{}\n", rank_prefix(world, e.what()),
-               mantissa::app::terminal_safe(e.what()));
+               mantissa::app::terminal_safe(e.what(), mantissa::app::Newlines::escape));
     std::fflush(stderr);
     if (runtime.distributed())
       runtime.abort(mantissa::app::kExitError);  // the others may be waiting for this one
     return mantissa::app::kExitError;
   } catch (const std::exception& e) {  // out of memory, I/O, a library's own failure
     fmt::print(stderr, "mantissa: failed: {}{}\n", rank_prefix(world, e.what()),
-               mantissa::app::terminal_safe(e.what()));
+               mantissa::app::terminal_safe(e.what(), mantissa::app::Newlines::escape));
     std::fflush(stderr);
     if (runtime.distributed()) runtime.abort(mantissa::app::kExitFailure);
     return mantissa::app::kExitFailure;

@@ -7,14 +7,19 @@
 
 namespace mantissa::app {
 
-// `text` with every control byte (below 0x20 except newline and tab, and DEL) as \xNN.
-inline std::string terminal_safe(std::string_view text) {
+enum class Newlines : bool { keep, escape };
+
+// `text` with every control byte (below 0x20 except tab, and DEL) as \xNN; newlines kept
+// unless asked otherwise (an error is one line: a newline inside it, from a key or a path,
+// would let a file forge a line of its own).
+inline std::string terminal_safe(std::string_view text, Newlines newlines = Newlines::keep) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(text.size());
   for (const char c : text) {
     const auto u = static_cast<unsigned char>(c);
-    if ((u < 0x20 && c != '\n' && c != '\t') || u == 0x7f) {
+    const bool kept = c == '\t' || (c == '\n' && newlines == Newlines::keep);
+    if ((u < 0x20 && !kept) || u == 0x7f) {
       out += "\\x";
       out.push_back(kHex[u >> 4]);
       out.push_back(kHex[u & 0xf]);

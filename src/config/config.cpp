@@ -1,6 +1,7 @@
 #include "mantissa/config/config.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -29,6 +30,10 @@ struct PathStep {
 
 std::vector<PathStep> path_steps(const std::string& path) {
   std::vector<PathStep> steps;
+  if (path.empty() || path.front() == '.' || path.back() == '.' ||
+      path.find("..") != std::string::npos) {
+    throw Error("--set " + path + ": an empty key in the path (keys are joined by single dots)");
+  }
   std::stringstream ss(path);
   for (std::string k; std::getline(ss, k, '.');) {
     const auto open = k.find('[');
@@ -40,8 +45,13 @@ std::vector<PathStep> path_steps(const std::string& path) {
     if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) {
       throw Error("--set " + path + ": '" + k + "' is not key[index]");
     }
+    std::size_t index = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+    if (ec != std::errc() || end != digits.data() + digits.size()) {
+      throw Error("--set " + path + ": the index in '" + k + "' is too large");
+    }
     steps.push_back({k.substr(0, open), std::nullopt});
-    steps.push_back({k.substr(0, open), std::stoul(digits)});
+    steps.push_back({k.substr(0, open), index});
   }
   return steps;
 }

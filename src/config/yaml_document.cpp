@@ -2,7 +2,9 @@
 
 #include <yaml-cpp/depthguard.h>
 
+#include <algorithm>
 #include <set>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -25,6 +27,40 @@ YAML::Node load_yaml_document(const std::string& text, const std::string& source
   return root;
 }
 
+namespace {
+
+// `text` with its control characters as \xNN (for a message naming a hostile key).
+std::string escaped(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      out += "\\x";
+      out.push_back(kHex[u >> 4]);
+      out.push_back(kHex[u & 0xf]);
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+bool has_control_character(std::string_view text) {
+  return std::any_of(text.begin(), text.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+}
+
+// YAML's non-specific tags: "?" (a plain scalar, a mapping, a list) and "!" (a quoted scalar).
+// An explicit one (!!str, !!int, !foo) would change how a value reads; no setting takes one.
+bool explicit_tag(const YAML::Node& n) {
+  return n.Tag() != "?" && n.Tag() != "!" && !n.Tag().empty();
+}
+
+}  // namespace
+
 void check_yaml_document(const YAML::Node& root, const std::string& source) {
   struct Item {
     YAML::Node node;
@@ -43,6 +79,12 @@ void check_yaml_document(const YAML::Node& root, const std::string& source) {
                   " is nested more than " + std::to_string(kMaxYamlDepth) +
                   " levels deep (no config nests this deep)");
     }
+    if (explicit_tag(item.node)) {
+      throw Error(source + ": " + (item.path.empty() ? "the document" : escaped(item.path)) +
+                  ": the YAML tag '" + escaped(item.node.Tag()) +
+                  "' (mantissa's settings take no tags: write the value plainly, a string in "
+                  "quotes)");
+    }
     if (item.node.IsSequence()) {
       for (std::size_t i = 0; i < item.node.size(); ++i) {
         todo.push_back({item.node[i], item.path + "[" + std::to_string(i) + "]", item.depth + 1});
@@ -52,6 +94,10 @@ void check_yaml_document(const YAML::Node& root, const std::string& source) {
       for (const auto& kv : item.node) {
         if (!kv.first.IsScalar()) continue;  // the reader names a list or mapping used as a key
         const std::string& key = kv.first.Scalar();
+        if (has_control_character(key)) {
+          throw Error(source + ": " + escaped(at(item.path, key)) +
+                      ": a key with a control character (keys are words)");
+        }
         if (!seen.insert(key).second) {
           throw Error(source + ": " + at(item.path, key) +
                       ": the key is given twice in one mapping (YAML allows it once; which "

@@ -296,7 +296,10 @@ void Optimizer::check_schedules(std::int64_t steps) const {
   constexpr std::int64_t kMostChecked = 100000;  // beyond that, evenly spaced steps
   const std::int64_t stride = std::max<std::int64_t>(1, steps / kMostChecked);
   for (std::size_t g = 0; g < groups_.size(); ++g) {
-    for (std::int64_t k = step_; k < steps; k += stride) check_values(g, k);
+    // k advances while it stays below steps, never past INT64_MAX (steps near it).
+    for (std::int64_t k = step_; k<steps; k = k> steps - stride ? steps : k + stride) {
+      check_values(g, k);
+    }
     if (steps > step_) check_values(g, steps - 1);
   }
 }

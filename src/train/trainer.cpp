@@ -52,6 +52,14 @@ Trainer::Trainer(config::TrainerConfig config, TrainerHooks hooks)
   dp_->root_first([&] {
     task_ = make_task(config_, hooks.kjv_corpus);
     task_->set_batch_part(part);
+    // Items per step (records, throughput) in range before the first step.
+    std::int64_t items = 0;
+    if (__builtin_mul_overflow(task_->items_per_batch(), config_.loop.grad_accum_steps, &items)) {
+      throw Error(
+          "trainer.init.loop.grad_accum_steps: " + std::to_string(config_.loop.grad_accum_steps) +
+          " micro-batches of " + std::to_string(task_->items_per_batch()) +
+          " items overflow a 64-bit count of items per step");
+    }
     attach_recipes();
     build_optimizer_and_scaler();
   });

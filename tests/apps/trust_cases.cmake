@@ -124,9 +124,16 @@ add_test(NAME cli.formats_value_empty COMMAND ${expect} --not "float16" 2
   "^mantissa: error: --value: an empty value" -- sh -c "exec \"$0\" formats --value ''" ${cli})
 
 # --- Silent write failure --------------------------------------------------------------------------
+# A device (here the full disk /dev/full) or a file of something else as --json: refused before
+# the first step; a failing write of a regular file: FileIo.AFullDiskIsAnErrorNamingTheFile.
 hostile_case(bench_json_on_a_full_disk 2
-  "mantissa: error: --json: /dev/full: write failed \\(No space left on device\\)"
+  "mantissa: error: --json: /dev/full: is a character device; bench appends its records only to a regular file"
+  NOT "step [0-9]+/"
   COMMAND bench train --config ${tiny} --steps 1 --json /dev/full)
+hostile_case(bench_json_onto_a_checkpoint_is_refused 2
+  "mantissa: error: --json: .*/ckpt-00000004.safetensors: holds something other than bench records"
+  SETUP "printf 'not a record\\n' > @D@/ckpt-00000004.safetensors" NOT "step [0-9]+/"
+  COMMAND bench train --config ${tiny} --steps 1 --json @D@/ckpt-00000004.safetensors)
 
 # --- Terminal escapes: names from files are shown, never obeyed ------------------------------------
 string(ASCII 27 esc)
@@ -143,3 +150,12 @@ hostile_case(vendor_2e15_is_taken_as_written_and_said 0
 hostile_case(vendor_2e-14_is_refused_saying_why 2
   "^mantissa: error: .*min_loss_scale: 2e-14 is below the smallest allowed, 2\\^-14 \\(6.10352e-05\\); 2e-14 is 2 x 10\\^-14 as written"
   COMMAND ${train_tiny} --set "trainer.init.precision={fp16_type: float16, loss_scaling_factor: dynamic, min_loss_scale: 2e-14}")
+
+# --- Sizes that overflow and names that are not the run's (issue 27, a second audit) ---------------
+hostile_case(grad_accum_steps_overflowing_items_per_step 2
+  "mantissa: error: trainer.init.loop.grad_accum_steps: 4611686018427387904 micro-batches of [0-9]+ items overflow a 64-bit count of items per step"
+  NOT "step [0-9]+/"
+  COMMAND ${train_tiny} --set trainer.init.loop.grad_accum_steps=4611686018427387904)
+hostile_case(set_path_with_an_empty_key 2
+  "mantissa: error: --set trainer.init.loop.max_steps.: an empty key in the path"
+  COMMAND ${train_tiny} --set trainer.init.loop.max_steps.=3)

@@ -296,5 +296,32 @@ TEST(Config, DuplicateKeysQuotedScalarsAndEmptyStringsAreRefused) {
   EXPECT_NE(config_error(nested).find("is nested more than 64 levels deep"), std::string::npos);
 }
 
+// No explicit YAML tags (they would change how a value reads: !!str 3 is a string that reads
+// as 3), no control characters in keys (a newline in one could forge a line of the error
+// output, a NUL cut the message short), no empty keys or unbounded indices in --set paths.
+TEST(Config, TagsControlCharactersInKeysAndOddOverridePathsAreRefused) {
+  EXPECT_EQ(config_error(kBase, {"trainer.init.loop.max_steps=!!str 3"}),
+            "--set 'trainer.init.loop.max_steps=!!str 3': the document: the YAML tag "
+            "'tag:yaml.org,2002:str' (mantissa's settings take no tags: write the value "
+            "plainly, a string in quotes)");
+  EXPECT_EQ(config_error("trainer:\n  init:\n    seed: !foo 3\n"),
+            "c.yaml: trainer.init.seed: the YAML tag '!foo' (mantissa's settings take no tags: "
+            "write the value plainly, a string in quotes)");
+  EXPECT_EQ(config_error("trainer:\n  init:\n    \"a\\nmantissa: error: fake\": 1\n"),
+            "c.yaml: trainer.init.a\\x0amantissa: error: fake: a key with a control character "
+            "(keys are words)");
+  EXPECT_EQ(config_error(std::string("trainer:\n  init:\n    \"a\\0b\": 1\n")),
+            "c.yaml: trainer.init.a\\x00b: a key with a control character (keys are words)");
+  for (const char* path : {"trainer.init.loop.max_steps.", ".trainer.init.loop.max_steps",
+                           "trainer..init.loop.max_steps"}) {
+    EXPECT_EQ(config_error(kBase, {std::string(path) + "=3"}),
+              std::string("--set ") + path +
+                  ": an empty key in the path (keys are joined by single dots)");
+  }
+  EXPECT_EQ(config_error(kBase, {"trainer.init.schedulers[99999999999999999999]=1"}),
+            "--set trainer.init.schedulers[99999999999999999999]: the index in "
+            "'schedulers[99999999999999999999]' is too large");
+}
+
 }  // namespace
 }  // namespace mantissa::config

@@ -66,6 +66,26 @@ TEST(Optimizer, StepKUsesScheduleValueAtK) {
   EXPECT_EQ(sgd->current_learning_rate(), 3.0);
 }
 
+// The schedule check before the first step samples steps up to max_steps; near INT64_MAX its
+// stride once overflowed into "negative step". Every sampled step is in [0, max_steps).
+TEST(Optimizer, ScheduleCheckReachesTheLastStepOfAnyRun) {
+  Variable p = with_grad({0.0f}, {1.0f});
+  ParamGroup g;
+  g.params = {p};
+  std::int64_t last = -1;
+  bool negative = false;
+  g.learning_rate = lambda([&](std::int64_t k) {
+    negative = negative || k < 0;
+    last = std::max(last, k);
+    return 0.1;
+  });
+  auto sgd = make_optimizer(Sgd{}, {g});
+  const std::int64_t most = std::numeric_limits<std::int64_t>::max();
+  EXPECT_NO_THROW(sgd->check_schedules(most));
+  EXPECT_FALSE(negative);
+  EXPECT_EQ(last, most - 1);
+}
+
 TEST(Optimizer, GroupsHaveTheirOwnHyperparameters) {
   Variable a = with_grad({1.0f}, {1.0f}), b = with_grad({1.0f}, {1.0f});
   ParamGroup ga, gb;
