@@ -13,6 +13,7 @@
 #include "mantissa/bench/benchmark.hpp"
 #include "mantissa/config/config.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/train/checkpoint.hpp"
 #include "mantissa/write_file.hpp"
 #include "precision_overrides.hpp"
 #include "report_output.hpp"
@@ -152,6 +153,18 @@ int run(const CompareArgs& a) {
       config::TrainerConfig c = config::load_config(a.config, run_overrides(a, r, log_steps));
       if (s == 0) first_seed_configs.push_back(std::move(c));
       runs.push_back(r);
+    }
+  }
+  // A fresh run never takes over a run directory that holds checkpoints (the trainer refuses
+  // it): a compare into an earlier one's --out is refused here, before any work, whole.
+  for (const CompareRun& r : runs) {
+    const std::vector<std::string> held = train::list_checkpoints(r.dir);
+    if (!held.empty()) {
+      throw Error("--out " + out + ": " + r.dir +
+                  " already holds the checkpoints of an earlier run (" +
+                  std::filesystem::path(held.back()).filename().string() +
+                  "); compare never overwrites or deletes them: give another --out, or move " +
+                  out + " away");
     }
   }
   std::vector<std::string> drawn;

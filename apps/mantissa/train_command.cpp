@@ -70,12 +70,33 @@ void print_validation(const train::EvalResult& r, std::int64_t step) {
   }
 }
 
-int run(const TrainArgs& a, const std::string& default_mode, const dist::Communicator& world) {
+// The --mode words a command takes: all of kRunModeNames (train), or only the modes that
+// evaluate (eval: it never trains).
+struct Modes {
+  std::string fallback;
+  bool evaluation_only = false;
+  bool allows(train::RunMode m) const {
+    return !evaluation_only || m == train::RunMode::eval || m == train::RunMode::eval_all;
+  }
+  std::string names() const {
+    std::string out;
+    for (const auto& [word, mode] : train::kRunModeNames) {
+      if (allows(mode)) out += (out.empty() ? "" : ", ") + std::string(word);
+    }
+    return out;
+  }
+};
+
+int run(const TrainArgs& a, const Modes& modes, const dist::Communicator& world) {
   train::RunMode mode{};
   config::TrainerConfig c;
   train::ResumeSettings settings = train::ResumeSettings::must_match;
   together(world, [&] {
-    mode = parse_named(train::kRunModeNames, a.mode.empty() ? default_mode : a.mode, "--mode");
+    mode = parse_named(train::kRunModeNames, a.mode.empty() ? modes.fallback : a.mode, "--mode");
+    if (!modes.allows(mode)) {
+      throw Error("--mode: '" + a.mode + "' (expected one of: " + modes.names() +
+                  "; `mantissa train` trains)");
+    }
     if (!a.resume_settings.empty()) {
       if (a.resume.empty()) throw Error("--resume-settings: give it with --resume");
       settings = parse_named(train::kResumeSettingsNames, a.resume_settings, "--resume-settings");
@@ -110,13 +131,12 @@ int run(const TrainArgs& a, const std::string& default_mode, const dist::Communi
   return kExitInterrupted + signo;
 }
 
-Action add(CLI::App& app, const char* name, const char* help, const std::string& default_mode,
+Action add(CLI::App& app, const char* name, const char* help, const Modes& modes,
            const dist::Communicator& world) {
   auto* cmd = app.add_subcommand(name, help);
   auto args = std::make_shared<TrainArgs>();
   cmd->add_option("--config", args->config, "The YAML config (docs/config.md)")->required();
-  cmd->add_option("--mode", args->mode,
-                  names_of(train::kRunModeNames) + " (default " + default_mode + ")");
+  cmd->add_option("--mode", args->mode, modes.names() + " (default " + modes.fallback + ")");
   cmd->add_option("--resume", args->resume,
                   "latest (the newest checkpoint in the run directory) or a checkpoint path");
   cmd->add_option("--set", args->overrides, "Override a config key: a.b.c=value (repeatable)");
@@ -125,9 +145,9 @@ Action add(CLI::App& app, const char* name, const char* help, const std::string&
                   "config's: " +
                       names_of(train::kResumeSettingsNames) +
                       " (which wins; without it the difference is an error)");
-  return [cmd, args, default_mode, &world]() -> int {
+  return [cmd, args, modes, &world]() -> int {
     if (!cmd->parsed()) return -1;
-    return run(*args, default_mode, world);
+    return run(*args, modes, world);
   };
 }
 
@@ -137,14 +157,14 @@ Action register_train_command(CLI::App& app, const dist::Communicator& world) {
   return add(app, "train",
              "Train a model from a YAML config (under mpirun: data-parallel, "
              "docs/distributed.md)",
-             "train_and_eval", world);
+             Modes{"train_and_eval"}, world);
 }
 
 Action register_eval_command(CLI::App& app, const dist::Communicator& world) {
   return add(app, "eval",
              "Evaluate a checkpoint (default: the run's latest; --mode eval_all: every one) on "
              "the validation data",
-             "eval", world);
+             Modes{"eval", true}, world);
 }
 
 }  // namespace mantissa::app

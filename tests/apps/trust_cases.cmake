@@ -159,3 +159,13 @@ hostile_case(grad_accum_steps_overflowing_items_per_step 2
 hostile_case(set_path_with_an_empty_key 2
   "mantissa: error: --set trainer.init.loop.max_steps.: an empty key in the path"
   COMMAND ${train_tiny} --set trainer.init.loop.max_steps.=3)
+hostile_case(compare_into_an_earlier_out_is_refused_before_any_run 2
+  "mantissa: error: --out .*/cmp: .*/cmp/float32 already holds the checkpoints of an earlier run \\(ckpt-00000003.safetensors\\)"
+  TINY SETUP "mkdir -p @D@/cmp/float32 && cp ${ck3} @D@/cmp/float32/"
+  NOT "compare: float32 \\(1 of"
+  THEN "test -f @D@/cmp/float32/ckpt-00000003.safetensors"
+  COMMAND compare --config ${tiny} --formats float32 --steps 2 --throughput-steps 0 --out @D@/cmp)
+hostile_case(eval_never_trains 2
+  "mantissa: error: --mode: 'train' \\(expected one of: eval, eval_all; `mantissa train` trains\\)"
+  THEN "test ! -e @D@/run"
+  COMMAND eval --config ${tiny} --mode train --set ${run_dir})
