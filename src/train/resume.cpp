@@ -1,6 +1,9 @@
 // Trainer::restore: a checkpoint's state into the run, after its settings were held against
 // the config's (a precision or optimizer that differs is an error unless the caller says
 // which one wins).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "mantissa/amp/quantized_layers.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/train/checkpoint.hpp"
@@ -53,7 +56,86 @@ Differences compare(const config::TrainerConfig& theirs, const config::TrainerCo
   return d;
 }
 
+// The first field in which two models compute different functions ("num_heads is 2 in the
+// checkpoint, 4 in the config"), or "" when the same architecture. Initialization and dropout
+// are not compared (a resumed run may change them); the CNN's input shape comes from the data
+// (its weights' shapes are checked when they load).
+std::string model_difference(const config::ModelConfig& theirs, const config::ModelConfig& ours) {
+  const auto field = [](const char* name, const auto& a, const auto& b) -> std::string {
+    if (a == b) return "";
+    return fmt::format("trainer.init.model.{} is {} in the checkpoint, {} in the config", name, a,
+                       b);
+  };
+  if (theirs.kind != ours.kind) {
+    return "trainer.init.model.name is " + std::string(name_of(config::kModelNames, theirs.kind)) +
+           " in the checkpoint, " + std::string(name_of(config::kModelNames, ours.kind)) +
+           " in the config";
+  }
+  std::vector<std::string> d;
+  switch (ours.kind) {
+    case config::ModelKind::gpt: {
+      const nn::GptConfig &a = theirs.gpt, &b = ours.gpt;
+      d = {field("vocab_size", a.vocab_size, b.vocab_size),
+           field("max_position_embeddings", a.max_position_embeddings, b.max_position_embeddings),
+           field("hidden_size", a.hidden_size, b.hidden_size),
+           field("num_hidden_layers", a.num_hidden_layers, b.num_hidden_layers),
+           field("num_heads", a.num_heads, b.num_heads),
+           field("filter_size", a.filter_size, b.filter_size),
+           field("tie_embeddings", a.tie_embeddings, b.tie_embeddings)};
+      break;
+    }
+    case config::ModelKind::mlp: {
+      const nn::MlpConfig &a = theirs.mlp, &b = ours.mlp;
+      d = {field("input_size", a.input_size, b.input_size),
+           field("hidden_sizes", fmt::format("[{}]", fmt::join(a.hidden_sizes, ", ")),
+                 fmt::format("[{}]", fmt::join(b.hidden_sizes, ", "))),
+           field("num_classes", a.num_classes, b.num_classes),
+           field("activation", name_of(nn::kActivationNames, a.activation),
+                 name_of(nn::kActivationNames, b.activation))};
+      break;
+    }
+    case config::ModelKind::cnn: {
+      const nn::CnnConfig &a = theirs.cnn, &b = ours.cnn;
+      d = {field("conv1_channels", a.conv1_channels, b.conv1_channels),
+           field("conv2_channels", a.conv2_channels, b.conv2_channels),
+           field("num_classes", a.num_classes, b.num_classes)};
+      break;
+    }
+  }
+  for (const std::string& x : d) {
+    if (!x.empty()) return x;
+  }
+  return "";
+}
+
 }  // namespace
+
+void Trainer::check_model_of(const std::string& path, const config::TrainerConfig& theirs) const {
+  const std::string d = model_difference(theirs.model, config_.model);
+  if (!d.empty()) {
+    throw Error(path + ": the checkpoint holds another model than the config's: " + d +
+                " (a checkpoint loads only into the model it was trained as)");
+  }
+}
+
+void Trainer::note_run_differences(const config::TrainerConfig& theirs) {
+  if (theirs.seed != config_.seed) {
+    log("trainer.init.seed is " + std::to_string(theirs.seed) + " in the checkpoint, " +
+        std::to_string(config_.seed) +
+        " in the config: the run continues the checkpoint's random state");
+  }
+  const config::DataloaderConfig &a = theirs.train_data, &b = config_.train_data;
+  const auto text = [](const config::DataloaderConfig& d) {
+    return fmt::format("{} {}, split {}, batch_size {}, context {}",
+                       name_of(config::kDatasetNames, d.dataset),
+                       d.path.empty() ? d.data_dir : d.path, name_of(config::kSplitNames, d.split),
+                       d.batch_size, d.context);
+  };
+  if (text(a) != text(b)) {
+    log("trainer.fit.train_dataloader is " + text(a) + " in the checkpoint, " + text(b) +
+        " in the config: the run continues at the checkpoint's position in the config's data");
+  }
+}
 
 void Trainer::reconcile_settings(const std::string& path, const config::TrainerConfig& theirs,
                                  ResumeSettings settings, bool& take_optimizer_state,
@@ -113,10 +195,12 @@ void Trainer::restore(const std::string& path, const Checkpoint& c, bool for_tra
         "): its tensors are loaded unverified");
   }
   bool take_optimizer_state = true, take_scaler_state = true;
+  const config::TrainerConfig theirs =
+      config::parse_config(meta.config, {}, path + " (its config)");
+  check_model_of(path, theirs);
   if (for_training) {
-    const config::TrainerConfig theirs =
-        config::parse_config(meta.config, {}, path + " (its config)");
     reconcile_settings(path, theirs, settings, take_optimizer_state, take_scaler_state);
+    note_run_differences(theirs);
   }
   try {
     task_->module().load_state_dict(under_prefix(kModelPrefix, c.tensors));

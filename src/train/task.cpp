@@ -137,6 +137,18 @@ void check_image_size(const data::ImageDataset& d, std::int64_t pixels, const st
               " values do not suit " + model_key + " " + std::to_string(pixels));
 }
 
+// Every label of `d` (read from the dataloader at `key`) is a class of the model: checked
+// before the first step, naming both keys.
+void check_labels(const data::ImageDataset& d, std::int64_t classes, const std::string& key) {
+  for (std::size_t i = 0; i < d.labels.size(); ++i) {
+    if (d.labels[i] < 0 || d.labels[i] >= classes) {
+      throw Error(key + ": label " + std::to_string(d.labels[i]) + " (image " + std::to_string(i) +
+                  ") is not a class of trainer.init.model.num_classes " + std::to_string(classes) +
+                  " (expected 0 to " + std::to_string(classes - 1) + ")");
+    }
+  }
+}
+
 class ImageTask final : public Task {
  public:
   explicit ImageTask(const config::TrainerConfig& c) : cfg_(c) {
@@ -149,6 +161,10 @@ class ImageTask final : public Task {
     const std::string val_key =
         c.val_data ? "trainer.fit.val_dataloader (" + (v.path.empty() ? dir : v.path) + ")"
                    : train_key;
+    const std::int64_t classes =
+        c.model.kind == config::ModelKind::mlp ? c.model.mlp.num_classes : c.model.cnn.num_classes;
+    check_labels(train_set_, classes, train_key);
+    check_labels(val_set_, classes, val_key + " (validation)");
     if (c.model.kind == config::ModelKind::mlp) {
       const std::string input = "trainer.init.model.input_size";
       check_image_size(train_set_, c.model.mlp.input_size, train_key, input);

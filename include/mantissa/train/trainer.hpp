@@ -214,6 +214,10 @@ class Trainer {
   void restore(const std::string& path, const Checkpoint& checkpoint, bool for_training,
                ResumeSettings settings);
   // The checkpoint's run settings against the config's, applied as `settings` says.
+  // A checkpoint's model must be the config's (train and eval); an Error naming the field.
+  void check_model_of(const std::string& path, const config::TrainerConfig& theirs) const;
+  // Log lines for a resumed run's seed and training data that differ from the checkpoint's.
+  void note_run_differences(const config::TrainerConfig& theirs);
   void reconcile_settings(const std::string& path, const config::TrainerConfig& theirs,
                           ResumeSettings settings, bool& take_optimizer_state,
                           bool& take_scaler_state);
