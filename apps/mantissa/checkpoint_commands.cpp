@@ -78,8 +78,18 @@ int generate(const GenerateArgs& a) {
   if (tokens.empty()) tokens.push_back('\n');
   tensor::Rng rng(a.seed);
   const std::int64_t ctx = config.max_position_embeddings, vocab = config.vocab_size;
-  std::string out = a.prompt;
+  // The sample is written as it is made, byte by byte (each byte is a whole forward pass):
+  // an interrupted generation keeps what it printed.
+  const auto put = [](const void* data, std::size_t n) {
+    if (std::fwrite(data, 1, n, stdout) != n || std::fflush(stdout) != 0) {
+      throw Error("generate: cannot write the sample to standard output");
+    }
+  };
+  put(a.prompt.data(), a.prompt.size());
   for (int i = 0; i < a.length; ++i) {
+    if (static_cast<std::int64_t>(tokens.size()) > 2 * ctx) {  // only the last ctx are read
+      tokens.erase(tokens.begin(), tokens.end() - ctx);
+    }
     const std::int64_t start =
         std::max<std::int64_t>(0, static_cast<std::int64_t>(tokens.size()) - ctx);
     const std::vector<std::int32_t> window(tokens.begin() + start, tokens.end());
@@ -109,12 +119,10 @@ int generate(const GenerateArgs& a) {
       }
     }
     tokens.push_back(next);
-    out.push_back(static_cast<char>(next));
+    const char byte = static_cast<char>(next);  // every byte, NUL included
+    put(&byte, 1);
   }
-  out.push_back('\n');  // every byte, NUL included
-  if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size()) {
-    throw Error("generate: cannot write the sample to standard output");
-  }
+  put("\n", 1);
   return 0;
 }
 

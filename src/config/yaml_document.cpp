@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mantissa/error.hpp"
+#include "support/escaped_text.hpp"
 
 namespace mantissa::config::detail {
 
@@ -29,22 +30,7 @@ YAML::Node load_yaml_document(const std::string& text, const std::string& source
 
 namespace {
 
-// `text` with its control characters as \xNN (for a message naming a hostile key).
-std::string escaped(std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      out += "\\x";
-      out.push_back(kHex[u >> 4]);
-      out.push_back(kHex[u & 0xf]);
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
+using support::escape_controls;
 
 bool has_control_character(std::string_view text) {
   return std::any_of(text.begin(), text.end(), [](char c) {
@@ -80,8 +66,9 @@ void check_yaml_document(const YAML::Node& root, const std::string& source) {
                   " levels deep (no config nests this deep)");
     }
     if (explicit_tag(item.node)) {
-      throw Error(source + ": " + (item.path.empty() ? "the document" : escaped(item.path)) +
-                  ": the YAML tag '" + escaped(item.node.Tag()) +
+      throw Error(source + ": " +
+                  (item.path.empty() ? "the document" : escape_controls(item.path)) +
+                  ": the YAML tag '" + escape_controls(item.node.Tag()) +
                   "' (mantissa's settings take no tags: write the value plainly, a string in "
                   "quotes)");
     }
@@ -95,7 +82,7 @@ void check_yaml_document(const YAML::Node& root, const std::string& source) {
         if (!kv.first.IsScalar()) continue;  // the reader names a list or mapping used as a key
         const std::string& key = kv.first.Scalar();
         if (has_control_character(key)) {
-          throw Error(source + ": " + escaped(at(item.path, key)) +
+          throw Error(source + ": " + escape_controls(at(item.path, key)) +
                       ": a key with a control character (keys are words)");
         }
         if (!seen.insert(key).second) {

@@ -3,7 +3,9 @@
 // the rest, naming the key path and the keys allowed there.
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <string>
@@ -95,6 +97,14 @@ class Reader {
       throw Error(where + ": '" + n.Scalar() + "' is quoted, so a string (expected " + type_name +
                   ": write it without quotes)");
     }
+    if constexpr (std::is_same_v<T, bool>) {
+      // YAML 1.2's booleans only: yaml-cpp also takes YAML 1.1's y, yes, on, off, ...
+      static constexpr const char* kWords[] = {"true", "True", "TRUE", "false", "False", "FALSE"};
+      if (std::none_of(std::begin(kWords), std::end(kWords),
+                       [&](const char* w) { return n.Scalar() == w; })) {
+        throw Error(where + ": '" + n.Scalar() + "' is not " + type_name);
+      }
+    }
     T v{};
     try {
       v = n.as<T>();
@@ -103,6 +113,12 @@ class Reader {
     }
     if constexpr (std::is_floating_point_v<T>) {
       if (!std::isfinite(v)) throw Error(where + ": '" + n.Scalar() + "' is not a finite number");
+      // 1e-999 reads as 0: a setting the user did not write.
+      const std::string& text = n.Scalar();
+      const std::string digits = text.substr(0, text.find_first_of("eE"));
+      if (v == 0 && digits.find_first_of("123456789") != std::string::npos) {
+        throw Error(where + ": '" + text + "' is too small for a double (it would read as 0)");
+      }
     }
     return v;
   }

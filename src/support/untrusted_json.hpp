@@ -3,15 +3,23 @@
 // parsed with a bound on its nesting, and described in messages by its kind and size, never
 // serialized back (a header nested 100,000 deep once overflowed the stack in dump()).
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "mantissa/error.hpp"
+#include "support/escaped_text.hpp"
 
 namespace mantissa::support {
 
 // No file mantissa reads nests JSON deeper than 4; 64 leaves room and bounds every recursion.
 inline constexpr int kMaxJsonDepth = 64;
+
+// A key for a message: control bytes as \xNN, cut to 40 bytes.
+inline std::string describe_key(const std::string& key) {
+  return escape_controls(std::string_view(key).substr(0, 40)) + (key.size() > 40 ? "..." : "");
+}
 
 // The parsed value of `text`; `what` starts every message ("<file>: header"). Text nested
 // past `max_depth` or not JSON is a mantissa::Error; `allow_invalid` returns a discarded
@@ -20,11 +28,21 @@ inline nlohmann::json parse_untrusted_json(std::string_view text, const std::str
                                            bool allow_invalid = false,
                                            int max_depth = kMaxJsonDepth) {
   using json = nlohmann::json;
-  const json::parser_callback_t bound = [&](int depth, json::parse_event_t event, json&) {
+  // The keys seen in each object being read, innermost last: a key given twice in one object
+  // is refused (the parser would keep the last; which value is meant?).
+  std::vector<std::set<std::string>> keys;
+  const json::parser_callback_t bound = [&](int depth, json::parse_event_t event, json& value) {
     if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
         depth >= max_depth) {
       throw Error(what + ": JSON nested more than " + std::to_string(max_depth) +
                   " levels deep (refused: no file of mantissa's nests this deep)");
+    }
+    if (event == json::parse_event_t::object_start) keys.emplace_back();
+    if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    if (event == json::parse_event_t::key && !keys.empty() &&
+        !keys.back().insert(value.get<std::string>()).second) {
+      throw Error(what + ": the key '" + describe_key(value.get<std::string>()) +
+                  "' is given twice in one object (which value is meant?)");
     }
     return true;
   };

@@ -318,6 +318,12 @@ TEST(Config, TagsControlCharactersInKeysAndOddOverridePathsAreRefused) {
               std::string("--set ") + path +
                   ": an empty key in the path (keys are joined by single dots)");
   }
+  EXPECT_EQ(config_error(kBase, {"trainer.fit.train_dataloader.shuffle=yes"}),
+            "trainer.fit.train_dataloader.shuffle: 'yes' is not true or false");
+  EXPECT_EQ(config_error(kBase, {"trainer.fit.train_dataloader.shuffle=False"}), "(no error)");
+  EXPECT_EQ(config_error(kBase, {"trainer.init.optimizer={AdamW: {learning_rate: 1e-999}}"}),
+            "trainer.init.optimizer.AdamW.learning_rate: '1e-999' is too small for a double (it "
+            "would read as 0)");
   EXPECT_EQ(config_error(kBase, {"trainer.init.schedulers[99999999999999999999]=1"}),
             "--set trainer.init.schedulers[99999999999999999999]: the index in "
             "'schedulers[99999999999999999999]' is too large");

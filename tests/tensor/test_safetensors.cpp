@@ -212,6 +212,33 @@ TEST(Safetensors, TheCrc32IsZlibsOverTheStoredBytes) {
 namespace mantissa::tensor {
 namespace {
 
+// A key given twice in one object of the header (a tensor's entry or the metadata's field)
+// is refused, named: the JSON parser would keep the last, silently.
+TEST(Safetensors, AKeyGivenTwiceInOneObjectIsRefused) {
+  const auto error_for = [](const std::string& h) {
+    std::string file(8, '\0');
+    file[0] = static_cast<char>(h.size());
+    try {
+      decode_safetensors(file + h + std::string(8, '\0'), "dup.safetensors");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(error_for(R"({"__metadata__":{"global_step":"4","global_step":"7"},)"
+                      R"("t":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})"),
+            "dup.safetensors: header: the key 'global_step' is given twice in one object (which "
+            "value is meant?)");
+  EXPECT_EQ(error_for(R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                      R"("t":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})"),
+            "dup.safetensors: header: the key 't' is given twice in one object (which value is "
+            "meant?)");
+  // The same key in different objects is no repetition.
+  EXPECT_EQ(error_for(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                      R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})"),
+            "(no error)");
+}
+
 // Issue 27: a header nested 200,000 deep (under the size bound) once overflowed the stack
 // while its error message was built; it is refused by depth, and no message quotes it.
 TEST(Safetensors, DeeplyNestedHeadersAreRefusedByDepth) {
