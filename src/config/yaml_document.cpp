@@ -16,7 +16,12 @@ namespace mantissa::config::detail {
 YAML::Node load_yaml_document(const std::string& text, const std::string& source) {
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    if (documents.size() > 1) {
+      throw Error(source + ": " + std::to_string(documents.size()) +
+                  " YAML documents (a config is one; a second after '---' would be ignored)");
+    }
+    if (!documents.empty()) root = documents.front();
   } catch (const YAML::DeepRecursion& e) {
     throw Error(source + ": nested too deeply for the YAML parser (line " +
                 std::to_string(e.mark.line + 1) + "; no config nests more than " +

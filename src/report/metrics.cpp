@@ -382,7 +382,15 @@ RunLog parse_metrics(std::string_view text, const std::string& source) {
     if (j.contains(kStep)) {
       const Fields f(j, where, kStep);
       log.windows.push_back(read_fields<WindowRecord>(f, kWindowFields));
-      log.windows.back().items_per_second = f.number(per_second_key(log.run.unit));
+      WindowRecord& w = log.windows.back();
+      w.items_per_second = f.number(per_second_key(log.run.unit));
+      // Rates, norms and sizes are never negative (NaN: written as null, not finite).
+      for (const auto& [key, v] :
+           {std::pair<std::string, double>{per_second_key(log.run.unit), w.items_per_second},
+            {"grad_norm", w.grad_norm},
+            {"peak_rss_mib", w.peak_rss_mib.value_or(0)}}) {
+        if (v < 0) f.fail("'" + key + "' is negative");
+      }
       if (f.has("fp8_overflows")) log.windows.back().fp8 = read_fp8_counts(f);
     } else if (j.contains(kEvalStep)) {
       log.evals.push_back(read_fields<EvalRecord>(Fields(j, where, kEvalStep), kEvalFields));

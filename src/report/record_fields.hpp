@@ -59,10 +59,25 @@ class Fields {
     if (!has(key)) return std::nullopt;
     return number(key);
   }
+  // Every integer of a record counts something (steps, items, parameters): >= 0, and within
+  // int64 (a larger one would wrap).
   std::int64_t integer(const std::string& key) const {
     const json& v = required(key);
-    if (!v.is_number_integer()) mistyped(key, v, "an integer");
+    constexpr const char* kExpected = "an integer from 0 to 2^63 - 1";
+    if (v.is_number_integer() && !v.is_number_unsigned()) {  // negative: said as it is
+      fail("'" + key + "' is " + std::to_string(v.get<std::int64_t>()) + ", expected " + kExpected);
+    }
+    if (!v.is_number_unsigned() ||
+        v.get<std::uint64_t>() >
+            static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      mistyped(key, v, kExpected);
+    }
     return v.get<std::int64_t>();
+  }
+  std::uint64_t unsigned_integer(const std::string& key) const {
+    const json& v = required(key);
+    if (!v.is_number_unsigned()) mistyped(key, v, "an integer >= 0");
+    return v.get<std::uint64_t>();
   }
   std::optional<std::int64_t> optional_integer(const std::string& key) const {
     if (!has(key)) return std::nullopt;
@@ -119,7 +134,7 @@ inline void read_value(const Fields& f, const char* key, std::int64_t& v) {
   v = f.integer(key);
 }
 inline void read_value(const Fields& f, const char* key, std::uint64_t& v) {
-  v = static_cast<std::uint64_t>(f.integer(key));
+  v = f.unsigned_integer(key);
 }
 inline void read_value(const Fields& f, const char* key, std::optional<std::int64_t>& v) {
   v = f.optional_integer(key);

@@ -318,6 +318,8 @@ TEST(Config, TagsControlCharactersInKeysAndOddOverridePathsAreRefused) {
               std::string("--set ") + path +
                   ": an empty key in the path (keys are joined by single dots)");
   }
+  EXPECT_EQ(config_error(std::string(kBase) + "---\ntrainer: {bogus: 1}\n"),
+            "c.yaml: 2 YAML documents (a config is one; a second after '---' would be ignored)");
   EXPECT_EQ(config_error(kBase, {"trainer.fit.train_dataloader.shuffle=yes"}),
             "trainer.fit.train_dataloader.shuffle: 'yes' is not true or false");
   EXPECT_EQ(config_error(kBase, {"trainer.fit.train_dataloader.shuffle=False"}), "(no error)");

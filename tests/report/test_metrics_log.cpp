@@ -230,7 +230,19 @@ TEST(MetricsReader, BrokenFilesAreNamedByFileAndLine) {
           R"({"step":2,"loss":5.0,"loss_scale":8.0,"skipped_steps":0,"grad_norm":1.0,"tokens_per_s":9.0})"),
       "runs/x/metrics.jsonl:2: the step record has no 'lr' field");
   EXPECT_EQ(expect_error(head + good + R"({"eval_step":"two","loss":1.0,"steps":1})"),
-            "runs/x/metrics.jsonl:3: 'eval_step' is a string, expected an integer");
+            "runs/x/metrics.jsonl:3: 'eval_step' is a string, expected an integer from 0 to "
+            "2^63 - 1");
+  // Counts and rates are never negative; a key twice in one record is refused.
+  EXPECT_EQ(expect_error(head + good + R"({"eval_step":-4,"loss":1.0,"steps":1})"),
+            "runs/x/metrics.jsonl:3: 'eval_step' is -4, expected an integer from 0 to 2^63 - 1");
+  EXPECT_EQ(
+      expect_error(
+          head +
+          R"({"step":2,"loss":5.0,"lr":0.1,"skipped_steps":0,"grad_norm":1.0,"tokens_per_s":-9.0})"),
+      "runs/x/metrics.jsonl:2: 'tokens_per_s' is negative");
+  EXPECT_EQ(expect_error(head + R"({"eval_step":4,"eval_step":5,"loss":1.0,"steps":1})"),
+            "runs/x/metrics.jsonl:2: the key 'eval_step' is given twice in one object (which "
+            "value is meant?)");
   EXPECT_EQ(expect_error(head + R"({"skipped_step":3,"loss_scale":1.0,"overflowed":"w"})"),
             "runs/x/metrics.jsonl:2: 'overflowed' is a string, expected a list of strings");
   EXPECT_EQ(expect_error(head + R"({"what":1})"),
