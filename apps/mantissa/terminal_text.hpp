@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "mantissa/escaped_text.hpp"
+
 namespace mantissa::app {
 
 enum class Newlines : bool { keep, escape };
@@ -13,21 +15,8 @@ enum class Newlines : bool { keep, escape };
 // unless asked otherwise (an error is one line: a newline inside it, from a key or a path,
 // would let a file forge a line of its own).
 inline std::string terminal_safe(std::string_view text, Newlines newlines = Newlines::keep) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    const bool kept = c == '\t' || (c == '\n' && newlines == Newlines::keep);
-    if ((u < 0x20 && !kept) || u == 0x7f) {
-      out += "\\x";
-      out.push_back(kHex[u >> 4]);
-      out.push_back(kHex[u & 0xf]);
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
+  return escape_controls(
+      text, newlines == Newlines::keep ? KeptControls::tabs_and_newlines : KeptControls::tabs);
 }
 
 }  // namespace mantissa::app

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "mantissa/error.hpp"
-#include "support/escaped_text.hpp"
+#include "mantissa/escaped_text.hpp"
 
 namespace mantissa::config::detail {
 
@@ -34,8 +34,6 @@ YAML::Node load_yaml_document(const std::string& text, const std::string& source
 }
 
 namespace {
-
-using support::escape_controls;
 
 bool has_control_character(std::string_view text) {
   return std::any_of(text.begin(), text.end(), [](char c) {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "mantissa/error.hpp"
-#include "support/escaped_text.hpp"
+#include "mantissa/escaped_text.hpp"
 
 namespace mantissa::support {
 
