@@ -422,7 +422,14 @@ RunSummary Trainer::run(RunMode mode, const ResumeFrom& resume, ResumeSettings s
           " (*.tmp) in " + run_dir_ + ", left by a run stopped while it saved");
     }
   });
-  optimizer_->check_schedules(config_.loop.max_steps);
+  try {
+    optimizer_->check_schedules(config_.loop.max_steps);
+  } catch (const Error& e) {  // the keys that decide it: the schedule's and the run's length
+    throw Error(std::string(config_.schedulers.empty() ? "trainer.init.optimizer"
+                                                       : "trainer.init.schedulers") +
+                " over trainer.init.loop.max_steps " + std::to_string(config_.loop.max_steps) +
+                ": " + e.what());
+  }
   return train_loop(mode);
 }
 

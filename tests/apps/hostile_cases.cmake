@@ -220,7 +220,7 @@ foreach(bad "learning_rate_negative;trainer.init.optimizer.AdamW.learning_rate=-
             "sgd_nesterov_without_momentum;trainer.init.optimizer={SGD: {lr: 0.1, nesterov: true}};trainer.init.optimizer.SGD.nesterov: needs momentum > 0 and dampening 0"
             "initializer_range_negative;trainer.init.model.initializer_range=-0.02;trainer.init.model.initializer_range: -0.02 must be >= 0"
             "scheduler_learning_rate_negative;trainer.init.schedulers=[{ConstantLR: {learning_rate: -1}}];trainer.init.schedulers\\[0\\].*learning_rate: -1 must be >= 0"
-            "scheduler_gamma_makes_it_negative;trainer.init.schedulers=[{StepLR: {initial_learning_rate: 0.1, step_size: 2, gamma: -1}}];optimizer adamw: the learning rate of parameter group 0 at step 2 is -0.1 .*it must be a finite number >= 0"
+            "scheduler_gamma_makes_it_negative;trainer.init.schedulers=[{StepLR: {initial_learning_rate: 0.1, step_size: 2, gamma: -1}}];trainer.init.schedulers over trainer.init.loop.max_steps 6: optimizer adamw: the learning rate of parameter group 0 at step 2 is -0.1 .*it must be a finite number >= 0"
             "set_without_value;trainer.init.loop.max_steps=;--set 'trainer.init.loop.max_steps=': no value after '=' \\(write trainer.init.loop.max_steps=null to restore the default\\)")
   list(GET bad 0 name)
   list(GET bad 1 assignment)
