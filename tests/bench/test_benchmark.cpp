@@ -114,7 +114,7 @@ TEST(Benchmark, RecordsAreAppendedOnlyToAFileOfRecords) {
       ": holds something other than bench records (its first line is not one); bench appends "
       "only to a new file, an empty one, or one it wrote before";
   for (const auto& [name, text] : std::vector<std::pair<const char*, std::string>>{
-           {"ckpt.safetensors", std::string("\x10\0\0\0\0\0\0\0{\"a\":1}     ", 24)},
+           {"ckpt.safetensors", std::string("\x10\0\0\0\0\0\0\0", 8) + "{\"a\":1}        "},
            {"metrics.jsonl", "{\"record\":\"run\",\"model\":\"gpt\"}\n"},
            {"notes.txt", "my notes\n"}}) {
     const std::string path = write(name, text);
