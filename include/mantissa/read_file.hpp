@@ -15,6 +15,7 @@
 #include <string>
 
 #include "mantissa/error.hpp"
+#include "mantissa/file_kind.hpp"
 
 namespace mantissa {
 
@@ -35,12 +36,8 @@ inline std::string read_file(const std::string& path, const std::string& what,
   if (::fstat(fd, &st) != 0) throw Error(path + ": cannot stat (" + std::strerror(errno) + ")");
   if (S_ISDIR(st.st_mode)) throw Error(path + ": is a directory, not " + what);
   if (!S_ISREG(st.st_mode)) {
-    const char* kind = S_ISFIFO(st.st_mode)   ? "a FIFO"
-                       : S_ISCHR(st.st_mode)  ? "a character device"
-                       : S_ISBLK(st.st_mode)  ? "a block device"
-                       : S_ISSOCK(st.st_mode) ? "a socket"
-                                              : "a special file";
-    throw Error(path + ": is " + kind + ", not a regular file (expected " + what + ")");
+    throw Error(path + ": is " + file_kind(st.st_mode) + ", not a regular file (expected " + what +
+                ")");
   }
   if (st.st_size > max_bytes) {
     throw Error(path + ": " + std::to_string(st.st_size) + " bytes, more than the " +

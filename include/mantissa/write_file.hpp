@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "mantissa/error.hpp"
+#include "mantissa/file_kind.hpp"
 
 namespace mantissa {
 
@@ -88,13 +89,7 @@ inline void require_regular_or_absent(const std::string& path, const std::string
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return;  // absent (or unreachable: open says why)
   if (S_ISREG(st.st_mode)) return;
-  const char* kind = S_ISLNK(st.st_mode)    ? "a symbolic link"
-                     : S_ISDIR(st.st_mode)  ? "a directory"
-                     : S_ISCHR(st.st_mode)  ? "a character device"
-                     : S_ISBLK(st.st_mode)  ? "a block device"
-                     : S_ISFIFO(st.st_mode) ? "a FIFO"
-                                            : "not a regular file";
-  throw Error(path + ": is " + kind + "; mantissa writes " + what +
+  throw Error(path + ": is " + file_kind(st.st_mode) + "; mantissa writes " + what +
               " only to a regular file or a new path, never over this");
 }
 

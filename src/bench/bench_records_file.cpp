@@ -9,6 +9,7 @@
 
 #include "mantissa/bench/benchmark.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/file_kind.hpp"
 #include "support/untrusted_json.hpp"
 
 namespace mantissa::bench {
@@ -16,15 +17,6 @@ namespace {
 
 // A first line longer than this is no bench record (a record is a few KiB).
 constexpr std::size_t kMaxRecordBytes = std::size_t{1} << 20;
-
-const char* kind_of(mode_t mode) {
-  return S_ISDIR(mode)    ? "a directory"
-         : S_ISCHR(mode)  ? "a character device"
-         : S_ISBLK(mode)  ? "a block device"
-         : S_ISFIFO(mode) ? "a FIFO"
-         : S_ISSOCK(mode) ? "a socket"
-                          : "not a regular file";
-}
 
 }  // namespace
 
@@ -36,7 +28,7 @@ void check_bench_records_file(const std::string& path) {
                 ")");
   }
   if (!S_ISREG(st.st_mode)) {
-    throw Error(path + ": is " + kind_of(st.st_mode) +
+    throw Error(path + ": is " + file_kind(st.st_mode) +
                 "; bench appends its records only to a regular file");
   }
   if (st.st_size == 0) return;

@@ -173,11 +173,16 @@ hostile_case(eval_never_trains 2
 hostile_case(eval_with_another_model_is_refused 2
   "mantissa: error: .*/ckpt-00000003.safetensors: the checkpoint holds another model than the config's: trainer.init.model.num_heads is 2 in the checkpoint, 4 in the config"
   TINY COMMAND eval --config ${tiny} --resume ${ck3} --set trainer.init.model.num_heads=4)
-hostile_case(resume_with_another_seed_and_data_says_so 0
+hostile_case(resume_with_another_seed_says_so 0
   "trainer.init.seed is 2 in the checkpoint, 9 in the config: the run continues the checkpoint's random state"
   TINY SETUP "cp ${ck3} @D@/"
   COMMAND ${train_tiny} --resume @D@/ckpt-00000003.safetensors --set trainer.init.seed=9
           --set trainer.init.loop.max_steps=4)
+hostile_case(resume_with_other_training_data_says_so 0
+  "trainer.fit.train_dataloader is text README.md, split train, batch_size 2, context 32 in the checkpoint, text README.md, split train, batch_size 2, context 16 in the config: the run continues at the checkpoint's position in the config's data"
+  TINY SETUP "cp ${ck3} @D@/"
+  COMMAND ${train_tiny} --resume @D@/ckpt-00000003.safetensors
+          --set trainer.fit.train_dataloader.context=16 --set trainer.init.loop.max_steps=4)
 # Labels outside the model's classes: refused before the first step (the dataset's labels are 1).
 hostile_case(labels_outside_the_models_classes 2
   "^mantissa: error: trainer.fit.train_dataloader \\(.*\\): label 1 \\(image 0\\) is not a class of trainer.init.model.num_classes 1 \\(expected 0 to 0\\)"
