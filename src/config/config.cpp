@@ -203,6 +203,22 @@ DataloaderConfig parse_dataloader(Reader r) {
   return d;
 }
 
+// A note when training reads the very data validation reads (text: the same part of the one
+// corpus; images: the same split of the same directory): allowed, but its validation loss then
+// measures nothing held out, which a user should be told before the first step.
+std::optional<std::string> same_data_note(const TrainerConfig& c) {
+  const DataloaderConfig& t = c.train_data;
+  const bool images = t.dataset == DatasetKind::fashion_mnist;
+  const Split held_out = images ? Split::test : Split::val;
+  const Split validated = c.val_data ? c.val_data->split : held_out;
+  const bool same_files =
+      !images || !c.val_data || c.val_data->path.empty() || c.val_data->path == t.path;
+  if (t.split != validated || !same_files) return std::nullopt;
+  return "trainer.fit.train_dataloader.split: '" + std::string(name_of(kSplitNames, t.split)) +
+         "' is the data validation reads too: the validation loss measures data the model "
+         "trains on (split: train keeps them apart)";
+}
+
 TrainerConfig parse_tree(const std::string& yaml_text, const std::vector<std::string>& overrides,
                          const std::string& source) {
   YAML::Node root = detail::load_yaml_document(yaml_text, source);
@@ -287,6 +303,7 @@ TrainerConfig parse_tree(const std::string& yaml_text, const std::vector<std::st
                 " exceeds trainer.init.model.max_position_embeddings " +
                 std::to_string(c.model.gpt.max_position_embeddings));
   }
+  if (std::optional<std::string> note = same_data_note(c)) c.notes.push_back(*note);
   YAML::Emitter out;
   out << root;
   c.yaml = out.c_str();

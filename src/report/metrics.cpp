@@ -359,6 +359,19 @@ RunLog parse_metrics(std::string_view text, const std::string& source) {
   RunLog log;
   log.source = source;
   bool have_run = false;
+  // Within a run (from one run record to the next) training goes forward: each step and
+  // skipped_step record comes after the run's start step and after the one before it.
+  std::int64_t last_window = 0, last_skip = 0;
+  const auto check_forward = [&](const Fields& f, const char* key, std::int64_t step,
+                                 std::int64_t& last) {
+    if (step <= last) {
+      f.fail("'" + std::string(key) + "' " + std::to_string(step) + " does not come after " +
+             (last == log.run.start_step ? "the run's start step " : "the one before, ") +
+             std::to_string(last) +
+             " (steps only go forward within a run; a resumed run starts with a run record)");
+    }
+    last = step;
+  };
   for_each_object(text, source, [&](const json& j, const std::string& where) {
     if (j.contains(kRun)) {
       const json& run = j.at(kRun);
@@ -373,6 +386,7 @@ RunLog parse_metrics(std::string_view text, const std::string& source) {
       drop_after(log.precision_stats, log.run.start_step);
       drop_after(log.fallbacks, log.run.start_step);
       log.outcome.reset();  // the run goes on: how an earlier part ended is history
+      last_window = last_skip = log.run.start_step;
       return;
     }
     if (!have_run) {
@@ -383,6 +397,7 @@ RunLog parse_metrics(std::string_view text, const std::string& source) {
       const Fields f(j, where, kStep);
       log.windows.push_back(read_fields<WindowRecord>(f, kWindowFields));
       WindowRecord& w = log.windows.back();
+      check_forward(f, kStep, w.step, last_window);
       w.items_per_second = f.number(per_second_key(log.run.unit));
       // Rates, norms and sizes are never negative (NaN: written as null, not finite).
       for (const auto& [key, v] :
@@ -397,6 +412,7 @@ RunLog parse_metrics(std::string_view text, const std::string& source) {
     } else if (j.contains(kSkippedStep)) {
       const Fields f(j, where, kSkippedStep);
       log.skips.push_back(read_fields<SkipRecord>(f, kSkipFields));
+      check_forward(f, kSkippedStep, log.skips.back().step, last_skip);
       if (f.has("first_nonfinite")) log.skips.back().first_nonfinite = read_origin(f);
     } else if (j.contains(kRoutes)) {
       log.routes.push_back(read_routes(Fields(j, where, kRoutes)));

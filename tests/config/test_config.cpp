@@ -250,9 +250,6 @@ TEST(Config, Fp8AndTrainingStateErrorsNameTheKey) {
                "bfloat16)");
 }
 
-}  // namespace
-}  // namespace mantissa::config
-
 namespace mantissa::config {
 namespace {
 
@@ -329,6 +326,42 @@ TEST(Config, TagsControlCharactersInKeysAndOddOverridePathsAreRefused) {
   EXPECT_EQ(config_error(kBase, {"trainer.init.schedulers[99999999999999999999]=1"}),
             "--set trainer.init.schedulers[99999999999999999999]: the index in "
             "'schedulers[99999999999999999999]' is too large");
+}
+
+}  // namespace
+}  // namespace mantissa::config
+
+// Training on the split validation reads is allowed, and said before the first step; the
+// configs that keep the two apart get no such note.
+TEST(Config, TrainingOnTheValidationDataIsSaid) {
+  const auto notes_of = [](const std::vector<std::string>& overrides) {
+    std::string all;
+    for (const std::string& n : parse_config(kBase, overrides, "test.yaml").notes) all += n + "\n";
+    return all;
+  };
+  const std::string note = "is the data validation reads too";
+  EXPECT_EQ(notes_of({}).find(note), std::string::npos);
+  // Fashion-MNIST validates on its test split unless a val_dataloader says otherwise.
+  EXPECT_NE(notes_of({"trainer.fit.train_dataloader.split=test"})
+                .find("trainer.fit.train_dataloader.split: 'test' " + note),
+            std::string::npos);
+  EXPECT_NE(notes_of({"trainer.fit.val_dataloader={dataset: fashion_mnist, split: train}"})
+                .find("'train' " + note),
+            std::string::npos);
+  // Another directory holds other files.
+  EXPECT_EQ(notes_of({"trainer.fit.val_dataloader={dataset: fashion_mnist, split: train, path: "
+                      "/other}"})
+                .find(note),
+            std::string::npos);
+  // Text: the held-out tail is `split: val`.
+  const std::vector<std::string> text = {
+      "trainer.init.model={name: gpt, vocab_size: 256, max_position_embeddings: 16, "
+      "num_hidden_layers: 1, num_heads: 1, hidden_size: 8}",
+      "trainer.fit.train_dataloader={dataset: text, path: corpus.txt, context: 8}"};
+  EXPECT_EQ(notes_of(text).find(note), std::string::npos);
+  std::vector<std::string> on_val = text;
+  on_val.push_back("trainer.fit.train_dataloader.split=val");
+  EXPECT_NE(notes_of(on_val).find("'val' " + note), std::string::npos);
 }
 
 }  // namespace

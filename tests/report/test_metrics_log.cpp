@@ -243,6 +243,20 @@ TEST(MetricsReader, BrokenFilesAreNamedByFileAndLine) {
   EXPECT_EQ(expect_error(head + R"({"eval_step":4,"eval_step":5,"loss":1.0,"steps":1})"),
             "runs/x/metrics.jsonl:2: the key 'eval_step' is given twice in one object (which "
             "value is meant?)");
+  // Steps go forward within a run: after its start step, each after the one before.
+  EXPECT_EQ(expect_error(head + good + good),
+            "runs/x/metrics.jsonl:3: 'step' 2 does not come after the one before, 2 (steps only "
+            "go forward within a run; a resumed run starts with a run record)");
+  std::string resumed = kRunLine;
+  resumed.replace(resumed.find("\"start_step\":0"), 14, "\"start_step\":2");
+  EXPECT_EQ(expect_error(head + good + resumed + "\n" + good),
+            "runs/x/metrics.jsonl:4: 'step' 2 does not come after the run's start step 2 (steps "
+            "only go forward within a run; a resumed run starts with a run record)");
+  const std::string skip3 = R"({"skipped_step":3,"loss_scale":1.0,"overflowed":[]})"
+                            "\n";
+  EXPECT_EQ(expect_error(head + skip3 + R"({"skipped_step":1,"loss_scale":1.0,"overflowed":[]})"),
+            "runs/x/metrics.jsonl:3: 'skipped_step' 1 does not come after the one before, 3 "
+            "(steps only go forward within a run; a resumed run starts with a run record)");
   EXPECT_EQ(expect_error(head + R"({"skipped_step":3,"loss_scale":1.0,"overflowed":"w"})"),
             "runs/x/metrics.jsonl:2: 'overflowed' is a string, expected a list of strings");
   EXPECT_EQ(expect_error(head + R"({"what":1})"),
