@@ -3,6 +3,7 @@
 // the two spell their values differently (initial_learning_rate / initial_val, ...).
 #include <algorithm>
 #include <array>
+#include <limits>
 
 #include "config_internal.hpp"
 
@@ -88,19 +89,29 @@ static_assert(in_enum_order(kCyclicScaleModeNames,
                             static_cast<std::size_t>(CyclicScaleMode::iterations) + 1));
 
 optim::SchedulePtr one_cycle(Reader& r, const Spelling& sp) {
-  const double max_value = value(r, sp.max);
+  // The rates are factors of the peak: initial = max / div_factor, final = initial /
+  // final_div_factor (PyTorch's definition). The peak and final_div_factor are positive finite
+  // numbers (0 made every later rate NaN); a rate of 0 is an infinite factor.
+  const double max_value = r.require_number(sp.max, optim::kPositive);
   const double first = r.get_number(sp.initial, max_value / 25.0, optim::kNonNegative);
-  double final_div = r.get<double>("final_div_factor", 1e4, kNum);
+  double final_div = r.get_number("final_div_factor", 1e4, optim::kPositive);
   if (sp.final_value != nullptr && r.has(sp.final_value)) {
     if (r.has("final_div_factor")) {
       throw Error(r.key_path(sp.final_value) + ": also given as final_div_factor: set one");
     }
-    final_div = first / value(r, sp.final_value);
+    const double last = value(r, sp.final_value);
+    if (first == 0 && last > 0) {
+      throw Error(r.key_path(sp.final_value) + ": " + std::to_string(last) + " after " +
+                  r.key_path(sp.initial) +
+                  " 0 (the final rate is the initial one divided by a factor: it must be 0 too)");
+    }
+    final_div = last > 0 ? first / last : std::numeric_limits<double>::infinity();
   }
+  const double div = first > 0 ? max_value / first : std::numeric_limits<double>::infinity();
   return optim::one_cycle(max_value, r.get<std::int64_t>("total_steps", 1000, kInt),
                           r.get<double>("pct_start", 0.3, kNum),
                           r.get_named("anneal_strategy", optim::Anneal::cos, optim::kAnnealNames),
-                          max_value / first, final_div, r.get<bool>("three_phase", false, kBool));
+                          div, final_div, r.get<bool>("three_phase", false, kBool));
 }
 
 optim::SchedulePtr sequential(Reader& r, const Spelling& sp) {

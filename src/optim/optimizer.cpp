@@ -472,7 +472,11 @@ void Optimizer::zero_grad() {
 }
 
 double Optimizer::current_learning_rate(std::size_t g) const {
-  return groups_.at(g).learning_rate->value(step_);
+  return learning_rate_at(step_, g);
+}
+
+double Optimizer::learning_rate_at(std::int64_t k, std::size_t g) const {
+  return groups_.at(g).learning_rate->value(k);
 }
 
 std::vector<Variable> Optimizer::parameters() const {

@@ -200,7 +200,10 @@ void Trainer::train_steps(RunSummary& summary, std::int64_t eval_every, std::int
       p.max_steps = config_.loop.max_steps;
       p.loss = loss_sum / static_cast<double>(loss_count);
       if (scales_loss_) p.loss_scale = report.loss_scale;
-      p.learning_rate = optimizer_->current_learning_rate();
+      // The rate of the next step; after the run's last step, of that step (schedules are
+      // checked, and may be defined, only up to it: OneCycle's total_steps).
+      p.learning_rate = optimizer_->learning_rate_at(
+          std::min(optimizer_->step_index(), config_.loop.max_steps - 1));
       p.grad_norm = report.grad_norm;
       p.skipped_steps = report.skipped_steps;
       p.items_per_second = static_cast<double>(window_items) / std::max(secs, 1e-9);

@@ -228,6 +228,10 @@ foreach(bad "learning_rate_negative;trainer.init.optimizer.AdamW.learning_rate=-
   hostile_case(config_${name} 2 "^mantissa: error: ${message}" NOT "step [0-9]+/"
     COMMAND ${train_tiny} --set "${assignment}")
 endforeach()
+# A OneCycle schedule as long as the run (its total_steps the run's max_steps) runs to the end:
+# the last step's record once asked the schedule for the step after it, past total_steps.
+hostile_case(one_cycle_as_long_as_the_run 0 "step 6/6" NOT "error"
+  COMMAND ${train_tiny} --set "trainer.init.schedulers=[{OneCycleLR: {max_lr: 0.01, total_steps: 6}}]")
 hostile_case(generate_negative_seed 2
   "^mantissa: error: --seed: '-1' is not an integer in \\[0, 18446744073709551615\\]$"
   TINY COMMAND generate --checkpoint ${tiny_run} --seed -1)

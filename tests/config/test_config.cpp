@@ -119,6 +119,16 @@ TEST(Config, EachWordHasOneMessage) {
                 "anneal_strategy: cosine}}]"},
                "trainer.init.schedulers[0].OneCycleLR.anneal_strategy: 'cosine' (expected one of: "
                "cos, linear)");
+  // OneCycle's rates are factors of its peak: a zero factor or peak would make them NaN.
+  expect_error({"trainer.init.schedulers=[{OneCycleLR: {max_lr: 1, final_div_factor: 0}}]"},
+               "trainer.init.schedulers[0].OneCycleLR.final_div_factor: 0 must be > 0");
+  expect_error({"trainer.init.schedulers=[{OneCycleLR: {max_lr: 0}}]"},
+               "trainer.init.schedulers[0].OneCycleLR.max_lr: 0 must be > 0");
+  expect_error({"trainer.init.schedulers=[{OneCycleLR: {max_lr: 1, initial_learning_rate: 0, "
+                "final_learning_rate: 0.5}}]"},
+               "trainer.init.schedulers[0].OneCycleLR.final_learning_rate: 0.500000 after "
+               "trainer.init.schedulers[0].OneCycleLR.initial_learning_rate 0 (the final rate is "
+               "the initial one divided by a factor: it must be 0 too)");
   expect_error({"trainer.init.schedulers=[{CosineLR: {}}]"},
                "trainer.init.schedulers[0]: unknown scheduler 'CosineLR' (expected one of: "
                "ConstantLR, ConstantWD, LinearLR, LinearWD");

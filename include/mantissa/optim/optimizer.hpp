@@ -67,6 +67,8 @@ class Optimizer {
   std::int64_t step_index() const { return step_; }
   // The learning rate the next step uses, for group g.
   double current_learning_rate(std::size_t g = 0) const;
+  // The learning rate step k (0-based) uses, for group g.
+  double learning_rate_at(std::int64_t k, std::size_t g = 0) const;
   std::vector<ParamGroup>& groups() { return groups_; }
   const std::vector<ParamGroup>& groups() const { return groups_; }
   // Every group's parameters, in order.
