@@ -357,7 +357,7 @@ RunSummary Trainer::run(RunMode mode, const ResumeFrom& resume, ResumeSettings s
     throw Error("eval: no checkpoint in " + run_dir_ + " to evaluate (train first)");
   }
   // Before the first step: the run directory (locked, writable), the checkpoint, which
-  // checkpoints the run may replace, the metrics file, the validation data, the schedules.
+  // checkpoints the run may replace, the schedules, the metrics file, the validation data.
   // Data parallel: rank 0 holds the lock and judges the run directory; every process loads
   // the checkpoint rank 0 chose, and they must restore the same state.
   std::optional<RunDirLock> lock;
@@ -408,6 +408,17 @@ RunSummary Trainer::run(RunMode mode, const ResumeFrom& resume, ResumeSettings s
   } else if (resume) {
     log("no checkpoint in " + run_dir_ + ": starting from step 0");
   }
+  // The schedules from the step the run starts at, before the metrics file is touched.
+  if (training) {
+    try {
+      optimizer_->check_schedules(config_.loop.max_steps);
+    } catch (const Error& e) {  // the keys that decide it: the schedule's and the run's length
+      throw Error(std::string(config_.schedulers.empty() ? "trainer.init.optimizer"
+                                                         : "trainer.init.schedulers") +
+                  " over trainer.init.loop.max_steps " + std::to_string(config_.loop.max_steps) +
+                  ": " + e.what());
+    }
+  }
   dp_->together([&] { dp_->on_root([&] { metrics_->open(); }); });
   if (evaluates(mode)) task_->prepare_evaluation();
   if (!training) {
@@ -422,14 +433,6 @@ RunSummary Trainer::run(RunMode mode, const ResumeFrom& resume, ResumeSettings s
           " (*.tmp) in " + run_dir_ + ", left by a run stopped while it saved");
     }
   });
-  try {
-    optimizer_->check_schedules(config_.loop.max_steps);
-  } catch (const Error& e) {  // the keys that decide it: the schedule's and the run's length
-    throw Error(std::string(config_.schedulers.empty() ? "trainer.init.optimizer"
-                                                       : "trainer.init.schedulers") +
-                " over trainer.init.loop.max_steps " + std::to_string(config_.loop.max_steps) +
-                ": " + e.what());
-  }
   return train_loop(mode);
 }
 

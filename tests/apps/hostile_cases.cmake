@@ -232,6 +232,11 @@ endforeach()
 # the last step's record once asked the schedule for the step after it, past total_steps.
 hostile_case(one_cycle_as_long_as_the_run 0 "step 6/6" NOT "error"
   COMMAND ${train_tiny} --set "trainer.init.schedulers=[{OneCycleLR: {max_lr: 0.01, total_steps: 6}}]")
+# One shorter than the run is refused before the first step, the metrics file untouched.
+hostile_case(one_cycle_shorter_than_the_run 2
+  "trainer.init.schedulers over trainer.init.loop.max_steps 6: schedule OneCycle: step 5 is past total_steps 5"
+  THEN "test ! -e @D@/run/metrics.jsonl"
+  COMMAND ${train_tiny} --set "trainer.init.schedulers=[{OneCycleLR: {max_lr: 0.01, total_steps: 5}}]")
 hostile_case(generate_negative_seed 2
   "^mantissa: error: --seed: '-1' is not an integer in \\[0, 18446744073709551615\\]$"
   TINY COMMAND generate --checkpoint ${tiny_run} --seed -1)
