@@ -38,7 +38,7 @@ struct GenerateArgs {
 std::unique_ptr<nn::Gpt> load_gpt(const std::string& path) {
   const train::Checkpoint ck = train::load_checkpoint(path);
   const train::CheckpointMeta meta = train::decode_checkpoint_meta(ck.metadata, path);
-  const config::TrainerConfig c = config::parse_config(meta.config, {}, path + " (its config)");
+  const config::TrainerConfig c = train::config_of_checkpoint(meta, path);
   if (c.model.kind != config::ModelKind::gpt) {
     throw Error(path + ": generate needs a GPT checkpoint (this is " +
                 std::string(name_of(config::kModelNames, c.model.kind)) + ")");

@@ -60,9 +60,17 @@ void check_yaml_document(const YAML::Node& root, const std::string& source) {
     return path.empty() ? key : path + "." + key;
   };
   std::vector<Item> todo{{root, "", 0}};  // a walk without recursion
+  long visited = 0;
   while (!todo.empty()) {
     Item item = std::move(todo.back());
     todo.pop_back();
+    // Aliases make a small text a huge tree (each level listing the one before ten times):
+    // the walk, and every reader after it, would take hours. No config comes near the bound.
+    if (++visited > kMaxYamlNodes) {
+      throw Error(source + ": more than " + std::to_string(kMaxYamlNodes) +
+                  " values once its YAML aliases (*name) are expanded (no config holds this "
+                  "many; aliases that repeat aliases?)");
+    }
     if (item.depth > kMaxYamlDepth) {
       throw Error(source + ": " + (item.path.empty() ? "the document" : item.path) +
                   " is nested more than " + std::to_string(kMaxYamlDepth) +

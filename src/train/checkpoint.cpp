@@ -215,6 +215,20 @@ std::optional<LoadedCheckpoint> load_latest_checkpoint(const std::string& dir) {
   }
 }
 
+config::TrainerConfig config_of_checkpoint(const CheckpointMeta& meta, const std::string& path) {
+  const std::string source = path + " (its config)";
+  try {
+    return config::parse_config(meta.config, {}, source);
+  } catch (const Error& e) {  // a key path alone would read as an error in the user's config
+    const std::string what = e.what();
+    throw Error(what.rfind(path, 0) == 0 ? what : source + ": " + what);
+  }
+}
+
+std::optional<std::int64_t> step_in_checkpoint_name(const std::string& path) {
+  return checkpoint_step(fs::path(path));
+}
+
 std::vector<std::string> list_checkpoints(const std::string& dir) {
   std::vector<std::pair<std::int64_t, std::string>> found;
   std::error_code ec;

@@ -194,9 +194,22 @@ void Trainer::restore(const std::string& path, const Checkpoint& c, bool for_tra
     log(path + " was written before per-tensor checksums (" + kUnchecksummedVersion +
         "): its tensors are loaded unverified");
   }
+  // A renamed file (ckpt-00000010 holding step 3) would be taken for the newest and its run
+  // would overwrite checkpoints it never wrote.
+  if (const std::optional<std::int64_t> named = step_in_checkpoint_name(path);
+      named && *named != meta.global_step) {
+    throw Error(path + ": its name says step " + std::to_string(*named) + ", its metadata step " +
+                std::to_string(meta.global_step) +
+                " (a renamed checkpoint? give it back its own name, ckpt-" +
+                fmt::format("{:08d}", meta.global_step) + ".safetensors, or a name of your own)");
+  }
+  if (for_training && meta.global_step > config_.loop.max_steps) {
+    throw Error(path + ": at step " + std::to_string(meta.global_step) +
+                ", past trainer.init.loop.max_steps " + std::to_string(config_.loop.max_steps) +
+                " (raise max_steps to train on; eval evaluates it as it is)");
+  }
   bool take_optimizer_state = true, take_scaler_state = true;
-  const config::TrainerConfig theirs =
-      config::parse_config(meta.config, {}, path + " (its config)");
+  const config::TrainerConfig theirs = config_of_checkpoint(meta, path);
   check_model_of(path, theirs);
   if (for_training) {
     reconcile_settings(path, theirs, settings, take_optimizer_state, take_scaler_state);

@@ -387,8 +387,7 @@ RunSummary Trainer::run(RunMode mode, const ResumeFrom& resume, ResumeSettings s
       const Checkpoint c = load_checkpoint(chosen);
       const CheckpointMeta meta = decode_checkpoint_meta(c.metadata, chosen);
       written_by = meta.dist_ranks;
-      their_batch =
-          config::parse_config(meta.config, {}, chosen + " (its config)").train_data.batch_size;
+      their_batch = config_of_checkpoint(meta, chosen).train_data.batch_size;
       restore(chosen, c, training, settings);
     });
     // Every process read the same file: the same state, or an Error naming the one that

@@ -172,6 +172,24 @@ hostile_case(checkpoint_meta_negative_loss_scale 2
   "^mantissa: error: .*/c.safetensors: checkpoint metadata 'scaler': scaler state: 'loss_scale' is -1 \\(expected a finite float32 > 0\\)"
   TINY SETUP "${hostile} set-meta ${ck6} @D@/c.safetensors scaler '{\"loss_scale\": -1, \"steps_since_rescale\": 0, \"overflows_since_rescale\": 0, \"num_skipped_steps\": 0, \"hysteresis_left\": 1, \"scaling_stopped\": false}'"
   COMMAND ${train_tiny} --resume @D@/c.safetensors)
+# An error in the config a checkpoint stores names the checkpoint (not the user's YAML).
+hostile_case(checkpoint_config_error_names_the_file 2
+  "^mantissa: error: .*/c.safetensors \\(its config\\): trainer.init.model.name: missing"
+  TINY SETUP "${hostile} set-meta ${ck6} @D@/c.safetensors config 'foo: 1'"
+  COMMAND generate --checkpoint @D@/c.safetensors --length 4)
+# A renamed checkpoint (its name says a later step than it holds) would be resumed as the
+# newest, and its run would overwrite the checkpoints it never wrote: refused, ckpt-6 kept.
+hostile_case(resume_renamed_checkpoint 2
+  "^mantissa: error: .*/run/ckpt-00000010.safetensors: its name says step 10, its metadata step 3 \\(a renamed checkpoint"
+  TINY SETUP "cp -r ${tiny_run} @D@/run && mv @D@/run/ckpt-00000003.safetensors @D@/run/ckpt-00000010.safetensors"
+  THEN "cmp @D@/run/ckpt-00000006.safetensors ${ck6}"
+  COMMAND ${train_tiny} --resume latest --set trainer.init.loop.max_steps=12)
+# A checkpoint past the run's last step is not "completed" silently.
+hostile_case(resume_past_max_steps 2
+  "^mantissa: error: .*/run/ckpt-00000006.safetensors: at step 6, past trainer.init.loop.max_steps 4 \\(raise max_steps"
+  TINY SETUP "cp -r ${tiny_run} @D@/run"
+  THEN "cmp @D@/run/ckpt-00000006.safetensors ${ck6}"
+  COMMAND ${train_tiny} --resume latest --set trainer.init.loop.max_steps=4)
 hostile_case(checkpoint_fractional_shape 2
   "^mantissa: error: .*/c.safetensors: tensor 'model.lnf.bias': shape \\[32.5\\] holds 32.5, not an integer >= 0"
   TINY SETUP "${hostile} set-shape ${ck6} @D@/c.safetensors model.lnf.bias [32.5]"

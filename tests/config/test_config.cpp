@@ -260,6 +260,9 @@ TEST(Config, Fp8AndTrainingStateErrorsNameTheKey) {
                "bfloat16)");
 }
 
+}  // namespace
+}  // namespace mantissa::config
+
 namespace mantissa::config {
 namespace {
 
@@ -338,9 +341,6 @@ TEST(Config, TagsControlCharactersInKeysAndOddOverridePathsAreRefused) {
             "'schedulers[99999999999999999999]' is too large");
 }
 
-}  // namespace
-}  // namespace mantissa::config
-
 // Training on the split validation reads is allowed, and said before the first step; the
 // configs that keep the two apart get no such note.
 TEST(Config, TrainingOnTheValidationDataIsSaid) {
@@ -372,6 +372,36 @@ TEST(Config, TrainingOnTheValidationDataIsSaid) {
   std::vector<std::string> on_val = text;
   on_val.push_back("trainer.fit.train_dataloader.split=val");
   EXPECT_NE(notes_of(on_val).find("'val' " + note), std::string::npos);
+}
+
+// Aliases that repeat aliases (7 levels of 10: 10^7 values from 1 KB) are refused at once,
+// before any walk that would take minutes; a config's own aliases still read.
+TEST(Config, AnAliasBombIsRefusedBeforeItIsWalked) {
+  std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int level = 1; level < 8; ++level) {
+    std::string name(1, 'a');
+    name += std::to_string(level);
+    bomb += name;
+    bomb += ": &";
+    bomb += name;
+    bomb += " [";
+    for (int i = 0; i < 10; ++i) {
+      bomb += i ? ", *a" : "*a";
+      bomb += std::to_string(level - 1);
+    }
+    bomb += "]\n";
+  }
+  EXPECT_EQ(config_error(bomb, {}),
+            "c.yaml: more than 100000 values once its YAML aliases (*name) are expanded (no "
+            "config holds this many; aliases that repeat aliases?)");
+  EXPECT_EQ(
+      config_error(std::string(kBase) + "    val_dataloader: &val {dataset: fashion_mnist}\n" +
+                       "x-unused: [*val, *val]\n",
+                   {"x-unused=null"}),
+      "x-unused: unknown key (expected one of: trainer)");
+  EXPECT_EQ(
+      config_error(std::string(kBase) + "    val_dataloader: &val {dataset: fashion_mnist}\n"),
+      "(no error)");
 }
 
 }  // namespace

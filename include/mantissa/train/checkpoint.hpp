@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "mantissa/amp/grad_scaler.hpp"
+#include "mantissa/config/config.hpp"
 #include "mantissa/data/loaders.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/tensor/random.hpp"
@@ -52,10 +53,16 @@ std::map<std::string, std::string> encode_checkpoint_meta(const CheckpointMeta& 
 CheckpointMeta decode_checkpoint_meta(const std::map<std::string, std::string>& metadata,
                                       const std::string& path);
 
+// The config stored in a checkpoint's metadata, parsed; an error in it names the file
+// ("<path> (its config): <key>: ...").
+config::TrainerConfig config_of_checkpoint(const CheckpointMeta& meta, const std::string& path);
 // Writes `ckpt` as <dir>/ckpt-<step, 8 digits>.safetensors atomically; returns the path.
 std::string save_checkpoint(const std::string& dir, std::int64_t step, const Checkpoint& ckpt);
 // Loads and verifies (see above); throws mantissa::Error naming the file and the reason.
 Checkpoint load_checkpoint(const std::string& path);
+// The step a checkpoint's file name says (ckpt-<step>.safetensors as save_checkpoint names
+// it); nullopt for any other name.
+std::optional<std::int64_t> step_in_checkpoint_name(const std::string& path);
 // Checkpoint files in `dir`, oldest first (temporary files are not checkpoints).
 std::vector<std::string> list_checkpoints(const std::string& dir);
 // The newest checkpoint in `dir`, if any.
