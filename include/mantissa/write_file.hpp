@@ -18,20 +18,32 @@
 namespace mantissa {
 
 // open(2) of `path` with `flags` | O_NOFOLLOW | O_CLOEXEC; `what` names the file in messages
-// ("the metrics file"). A symbolic link at `path` is refused, never followed, and so is a
-// regular file with other hard links (writing would change a file elsewhere); O_TRUNC is
-// applied only after that check.
+// ("the metrics file"). A symbolic link at `path` is refused, never followed, and so is
+// anything but a regular file (a FIFO is opened without waiting for a reader, then refused)
+// and a regular file with other hard links (writing would change a file elsewhere); O_TRUNC
+// is applied only after those checks.
 inline int open_for_writing(const std::string& path, int flags, const std::string& what) {
-  const int fd = ::open(path.c_str(), (flags & ~O_TRUNC) | O_NOFOLLOW | O_CLOEXEC, 0644);
+  const int fd =
+      ::open(path.c_str(), (flags & ~O_TRUNC) | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
   if (fd < 0 && errno == ELOOP) {
     throw Error(path + ": is a symbolic link; mantissa never writes " + what +
                 " through a link (remove the link)");
   }
+  struct stat st {};
+  if (fd < 0 && errno == ENXIO && ::lstat(path.c_str(), &st) == 0) {  // a FIFO, no reader
+    throw Error(path + ": is " + file_kind(st.st_mode) + "; mantissa writes " + what +
+                " only to a regular file");
+  }
   if (fd < 0) {
     throw Error(path + ": cannot open " + what + " for writing (" + std::strerror(errno) + ")");
   }
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1) {
+  if (::fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(path + ": is " + file_kind(st.st_mode) + "; mantissa writes " + what +
+                " only to a regular file");
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
     ::close(fd);
     throw Error(path + ": has " + std::to_string(st.st_nlink) + " hard links; mantissa writes " +
                 what + " only to a file of its own (remove the other links)");

@@ -264,6 +264,23 @@ void apply_retention(const std::string& dir, std::int64_t keep, const std::strin
   }
 }
 
+void check_checkpoint_names_are_files(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& p = it->path();
+    const bool tmp = p.extension() == ".tmp" && is_checkpoint(p.parent_path() / p.stem());
+    if (!tmp && !is_checkpoint(p)) continue;
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0 || S_ISREG(st.st_mode) || (!tmp && S_ISLNK(st.st_mode)))
+      continue;
+    throw Error(p.string() + ": is " + file_kind(st.st_mode) + " under a name the run " +
+                (tmp ? "writes its checkpoints through" : "saves a checkpoint as") +
+                "; mantissa writes checkpoints only as regular files of its own (remove it)");
+  }
+  check(ec, dir, "list the checkpoints");
+}
+
 int remove_unfinished_checkpoints(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return 0;

@@ -427,6 +427,7 @@ RunSummary Trainer::run(RunMode mode, const ResumeFrom& resume, ResumeSettings s
     return summary;
   }
   dp_->on_root([&] {
+    check_checkpoint_names_are_files(run_dir_);
     if (const int n = remove_unfinished_checkpoints(run_dir_)) {
       log("deleted " + std::to_string(n) + " unfinished checkpoint file" + (n == 1 ? "" : "s") +
           " (*.tmp) in " + run_dir_ + ", left by a run stopped while it saved");

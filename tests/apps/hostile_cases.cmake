@@ -172,6 +172,22 @@ hostile_case(checkpoint_meta_negative_loss_scale 2
   "^mantissa: error: .*/c.safetensors: checkpoint metadata 'scaler': scaler state: 'loss_scale' is -1 \\(expected a finite float32 > 0\\)"
   TINY SETUP "${hostile} set-meta ${ck6} @D@/c.safetensors scaler '{\"loss_scale\": -1, \"steps_since_rescale\": 0, \"overflows_since_rescale\": 0, \"num_skipped_steps\": 0, \"hysteresis_left\": 1, \"scaling_stopped\": false}'"
   COMMAND ${train_tiny} --resume @D@/c.safetensors)
+# A FIFO where the run writes (its metrics, a checkpoint's temporary) or a directory under a
+# checkpoint's name: refused before the first step, never waited on.
+hostile_case(fifo_as_the_metrics_file 2
+  "^mantissa: error: .*/run/metrics.jsonl: is a FIFO; mantissa writes the metrics file only to a regular file"
+  SETUP "mkdir @D@/run && mkfifo @D@/run/metrics.jsonl"
+  COMMAND ${train_tiny})
+hostile_case(fifo_as_a_checkpoints_temporary 2
+  "^mantissa: error: .*/run/ckpt-00000003.safetensors.tmp: is a FIFO under a name the run writes its checkpoints through"
+  NOT "step [0-9]+/"
+  SETUP "mkdir @D@/run && mkfifo @D@/run/ckpt-00000003.safetensors.tmp"
+  COMMAND ${train_tiny})
+hostile_case(directory_under_a_checkpoints_name 2
+  "^mantissa: error: .*/run/ckpt-00000006.safetensors: is a directory under a name the run saves a checkpoint as"
+  NOT "step [0-9]+/"
+  SETUP "mkdir -p @D@/run/ckpt-00000006.safetensors"
+  COMMAND ${train_tiny})
 # An error in the config a checkpoint stores names the checkpoint (not the user's YAML).
 hostile_case(checkpoint_config_error_names_the_file 2
   "^mantissa: error: .*/c.safetensors \\(its config\\): trainer.init.model.name: missing"

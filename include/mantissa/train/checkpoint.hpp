@@ -83,6 +83,11 @@ bool all_finite(const std::map<std::string, tensor::Tensor>& tensors);
 // Deletes what a save cut short left in `dir` (ckpt-*.safetensors.tmp, never read as a
 // checkpoint: a process killed while writing); returns how many files it deleted.
 int remove_unfinished_checkpoints(const std::string& dir);
+// Throws, naming the entry and what it is, when `dir` holds something other than a regular
+// file (a link, a FIFO, a directory) under a name the run writes checkpoints to
+// (ckpt-<step>.safetensors and its .tmp): the run would fail at its first save, or hang.
+// A link under a checkpoint's own name is allowed (read, never written through).
+void check_checkpoint_names_are_files(const std::string& dir);
 
 inline constexpr const char* kCheckpointVersion = "mantissa-checkpoint-2";
 inline constexpr const char* kUnchecksummedVersion = "mantissa-checkpoint-1";
