@@ -1,4 +1,5 @@
 // `mantissa bench train`: training throughput of a config (bench/benchmark.hpp).
+#include <optional>
 #include <string>
 
 #include "bible_corpus.hpp"
@@ -16,7 +17,7 @@ namespace {
 
 struct BenchArgs {
   std::string config, precision, loss_scaling, route, json, master_weights, state_dtype, gemm_isa;
-  int opt_level = -1;
+  std::optional<int> opt_level;
   bool interleave = false;
   std::vector<std::string> overrides;
   bench::BenchOptions options;

@@ -55,7 +55,8 @@ std::vector<std::string> run_overrides(const CompareArgs& a, const CompareRun& r
   }
   if (log_steps) o.push_back(std::string(kLogStepsKey) + "=" + std::to_string(*log_steps));
   o.push_back("trainer.init.seed=" + std::to_string(run.seed));
-  for (std::string& s : precision_overrides(run.format, "", -1, "")) o.push_back(std::move(s));
+  for (std::string& s : precision_overrides(run.format, "", std::nullopt, ""))
+    o.push_back(std::move(s));
   return o;
 }
 

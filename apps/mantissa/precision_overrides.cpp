@@ -60,10 +60,15 @@ std::vector<TrainingPrecision> parse_training_precisions(std::string_view list,
 }
 
 std::vector<std::string> precision_overrides(std::optional<TrainingPrecision> precision,
-                                             const std::string& loss_scaling, int opt_level,
+                                             const std::string& loss_scaling,
+                                             std::optional<int> opt_level,
                                              const std::string& route) {
   const std::string key = "trainer.init.precision.";
   std::vector<std::string> o;
+  if (precision) {  // the word says everything: no recipe or fp8 of the config's stays
+    o.push_back(key + "recipe=null");
+    o.push_back(key + "fp8=null");
+  }
   if (precision && precision->format == numerics::Format::float32) {
     o.push_back(key + "enabled=false");
   } else if (precision) {
@@ -83,7 +88,7 @@ std::vector<std::string> precision_overrides(std::optional<TrainingPrecision> pr
     }
   }
   if (!loss_scaling.empty()) o.push_back(key + "loss_scaling_factor=" + loss_scaling);
-  if (opt_level >= 0) o.push_back(key + "precision_opt_level=" + std::to_string(opt_level));
+  if (opt_level) o.push_back(key + "precision_opt_level=" + std::to_string(*opt_level));
   if (!route.empty()) o.push_back(key + "matmul_route=" + route);
   return o;
 }

@@ -31,13 +31,16 @@ TrainingPrecision parse_training_precision(std::string_view word, std::string_vi
 std::vector<TrainingPrecision> parse_training_precisions(std::string_view list,
                                                          std::string_view option);
 
-// Overrides applied after the user's --set: `precision` (float32 turns mixed precision off;
+// Overrides applied after the user's --set: `precision` (the config's fp8 and recipe
+// settings dropped, so the word alone says what runs; float32 turns mixed precision off;
 // float16 and cbfloat16 get dynamic loss scaling unless `loss_scaling` is given; a recipe
 // sets precision.recipe.name with fp16_type bfloat16),
-// `loss_scaling` ("dynamic" or a number; empty: unchanged), `opt_level` (< 0: unchanged),
+// `loss_scaling` ("dynamic" or a number; empty: unchanged), `opt_level` (none: unchanged;
+// any other value is written, and the config's range check refuses one outside 0 to 2),
 // `route` (a matmul_route word; empty: unchanged).
 std::vector<std::string> precision_overrides(std::optional<TrainingPrecision> precision,
-                                             const std::string& loss_scaling, int opt_level,
+                                             const std::string& loss_scaling,
+                                             std::optional<int> opt_level,
                                              const std::string& route);
 
 }  // namespace mantissa::app

@@ -2,9 +2,12 @@
 #include "report_output.hpp"
 
 #include <filesystem>
+#include <fstream>
+#include <string_view>
 
 #include "mantissa/error.hpp"
 #include "mantissa/report/metrics.hpp"
+#include "mantissa/train/checkpoint.hpp"
 #include "mantissa/write_file.hpp"
 
 namespace mantissa::app {
@@ -28,12 +31,39 @@ void check_not_a_run_file(const std::string& out, const std::vector<std::string>
   }
 }
 
+// What --out may replace: nothing, or an earlier report (a page that begins as every page
+// render_report draws does). A checkpoint, metrics or any other file of another run, and
+// the names a run's own files take, are refused: the page would destroy it or be taken for it.
+void check_out_replaces_only_a_report(const std::string& out) {
+  namespace fs = std::filesystem;
+  const std::string name = fs::path(out).filename().string();
+  if (name == "metrics.jsonl" || name == ".lock" || name == "throughput.jsonl" ||
+      train::step_in_checkpoint_name(name) ||
+      (name.ends_with(".tmp") && train::step_in_checkpoint_name(name.substr(0, name.size() - 4)))) {
+    throw Error(out +
+                ": is a name a run directory's own files take; --out names the report's "
+                "HTML file (e.g. report.html)");
+  }
+  std::ifstream in(out, std::ios::binary);
+  if (!in) return;  // absent: a new file
+  constexpr std::string_view kPageStart = "<!DOCTYPE html>";
+  std::string head(kPageStart.size(), '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  if (head != kPageStart) {
+    throw Error(out + ": exists and is not a report (it does not begin '" +
+                std::string(kPageStart) +
+                "'); --out replaces only an earlier report (name a new file, or move this one)");
+  }
+}
+
 }  // namespace
 
 void write_report(const std::vector<std::string>& run_dirs, const std::string& out,
                   const report::ReportOptions& options) {
   check_not_a_run_file(out, run_dirs);
   require_regular_or_absent(out, "the report");
+  check_out_replaces_only_a_report(out);
   std::vector<report::RunLog> logs;
   for (const std::string& dir : run_dirs) logs.push_back(report::read_run_log(dir));
   const std::string page = report::render_report(logs, options);

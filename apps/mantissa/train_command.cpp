@@ -97,8 +97,15 @@ int run(const TrainArgs& a, const Modes& modes, const dist::Communicator& world)
       throw Error("--mode: '" + a.mode + "' (expected one of: " + modes.names() +
                   "; `mantissa train` trains)");
     }
+    if (mode == train::RunMode::eval_all && !a.resume.empty() && a.resume != "latest") {
+      throw Error("--resume: '" + a.resume +
+                  "' names one checkpoint, but --mode eval_all evaluates every checkpoint of the "
+                  "run directory (drop --resume, or --mode eval for that one)");
+    }
     if (!a.resume_settings.empty()) {
-      if (a.resume.empty()) throw Error("--resume-settings: give it with --resume");
+      if (a.resume.empty() && !modes.evaluation_only) {
+        throw Error("--resume-settings: give it with --resume");
+      }
       settings = parse_named(train::kResumeSettingsNames, a.resume_settings, "--resume-settings");
     }
     c = load_run_config(a.config, a.overrides);

@@ -119,7 +119,7 @@ void MixedPrecision::validate() const {
         "values the products read)");
   }
   // A route this CPU cannot run is refused now, not at the first product.
-  kernels::check_route(enabled ? fp16_type : Format::float32, matmul_route);
+  kernels::check_route(enabled ? fp16_type : Format::float32, matmul_route, "matmul_route");
   if (std::holds_alternative<DynamicLossScaling>(loss_scaling) &&
       on_nonfinite != NonFinitePolicy::skip && enabled && fp16_type != Format::bfloat16) {
     throw Error("on_nonfinite: " + std::string(name_of(kNonFinitePolicyNames, on_nonfinite)) +

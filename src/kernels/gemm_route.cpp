@@ -223,12 +223,12 @@ bool took_fp32_routes(Format half, const std::vector<RouteRecord>& records) {
   return any;
 }
 
-void check_route(Format format, MatmulRoute preference) {
+void check_route(Format format, MatmulRoute preference, std::string_view key) {
   preference = effective_preference(format, preference);
   if (preference == MatmulRoute::automatic) return;
   const std::string why = route_unavailable(preference, format);
   if (!why.empty()) {
-    throw Error("precision.matmul_route: " + std::string(route_name(preference)) +
+    throw Error(std::string(key) + ": " + std::string(route_name(preference)) +
                 " cannot multiply " + std::string(numerics::name(format)) + " values here: " + why +
                 "; use automatic or one of the routes this CPU has");
   }

@@ -159,6 +159,7 @@ void Trainer::reconcile_settings(const std::string& path, const config::TrainerC
       config_.yaml = config::with_sections(config_.yaml, theirs.yaml,
                                            {"precision", "optimizer", "schedulers"});
       build_optimizer_and_scaler();
+      if (!d.precision.empty()) attach_recipes();
       log("resuming with the checkpoint's settings, not the config's: " + d.text());
       return;
     }
@@ -172,6 +173,30 @@ void Trainer::reconcile_settings(const std::string& path, const config::TrainerC
             " state is not loaded: " + optimizer_->name() + " starts with fresh state");
       }
       if (!take_scaler_state) log("the loss scaler starts afresh (the precision changed)");
+      return;
+  }
+}
+
+void Trainer::reconcile_eval_precision(const std::string& path, const config::TrainerConfig& theirs,
+                                       ResumeSettings settings) {
+  const Differences d = compare(theirs, config_);
+  if (d.precision.empty()) return;
+  const std::string what = d.precision.front();
+  switch (settings) {
+    case ResumeSettings::must_match:
+      throw Error(path +
+                  ": the checkpoint was trained in another precision than the config's: " + what +
+                  ". Say which the evaluation computes in: --resume-settings checkpoint (as it "
+                  "was trained) or --resume-settings config");
+    case ResumeSettings::checkpoint:
+      config_.precision = theirs.precision;
+      config_.yaml = config::with_sections(config_.yaml, theirs.yaml, {"precision"});
+      build_optimizer_and_scaler();
+      attach_recipes();
+      log("evaluating in the checkpoint's precision, not the config's: " + what);
+      return;
+    case ResumeSettings::config:
+      log("evaluating in the config's precision, not the checkpoint's: " + what);
       return;
   }
 }
@@ -214,6 +239,8 @@ void Trainer::restore(const std::string& path, const Checkpoint& c, bool for_tra
   if (for_training) {
     reconcile_settings(path, theirs, settings, take_optimizer_state, take_scaler_state);
     note_run_differences(theirs);
+  } else {
+    reconcile_eval_precision(path, theirs, settings);
   }
   try {
     task_->module().load_state_dict(under_prefix(kModelPrefix, c.tensors));

@@ -10,6 +10,7 @@
 #include "mantissa/amp/quantized_layers.hpp"
 #include "mantissa/autograd/nonfinite_watch.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/nn/layers.hpp"
 #include "mantissa/report/metrics.hpp"
 #include "mantissa/train/checkpoint.hpp"
 #include "param_groups.hpp"
@@ -83,6 +84,8 @@ Trainer::~Trainer() = default;
 void Trainer::attach_recipes() {
   const std::optional<precision::RecipeSettings> recipe = config_.precision.linear_recipe();
   if (!recipe) {
+    // (Attached again when a checkpoint's precision wins: an earlier recipe comes off.)
+    for (const auto& [name, linear] : nn::linear_layers(task_->module())) linear->quant.reset();
     quant_ = std::make_unique<amp::QuantizedLayers>();
     return;
   }
@@ -321,7 +324,7 @@ TrainingStateBytes Trainer::training_state_bytes() const {
   return b;
 }
 
-RunSummary Trainer::evaluate_all() {
+RunSummary Trainer::evaluate_all(ResumeSettings settings) {
   const std::vector<std::string> all = list_checkpoints(run_dir_);
   if (all.empty())
     throw Error("eval_all: no checkpoint in " + run_dir_ + " to evaluate (train first)");
@@ -335,7 +338,7 @@ RunSummary Trainer::evaluate_all() {
   task_->prepare_evaluation();
   RunSummary summary;
   for (const std::string& path : all) {
-    restore(path, load_checkpoint(path), false, ResumeSettings::must_match);
+    restore(path, load_checkpoint(path), false, settings);
     summary.evals.push_back({path, global_step_, evaluate()});
   }
   summary.eval = summary.evals.back().result;
@@ -349,7 +352,7 @@ ResumeFrom parse_resume(const std::string& word, const std::string& what) {
 }
 
 RunSummary Trainer::run(RunMode mode, const ResumeFrom& resume, ResumeSettings settings) {
-  if (mode == RunMode::eval_all) return evaluate_all();
+  if (mode == RunMode::eval_all) return evaluate_all(settings);
   const bool training = mode != RunMode::eval;
   if (!training && !resume) throw Error("eval: give --resume latest or a checkpoint path");
   const bool latest = resume.kind == ResumeFrom::Kind::latest;

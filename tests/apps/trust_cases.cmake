@@ -107,6 +107,16 @@ hostile_case(report_out_onto_the_runs_metrics 2
   TINY SETUP "cp -r ${tiny_run} @D@/r"
   THEN "cmp ${tiny_run}/metrics.jsonl @D@/r/metrics.jsonl"
   COMMAND report @D@/r --out @D@/r/metrics.jsonl)
+hostile_case(report_out_onto_another_runs_checkpoint 2
+  "^mantissa: error: .*/b/ckpt-00000003.safetensors: is a name a run directory's own files take"
+  TINY SETUP "cp -r ${tiny_run} @D@/b"
+  THEN "cmp ${tiny_run}/ckpt-00000003.safetensors @D@/b/ckpt-00000003.safetensors"
+  COMMAND report ${tiny_run} --out @D@/b/ckpt-00000003.safetensors)
+hostile_case(report_out_over_a_file_that_is_not_a_report 2
+  "^mantissa: error: .*/notes.txt: exists and is not a report \\(it does not begin '<!DOCTYPE html>'\\); --out replaces only an earlier report"
+  TINY SETUP "echo keep >@D@/notes.txt"
+  THEN "test \"$(cat @D@/notes.txt)\" = keep"
+  COMMAND report ${tiny_run} --out @D@/notes.txt)
 hostile_case(report_out_onto_a_device 2
   "^mantissa: error: /dev/null: is a character device; mantissa writes the report only to a regular file or a new path"
   TINY THEN "test -c /dev/null"
@@ -173,6 +183,22 @@ hostile_case(eval_never_trains 2
 hostile_case(eval_with_another_model_is_refused 2
   "mantissa: error: .*/ckpt-00000003.safetensors: the checkpoint holds another model than the config's: trainer.init.model.num_heads is 2 in the checkpoint, 4 in the config"
   TINY COMMAND eval --config ${tiny} --resume ${ck3} --set trainer.init.model.num_heads=4)
+# A checkpoint trained in another precision is evaluated in neither silently: an error unless
+# --resume-settings says which; `checkpoint` computes as it was trained.
+hostile_case(eval_in_another_precision_is_refused 2
+  "mantissa: error: .*/ckpt-00000003.safetensors: the checkpoint was trained in another precision than the config's: trainer.init.precision is .*cbfloat16.* in the checkpoint, ~ in the config. Say which the evaluation computes in"
+  TINY COMMAND eval --config ${tiny} --resume ${ck3} --set ${run_dir} --set trainer.init.precision=null)
+hostile_case(eval_in_the_checkpoints_precision 0
+  "evaluating in the checkpoint's precision, not the config's: trainer.init.precision is .*cbfloat16.* in the checkpoint, ~ in the config"
+  TINY COMMAND eval --config ${tiny} --resume ${ck3} --set ${run_dir} --set trainer.init.precision=null
+               --resume-settings checkpoint)
+hostile_case(eval_all_with_one_checkpoint_is_refused 2
+  "mantissa: error: --resume: '.*/ckpt-00000003.safetensors' names one checkpoint, but --mode eval_all evaluates every checkpoint"
+  TINY COMMAND eval --config ${tiny} --mode eval_all --resume ${ck3} --set ${run_dir})
+hostile_case(bench_negative_opt_level_is_refused 2
+  "mantissa: error: trainer.init.precision.precision_opt_level: -1 \\(expected one of: 0, 1, 2\\)"
+  NOT "step [0-9]+/"
+  COMMAND bench train --config ${tiny} --steps 1 --warmup 0 --opt-level -1)
 hostile_case(resume_with_another_seed_says_so 0
   "trainer.init.seed is 2 in the checkpoint, 9 in the config: the run continues the checkpoint's random state"
   TINY SETUP "cp ${ck3} @D@/"

@@ -404,5 +404,22 @@ TEST(Config, AnAliasBombIsRefusedBeforeItIsWalked) {
       "(no error)");
 }
 
+// A route this CPU cannot run is named by its key path once (not "precision.precision").
+TEST(Config, AnUnavailableRouteIsNamedByItsKeyPath) {
+  int refused = 0;
+  for (const auto& named : precision::kMatmulRouteNames) {
+    const std::string word(named.name);
+    const std::string error = config_error(kBase, {"trainer.init.precision.matmul_route=" + word});
+    if (error == "(no error)") continue;
+    ++refused;
+    EXPECT_EQ(error.rfind("trainer.init.precision.matmul_route: " + word +
+                              " cannot multiply float16 values here: ",
+                          0),
+              0u)
+        << error;
+  }
+  if (refused == 0) GTEST_SKIP() << "this CPU runs every route: no refusal to check";
+}
+
 }  // namespace
 }  // namespace mantissa::config

@@ -69,9 +69,10 @@ std::vector<MatmulRoute> routes_for(Format format);
 // choose among the fp32 routes as under automatic.
 MatmulRoute effective_preference(Format format, MatmulRoute preference);
 
-// Throws mantissa::Error (naming precision.matmul_route, the route, the format and what this
+// Throws mantissa::Error (naming `key`, the route, the format and what this
 // CPU has) when `preference` is a route that cannot run products of `format` here.
-void check_route(Format format, MatmulRoute preference);
+void check_route(Format format, MatmulRoute preference,
+                 std::string_view key = "precision.matmul_route");
 
 // What a route is chosen for: a matrix product, or one of a convolution's three products.
 // A convolution's routes are the same four (docs/engine.md "Convolutions: routes"): fp32 and

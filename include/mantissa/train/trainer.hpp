@@ -210,7 +210,7 @@ class Trainer {
 
  private:
   // Loads a checkpoint: for training, every part of the state (settings as `settings` says);
-  // for evaluation, the model and the step.
+  // for evaluation, the model and the step (the precision as `settings` says).
   void restore(const std::string& path, const Checkpoint& checkpoint, bool for_training,
                ResumeSettings settings);
   // The checkpoint's run settings against the config's, applied as `settings` says.
@@ -221,13 +221,17 @@ class Trainer {
   void reconcile_settings(const std::string& path, const config::TrainerConfig& theirs,
                           ResumeSettings settings, bool& take_optimizer_state,
                           bool& take_scaler_state);
+  // Evaluation: the checkpoint's precision against the config's, as `settings` says (an
+  // Error when they differ and nobody said which wins).
+  void reconcile_eval_precision(const std::string& path, const config::TrainerConfig& theirs,
+                                ResumeSettings settings);
   void build_optimizer_and_scaler();
   // The linear layers' recipe (precision.recipe or precision.fp8) on the model; errors name
   // the key under trainer.init.precision.
   void attach_recipes();
   // The newest checkpoint of the run directory, as rank 0 sees it.
   std::optional<std::string> latest_of_job() const;
-  RunSummary evaluate_all();
+  RunSummary evaluate_all(ResumeSettings settings);
   RunSummary train_loop(RunMode mode);
   void train_steps(RunSummary& summary, std::int64_t eval_every, std::int64_t& saved_at);
   bool stop_requested() const;
