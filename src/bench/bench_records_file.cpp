@@ -1,6 +1,8 @@
 // The file `mantissa bench train --json` appends to: refused before the benchmark runs unless
 // it is new, empty, or already a file of bench records.
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -23,7 +25,18 @@ constexpr std::size_t kMaxRecordBytes = std::size_t{1} << 20;
 void check_bench_records_file(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return;  // a new file
+    if (errno == ENOENT) {
+      // A new file: made and removed now, so that a path that cannot take it (a missing
+      // directory, /proc) fails before the run rather than after it.
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        throw Error(path + ": cannot be created (" + std::strerror(errno) +
+                    "); the records would be lost after the run");
+      }
+      ::close(fd);
+      ::unlink(path.c_str());
+      return;
+    }
     throw Error(path + ": cannot inspect the file for bench records (" + std::strerror(errno) +
                 ")");
   }

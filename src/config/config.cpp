@@ -69,6 +69,17 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
                 "=null to restore the default)");
   }
   const YAML::Node value = detail::load_yaml_document(text, "--set '" + assignment + "'");
+  if (!value.IsDefined() || value.IsNull()) {
+    // Only YAML's own spellings of null restore a default; a comment ("#3") or a document
+    // marker ("...", "---") reads as nothing, which the user cannot have meant.
+    const auto first = text.find_first_not_of(" \t"), last = text.find_last_not_of(" \t");
+    const std::string word = text.substr(first, last - first + 1);
+    if (word != "null" && word != "Null" && word != "NULL" && word != "~") {
+      throw Error("--set '" + assignment + "': '" + word +
+                  "' reads as no value in YAML (a comment or a document marker; write " + path +
+                  "=null to restore the default, or quote a string)");
+    }
+  }
   const std::vector<PathStep> steps = path_steps(path);
   // Walk with fresh handles so assignment never rebinds an existing node.
   std::vector<YAML::Node> chain{root};

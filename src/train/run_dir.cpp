@@ -109,11 +109,20 @@ void MetricsFile::append(const std::string& line) {
 
 void check_checkpoints_are_ours(const std::string& dir, const std::optional<std::string>& resumed) {
   std::error_code ec;
-  const bool here =
-      resumed && fs::equivalent(fs::absolute(*resumed, ec).parent_path(), dir, ec) && !ec;
+  // The file itself (a link to a checkpoint of this directory is that checkpoint).
+  const fs::path file = resumed ? fs::weakly_canonical(*resumed, ec) : fs::path();
+  const bool here = resumed && !ec && fs::equivalent(file.parent_path(), dir, ec) && !ec;
+  const std::optional<std::int64_t> resumed_step =
+      here ? step_in_checkpoint_name(file.filename().string()) : std::nullopt;
+  // Not newer than the resumed one: by step, or by name for a name of the user's.
+  const auto not_newer = [&](const std::string& c) {
+    const std::optional<std::int64_t> step = step_in_checkpoint_name(c);
+    return resumed_step && step ? *step <= *resumed_step
+                                : fs::path(c).filename() <= file.filename();
+  };
   std::vector<std::string> foreign;
   for (const std::string& c : list_checkpoints(dir)) {
-    if (!(here && fs::path(c).filename() <= fs::path(*resumed).filename())) foreign.push_back(c);
+    if (!(here && not_newer(c))) foreign.push_back(c);
   }
   if (foreign.empty()) return;
   std::string names;
@@ -122,10 +131,11 @@ void check_checkpoints_are_ours(const std::string& dir, const std::optional<std:
   }
   if (foreign.size() > 3) names += " and " + std::to_string(foreign.size() - 3) + " more";
   if (!here) {
-    throw Error(dir + ": already holds checkpoints of another run (" + names +
-                "); a fresh run never overwrites or deletes them: resume that run with "
-                "--resume latest, set trainer.init.checkpoint.dir to another directory, or move "
-                "them away");
+    throw Error(dir + ": already holds checkpoints of another run (" + names + "); " +
+                (resumed ? "a run resumed from " + *resumed + ", a file outside it,"
+                         : std::string("a fresh run")) +
+                " never overwrites or deletes them: resume that run with --resume latest, set "
+                "trainer.init.checkpoint.dir to another directory, or move them away");
   }
   throw Error(dir + ": holds checkpoints newer than " + *resumed + " (" + names +
               "), which continuing from it would overwrite or delete: resume the newest with "

@@ -231,6 +231,10 @@ void Trainer::train_steps(RunSummary& summary, std::int64_t eval_every, std::int
     if (config_.checkpoint.steps > 0 && global_step_ % config_.checkpoint.steps == 0) {
       summary.last_checkpoint = save_checkpoint_now();
       saved_at = global_step_;
+      // The run's last checkpoint is said when the run ends.
+      if (global_step_ < config_.loop.max_steps && !summary.interrupted) {
+        log("checkpoint " + summary.last_checkpoint);
+      }
     }
     window_start += Clock::now() - pause_start;  // throughput counts training time only
   }

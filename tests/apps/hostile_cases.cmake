@@ -63,6 +63,14 @@ hostile_case(fresh_run_keeps_foreign_checkpoints 2
   TINY SETUP "mkdir @D@/run && cp ${ck6} @D@/run/ckpt-00000100.safetensors"
   THEN "cmp ${ck6} @D@/run/ckpt-00000100.safetensors && test $(ls @D@/run | grep -c ckpt) -eq 1"
   COMMAND ${train_tiny})
+# Each periodic checkpoint is said (the tiny config saves every 3 steps of 6).
+hostile_case(periodic_checkpoints_are_said 0
+  "checkpoint [^ ]*/run/ckpt-00000003.safetensors.*checkpoint [^ ]*/run/ckpt-00000006.safetensors"
+  COMMAND ${train_tiny})
+# A link to the run's newest checkpoint resumes it (the link is the file it names).
+hostile_case(resume_through_a_link_to_the_newest 0 "resumed from .*/link.safetensors at step 6"
+  TINY SETUP "mkdir @D@/run && cp ${ck3} ${ck6} @D@/run && ln -s run/ckpt-00000006.safetensors @D@/link.safetensors"
+  COMMAND ${train_tiny} --resume @D@/link.safetensors --set trainer.init.loop.max_steps=7)
 hostile_case(resume_older_keeps_newer_checkpoints 2
   "^mantissa: error: .*/run: holds checkpoints newer than .*ckpt-00000003.safetensors \\(ckpt-00000006.safetensors\\), which continuing from it would overwrite or delete"
   TINY SETUP "mkdir @D@/run && cp ${ck3} ${ck6} @D@/run"

@@ -195,6 +195,10 @@ hostile_case(eval_in_the_checkpoints_precision 0
 hostile_case(eval_all_with_one_checkpoint_is_refused 2
   "mantissa: error: --resume: '.*/ckpt-00000003.safetensors' names one checkpoint, but --mode eval_all evaluates every checkpoint"
   TINY COMMAND eval --config ${tiny} --mode eval_all --resume ${ck3} --set ${run_dir})
+hostile_case(bench_json_in_a_missing_directory 2
+  "mantissa: error: --json: .*/nodir/records.json: cannot be created \\(No such file or directory\\); the records would be lost after the run"
+  NOT "step [0-9]+/"
+  COMMAND bench train --config ${tiny} --steps 1 --warmup 0 --json @D@/nodir/records.json)
 hostile_case(bench_negative_opt_level_is_refused 2
   "mantissa: error: trainer.init.precision.precision_opt_level: -1 \\(expected one of: 0, 1, 2\\)"
   NOT "step [0-9]+/"

@@ -336,6 +336,15 @@ TEST(Config, TagsControlCharactersInKeysAndOddOverridePathsAreRefused) {
   EXPECT_EQ(config_error(kBase, {"trainer.init.optimizer={AdamW: {learning_rate: 1e-999}}"}),
             "trainer.init.optimizer.AdamW.learning_rate: '1e-999' is too small for a double (it "
             "would read as 0)");
+  // Text YAML reads as nothing is not taken for null (only YAML's spellings of null are).
+  EXPECT_EQ(config_error(kBase, {"trainer.init.loop.max_steps=#3"}),
+            "--set 'trainer.init.loop.max_steps=#3': '#3' reads as no value in YAML (a comment or "
+            "a document marker; write trainer.init.loop.max_steps=null to restore the default, or "
+            "quote a string)");
+  EXPECT_EQ(
+      config_error(kBase, {"trainer.init.loop.max_steps=..."}).find("'...' reads as no value"),
+      41u);
+  EXPECT_EQ(config_error(kBase, {"trainer.init.loop.max_steps=~"}), "(no error)");
   EXPECT_EQ(config_error(kBase, {"trainer.init.schedulers[99999999999999999999]=1"}),
             "--set trainer.init.schedulers[99999999999999999999]: the index in "
             "'schedulers[99999999999999999999]' is too large");
