@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -98,6 +99,20 @@ double eval_loss(const EvalRecord& e) {
 }
 
 // What the captions say about seeds and about curves of few points.
+// Said only when true: one seed (and so the same batches) in every run; else the seeds.
+std::string same_batches_note(const std::vector<ReportRun>& runs) {
+  std::set<std::uint64_t> seeds;
+  for (const ReportRun& r : runs) {
+    if (r.seeds() > 1) return "";  // grouped seeds: seeds_note says how they are drawn
+    for (const RunLog* l : r.logs) seeds.insert(l->run.seed);
+  }
+  if (seeds.size() <= 1) return " Same seed and batches in every run.";
+  std::string list;
+  for (const std::uint64_t s : seeds) list += (list.empty() ? "" : ", ") + std::to_string(s);
+  return " The runs have different seeds (" + list +
+         "): their differences include run-to-run noise.";
+}
+
 std::string seeds_note(const std::vector<ReportRun>& runs) {
   std::size_t most = 1;
   for (const ReportRun& r : runs) most = std::max(most, r.seeds());
@@ -144,8 +159,8 @@ std::string loss_chart(const std::vector<ReportRun>& runs) {
   }
   return figure(plot::render(c),
                 "Lines: training loss (the mean over each logging window). Markers: validation "
-                "loss. Same seed and batches in every run." +
-                    seeds_note(runs) + few_points_note(runs));
+                "loss." +
+                    same_batches_note(runs) + seeds_note(runs) + few_points_note(runs));
 }
 
 std::string difference_chart(const std::vector<ReportRun>& runs) {

@@ -56,9 +56,48 @@ void add_window_throughputs(const RunLog& log, std::vector<double>& v) {
   }
 }
 
+// The page compares what formats do to one model: the same directory twice, or runs of
+// different models (the loss of one minus another's measures nothing), are refused.
+void check_one_model(const std::vector<RunLog>& logs) {
+  namespace fs = std::filesystem;
+  for (std::size_t i = 0; i < logs.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      std::error_code ec;
+      const fs::path a = fs::path(logs[i].source).parent_path();
+      const fs::path b = fs::path(logs[j].source).parent_path();
+      if (fs::equivalent(a, b, ec) && !ec) {
+        throw Error("report: " + a.string() + " is given twice (as " + b.string() + ")");
+      }
+      const RunRecord &x = logs[i].run, &y = logs[j].run;
+      if (x.model != y.model || x.parameters != y.parameters) {
+        throw Error("report: " + logs[j].source + " holds a " + y.model + " of " +
+                    std::to_string(y.parameters) + " parameters, " + logs[i].source + " a " +
+                    x.model + " of " + std::to_string(x.parameters) +
+                    ": the report compares formats on one model (report them separately)");
+      }
+    }
+  }
+}
+
+// Each interleaved throughput record given is drawn: one that matches no run is an error.
+void check_throughput_drawn(const std::vector<ReportRun>& runs, const ReportOptions& options) {
+  if (options.throughput.empty()) return;
+  for (const ReportRun& r : runs) {
+    if (r.throughput != nullptr) return;
+  }
+  std::string theirs, ours;
+  for (const ThroughputRecord& t : options.throughput)
+    theirs += (theirs.empty() ? "" : ", ") + t.run;
+  for (const ReportRun& r : runs) ours += (ours.empty() ? "" : ", ") + start_name(*r.log);
+  throw Error("report --throughput: no record matches a run (records for " + theirs +
+              "; runs that started in " + ours +
+              "; two runs that started in one format share none)");
+}
+
 }  // namespace
 
 std::vector<ReportRun> report_runs(const std::vector<RunLog>& logs, const ReportOptions& options) {
+  check_one_model(logs);
   std::vector<ReportRun> runs;
   for (const RunLog& l : logs) {
     ReportRun* group = nullptr;
@@ -95,6 +134,7 @@ std::vector<ReportRun> report_runs(const std::vector<RunLog>& logs, const Report
       if (t.run == start && per_start[start] == 1) r.throughput = &t;
     }
   }
+  check_throughput_drawn(runs, options);
   return runs;
 }
 

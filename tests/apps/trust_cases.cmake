@@ -117,6 +117,23 @@ hostile_case(report_out_over_a_file_that_is_not_a_report 2
   TINY SETUP "echo keep >@D@/notes.txt"
   THEN "test \"$(cat @D@/notes.txt)\" = keep"
   COMMAND report ${tiny_run} --out @D@/notes.txt)
+# The report compares formats on one model: not a directory twice, not another model; a seed
+# claim only where it holds; a throughput record that matches no run is an error.
+hostile_case(report_the_same_directory_twice 2
+  "^mantissa: error: report: .*/tiny-run/? is given twice"
+  TINY COMMAND report ${tiny_run} ${tiny_run}/ --out @D@/r.html)
+hostile_case(report_runs_of_different_models 2
+  "^mantissa: error: report: .*/tiny-run/metrics.jsonl holds a gpt of 26016 parameters, .*/m/metrics.jsonl a mlp of 26016: the report compares formats on one model"
+  TINY SETUP "mkdir @D@/m && head -n 1 ${tiny_run}/metrics.jsonl | sed 's/\"model\":\"gpt\"/\"model\":\"mlp\"/' >@D@/m/metrics.jsonl"
+  COMMAND report ${tiny_run} @D@/m --out @D@/r.html)
+hostile_case(report_says_when_seeds_differ 0 "^$"
+  TINY SETUP "mkdir @D@/s && sed 's/\"seed\":2,/\"seed\":7,/' ${tiny_run}/metrics.jsonl >@D@/s/metrics.jsonl"
+  THEN "grep -q 'The runs have different seeds (2, 7)' @D@/r.html && ! grep -q 'Same seed and batches' @D@/r.html"
+  COMMAND report ${tiny_run} @D@/s --out @D@/r.html)
+hostile_case(report_throughput_matching_no_run 2
+  "^mantissa: error: report --throughput: no record matches a run \\(records for float16; runs that started in cbfloat16"
+  TINY SETUP "echo '{\"interleaved_throughput\": \"float16\", \"unit\": \"tokens\", \"items_per_s\": 100.0, \"slowest_items_per_s\": 90.0, \"fastest_items_per_s\": 110.0, \"steps\": 10}' >@D@/t.jsonl"
+  COMMAND report ${tiny_run} --throughput @D@/t.jsonl --out @D@/r.html)
 hostile_case(report_out_onto_a_device 2
   "^mantissa: error: /dev/null: is a character device; mantissa writes the report only to a regular file or a new path"
   TINY THEN "test -c /dev/null"
