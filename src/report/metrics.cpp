@@ -389,7 +389,9 @@ RunLog parse_metrics(std::string_view text, const std::string& source) {
       last_window = last_skip = log.run.start_step;
       return;
     }
-    if (!have_run) {
+    // An evaluation may come first: `mantissa eval` of a checkpoint in a directory no
+    // training wrote to yet.
+    if (!have_run && !j.contains(kEvalStep)) {
       throw Error(where + ": a record before the run record (every run writes one first; " +
                   "this file was not written by mantissa train, or by an older version)");
     }

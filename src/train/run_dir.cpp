@@ -8,15 +8,19 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "mantissa/error.hpp"
 #include "mantissa/train/checkpoint.hpp"
 #include "mantissa/write_file.hpp"
+#include "support/untrusted_json.hpp"
 
 namespace mantissa::train {
 namespace fs = std::filesystem;
 namespace {
+
+constexpr std::size_t kMaxFirstLine = std::size_t{1} << 20;  // a record is a few KiB
 
 std::string reason() {
   return std::strerror(errno);
@@ -90,6 +94,27 @@ MetricsFile::~MetricsFile() {
 void MetricsFile::open() {
   if (fd_ >= 0) return;
   fd_ = open_for_writing(path_, O_WRONLY | O_APPEND | O_CREAT, "the metrics file");
+  // Appended to only when it is empty or mantissa's: records after a user's own file would
+  // make neither readable.
+  std::string first;
+  if (std::ifstream in(path_, std::ios::binary); in) {
+    char c = 0;
+    while (first.size() <= kMaxFirstLine && in.get(c) && c != '\n') first += c;
+  }
+  if (first.empty()) return;
+  const nlohmann::json j =
+      first.size() > kMaxFirstLine
+          ? nlohmann::json(nlohmann::json::value_t::discarded)
+          : support::parse_untrusted_json(first, path_ + ": line 1", /*allow_invalid=*/true);
+  const bool ours = j.is_object() && (j.contains("run") || j.contains("eval_step"));
+  if (!ours) {
+    ::close(fd_);
+    fd_ = -1;
+    throw Error(path_ +
+                ": holds something other than mantissa's metrics records (its first line is "
+                "neither a run nor an eval record); move it away or set "
+                "trainer.init.checkpoint.dir to another directory");
+  }
 }
 
 void MetricsFile::append(const std::string& line) {

@@ -76,17 +76,19 @@ hostile_case(resume_older_keeps_newer_checkpoints 2
   TINY SETUP "mkdir @D@/run && cp ${ck3} ${ck6} @D@/run"
   THEN "cmp ${ck6} @D@/run/ckpt-00000006.safetensors"
   COMMAND ${train_tiny} --resume @D@/run/ckpt-00000003.safetensors)
-# A metrics write that fails (the file at the process's size limit, as a full disk fails it:
+# A metrics write that fails (the file, a run's, at the process's size limit, as a full disk fails it:
 # write returns an error) stops the run after a checkpoint it can resume from. (A device node
 # such as /dev/full is refused before any write: only regular files are written.)
 set(d ${hdir}/metrics_write_fails_after_a_checkpoint)
 string(REPLACE "@D@" "${d}" tiny_args "${train_tiny}")
 add_test(NAME cli.metrics_write_fails_after_a_checkpoint
-  COMMAND ${expect} --setup "rm -rf ${d} && mkdir -p ${d}/run && truncate -s 1048576 ${d}/run/metrics.jsonl"
+  COMMAND ${expect} --setup "rm -rf ${d} && mkdir -p ${d}/run && head -n 1 ${tiny_run}/metrics.jsonl >${d}/run/metrics.jsonl && truncate -s 1048576 ${d}/run/metrics.jsonl"
     --then "${cli} inspect ${d}/run >/dev/null"
     2 "mantissa: error: .*/run/metrics.jsonl: cannot append a metrics record \\(File too large\\); checkpoint .*/run/ckpt-00000000.safetensors written: resume with --resume latest"
     -- sh -c "trap '' XFSZ; ulimit -f 2048; exec \"$0\" \"$@\"" ${cli} ${tiny_args}
   WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.metrics_write_fails_after_a_checkpoint PROPERTIES
+  FIXTURES_REQUIRED tiny_run)
 hostile_case(unusable_checkpoint_dir_fails_before_training 2
   "^mantissa: error: .*/file/run: cannot create the run directory \\(Not a directory\\)"
   SETUP "touch @D@/file" NOT "step [0-9]+/"

@@ -134,6 +134,16 @@ hostile_case(report_throughput_matching_no_run 2
   "^mantissa: error: report --throughput: no record matches a run \\(records for float16; runs that started in cbfloat16"
   TINY SETUP "echo '{\"interleaved_throughput\": \"float16\", \"unit\": \"tokens\", \"items_per_s\": 100.0, \"slowest_items_per_s\": 90.0, \"fastest_items_per_s\": 110.0, \"steps\": 10}' >@D@/t.jsonl"
   COMMAND report ${tiny_run} --throughput @D@/t.jsonl --out @D@/r.html)
+# A metrics.jsonl of someone else's is never appended to; one an eval began is reported.
+hostile_case(foreign_metrics_file_is_not_appended_to 2
+  "^mantissa: error: .*/run/metrics.jsonl: holds something other than mantissa's metrics records"
+  SETUP "mkdir @D@/run && echo 'my notes' >@D@/run/metrics.jsonl"
+  THEN "test \"$(cat @D@/run/metrics.jsonl)\" = 'my notes'"
+  COMMAND ${train_tiny})
+hostile_case(a_run_an_eval_began_is_reported 0 "eval at step 6: loss"
+  TINY SETUP "mkdir @D@/eo && cp ${ck6} @D@/eo/"
+  THEN "${cli} train --config ${tiny} --mode train --set trainer.init.checkpoint.dir=@D@/eo --resume latest --set trainer.init.loop.max_steps=7 2>/dev/null && ${cli} report @D@/eo --out @D@/r.html >/dev/null"
+  COMMAND eval --config ${tiny} --set trainer.init.checkpoint.dir=@D@/eo)
 hostile_case(report_out_onto_a_device 2
   "^mantissa: error: /dev/null: is a character device; mantissa writes the report only to a regular file or a new path"
   TINY THEN "test -c /dev/null"

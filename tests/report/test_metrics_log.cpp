@@ -265,6 +265,15 @@ TEST(MetricsReader, BrokenFilesAreNamedByFileAndLine) {
   EXPECT_EQ(expect_error(good),
             "runs/x/metrics.jsonl:1: a record before the run record (every run writes one first; "
             "this file was not written by mantissa train, or by an older version)");
+  // An evaluation before any training (eval of a copied checkpoint at step 2, then a run
+  // resumed from it) is kept.
+  std::string good4 = good;
+  good4.replace(good4.find("\"step\":2"), 8, "\"step\":4");
+  const RunLog evaluated_first = parse_metrics(
+      std::string(R"({"eval_step":2,"loss":2.0,"steps":1})") + "\n" + resumed + "\n" + good4,
+      "m.jsonl");
+  EXPECT_EQ(evaluated_first.evals.size(), 1u);
+  EXPECT_EQ(evaluated_first.windows.size(), 1u);
   EXPECT_EQ(expect_error(""),
             "runs/x/metrics.jsonl: no run record (is this a mantissa metrics.jsonl?)");
   std::string bad_format = kRunLine;
