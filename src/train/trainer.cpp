@@ -210,7 +210,7 @@ EvalResult Trainer::evaluate() {
     record.accuracy = r.accuracy;
     line += ", accuracy " + fmt_double(r.accuracy);
   }
-  write_metrics(report::metrics_line(record));
+  if (records_evals_) write_metrics(report::metrics_line(record));
   log(line);
   events_->evaluated(r, global_step_);
   return r;
@@ -410,6 +410,15 @@ RunSummary Trainer::run(RunMode mode, const ResumeFrom& resume, ResumeSettings s
   } else if (resume) {
     log("no checkpoint in " + run_dir_ + ": starting from step 0");
   }
+  if (!training && !chosen.empty()) {
+    std::error_code ec;
+    const std::filesystem::path file = std::filesystem::weakly_canonical(chosen, ec);
+    records_evals_ = !ec && std::filesystem::equivalent(file.parent_path(), run_dir_, ec) && !ec;
+    if (!records_evals_) {
+      log("evaluating " + chosen + ", a checkpoint from outside " + run_dir_ +
+          ": the result is not recorded in its metrics.jsonl");
+    }
+  }
   // The schedules from the step the run starts at, before the metrics file is touched.
   if (training) {
     try {
@@ -421,7 +430,7 @@ RunSummary Trainer::run(RunMode mode, const ResumeFrom& resume, ResumeSettings s
                   ": " + e.what());
     }
   }
-  dp_->together([&] { dp_->on_root([&] { metrics_->open(); }); });
+  if (training || records_evals_) dp_->together([&] { dp_->on_root([&] { metrics_->open(); }); });
   if (evaluates(mode)) task_->prepare_evaluation();
   if (!training) {
     RunSummary summary;

@@ -219,6 +219,10 @@ hostile_case(eval_in_the_checkpoints_precision 0
   "evaluating in the checkpoint's precision, not the config's: trainer.init.precision is .*cbfloat16.* in the checkpoint, ~ in the config"
   TINY COMMAND eval --config ${tiny} --resume ${ck3} --set ${run_dir} --set trainer.init.precision=null
                --resume-settings checkpoint)
+hostile_case(eval_of_a_checkpoint_from_elsewhere_is_not_recorded 0
+  "evaluating .*/ckpt-00000003.safetensors, a checkpoint from outside .*/run: the result is not recorded in its metrics.jsonl"
+  TINY THEN "test ! -e @D@/run/metrics.jsonl"
+  COMMAND eval --config ${tiny} --resume ${ck3} --set ${run_dir})
 hostile_case(eval_all_with_one_checkpoint_is_refused 2
   "mantissa: error: --resume: '.*/ckpt-00000003.safetensors' names one checkpoint, but --mode eval_all evaluates every checkpoint"
   TINY COMMAND eval --config ${tiny} --mode eval_all --resume ${ck3} --set ${run_dir})

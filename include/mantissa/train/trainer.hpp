@@ -272,6 +272,9 @@ class Trainer {
   std::string last_finite_checkpoint_;
   std::atomic<bool> stop_{false};
   std::unique_ptr<MetricsFile> metrics_;
+  // Whether evaluations go into metrics.jsonl: not for a checkpoint from another directory
+  // (its result is no part of this run's history).
+  bool records_evals_ = true;
   std::size_t routes_recorded_ = 0;                // route_records() already in a routes record
   std::optional<std::int64_t> last_skipped_step_;  // of this run, for its end record
 };
