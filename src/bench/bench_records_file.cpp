@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <string>
 
 #include "mantissa/bench/benchmark.hpp"
@@ -15,12 +14,6 @@
 #include "support/untrusted_json.hpp"
 
 namespace mantissa::bench {
-namespace {
-
-// A first line longer than this is no bench record (a record is a few KiB).
-constexpr std::size_t kMaxRecordBytes = std::size_t{1} << 20;
-
-}  // namespace
 
 void check_bench_records_file(const std::string& path) {
   struct stat st {};
@@ -29,6 +22,7 @@ void check_bench_records_file(const std::string& path) {
       // A new file: made and removed now, so that a path that cannot take it (a missing
       // directory, /proc) fails before the run rather than after it.
       const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd < 0 && errno == EEXIST) return;  // a link to a file yet to be: appends follow it
       if (fd < 0) {
         throw Error(path + ": cannot be created (" + std::strerror(errno) +
                     "); the records would be lost after the run");
@@ -45,15 +39,7 @@ void check_bench_records_file(const std::string& path) {
                 "; bench appends its records only to a regular file");
   }
   if (st.st_size == 0) return;
-  std::ifstream in(path, std::ios::binary);
-  std::string line;
-  char c = 0;
-  while (line.size() <= kMaxRecordBytes && in.get(c) && c != '\n') line.push_back(c);
-  if (!in && !in.eof()) throw Error(path + ": cannot read the file for bench records");
-  const nlohmann::json first =
-      line.size() > kMaxRecordBytes
-          ? nlohmann::json(nlohmann::json::value_t::discarded)
-          : support::parse_untrusted_json(line, path + ": line 1", /*allow_invalid=*/true);
+  const nlohmann::json first = support::first_line_json(path);
   const bool record = first.is_object() && first.contains("model") && first.contains("precision") &&
                       first.contains("items_per_s");
   if (!record) {

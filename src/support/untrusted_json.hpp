@@ -2,6 +2,7 @@
 // JSON that came from a file (safetensors headers, checkpoint metadata, metrics records):
 // parsed with a bound on its nesting, and described in messages by its kind and size, never
 // serialized back (a header nested 100,000 deep once overflowed the stack in dump()).
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -52,6 +53,23 @@ inline nlohmann::json parse_untrusted_json(std::string_view text, const std::str
     if (allow_invalid) return json(json::value_t::discarded);
     throw Error(what + " is not valid JSON (" + e.what() + ")");
   }
+}
+
+// The first line of the file at `path`, parsed as above: null when that line is empty (or the
+// file is), a discarded value when the file cannot be read, the line is longer than
+// `max_bytes` or is not JSON. For telling whose a file is before appending to it.
+inline nlohmann::json first_line_json(const std::string& path,
+                                      std::size_t max_bytes = std::size_t{1} << 20) {
+  using json = nlohmann::json;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return json(json::value_t::discarded);
+  std::string line;
+  char c = 0;
+  while (line.size() <= max_bytes && in.get(c) && c != '\n') line.push_back(c);
+  if (!in && !in.eof()) return json(json::value_t::discarded);
+  if (line.empty()) return json();
+  if (line.size() > max_bytes) return json(json::value_t::discarded);
+  return parse_untrusted_json(line, path + ": line 1", /*allow_invalid=*/true);
 }
 
 // A short description of an untrusted value for messages: scalars as themselves (strings cut

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <vector>
 
 #include "mantissa/error.hpp"
@@ -19,8 +18,6 @@
 namespace mantissa::train {
 namespace fs = std::filesystem;
 namespace {
-
-constexpr std::size_t kMaxFirstLine = std::size_t{1} << 20;  // a record is a few KiB
 
 std::string reason() {
   return std::strerror(errno);
@@ -96,16 +93,8 @@ void MetricsFile::open() {
   fd_ = open_for_writing(path_, O_WRONLY | O_APPEND | O_CREAT, "the metrics file");
   // Appended to only when it is empty or mantissa's: records after a user's own file would
   // make neither readable.
-  std::string first;
-  if (std::ifstream in(path_, std::ios::binary); in) {
-    char c = 0;
-    while (first.size() <= kMaxFirstLine && in.get(c) && c != '\n') first += c;
-  }
-  if (first.empty()) return;
-  const nlohmann::json j =
-      first.size() > kMaxFirstLine
-          ? nlohmann::json(nlohmann::json::value_t::discarded)
-          : support::parse_untrusted_json(first, path_ + ": line 1", /*allow_invalid=*/true);
+  const nlohmann::json j = support::first_line_json(path_);
+  if (j.is_null()) return;  // empty
   const bool ours = j.is_object() && (j.contains("run") || j.contains("eval_step"));
   if (!ours) {
     ::close(fd_);
