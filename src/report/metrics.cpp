@@ -12,6 +12,7 @@
 #include "mantissa/read_file.hpp"
 #include "precision_stats_record.hpp"
 #include "record_fields.hpp"
+#include "settings_change.hpp"
 #include "support/untrusted_json.hpp"
 
 namespace mantissa::report {
@@ -359,6 +360,7 @@ RunLog parse_metrics(std::string_view text, const std::string& source) {
   RunLog log;
   log.source = source;
   bool have_run = false;
+  std::vector<RunRecord> parts;  // the run records of the history that leads to now
   // Within a run (from one run record to the next) training goes forward: each step and
   // skipped_step record comes after the run's start step and after the one before it.
   std::int64_t last_window = 0, last_skip = 0;
@@ -377,7 +379,17 @@ RunLog parse_metrics(std::string_view text, const std::string& source) {
       const json& run = j.at(kRun);
       if (!run.is_object())
         throw Error(where + ": 'run' is " + type_word(run) + ", expected an object");
-      log.run = read_run(Fields(run, where, "run"));
+      RunRecord next = read_run(Fields(run, where, "run"));
+      // The part in force at next's start step: parts that started there or later are
+      // superseded (a resume from an earlier checkpoint; a fresh run supersedes them all).
+      while (!parts.empty() && parts.back().start_step >= next.start_step) parts.pop_back();
+      drop_after(log.settings_changes, next.start_step);
+      if (!parts.empty()) {
+        SettingsChange c = settings_change(parts.back(), log.fallbacks, next);
+        if (!c.changed.empty()) log.settings_changes.push_back(std::move(c));
+      }
+      parts.push_back(next);
+      log.run = std::move(next);
       have_run = true;
       drop_after(log.windows, log.run.start_step);
       drop_after(log.evals, log.run.start_step);

@@ -30,14 +30,6 @@ std::string directory_name(const std::string& metrics_file) {
   return dir.filename().empty() ? dir.string() : dir.filename().string();
 }
 
-// The format a run started in, as compare names it (what its interleaved throughput record
-// is keyed by): its recipe's short name (fp8, mxfp4, ...), or the format before any
-// fall-back.
-std::string start_name(const RunLog& l) {
-  if (l.fallbacks.empty()) return precision_name(l.run);
-  return std::string(numerics::name(l.fallbacks.front().from));
-}
-
 // Runs of one job: the same format story and settings, model and sizes; only the seed (and
 // so the initial weights and batches) may differ.
 bool same_job(const RunLog& a, const RunLog& b) {
@@ -88,7 +80,7 @@ void check_throughput_drawn(const std::vector<ReportRun>& runs, const ReportOpti
   std::string theirs, ours;
   for (const ThroughputRecord& t : options.throughput)
     theirs += (theirs.empty() ? "" : ", ") + t.run;
-  for (const ReportRun& r : runs) ours += (ours.empty() ? "" : ", ") + start_name(*r.log);
+  for (const ReportRun& r : runs) ours += (ours.empty() ? "" : ", ") + start_precision(*r.log);
   throw Error("report --throughput: no record matches a run (records for " + theirs +
               "; runs that started in " + ours +
               "; two runs that started in one format share none)");
@@ -122,14 +114,14 @@ std::vector<ReportRun> report_runs(const std::vector<RunLog>& logs, const Report
   std::map<std::string, int> per_label, per_start;
   for (const ReportRun& r : runs) {
     ++per_label[r.label];
-    ++per_start[start_name(*r.log)];
+    ++per_start[start_precision(*r.log)];
   }
   for (std::size_t i = 0; i < runs.size(); ++i) {
     ReportRun& r = runs[i];
     if (per_label[r.label] > 1) r.label += " (" + directory_name(r.log->source) + ")";
     r.style = kStyles[i % kStyles.size()];
     // An interleaved record names a format; two runs that started in it cannot share one.
-    const std::string start = start_name(*r.log);
+    const std::string start = start_precision(*r.log);
     for (const ThroughputRecord& t : options.throughput) {
       if (t.run == start && per_start[start] == 1) r.throughput = &t;
     }

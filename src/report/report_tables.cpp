@@ -209,6 +209,7 @@ std::string outcomes_section(const std::vector<ReportRun>& runs) {
              (r.seeds() > 1 ? ", seed " + std::to_string(l->run.seed) : std::string()) +
              ")</small>: " + escape(outcome_text(*l));
       for (const std::string& f : fallback_texts(*l)) out += "; " + escape(f);
+      for (const std::string& c : settings_change_texts(*l)) out += "; " + escape(c);
       const std::vector<int>& same = same_bits_levels(*l);
       if (!same.empty()) {
         out += "; computes " +

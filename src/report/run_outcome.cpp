@@ -2,6 +2,8 @@
 // and tables, and `mantissa compare`'s lines after each run.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "mantissa/report/metrics.hpp"
 
 namespace mantissa::report {
@@ -13,15 +15,46 @@ std::string precision_name(const RunRecord& r) {
   return r.fp8 ? "fp8" : std::string(numerics::name(r.format));
 }
 
+namespace {
+
+// The precisions a run trained in, in step order: the one it started in, then each one a
+// fall-back or a resume in another precision continued in.
+std::vector<std::string> precision_story(const RunLog& log) {
+  struct Turn {
+    std::int64_t step;
+    std::string from, to;
+  };
+  std::vector<Turn> turns;
+  for (const FallbackRecord& f : log.fallbacks) {
+    turns.push_back(
+        {f.step, std::string(numerics::name(f.from)), std::string(numerics::name(f.to))});
+  }
+  for (const SettingsChange& c : log.settings_changes) {
+    if (!c.changed.empty() && c.changed.front().name == "precision") {
+      turns.push_back({c.step, c.changed.front().before, c.changed.front().after});
+    }
+  }
+  std::stable_sort(turns.begin(), turns.end(),
+                   [](const Turn& a, const Turn& b) { return a.step < b.step; });
+  std::vector<std::string> story{turns.empty() ? precision_name(log.run) : turns.front().from};
+  for (const Turn& t : turns) {
+    if (t.to != story.back()) story.push_back(t.to);
+  }
+  return story;
+}
+
+}  // namespace
+
 std::string format_label(const RunLog& log) {
-  std::string label = precision_name(log.run);
-  // A resumed run after a fall-back starts in the format it fell back to: the first record
-  // says where it came from.
-  if (!log.fallbacks.empty()) {
-    label = std::string(numerics::name(log.fallbacks.front().from)) + " \u2192 " +
-            std::string(numerics::name(log.fallbacks.back().to));
+  std::string label;
+  for (const std::string& p : precision_story(log)) {
+    label += (label.empty() ? "" : " \u2192 ") + p;
   }
   return label;
+}
+
+std::string start_precision(const RunLog& log) {
+  return precision_story(log).front();
 }
 
 std::vector<std::string> fallback_texts(const RunLog& log) {
@@ -29,6 +62,19 @@ std::vector<std::string> fallback_texts(const RunLog& log) {
   for (const FallbackRecord& f : log.fallbacks) {
     out.push_back(fmt::format("fell back from {} to {} after step {}: {}", numerics::name(f.from),
                               numerics::name(f.to), f.step, f.reason));
+  }
+  return out;
+}
+
+std::vector<std::string> settings_change_texts(const RunLog& log) {
+  std::vector<std::string> out;
+  for (const SettingsChange& c : log.settings_changes) {
+    std::string text = fmt::format("resumed at step {} in other settings: ", c.step);
+    for (std::size_t i = 0; i < c.changed.size(); ++i) {
+      const ChangedSetting& s = c.changed[i];
+      text += fmt::format("{}{} {} \u2192 {}", i > 0 ? ", " : "", s.name, s.before, s.after);
+    }
+    out.push_back(text);
   }
   return out;
 }

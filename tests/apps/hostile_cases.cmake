@@ -250,6 +250,15 @@ hostile_case(resume_settings_config_wins 0
   "resuming with the config's settings, not the checkpoint's: trainer.init.optimizer .*the checkpoint's adamw state is not loaded: sgd starts with fresh state.*resumed from .*ckpt-00000006.safetensors at step 6.*step 8/8"
   TINY COMMAND ${train_tiny} --resume ${ck6} --set "trainer.init.optimizer={SGD: {lr: 0.1}}"
           --set trainer.init.loop.max_steps=8 --resume-settings config)
+# The report tells a resume in another precision: the label names both, in order, and the
+# outcome line says at which step what changed.
+hostile_case(report_tells_a_resume_in_another_precision 0
+  "resumed from .*ckpt-00000006.safetensors at step 6.*step 8/8"
+  TINY SETUP "cp -r ${tiny_run} @D@/run"
+  THEN "${cli} report @D@/run --out @D@/r.html >/dev/null && grep -q '<b>cbfloat16 [^ ]* bfloat16</b>' @D@/r.html && grep -q 'resumed at step 6 in other settings: precision cbfloat16 [^ ]* bfloat16, fp16_type cbfloat16 [^ ]* bfloat16' @D@/r.html"
+  COMMAND ${train_tiny} --resume @D@/run/ckpt-00000006.safetensors
+          --set trainer.init.precision.fp16_type=bfloat16 --set trainer.init.loop.max_steps=8
+          --resume-settings config)
 hostile_case(resume_settings_checkpoint_wins 0
   "resuming with the checkpoint's settings, not the config's: trainer.init.precision .*precision cbfloat16.*step 8/8"
   TINY THEN "${cli} inspect @D@/run | grep -Eq 'fp16_type +cbfloat16'"

@@ -118,6 +118,55 @@ TEST(OutcomeRecords, ARunRecordStartsTheStoryOver) {
   EXPECT_FALSE(log.outcome.has_value()) << "the resumed run has not ended";
 }
 
+// A resume in other settings (`--resume-settings config`): the report tells what changed
+// at which step, from the record of the part in force there, and labels the precisions in
+// order; a later resume from an earlier checkpoint takes the story back.
+TEST(OutcomeRecords, AResumeInOtherSettingsIsTold) {
+  const auto record = [](const char* format, int start, const char* settings) {
+    return std::string(R"({"run":{"format":")") + format +
+           R"(","loss_scaling":"none","model":"gpt","parameters":26016,"unit":"tokens",)"
+           R"("items_per_step":64,"start_step":)" +
+           std::to_string(start) + R"(,"max_steps":8,"seed":2,"cpu":"c","settings":)" + settings +
+           "}}\n";
+  };
+  const char* f32 = R"([["enabled","false"],["learning rate","0.001"]])";
+  const char* bf16 = R"([["enabled","true"],["fp16_type","bfloat16"],["learning rate","0.01"]])";
+  const std::string text = record("float32", 0, f32) + record("bfloat16", 4, bf16);
+  const RunLog log = parse_metrics(text, "m");
+  ASSERT_EQ(log.settings_changes.size(), 1u);
+  EXPECT_EQ(log.settings_changes[0].step, 4);
+  EXPECT_EQ(format_label(log), "float32 \u2192 bfloat16");
+  EXPECT_EQ(start_precision(log), "float32");
+  EXPECT_EQ(settings_change_texts(log),
+            std::vector<std::string>{
+                "resumed at step 4 in other settings: precision float32 \u2192 bfloat16, "
+                "enabled false \u2192 true, learning rate 0.001 \u2192 0.01, fp16_type (none) "
+                "\u2192 bfloat16"});
+  // The same settings again: nothing to tell.
+  EXPECT_TRUE(parse_metrics(record("float32", 0, f32) + record("float32", 4, f32), "m")
+                  .settings_changes.empty());
+  // Resumed from step 2, before the change, in float32 again: the bfloat16 part is gone and
+  // the part in force at step 2 was float32's, so nothing changed.
+  const RunLog back = parse_metrics(text + record("float32", 2, f32), "m");
+  EXPECT_TRUE(back.settings_changes.empty());
+  EXPECT_EQ(format_label(back), "float32");
+  // A fresh run in the same directory tells nothing of the run before it.
+  EXPECT_TRUE(parse_metrics(text + record("bfloat16", 0, bf16), "m").settings_changes.empty());
+  // After a fall-back the resumed run continues in the format fallen back to: that is no
+  // change, and the format's own rows are not compared (the learning rate still is).
+  const RunLog fell = parse_metrics(
+      record("float16", 0, R"([["fp16_type","float16"],["learning rate","0.001"]])") +
+          R"({"fallback_step":2,"from":"float16","to":"bfloat16","reason":"r"})"
+          "\n" +
+          record("bfloat16", 4, R"([["fp16_type","bfloat16"],["learning rate","0.002"]])"),
+      "m");
+  ASSERT_EQ(fell.settings_changes.size(), 1u);
+  EXPECT_EQ(settings_change_texts(fell),
+            std::vector<std::string>{
+                "resumed at step 4 in other settings: learning rate 0.001 \u2192 0.002"});
+  EXPECT_EQ(format_label(fell), "float16 \u2192 bfloat16");
+}
+
 TEST(OutcomeRecords, MalformedRecordsAreNamed) {
   const std::string head = std::string(kRunLine) + "\n";
   EXPECT_EQ(error_of(head + R"({"end":2,"outcome":"crashed","skipped_steps":0,"signal":"",)"

@@ -176,6 +176,21 @@ std::string metrics_line(const PrecisionStatsRecord& r);
 std::string metrics_line(const FallbackRecord& r);
 std::string metrics_line(const OutcomeRecord& r);
 
+// A resumed run whose settings differ from the part of the run before it (`train --resume
+// --resume-settings config`): at the step it continued from, each setting whose value
+// changed. The first row, when the precision changed, is "precision" (precision_name's
+// words); the others are the run record's settings rows by name ("(none)" where one side
+// has no such row). After a fall-back in the part before, the rows a fall-back changes
+// (the format's own settings) are not compared: only the optimizer's, the learning rate and
+// master_weights are.
+struct ChangedSetting {
+  std::string name, before, after;
+};
+struct SettingsChange {
+  std::int64_t step = 0;
+  std::vector<ChangedSetting> changed;
+};
+
 // A run as its metrics.jsonl tells it. A run record starts a run over: records of steps
 // after its start_step (from an earlier run in the same directory, or past the checkpoint a
 // resumed run continued from) are dropped, so the log is the history that led to now.
@@ -188,22 +203,29 @@ struct RunLog {
   std::vector<RoutesRecord> routes;
   std::vector<PrecisionStatsRecord> precision_stats;
   std::vector<FallbackRecord> fallbacks;
-  std::optional<OutcomeRecord> outcome;  // none: still running, killed, or an older writer
+  std::vector<SettingsChange> settings_changes;  // one per resume in other settings
+  std::optional<OutcomeRecord> outcome;          // none: still running, killed, or an older writer
 };
 
 // What a run trains in, as `compare --formats` and `bench train --precision` name it: its
 // linear layers' recipe by its short name (fp8 for delayed scaling, mxfp4, ...), or its
 // format.
 std::string precision_name(const RunRecord& r);
-// What a run trained in, as a label: precision_name, and after a fall-back the format it
-// continued in: "float16 -> bfloat16".
+// What a run trained in, as a label: precision_name, and after each fall-back or resume in
+// another precision the one it continued in, in step order: "float16 -> bfloat16",
+// "float32 -> bfloat16".
 std::string format_label(const RunLog& log);
+// The precision a run started in (the first of format_label's words).
+std::string start_precision(const RunLog& log);
 // One line on how the run ended: "completed 8 steps", "stopped at the loss-scale floor at
 // step 2 of 8 (last skipped step 2): <why>", "interrupted by SIGTERM at step 5 of 8
 // (checkpoint ...)", ..., or that no end was recorded.
 std::string outcome_text(const RunLog& log);
 // "fell back from float16 to bfloat16 after step 12: <why>", one per fall-back, in order.
 std::vector<std::string> fallback_texts(const RunLog& log);
+// "resumed at step 4 in other settings: precision float32 -> bfloat16, learning rate 0.001
+// -> 0.01", one per settings change, in order.
+std::vector<std::string> settings_change_texts(const RunLog& log);
 
 // A run's training throughput measured interleaved with the other runs' (`mantissa compare`:
 // every format's training steps in one process, step by step in turn, so each sees the same
