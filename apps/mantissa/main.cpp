@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <optional>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,18 @@ namespace {
 std::string rank_prefix(const mantissa::dist::Communicator& world, const std::string& message) {
   if (world.size() == 1 || message.starts_with("dist: rank")) return "";
   return fmt::format("rank {} of {}: ", world.rank(), world.size());
+}
+
+// A usage error in mantissa's words where CLI11's read oddly: a repeated option ("--steps: At
+// Most 1 required but received 2") is said as such.
+std::string usage_error_text(const CLI::ParseError& e) {
+  const std::string what = e.what();
+  static const std::regex repeated(R"(^(.+): At Most 1 required but received ([0-9]+)$)");
+  std::smatch m;
+  if (std::regex_match(what, m, repeated)) {
+    return m[1].str() + ": given " + m[2].str() + " times; it takes one value (give it once)";
+  }
+  return what;
 }
 
 int run(int argc, char** argv, mantissa::dist::Runtime& runtime) {
@@ -75,8 +88,9 @@ int run(int argc, char** argv, mantissa::dist::Runtime& runtime) {
     return 0;
   } catch (const CLI::ParseError& e) {
     if (root)
-      fmt::print(stderr, "mantissa: error: {}\n",
-                 mantissa::app::terminal_safe(e.what(), mantissa::app::Newlines::escape));
+      fmt::print(
+          stderr, "mantissa: error: {}\n",
+          mantissa::app::terminal_safe(usage_error_text(e), mantissa::app::Newlines::escape));
     return mantissa::app::kExitError;
   }
   try {

@@ -300,6 +300,9 @@ hostile_case(generate_negative_seed 2
 hostile_case(generate_bad_temperature_before_loading 2
   "^mantissa: error: --temperature: -1.000000 \\(expected a finite number >= 0; 0: greedy\\)"
   COMMAND generate --checkpoint /nonexistent --temperature -1)
+hostile_case(repeated_option_is_named 2
+  "^mantissa: error: --steps: given 2 times; it takes one value \\(give it once\\)$"
+  COMMAND bench train --config ${tiny} --steps 1 --steps 2)
 hostile_case(resume_settings_without_resume 2
   "^mantissa: error: --resume-settings: give it with --resume"
   COMMAND ${train_tiny} --resume-settings config)
