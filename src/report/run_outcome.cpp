@@ -30,7 +30,7 @@ std::vector<std::string> precision_story(const RunLog& log) {
         {f.step, std::string(numerics::name(f.from)), std::string(numerics::name(f.to))});
   }
   for (const SettingsChange& c : log.settings_changes) {
-    if (!c.changed.empty() && c.changed.front().name == "precision") {
+    if (!c.changed.empty() && c.changed.front().name == kPrecisionChange) {
       turns.push_back({c.step, c.changed.front().before, c.changed.front().after});
     }
   }

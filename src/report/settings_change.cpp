@@ -34,7 +34,7 @@ SettingsChange settings_change(const RunRecord& before,
   const std::string was =
       fell_back != nullptr ? std::string(numerics::name(fell_back->to)) : precision_name(before);
   if (const std::string is = precision_name(after); is != was) {
-    c.changed.push_back({"precision", was, is});
+    c.changed.push_back({std::string(kPrecisionChange), was, is});
   }
   const auto compared = [&](const std::string& name) {
     return fell_back == nullptr ||

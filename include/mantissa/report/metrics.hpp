@@ -186,6 +186,8 @@ std::string metrics_line(const OutcomeRecord& r);
 struct ChangedSetting {
   std::string name, before, after;
 };
+// The name of a ChangedSetting that is the precision itself.
+inline constexpr std::string_view kPrecisionChange = "precision";
 struct SettingsChange {
   std::int64_t step = 0;
   std::vector<ChangedSetting> changed;
