@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from mantissa import _core
+from mantissa import _args, _core
 
 _DEFAULT_TILES = {"mx": (1, 32), "nvfp4": (1, 16), "fp8_blocks": (1, 128)}
 # The settings each recipe reads, with their defaults; any other one given is an error rather
@@ -38,9 +38,16 @@ def quantize_blocks(x, recipe="mx", element=None, rule=None, tile=None,
     if a.ndim != 2:
         raise ValueError(f"x: {a.ndim} dimensions, expected 2")
     # An unknown recipe is the library's error (mantissa.Error naming the recipe words).
-    tile = _DEFAULT_TILES.get(recipe, (1, 32)) if tile is None else tuple(int(t) for t in tile)
-    if len(tile) != 2:
-        raise ValueError(f"tile: {tile}, expected (rows, cols)")
+    _args.text("recipe", recipe)
+    tile = _DEFAULT_TILES.get(recipe, (1, 32)) if tile is None else _tile_arg(tile)
+    for name, value in (("element", element), ("rule", rule)):
+        if value is not None:
+            _args.text(name, value)
+    for name, value in (("hadamard", hadamard), ("power_of_two", power_of_two)):
+        if value is not None:
+            _args.boolean(name, value)
+    _args.text("rounding", rounding)
+    seed, counter = _args.integer("seed", seed), _args.integer("counter", counter)
     given = {"element": element, "rule": rule, "hadamard": hadamard,
              "power_of_two": power_of_two}
     reads = _RECIPE_SETTINGS.get(recipe, _ALL_SETTINGS)
@@ -51,5 +58,15 @@ def quantize_blocks(x, recipe="mx", element=None, rule=None, tile=None,
     s = {k: (given[k] if given[k] is not None else v) for k, v in _ALL_SETTINGS.items()}
     a = np.ascontiguousarray(a, dtype=np.float32)
     return _core.quantize_blocks(a, recipe, s["element"], s["rule"], tile, rounding,
-                                 bool(s["hadamard"]), bool(s["power_of_two"]), int(seed),
-                                 int(counter))
+                                 bool(s["hadamard"]), bool(s["power_of_two"]), seed, counter)
+
+
+def _tile_arg(tile):
+    """tile as (rows, cols) of two integers from 1 to 2^63 - 1."""
+    try:
+        parts = tuple(tile)
+    except TypeError:
+        parts = None
+    if isinstance(tile, (str, bytes)) or parts is None or len(parts) != 2:
+        raise TypeError(f"tile: {tile!r}, expected (rows, cols): two integers")
+    return tuple(_args.integer(f"tile[{i}]", t, 1, (1 << 63) - 1) for i, t in enumerate(parts))

@@ -3,12 +3,23 @@
 import json
 import os
 
-from mantissa import _core
+import numpy as np
+
+from mantissa import _args, _core
 
 
 def _override(key, value):
-    # JSON is YAML: numbers, booleans, null, strings, lists and mappings keep their types.
-    return f"{key}={json.dumps(value)}"
+    # JSON is YAML: numbers, booleans, null, strings, lists and mappings keep their types;
+    # numpy scalars and arrays as the Python values they hold.
+    def plain(v):
+        if isinstance(v, (np.generic, np.ndarray)):
+            return v.tolist()
+        raise TypeError(f"overrides: {key}: a value of type {type(v).__name__}, expected a "
+                        "number, bool, None, string, list or dict")
+
+    if not isinstance(key, str) or not key:
+        raise TypeError(f"overrides: key {key!r}, expected a non-empty string")
+    return f"{key}={json.dumps(value, default=plain)}"
 
 
 def train(config_path, overrides=None, progress=None, messages=None, mode="train_and_eval",
@@ -24,9 +35,13 @@ def train(config_path, overrides=None, progress=None, messages=None, mode="train
     Returns the run's summary as a dict (run_dir, global_step, skipped_steps, last_loss,
     eval, last_checkpoint, interrupted). Ctrl-C checkpoints at the next step boundary, then
     raises KeyboardInterrupt."""
+    if overrides is not None and not isinstance(overrides, dict):
+        raise TypeError(f"overrides: {overrides!r}, expected a dict of key: value")
     items = [_override(k, v) for k, v in (overrides or {}).items()]
-    summary = _core.train(os.fspath(config_path), items, mode,
-                          None if resume is None else os.fspath(resume), progress, messages)
+    summary = _core.train(os.fspath(config_path), items, _args.text("mode", mode),
+                          None if resume is None else os.fspath(resume),
+                          _args.callback("progress", progress),
+                          _args.callback("messages", messages))
     if summary.pop("keyboard_interrupt"):
         raise KeyboardInterrupt(f"training stopped at step {summary['global_step']}: "
                                 f"checkpoint {summary['last_checkpoint']} written")
@@ -79,6 +94,8 @@ def read_run(run_dir, frames=None):
     """The run record and the metrics records of RUN_DIR/metrics.jsonl (a RunLog). frames:
     None for DataFrames when pandas is installed, True to require them, False for lists of
     dicts. Raises mantissa.Error naming the file when it is missing or malformed."""
+    if frames is not None:
+        _args.boolean("frames", frames)
     return RunLog(_core.read_run_log(os.fspath(run_dir)), frames)
 
 
@@ -89,6 +106,13 @@ def report(run_dirs, out, title=None, subtitle="", throughput=None, group_seeds=
     only in their seed as their mean and range (`mantissa report --group-seeds`)."""
     if isinstance(run_dirs, (str, bytes, os.PathLike)):
         run_dirs = [run_dirs]
+    if not os.fspath(out):
+        raise ValueError("out: an empty path")
+    if title is not None:
+        _args.text("title", title)
+    if not isinstance(subtitle, str):
+        raise TypeError(f"subtitle: {subtitle!r}, expected a string")
+    _args.boolean("group_seeds", group_seeds)
     _core.write_report([os.fspath(d) for d in run_dirs], os.fspath(out), title, subtitle,
                        None if throughput is None else os.fspath(throughput), group_seeds)
     return out

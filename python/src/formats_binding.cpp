@@ -188,6 +188,7 @@ void bind_formats(py::module_& m) {
   m.def("storage_bytes", [](const std::string& format) {
     return numerics::traits(numerics::parse_format_or_throw(format, "format")).storage_bytes;
   });
+  m.def("check_rounding", [](const std::string& rounding) { parse_rounding_or_throw(rounding); });
   m.def("encode_into", &encode_into, py::arg("x"), py::arg("out"), py::arg("format"),
         py::arg("rounding"), py::arg("seed"), py::arg("counter"), py::arg("saturate"));
   m.def("decode_into", &decode_into, py::arg("bits"), py::arg("out"), py::arg("format"));

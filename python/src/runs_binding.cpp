@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include <atomic>
+#include <csignal>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,8 +60,12 @@ py::dict eval_dict(const train::EvalResult& r) {
 // Trainer events to Python callables (either may be None).
 class PythonEvents : public train::TrainerEvents {
  public:
-  PythonEvents(py::object progress, py::object message, std::atomic<bool>& stop)
-      : progress_(std::move(progress)), message_(std::move(message)), stop_(stop) {}
+  PythonEvents(py::object progress, py::object message, std::atomic<bool>& stop,
+               std::atomic<int>& stop_signal)
+      : progress_(std::move(progress)),
+        message_(std::move(message)),
+        stop_(stop),
+        stop_signal_(stop_signal) {}
 
   void message(const std::string& line) override {
     py::gil_scoped_acquire gil;
@@ -79,6 +84,8 @@ class PythonEvents : public train::TrainerEvents {
   // boundary: checkpoint, return); train() raises it afterwards.
   void check_signals() {
     if (PyErr_CheckSignals() != 0) {
+      // Python's own SIGINT handler raised it: the end record names the signal.
+      if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) stop_signal_.store(SIGINT);
       PyErr_Clear();
       interrupted_ = true;
       stop_.store(true);
@@ -87,6 +94,7 @@ class PythonEvents : public train::TrainerEvents {
 
   py::object progress_, message_;
   std::atomic<bool>& stop_;
+  std::atomic<int>& stop_signal_;
   bool interrupted_ = false;
 };
 
@@ -96,12 +104,13 @@ py::dict train_run(const std::string& config_path, const std::vector<std::string
   const train::RunMode mode = parse_named(train::kRunModeNames, mode_word, "mode");
   const config::TrainerConfig config = app::load_run_config(config_path, overrides);
   std::atomic<bool> stop{false};
-  PythonEvents events(std::move(progress), std::move(message), stop);
+  std::atomic<int> stop_signal{0};
+  PythonEvents events(std::move(progress), std::move(message), stop, stop_signal);
   train::RunSummary s;
   std::string run_dir;
   {
     py::gil_scoped_release unlocked;
-    train::Trainer trainer(config, {&events, app::bible_kjv_text, {}, &stop});
+    train::Trainer trainer(config, {&events, app::bible_kjv_text, {}, &stop, &stop_signal});
     const train::ResumeFrom from =
         resume ? train::parse_resume(*resume, "resume")
                : (mode == train::RunMode::eval ? train::ResumeFrom::latest() : train::ResumeFrom{});

@@ -78,5 +78,20 @@ def test_errors_name_the_argument():
         mantissa.quantize_blocks(x, "mx", hadamard=True)
     with pytest.raises(ValueError, match="2 dimensions|expected 2"):
         mantissa.quantize_blocks(np.zeros(4, np.float32))
+    # The E8M0 scale format is no element format.
+    with pytest.raises(mantissa.Error, match="MX element format: float8_e8m0 is not one"):
+        mantissa.quantize_blocks(x, "mx", element="float8_e8m0")
+    # Settings of the wrong type are refused, never coerced.
+    for kwargs, words in [({"tile": (1.9, 32.7)}, r"tile\[0\]: 1.9, expected an integer"),
+                          ({"tile": "12"}, "tile: '12', expected"),
+                          ({"tile": (1, 2, 3)}, "tile: "),
+                          ({"recipe": "fp8_blocks", "power_of_two": "false"}, "power_of_two: 'false'"),
+                          ({"recipe": "nvfp4", "hadamard": "no"}, "hadamard: 'no'"),
+                          ({"seed": 1.7}, "seed: 1.7"),
+                          ({"seed": "5"}, "seed: '5'")]:
+        with pytest.raises(TypeError, match=words):
+            mantissa.quantize_blocks(x, **kwargs)
+    with pytest.raises(ValueError, match=r"tile\[0\]: 18446744073709551616"):
+        mantissa.quantize_blocks(x, tile=(1 << 64, 1))
     with pytest.raises(TypeError):
         mantissa.quantize_blocks(np.zeros((2, 2), np.int32))

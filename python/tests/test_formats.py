@@ -215,3 +215,57 @@ def test_stochastic_encode_against_the_specified_rule(fmt, saturate):
                               saturate=saturate)
         want = reference.encode_stochastic(x, fmt, seed, counter, saturate)
         assert_patterns(got.astype(np.int64), want, fmt)
+
+
+def test_big_endian_bits_decode_to_their_values():
+    bits = np.array([0x3F80, 0x4000, 0xC040], ">u2")
+    np.testing.assert_array_equal(mantissa.decode(bits, "bfloat16"), [1.0, 2.0, -3.0])
+
+
+@pytest.mark.parametrize("n", [4, 1 << 21])
+def test_an_out_that_overlaps_the_input_gets_the_whole_result(n):
+    # Encoding into the first half of x's own bytes, decoding into the bytes being read:
+    # the result must be what a separate out gets (numpy's rule for overlapping operands),
+    # also when the conversion runs in chunks on several threads.
+    rng = np.random.default_rng(RNG_SEED)
+    x = rng.standard_normal(n).astype(np.float32)
+    want = mantissa.encode(x, "bfloat16")
+    for view in (lambda a: a.view(np.uint16)[:n], lambda a: a.view(np.uint16)[n:]):
+        y = x.copy()
+        out = view(y)
+        mantissa.encode(y, "bfloat16", out=out)
+        np.testing.assert_array_equal(out, want)
+    buf = np.zeros(n, np.float32)
+    head = buf.view(np.uint16)[:n]
+    head[:] = want
+    mantissa.decode(head, "bfloat16", out=buf)
+    np.testing.assert_array_equal(buf, mantissa.decode(want, "bfloat16"))
+
+
+def test_codes_wider_than_the_format_are_refused():
+    with pytest.raises(ValueError, match=r"bits: 0x41 at flat index 1 does not fit float6_e2m3 \(6 bits, at most 0x3f\)"):
+        mantissa.decode(np.uint8([0x01, 0x41]), "float6_e2m3")
+    with pytest.raises(ValueError, match=r"0xf1 at flat index 0 does not fit float4_e2m1"):
+        mantissa.decode(np.uint8([0xF1]), "float4_e2m1")
+    np.testing.assert_array_equal(mantissa.decode(np.uint8([0x3F, 0x0F]), "float6_e2m3"),
+                                  [-7.5, 1.875])
+
+
+def test_bad_arguments_are_refused_before_out_is_written():
+    x = np.float32([1.1, 2.2])
+    for kwargs, error, words in [
+            ({"fmt": "nope"}, mantissa.Error, "format: unknown format 'nope'"),
+            ({"fmt": None}, TypeError, "fmt: None, expected a string"),
+            ({"fmt": "bfloat16", "rounding": "up"}, mantissa.Error, "rounding: 'up'"),
+            ({"fmt": "bfloat16", "seed": -1}, ValueError, "seed: -1, expected an integer from 0"),
+            ({"fmt": "bfloat16", "seed": 1.5}, TypeError, "seed: 1.5, expected an integer"),
+            ({"fmt": "bfloat16", "counter": True}, TypeError, "counter: True"),
+            ({"fmt": "bfloat16", "counter": 1 << 64}, ValueError, "counter: 18446744073709551616")]:
+        out = np.zeros(2, np.float32)
+        with pytest.raises(error, match=words):
+            mantissa.round(x, out=out, **kwargs)
+        assert (out == 0).all(), kwargs
+        bits = np.zeros(2, np.uint16)
+        with pytest.raises(error, match=words):
+            mantissa.encode(x, out=bits, **kwargs)
+        assert (bits == 0).all(), kwargs

@@ -104,6 +104,37 @@ def test_errors(tmp_path):
         mantissa.read_run(tmp_path / "nothing")
     with pytest.raises(mantissa.Error, match="no_such_key"):
         mantissa.train(TINY, overrides={"trainer.init.loop.no_such_key": 1})
+    # Arguments of the wrong kind are refused before anything runs, naming the argument.
+    run_dir = tmp_path / "never"
+    for kwargs, error, words in [
+            ({"progress": 5}, TypeError, "progress: 5 is not callable"),
+            ({"messages": "x"}, TypeError, "messages: 'x' is not callable"),
+            ({"mode": None}, TypeError, "mode: None, expected a string"),
+            ({"overrides": [("a", 1)]}, TypeError, "overrides: .* expected a dict")]:
+        with pytest.raises(error, match=words):
+            mantissa.train(TINY, **{"overrides": tiny_overrides(run_dir), **kwargs})
+        assert not run_dir.exists()
+    with pytest.raises(TypeError, match="overrides: trainer.init.seed: a value of type object"):
+        mantissa.train(TINY, overrides={"trainer.init.seed": object()})
+    with pytest.raises(TypeError, match="frames: 'no', expected True or False"):
+        mantissa.read_run(tmp_path, frames="no")
+    with pytest.raises(ValueError, match="out: an empty path"):
+        mantissa.report([tmp_path], "")
+
+
+def test_numpy_values_in_overrides_are_their_numbers(tmp_path):
+    import numpy as np
+
+    overrides = dict(tiny_overrides(tmp_path / "run"))
+    overrides["trainer.init.loop.max_steps"] = np.int64(2)
+    assert mantissa.train(TINY, overrides=overrides, mode="train")["global_step"] == 2
+
+
+def test_eval_all_of_one_checkpoint_is_refused(tiny_run):
+    run_dir, summary = tiny_run[0], tiny_run[1]
+    with pytest.raises(mantissa.Error, match="names one checkpoint, but the eval_all mode"):
+        mantissa.train(TINY, overrides=tiny_overrides(run_dir), mode="eval_all",
+                       resume=summary["last_checkpoint"])
 
 
 def test_callback_exception_ends_the_run(tmp_path):
@@ -131,4 +162,5 @@ def test_ctrl_c_checkpoints_then_raises(tmp_path):
         sender.join()
     log = mantissa.read_run(run_dir, frames=False)
     assert 0 < len(log.windows) and log.windows[-1]["step"] < 1_000_000
+    assert log.outcome["outcome"] == "interrupted" and log.outcome["signal"] == "SIGINT"
     assert any(p.suffix == ".safetensors" for p in run_dir.iterdir())

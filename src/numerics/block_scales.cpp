@@ -52,7 +52,8 @@ struct MxElementFacts {
 };
 const MxElementFacts& mx_facts(Format element) {
   static const std::array<MxElementFacts, kFormatCount> table = [] {
-    std::array<MxElementFacts, kFormatCount> t{};
+    std::array<MxElementFacts, kFormatCount> t;
+    t.fill(MxElementFacts{});
     for (Format f : kBlockElementFormats) {
       t[static_cast<std::size_t>(f)] = {std::ilogb(traits(f).max),
                                         1.0f / static_cast<float>(traits(f).max)};

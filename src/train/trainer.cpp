@@ -352,6 +352,11 @@ ResumeFrom parse_resume(const std::string& word, const std::string& what) {
 }
 
 RunSummary Trainer::run(RunMode mode, const ResumeFrom& resume, ResumeSettings settings) {
+  if (mode == RunMode::eval_all && resume.kind == ResumeFrom::Kind::checkpoint) {
+    throw Error("resume: '" + resume.path +
+                "' names one checkpoint, but the eval_all mode evaluates every checkpoint of " +
+                run_dir_ + " (resume nothing, or evaluate that one in the eval mode)");
+  }
   if (mode == RunMode::eval_all) return evaluate_all(settings);
   const bool training = mode != RunMode::eval;
   if (!training && !resume) throw Error("eval: give --resume latest or a checkpoint path");

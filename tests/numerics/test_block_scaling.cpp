@@ -4,6 +4,8 @@
 // bit for bit, hand-derived edge cases, and the Hadamard rotation against its matrix.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -352,6 +354,19 @@ TEST(BlockQuantizeErrors, NameTheSetting) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("MX element format: bfloat16"), std::string::npos);
+  }
+  // Every format that is not one of the five elements is refused, the E8M0 scale format too
+  // (its table entry once read as an element's).
+  for (std::size_t i = 0; i < numerics::kFormatCount; ++i) {
+    const auto f = static_cast<Format>(i);
+    const bool element =
+        std::find(numerics::kBlockElementFormats.begin(), numerics::kBlockElementFormats.end(),
+                  f) != numerics::kBlockElementFormats.end();
+    if (!element) {
+      EXPECT_THROW(numerics::mx_emax(f), Error) << numerics::name(f);
+      EXPECT_THROW(numerics::quantize_mx(x, 2, 2, numerics::MxSettings{f}), Error)
+          << numerics::name(f);
+    }
   }
 }
 
