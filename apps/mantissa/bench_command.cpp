@@ -4,6 +4,7 @@
 
 #include "bible_corpus.hpp"
 #include "commands.hpp"
+#include "decimal_option.hpp"
 #include "mantissa/bench/benchmark.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
@@ -142,7 +143,8 @@ Action register_bench_command(CLI::App& app, const dist::Communicator& world) {
           "and cbfloat16 get dynamic loss scaling unless --loss-scaling says otherwise; "
           "fp8 (delayed scaling) to nvfp4: the linear layers' recipe, the rest in bfloat16). "
           "With --interleave, a comma-separated list");
-  cmd->add_option("--opt-level", a->opt_level, "precision_opt_level 0 | 1 | 2 (default: config's)");
+  cmd->add_option("--opt-level", a->opt_level, "precision_opt_level 0 | 1 | 2 (default: config's)")
+      ->check(decimal<int>());
   cmd->add_option("--loss-scaling", a->loss_scaling, "dynamic or a number (the loss scale)");
   cmd->add_option("--route", a->route,
                   "Matrix products: " + names_of(precision::kMatmulRouteNames) +
@@ -158,8 +160,10 @@ Action register_bench_command(CLI::App& app, const dist::Communicator& world) {
                   "The fp32 route's GEMM micro-kernels: " + names_of(kernels::kGemmIsaNames) +
                       " (default: the best this CPU has; avx2 on an AVX-512 CPU times the code an "
                       "AVX2-only CPU runs)");
-  cmd->add_option("--steps", a->options.steps, "Timed steps (default 10)");
-  cmd->add_option("--warmup", a->options.warmup, "Untimed steps first (default 2)");
+  cmd->add_option("--steps", a->options.steps, "Timed steps (default 10)")
+      ->check(decimal<std::int64_t>());
+  cmd->add_option("--warmup", a->options.warmup, "Untimed steps first (default 2)")
+      ->check(decimal<std::int64_t>());
   cmd->add_flag("--profile", a->options.profile, "Print time per step by op class");
   cmd->add_flag("--interleave", a->interleave,
                 "Run every --precision of the list in this process, step by step in turn, and "

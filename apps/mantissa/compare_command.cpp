@@ -10,6 +10,7 @@
 #include "bible_corpus.hpp"
 #include "child_process.hpp"
 #include "commands.hpp"
+#include "decimal_option.hpp"
 #include "mantissa/bench/benchmark.hpp"
 #include "mantissa/config/config.hpp"
 #include "mantissa/error.hpp"
@@ -229,17 +230,21 @@ Action register_compare_command(CLI::App& app) {
       "Comma-separated: " + training_precision_names() +
           " (default float32,bfloat16,float16,cbfloat16; fp8 (delayed scaling) to nvfp4: the "
           "linear layers' recipe, the rest in bfloat16)");
-  cmd->add_option("--steps", a->steps, "Training steps per format (default: the config's)");
+  cmd->add_option("--steps", a->steps, "Training steps per format (default: the config's)")
+      ->check(decimal<std::int64_t>());
   cmd->add_option("--precision-stats", a->precision_stats,
                   "Sample what every rounding loses, per layer, every N steps and on step 1 "
-                  "(logging.precision_stats_steps; the report's heat maps)");
+                  "(logging.precision_stats_steps; the report's heat maps)")
+      ->check(decimal<std::int64_t>());
   cmd->add_option("--seeds", a->seeds,
                   "Train each format with N seeds (the config's seed and the next N-1) and draw "
                   "their mean and range, so differences can be judged against run-to-run noise "
-                  "(default 1)");
+                  "(default 1)")
+      ->check(decimal<std::int64_t>());
   cmd->add_option("--throughput-steps", a->throughput_steps,
                   "Timed steps per format of the interleaved throughput measurement after the "
-                  "runs (default 10; 0: none, and the report compares no throughput)");
+                  "runs (default 10; 0: none, and the report compares no throughput)")
+      ->check(decimal<std::int64_t>());
   cmd->add_option("--out", a->out,
                   "Directory for the runs (one per format, or per format and seed) and "
                   "report.html (default runs/compare-<config name>)");

@@ -61,6 +61,10 @@ void check_out_replaces_only_a_report(const std::string& out) {
 
 void write_report(const std::vector<std::string>& run_dirs, const std::string& out,
                   const report::ReportOptions& options) {
+  if (std::filesystem::path(out).filename().empty()) {
+    throw Error(out + ": names a directory; --out names the report's HTML file (e.g. " +
+                (std::filesystem::path(out) / "report.html").string() + ")");
+  }
   check_not_a_run_file(out, run_dirs);
   require_regular_or_absent(out, "the report");
   check_out_replaces_only_a_report(out);

@@ -259,6 +259,10 @@ hostile_case(report_tells_a_resume_in_another_precision 0
   COMMAND ${train_tiny} --resume @D@/run/ckpt-00000006.safetensors
           --set trainer.init.precision.fp16_type=bfloat16 --set trainer.init.loop.max_steps=8
           --resume-settings config)
+hostile_case(report_out_ending_in_a_slash_is_refused 2
+  "^mantissa: error: .*/nd/: names a directory; --out names the report's HTML file \\(e.g. .*/nd/report.html\\)"
+  TINY THEN "test ! -e @D@/nd"
+  COMMAND report ${tiny_run} --out @D@/nd/)
 hostile_case(resume_settings_checkpoint_wins 0
   "resuming with the checkpoint's settings, not the config's: trainer.init.precision .*precision cbfloat16.*step 8/8"
   TINY THEN "${cli} inspect @D@/run | grep -Eq 'fp16_type +cbfloat16'"
@@ -303,6 +307,14 @@ hostile_case(generate_bad_temperature_before_loading 2
 hostile_case(repeated_option_is_named 2
   "^mantissa: error: --steps: given 2 times; it takes one value \\(give it once\\)$"
   COMMAND bench train --config ${tiny} --steps 1 --steps 2)
+# Integer options are decimal digits only: CLI11 alone took 0x10 as 16 and " 5" as 5.
+hostile_case(hex_integer_option_is_refused 2
+  "^mantissa: error: --steps: '0x2' is not a decimal integer$"
+  NOT "step [0-9]+/"
+  COMMAND bench train --config ${tiny} --steps 0x2)
+hostile_case(generate_length_past_its_bound_is_refused 2
+  "^mantissa: error: --length: '1000001' is not an integer in \\[1, 1000000\\]$"
+  TINY COMMAND generate --checkpoint ${tiny_run} --length 1000001)
 hostile_case(resume_settings_without_resume 2
   "^mantissa: error: --resume-settings: give it with --resume"
   COMMAND ${train_tiny} --resume-settings config)
