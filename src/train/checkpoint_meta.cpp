@@ -40,12 +40,14 @@ class Fields {
     throw Error(path_ + ": checkpoint metadata '" + key + "': '" + v + "' (expected " + expected +
                 ")");
   }
-  // A decimal integer >= 0, the whole text.
-  std::int64_t count(const char* key) const {
+  // A decimal integer >= least (0 unless said), the whole text.
+  std::int64_t count(const char* key, std::int64_t least = 0) const {
     const std::string& t = text(key);
     std::int64_t v = -1;
     const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-    if (ec != std::errc() || end != t.data() + t.size() || v < 0) bad(key, "an integer >= 0");
+    if (ec != std::errc() || end != t.data() + t.size() || v < least) {
+      bad(key, "an integer >= " + std::to_string(least));
+    }
     return v;
   }
   json object(const char* key, const char* expected) const {
@@ -120,8 +122,7 @@ CheckpointMeta decode_checkpoint_meta(const std::map<std::string, std::string>& 
     f.bad("rng", rng_form);
   }
   if (f.has("dist_ranks")) {
-    meta.dist_ranks = f.count("dist_ranks");
-    if (meta.dist_ranks < 1) f.bad("dist_ranks", "an integer >= 1");
+    meta.dist_ranks = f.count("dist_ranks", 1);
   }
   if (f.has("quant_stochastic_position")) {
     meta.stochastic_position = f.count("quant_stochastic_position");

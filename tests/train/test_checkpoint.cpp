@@ -271,6 +271,26 @@ TEST(Checkpoint, RoutesInTheMetadataAreDocumentedLinesAndBadOnesAreRefused) {
   }
 }
 
+// dist_ranks counts processes: 0 and -1 are refused with the same words (">= 1").
+TEST(Checkpoint, AProcessCountBelowOneIsRefusedInOneWording) {
+  CheckpointMeta m;
+  m.config = "trainer: {}";
+  std::map<std::string, std::string> meta = encode_checkpoint_meta(m);
+  for (const char* bad : {"0", "-1", "1.0", "0x1"}) {
+    meta["dist_ranks"] = bad;
+    try {
+      decode_checkpoint_meta(meta, "ck.safetensors");
+      ADD_FAILURE() << "accepted: " << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), std::string("ck.safetensors: checkpoint metadata "
+                                                   "'dist_ranks': '") +
+                                           bad + "' (expected an integer >= 1)");
+    }
+  }
+  meta["dist_ranks"] = "3";
+  EXPECT_EQ(decode_checkpoint_meta(meta, "x").dist_ranks, 3);
+}
+
 TEST(Checkpoint, ACorruptNewestIsNeverSkippedAndThePreviousGoodOneIsNamed) {
   TempDir t;
   const std::string good = save_checkpoint(t.dir.string(), 3, sample());
