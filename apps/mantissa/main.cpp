@@ -6,7 +6,6 @@
 
 #include <CLI/CLI.hpp>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,10 +28,13 @@ std::string rank_prefix(const mantissa::dist::Communicator& world, const std::st
 // Most 1 required but received 2") is said as such.
 std::string usage_error_text(const CLI::ParseError& e) {
   const std::string what = e.what();
-  static const std::regex repeated(R"(^(.+): At Most 1 required but received ([0-9]+)$)");
-  std::smatch m;
-  if (std::regex_match(what, m, repeated)) {
-    return m[1].str() + ": given " + m[2].str() + " times; it takes one value (give it once)";
+  constexpr std::string_view kRepeated = ": At Most 1 required but received ";
+  const std::size_t at = what.find(kRepeated);
+  if (at != std::string::npos && at > 0) {
+    const std::string count = what.substr(at + kRepeated.size());
+    if (!count.empty() && count.find_first_not_of("0123456789") == std::string::npos) {
+      return what.substr(0, at) + ": given " + count + " times; it takes one value (give it once)";
+    }
   }
   return what;
 }
