@@ -24,12 +24,11 @@ struct BenchArgs {
   bench::BenchOptions options;
 };
 
-// The config a run trains with: the file, the user's --set, then the precision's overrides
+// The config a run trains with: the file, the user's --set inside the precision's overrides
 // (none: the config's precision) and the other precision options.
 config::TrainerConfig make_config(const BenchArgs& a, std::optional<TrainingPrecision> precision) {
-  std::vector<std::string> overrides = a.overrides;
-  for (const std::string& s : precision_overrides(precision, a.loss_scaling, a.opt_level, a.route))
-    overrides.push_back(s);
+  std::vector<std::string> overrides =
+      around(precision_overrides(precision, a.loss_scaling, a.opt_level, a.route), a.overrides);
   if (!a.master_weights.empty()) {
     overrides.push_back("trainer.init.precision.master_weights=" + a.master_weights);
   }

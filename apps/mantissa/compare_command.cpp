@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <optional>
 
 #include "bible_corpus.hpp"
@@ -44,11 +45,26 @@ struct CompareRun {
   std::string dir;
 };
 
-// The config overrides of one run: the user's, then the run directory, the step count, the
-// logging interval, the seed and the format.
+// <out>/throughput.jsonl may be replaced only when absent or an earlier compare's records
+// (a regular file that reads as throughput records): anything else is refused, naming it.
+void check_throughput_out(const std::string& path) {
+  require_regular_or_absent(path, "the interleaved throughput");
+  if (!std::filesystem::exists(path)) return;
+  try {
+    (void)report::read_throughput(path);
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) +
+                "; compare replaces only an earlier compare's throughput.jsonl: give another "
+                "--out, or move it away");
+  }
+}
+
+// The config overrides of one run: the user's inside the format's (precision_overrides),
+// then the run directory, the step count, the logging interval and the seed.
 std::vector<std::string> run_overrides(const CompareArgs& a, const CompareRun& run,
                                        std::optional<std::int64_t> log_steps) {
-  std::vector<std::string> o = a.overrides;
+  std::vector<std::string> o =
+      around(precision_overrides(run.format, "", std::nullopt, ""), a.overrides);
   o.push_back("trainer.init.checkpoint.dir=" + run.dir);
   if (a.steps) o.push_back("trainer.init.loop.max_steps=" + std::to_string(*a.steps));
   if (a.precision_stats) {
@@ -56,8 +72,6 @@ std::vector<std::string> run_overrides(const CompareArgs& a, const CompareRun& r
   }
   if (log_steps) o.push_back(std::string(kLogStepsKey) + "=" + std::to_string(*log_steps));
   o.push_back("trainer.init.seed=" + std::to_string(run.seed));
-  for (std::string& s : precision_overrides(run.format, "", std::nullopt, ""))
-    o.push_back(std::move(s));
   return o;
 }
 
@@ -141,7 +155,17 @@ int run(const CompareArgs& a) {
   // The config as the user gave it: the first seed, the step count, the logging interval.
   const config::TrainerConfig base =
       config::load_config(a.config, run_overrides(a, {formats.front(), 0, out}, std::nullopt));
-  const std::uint64_t first_seed = config::load_config(a.config, a.overrides).seed;
+  const std::uint64_t first_seed =
+      config::load_config(
+          a.config, around(precision_overrides(formats.front(), "", std::nullopt, ""), a.overrides))
+          .seed;
+  if (static_cast<std::uint64_t>(a.seeds - 1) >
+      std::numeric_limits<std::uint64_t>::max() - first_seed) {
+    throw Error(
+        fmt::format("--seeds: {} seeds from trainer.init.seed {} pass the largest seed, "
+                    "2^64 - 1 (give a smaller seed)",
+                    a.seeds, first_seed));
+  }
   const std::optional<std::int64_t> log_steps = logging_interval(a, base);
   std::vector<CompareRun> runs;
   std::vector<config::TrainerConfig> first_seed_configs;  // one per format
@@ -159,16 +183,33 @@ int run(const CompareArgs& a) {
   }
   // A fresh run never takes over a run directory that holds checkpoints (the trainer refuses
   // it): a compare into an earlier one's --out is refused here, before any work, whole.
-  for (const CompareRun& r : runs) {
-    const std::vector<std::string> held = train::list_checkpoints(r.dir);
-    if (!held.empty()) {
-      throw Error("--out " + out + ": " + r.dir +
-                  " already holds the checkpoints of an earlier run (" +
-                  std::filesystem::path(held.back()).filename().string() +
-                  "); compare never overwrites or deletes them: give another --out, or move " +
-                  out + " away");
+  // Either layout of an earlier compare counts (DIR/<format>, or DIR/<format>/seed-<seed>
+  // with --seeds), whatever this one's --seeds is.
+  for (const TrainingPrecision& f : formats) {
+    const std::filesystem::path format_dir =
+        std::filesystem::path(out) / training_precision_name(f);
+    std::vector<std::filesystem::path> dirs{format_dir};
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(format_dir, ec)) {
+      if (e.path().filename().string().starts_with("seed-")) dirs.push_back(e.path());
+    }
+    for (const std::filesystem::path& d : dirs) {
+      const std::vector<std::string> held = train::list_checkpoints(d.string());
+      if (!held.empty()) {
+        throw Error("--out " + out + ": " + d.string() +
+                    " already holds the checkpoints of an earlier run (" +
+                    std::filesystem::path(held.back()).filename().string() +
+                    "); compare never overwrites or deletes them: give another --out, or move " +
+                    out + " away");
+      }
     }
   }
+  // What compare writes at the end is checked now, not after hours of training: the report
+  // replaces only an earlier report, the throughput only an earlier compare's records.
+  std::vector<std::string> run_dirs;
+  for (const CompareRun& r : runs) run_dirs.push_back(r.dir);
+  check_report_out((std::filesystem::path(out) / "report.html").string(), run_dirs);
+  check_throughput_out((std::filesystem::path(out) / "throughput.jsonl").string());
   std::vector<std::string> drawn;
   int status = 0;
   bool interrupted = false;

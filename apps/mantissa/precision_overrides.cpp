@@ -59,15 +59,21 @@ std::vector<TrainingPrecision> parse_training_precisions(std::string_view list,
   return out;
 }
 
-std::vector<std::string> precision_overrides(std::optional<TrainingPrecision> precision,
-                                             const std::string& loss_scaling,
-                                             std::optional<int> opt_level,
-                                             const std::string& route) {
+PrecisionOverrides precision_overrides(std::optional<TrainingPrecision> precision,
+                                       const std::string& loss_scaling,
+                                       std::optional<int> opt_level, const std::string& route) {
   const std::string key = "trainer.init.precision.";
-  std::vector<std::string> o;
-  if (precision) {  // the word says everything: no recipe or fp8 of the config's stays
-    o.push_back(key + "recipe=null");
-    o.push_back(key + "fp8=null");
+  PrecisionOverrides p;
+  std::vector<std::string>& o = p.after;
+  if (precision) {
+    // The config file's recipe and fp8 settings go first: the word says what runs. The
+    // user's --set comes after them (a recipe word's settings, scale_rule and so on), and
+    // what the word does not run is dropped again after it.
+    p.before = {key + "recipe=null", key + "fp8=null"};
+    if (precision->recipe != precision::Recipe::delayed) o.push_back(key + "fp8=null");
+    if (!precision->recipe || precision->recipe == precision::Recipe::delayed) {
+      o.push_back(key + "recipe=null");
+    }
   }
   if (precision && precision->format == numerics::Format::float32) {
     o.push_back(key + "enabled=false");
@@ -90,6 +96,13 @@ std::vector<std::string> precision_overrides(std::optional<TrainingPrecision> pr
   if (!loss_scaling.empty()) o.push_back(key + "loss_scaling_factor=" + loss_scaling);
   if (opt_level) o.push_back(key + "precision_opt_level=" + std::to_string(*opt_level));
   if (!route.empty()) o.push_back(key + "matmul_route=" + route);
+  return p;
+}
+
+std::vector<std::string> around(const PrecisionOverrides& p, const std::vector<std::string>& user) {
+  std::vector<std::string> o = p.before;
+  o.insert(o.end(), user.begin(), user.end());
+  o.insert(o.end(), p.after.begin(), p.after.end());
   return o;
 }
 

@@ -31,16 +31,22 @@ TrainingPrecision parse_training_precision(std::string_view word, std::string_vi
 std::vector<TrainingPrecision> parse_training_precisions(std::string_view list,
                                                          std::string_view option);
 
-// Overrides applied after the user's --set: `precision` (the config's fp8 and recipe
-// settings dropped, so the word alone says what runs; float32 turns mixed precision off;
+// The overrides that make a config train as asked, applied around the user's --set: `before`
+// it, a precision word drops the config file's fp8 and recipe settings (the word alone says
+// what runs); `after` it, the word's own settings win (float32 turns mixed precision off;
 // float16 and cbfloat16 get dynamic loss scaling unless `loss_scaling` is given; a recipe
-// sets precision.recipe.name with fp16_type bfloat16),
-// `loss_scaling` ("dynamic" or a number; empty: unchanged), `opt_level` (none: unchanged;
-// any other value is written, and the config's range check refuses one outside 0 to 2),
+// word sets precision.recipe.name with fp16_type bfloat16, keeping the user's --set recipe
+// settings such as scale_rule; a word without a recipe drops any the user's --set made), then
+// `loss_scaling` ("dynamic" or a number; empty: unchanged), `opt_level` (none: unchanged; any
+// other value is written, and the config's range check refuses one outside 0 to 2) and
 // `route` (a matmul_route word; empty: unchanged).
-std::vector<std::string> precision_overrides(std::optional<TrainingPrecision> precision,
-                                             const std::string& loss_scaling,
-                                             std::optional<int> opt_level,
-                                             const std::string& route);
+struct PrecisionOverrides {
+  std::vector<std::string> before, after;
+};
+PrecisionOverrides precision_overrides(std::optional<TrainingPrecision> precision,
+                                       const std::string& loss_scaling,
+                                       std::optional<int> opt_level, const std::string& route);
+// p.before, then `user`, then p.after.
+std::vector<std::string> around(const PrecisionOverrides& p, const std::vector<std::string>& user);
 
 }  // namespace mantissa::app

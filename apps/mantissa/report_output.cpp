@@ -59,8 +59,7 @@ void check_out_replaces_only_a_report(const std::string& out) {
 
 }  // namespace
 
-void write_report(const std::vector<std::string>& run_dirs, const std::string& out,
-                  const report::ReportOptions& options) {
+void check_report_out(const std::string& out, const std::vector<std::string>& run_dirs) {
   if (std::filesystem::path(out).filename().empty()) {
     throw Error(out + ": names a directory; --out names the report's HTML file (e.g. " +
                 (std::filesystem::path(out) / "report.html").string() + ")");
@@ -68,6 +67,11 @@ void write_report(const std::vector<std::string>& run_dirs, const std::string& o
   check_not_a_run_file(out, run_dirs);
   require_regular_or_absent(out, "the report");
   check_out_replaces_only_a_report(out);
+}
+
+void write_report(const std::vector<std::string>& run_dirs, const std::string& out,
+                  const report::ReportOptions& options) {
+  check_report_out(out, run_dirs);
   std::vector<report::RunLog> logs;
   for (const std::string& dir : run_dirs) logs.push_back(report::read_run_log(dir));
   const std::string page = report::render_report(logs, options);

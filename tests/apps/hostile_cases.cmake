@@ -315,6 +315,12 @@ hostile_case(hex_integer_option_is_refused 2
 hostile_case(generate_length_past_its_bound_is_refused 2
   "^mantissa: error: --length: '1000001' is not an integer in \\[1, 1000000\\]$"
   TINY COMMAND generate --checkpoint ${tiny_run} --length 1000001)
+# A recipe word keeps the user's --set recipe settings (checked like any other key).
+hostile_case(bench_recipe_word_keeps_the_users_recipe_settings 2
+  "^mantissa: error: trainer.init.precision.recipe.scale_rule: 'bogus' \\(expected one of: floor, rceil, ceil, even\\)"
+  NOT "step [0-9]+/"
+  COMMAND bench train --config ${tiny} --precision mxfp4 --steps 1 --warmup 0
+          --set trainer.init.precision.recipe.scale_rule=bogus)
 hostile_case(resume_settings_without_resume 2
   "^mantissa: error: --resume-settings: give it with --resume"
   COMMAND ${train_tiny} --resume-settings config)

@@ -202,6 +202,29 @@ hostile_case(compare_into_an_earlier_out_is_refused_before_any_run 2
   NOT "compare: float32 \\(1 of"
   THEN "test -f @D@/cmp/float32/ckpt-00000003.safetensors"
   COMMAND compare --config ${tiny} --formats float32 --steps 2 --throughput-steps 0 --out @D@/cmp)
+# What compare writes last is checked first: a foreign throughput.jsonl or report.html, an
+# earlier compare's checkpoints under the other --seeds layout, seeds past 2^64 - 1.
+hostile_case(compare_never_replaces_a_foreign_throughput_file 2
+  "mantissa: error: .*/cmp/throughput.jsonl:1: .*; compare replaces only an earlier compare's throughput.jsonl"
+  SETUP "mkdir -p @D@/cmp && echo precious >@D@/cmp/throughput.jsonl"
+  NOT "compare: float32 \\(1 of"
+  THEN "test \"$(cat @D@/cmp/throughput.jsonl)\" = precious"
+  COMMAND compare --config ${tiny} --formats float32 --steps 1 --throughput-steps 1 --out @D@/cmp)
+hostile_case(compare_checks_its_report_before_the_runs 2
+  "mantissa: error: .*/cmp/report.html: exists and is not a report"
+  SETUP "mkdir -p @D@/cmp && echo keep >@D@/cmp/report.html"
+  NOT "compare: float32 \\(1 of"
+  THEN "test \"$(cat @D@/cmp/report.html)\" = keep"
+  COMMAND compare --config ${tiny} --formats float32 --steps 1 --throughput-steps 0 --out @D@/cmp)
+hostile_case(compare_with_other_seeds_into_an_earlier_out 2
+  "mantissa: error: --out .*/cmp: .*/cmp/float32 already holds the checkpoints of an earlier run"
+  TINY SETUP "mkdir -p @D@/cmp/float32 && cp ${ck3} @D@/cmp/float32/"
+  NOT "compare: float32 seed"
+  COMMAND compare --config ${tiny} --formats float32 --seeds 2 --steps 1 --throughput-steps 0 --out @D@/cmp)
+hostile_case(compare_seeds_past_the_largest_seed 2
+  "mantissa: error: --seeds: 2 seeds from trainer.init.seed 18446744073709551615 pass the largest seed"
+  COMMAND compare --config ${tiny} --formats float32 --seeds 2 --steps 1 --throughput-steps 0
+          --out @D@/cmp --set trainer.init.seed=18446744073709551615)
 hostile_case(eval_never_trains 2
   "mantissa: error: --mode: 'train' \\(expected one of: eval, eval_all; `mantissa train` trains\\)"
   THEN "test ! -e @D@/run"
