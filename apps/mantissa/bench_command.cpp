@@ -1,4 +1,5 @@
 // `mantissa bench train`: training throughput of a config (bench/benchmark.hpp).
+#include <fstream>
 #include <optional>
 #include <string>
 
@@ -43,7 +44,15 @@ config::TrainerConfig make_config(const BenchArgs& a, std::optional<TrainingPrec
 void append_json(const std::string& path, const bench::BenchResult& r) {
   if (path.empty()) return;
   try {
-    append_file(path, bench::bench_result_json(r) + "\n", "--json records");
+    // A file whose last record lacks its newline (written by hand, or cut short) gets one
+    // first: the new record must start a line of its own, or both would be lost.
+    std::string line = bench::bench_result_json(r) + "\n";
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (in && in.tellg() > 0) {
+      in.seekg(-1, std::ios::end);
+      if (in.get() != '\n') line.insert(line.begin(), '\n');
+    }
+    append_file(path, line, "--json records");
   } catch (const Error& e) {
     throw Error(std::string("--json: ") + e.what());
   }

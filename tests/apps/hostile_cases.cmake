@@ -321,6 +321,11 @@ hostile_case(bench_recipe_word_keeps_the_users_recipe_settings 2
   NOT "step [0-9]+/"
   COMMAND bench train --config ${tiny} --precision mxfp4 --steps 1 --warmup 0
           --set trainer.init.precision.recipe.scale_rule=bogus)
+# A records file whose last line lacks its newline: the new record starts a line of its own.
+hostile_case(bench_json_after_a_record_without_its_newline 0 "measuring the GEMM peak"
+  SETUP "${cli} bench train --config ${tiny} --steps 1 --warmup 0 --json @D@/a.json >/dev/null 2>&1 && head -n 1 @D@/a.json | tr -d '\\n' >@D@/r.json"
+  THEN "test $(grep -c '^{' @D@/r.json) -eq 2"
+  COMMAND bench train --config ${tiny} --steps 1 --warmup 0 --json @D@/r.json)
 hostile_case(resume_settings_without_resume 2
   "^mantissa: error: --resume-settings: give it with --resume"
   COMMAND ${train_tiny} --resume-settings config)
