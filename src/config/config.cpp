@@ -225,9 +225,19 @@ std::optional<std::string> same_data_note(const TrainerConfig& c) {
   const bool same_files =
       !images || !c.val_data || c.val_data->path.empty() || c.val_data->path == t.path;
   if (t.split != validated || !same_files) return std::nullopt;
-  return "trainer.fit.train_dataloader.split: '" + std::string(name_of(kSplitNames, t.split)) +
+  // Name the key that moved off the usual arrangement (training on train, validating on the
+  // held-out split) and the value that puts it back.
+  const std::string split(name_of(kSplitNames, t.split));
+  const std::string held(name_of(kSplitNames, held_out));
+  if (t.split == Split::train) {
+    return "trainer.fit.val_dataloader.split: '" + split +
+           "' is the data training reads too: the validation loss measures data the model "
+           "trains on (val_dataloader.split: " +
+           held + " keeps them apart)";
+  }
+  return "trainer.fit.train_dataloader.split: '" + split +
          "' is the data validation reads too: the validation loss measures data the model "
-         "trains on (split: train keeps them apart)";
+         "trains on (train_dataloader.split: train keeps them apart)";
 }
 
 TrainerConfig parse_tree(const std::string& yaml_text, const std::vector<std::string>& overrides,

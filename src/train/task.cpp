@@ -41,11 +41,12 @@ class TextTask final : public Task {
     const data::ByteText all = c.train_data.dataset == config::DatasetKind::kjv
                                    ? data::load_kjv(c.train_data.data_dir, kjv_corpus)
                                    : data::load_text_file(c.train_data.path);
-    for (int32_t t : all.tokens) {
-      if (t >= c.model.gpt.vocab_size) {
-        throw Error("trainer.init.model.vocab_size: " + std::to_string(c.model.gpt.vocab_size) +
-                    " is too small for byte-level text (needs 256)");
-      }
+    const int32_t top =
+        all.tokens.empty() ? 0 : *std::max_element(all.tokens.begin(), all.tokens.end());
+    if (top >= c.model.gpt.vocab_size) {
+      throw Error("trainer.init.model.vocab_size: " + std::to_string(c.model.gpt.vocab_size) +
+                  " is too small for this text: its highest byte is " + std::to_string(top) +
+                  ", so at least " + std::to_string(top + 1) + " (256 takes any byte-level text)");
     }
     auto [train, val] = data::split_by_position(all, c.train_data.val_fraction);
     train_text_ = std::move(train);

@@ -326,6 +326,12 @@ hostile_case(bench_json_after_a_record_without_its_newline 0 "measuring the GEMM
   SETUP "${cli} bench train --config ${tiny} --steps 1 --warmup 0 --json @D@/a.json >/dev/null 2>&1 && head -n 1 @D@/a.json | tr -d '\\n' >@D@/r.json"
   THEN "test $(grep -c '^{' @D@/r.json) -eq 2"
   COMMAND bench train --config ${tiny} --steps 1 --warmup 0 --json @D@/r.json)
+# A vocabulary smaller than the text's bytes: the message gives the bound the text needs.
+hostile_case(vocab_size_below_the_texts_bytes 2
+  "^mantissa: error: trainer.init.model.vocab_size: 100 is too small for this text: its highest byte is 126, so at least 127 \\(256 takes any byte-level text\\)$"
+  SETUP "printf 'abc~%.0s' $(seq 1 400) >@D@/t.txt"
+  COMMAND bench train --config ${tiny} --steps 1 --warmup 0 --set trainer.init.model.vocab_size=100
+          --set trainer.fit.train_dataloader.path=@D@/t.txt)
 hostile_case(resume_settings_without_resume 2
   "^mantissa: error: --resume-settings: give it with --resume"
   COMMAND ${train_tiny} --resume-settings config)

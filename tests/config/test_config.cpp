@@ -364,8 +364,11 @@ TEST(Config, TrainingOnTheValidationDataIsSaid) {
   EXPECT_NE(notes_of({"trainer.fit.train_dataloader.split=test"})
                 .find("trainer.fit.train_dataloader.split: 'test' " + note),
             std::string::npos);
+  // Validating on the training split names the validation key and the split that fixes it.
   EXPECT_NE(notes_of({"trainer.fit.val_dataloader={dataset: fashion_mnist, split: train}"})
-                .find("'train' " + note),
+                .find("trainer.fit.val_dataloader.split: 'train' is the data training reads too: "
+                      "the validation loss measures data the model trains on "
+                      "(val_dataloader.split: test keeps them apart)"),
             std::string::npos);
   // Another directory holds other files.
   EXPECT_EQ(notes_of({"trainer.fit.val_dataloader={dataset: fashion_mnist, split: train, path: "
@@ -380,7 +383,10 @@ TEST(Config, TrainingOnTheValidationDataIsSaid) {
   EXPECT_EQ(notes_of(text).find(note), std::string::npos);
   std::vector<std::string> on_val = text;
   on_val.push_back("trainer.fit.train_dataloader.split=val");
-  EXPECT_NE(notes_of(on_val).find("'val' " + note), std::string::npos);
+  EXPECT_NE(notes_of(on_val).find("'val' " + note +
+                                  ": the validation loss measures data the model trains on "
+                                  "(train_dataloader.split: train keeps them apart)"),
+            std::string::npos);
 }
 
 // Aliases that repeat aliases (7 levels of 10: 10^7 values from 1 KB) are refused at once,
