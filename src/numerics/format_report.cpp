@@ -1,6 +1,7 @@
 #include "mantissa/numerics/format_report.hpp"
 
 #include <fmt/format.h>
+#include <cctype>
 
 #include <cerrno>
 #include <cmath>
@@ -113,11 +114,18 @@ std::string value_report(std::string_view text) {
   char* end = nullptr;
   errno = 0;
   const double exact = std::strtod(s.c_str(), &end);
-  if (s.empty() || end != s.c_str() + s.size()) {
+  if (s.empty() || end != s.c_str() + s.size() || std::isspace(static_cast<unsigned char>(s[0]))) {
     throw Error(
         fmt::format("--value: '{}' is not a number (expected e.g. 0.1, -3e-5, 0x1p-14, "
                     "inf or nan)",
                     s));
+  }
+  // Past double's range the written value is not what is shown: its error would read 0.
+  if (errno == ERANGE && (std::isinf(exact) || exact == 0.0)) {
+    throw Error(
+        fmt::format("--value: '{}' is {} a double's range (magnitudes from about "
+                    "4.9e-324 to 1.8e+308), so its rounding errors cannot be shown",
+                    s, exact == 0.0 ? "below" : "beyond"));
   }
   const float x = static_cast<float>(exact);
   std::string out = fmt::format("value {} (as written: {:.17g})\n", s, exact);

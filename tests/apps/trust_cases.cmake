@@ -157,6 +157,13 @@ add_test(NAME cli.mode_empty COMMAND ${expect} --not "step [0-9]+/" 2
 add_test(NAME cli.generate_empty_prompt_is_allowed COMMAND ${expect} 0 "^$"
   -- sh -c "exec \"$0\" generate --checkpoint ${tiny_run} --prompt '' --length 4" ${cli})
 set_tests_properties(cli.generate_empty_prompt_is_allowed PROPERTIES FIXTURES_REQUIRED tiny_run)
+# A value past a double's range would show a rounding error of 0: refused, as is a blank.
+hostile_case(formats_value_past_a_doubles_range 2
+  "^mantissa: error: --value: '1e400' is beyond a double's range"
+  COMMAND formats --value 1e400)
+hostile_case(formats_value_below_a_doubles_range 2
+  "^mantissa: error: --value: '1e-400' is below a double's range"
+  COMMAND formats --value 1e-400)
 add_test(NAME cli.formats_value_empty COMMAND ${expect} --not "float16" 2
   "^mantissa: error: --value: an empty value" -- sh -c "exec \"$0\" formats --value ''" ${cli})
 
