@@ -81,6 +81,12 @@ std::string fixed(double v, int decimals) {
 }
 
 // What a benchmark row says about the run before any step: model, precision, route, sizes.
+// What sets a benchmark's length, for a schedule that does not last it.
+std::string steps_text(const BenchOptions& o) {
+  return "the benchmark's " + std::to_string(o.warmup + o.steps) + " steps (" +
+         std::to_string(o.warmup) + " warm-up and " + std::to_string(o.steps) + " timed)";
+}
+
 BenchResult describe_run(const Trainer& trainer, const config::TrainerConfig& config) {
   BenchResult r;
   r.model = std::string(name_of(config::kModelNames, config.model.kind));
@@ -173,6 +179,7 @@ BenchResult run_train_benchmark(config::TrainerConfig config, const BenchOptions
   config.loop.max_steps = o.warmup + o.steps;
   ForwardMessages messages(progress);
   Trainer trainer(config, {&messages, kjv_corpus, world});
+  trainer.check_schedules(steps_text(o));
   BenchResult r = describe_run(trainer, config);
   std::vector<double> waits;
   for (std::int64_t s = 0; s < o.warmup + o.steps; ++s) {
@@ -228,6 +235,7 @@ std::vector<BenchResult> run_interleaved_benchmark(
     messages.push_back(std::make_unique<ForwardMessages>(progress));
     trainers.push_back(
         std::make_unique<Trainer>(c, TrainerHooks{messages.back().get(), kjv_corpus}));
+    trainers.back()->check_schedules(steps_text(o));
     results.push_back(describe_run(*trainers.back(), c));
     if (results.back().ranks != 1) throw Error("bench: --interleave runs in one process only");
     results.back().interleaved = true;

@@ -346,6 +346,16 @@ RunSummary Trainer::evaluate_all(ResumeSettings settings) {
   return summary;
 }
 
+void Trainer::check_schedules(const std::string& length) const {
+  try {
+    optimizer_->check_schedules(config_.loop.max_steps);
+  } catch (const Error& e) {  // the keys that decide it: the schedule's and the run's length
+    throw Error(std::string(config_.schedulers.empty() ? "trainer.init.optimizer"
+                                                       : "trainer.init.schedulers") +
+                " over " + length + ": " + e.what());
+  }
+}
+
 ResumeFrom parse_resume(const std::string& word, const std::string& what) {
   if (word.empty()) throw Error(what + ": an empty value (latest, or a checkpoint path)");
   return word == "latest" ? ResumeFrom::latest() : ResumeFrom::checkpoint(word);
@@ -426,14 +436,7 @@ RunSummary Trainer::run(RunMode mode, const ResumeFrom& resume, ResumeSettings s
   }
   // The schedules from the step the run starts at, before the metrics file is touched.
   if (training) {
-    try {
-      optimizer_->check_schedules(config_.loop.max_steps);
-    } catch (const Error& e) {  // the keys that decide it: the schedule's and the run's length
-      throw Error(std::string(config_.schedulers.empty() ? "trainer.init.optimizer"
-                                                         : "trainer.init.schedulers") +
-                  " over trainer.init.loop.max_steps " + std::to_string(config_.loop.max_steps) +
-                  ": " + e.what());
-    }
+    check_schedules("trainer.init.loop.max_steps " + std::to_string(config_.loop.max_steps));
   }
   if (training || records_evals_) dp_->together([&] { dp_->on_root([&] { metrics_->open(); }); });
   if (evaluates(mode)) task_->prepare_evaluation();

@@ -332,6 +332,11 @@ hostile_case(vocab_size_below_the_texts_bytes 2
   SETUP "printf 'abc~%.0s' $(seq 1 400) >@D@/t.txt"
   COMMAND bench train --config ${tiny} --steps 1 --warmup 0 --set trainer.init.model.vocab_size=100
           --set trainer.fit.train_dataloader.path=@D@/t.txt)
+# bench runs its own number of steps: a schedule shorter than them fails before the first.
+hostile_case(bench_schedule_shorter_than_its_steps 2
+  "^mantissa: error: trainer.init.schedulers over the benchmark's 12 steps \\(2 warm-up and 10 timed\\): schedule OneCycle: step 6 is past total_steps 6"
+  NOT "step [0-9]+/"
+  COMMAND bench train --config ${tiny} --set "trainer.init.schedulers={OneCycleLR: {max_lr: 0.01, total_steps: 6}}")
 hostile_case(resume_settings_without_resume 2
   "^mantissa: error: --resume-settings: give it with --resume"
   COMMAND ${train_tiny} --resume-settings config)

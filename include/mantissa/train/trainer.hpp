@@ -188,6 +188,10 @@ class Trainer {
   std::int64_t parameter_count() const;
   // What the parameters, their gradients, the optimizer and the cached copies hold now.
   TrainingStateBytes training_state_bytes() const;
+  // Every learning-rate schedule from the current step to loop.max_steps, before the first
+  // step: mantissa::Error naming the schedule's key and `length` (what sets the run's length,
+  // e.g. "trainer.init.loop.max_steps 600") when one fails there. run() checks it itself.
+  void check_schedules(const std::string& length) const;
   const precision::Policy& policy() const { return policy_; }
   // Asks a running run() to checkpoint and return at the next step boundary (Ctrl-C). In a
   // data-parallel job a request on any process stops every process after the same step.
