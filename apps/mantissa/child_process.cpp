@@ -15,9 +15,17 @@ extern char** environ;
 namespace mantissa::app {
 namespace {
 
-volatile std::sig_atomic_t g_interrupted = 0;
-extern "C" void note_interrupt(int) {
-  g_interrupted = 1;
+// The stop signals a training run takes (train_command.cpp): each one this process gets while
+// a child runs is passed to the child, once. The child runs in its own process group, so a
+// signal to this process's group (Ctrl-C at the terminal, `timeout`, `kill -- -PGID`) reaches
+// it only through here, as does one sent to this process alone (`kill PID`, docker, systemd):
+// either way it gets exactly one and checkpoints (a second would end it at once).
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
+volatile std::sig_atomic_t g_signal = 0;
+volatile pid_t g_child = 0;
+extern "C" void pass_to_child(int signo) {
+  g_signal = signo;
+  if (g_child > 0) kill(g_child, signo);  // kill is async-signal-safe
 }
 
 }  // namespace
@@ -31,26 +39,48 @@ ChildResult run_self(const std::vector<std::string>& args) {
   for (std::string& a : owned) argv.push_back(a.data());
   argv.push_back(nullptr);
 
-  g_interrupted = 0;
-  struct sigaction on_int {};
-  on_int.sa_handler = note_interrupt;
-  sigemptyset(&on_int.sa_mask);
-  struct sigaction previous {};
-  sigaction(SIGINT, &on_int, &previous);  // the child (same process group) gets Ctrl-C too
+  // The stop signals are held while the child starts, so none can arrive before its pid is
+  // known; the child starts with none held and in a process group of its own.
+  sigset_t stops, held;
+  sigemptyset(&stops);
+  for (int s : kStopSignals) sigaddset(&stops, s);
+  sigprocmask(SIG_BLOCK, &stops, &held);
+  g_signal = 0;
+  g_child = 0;
+  struct sigaction pass {};
+  pass.sa_handler = pass_to_child;
+  pass.sa_mask = stops;  // one at a time
+  struct sigaction previous[3]{};
+  for (int i = 0; i < 3; ++i) sigaction(kStopSignals[i], &pass, &previous[i]);
+  const auto restore = [&] {
+    g_child = 0;
+    for (int i = 0; i < 3; ++i) sigaction(kStopSignals[i], &previous[i], nullptr);
+    sigprocmask(SIG_SETMASK, &held, nullptr);
+  };
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, self, nullptr, nullptr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, self, nullptr, &attr, argv.data(), environ);
+  posix_spawnattr_destroy(&attr);
   if (rc != 0) {
-    sigaction(SIGINT, &previous, nullptr);
+    restore();
     throw Error(std::string("cannot start this program again (") + self +
                 "): " + std::strerror(rc));
   }
+  g_child = pid;
+  sigprocmask(SIG_UNBLOCK, &stops, nullptr);  // a signal held meanwhile is passed on now
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  sigaction(SIGINT, &previous, nullptr);
+  restore();
   ChildResult r;
   r.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.interrupted = g_interrupted != 0;
+  r.interrupted = g_signal != 0;
   return r;
 }
 

@@ -100,6 +100,8 @@ add_test(NAME cli.sigterm_checkpoints_and_exits_143 COMMAND ${CMAKE_CURRENT_SOUR
          ${cli} ${tiny} ${hdir}/term WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 add_test(NAME cli.sigint_checkpoints_and_exits_130 COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/signals.sh INT
          ${cli} ${tiny} ${hdir}/int WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+add_test(NAME cli.compare_passes_sigterm_to_its_run COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/signals.sh compare
+         ${cli} ${tiny} ${hdir}/compare_term WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 # SIGHUP (a closed terminal or SSH session) as SIGTERM; a second, different signal ends the
 # program at once; a reader of the output that goes away does not end the run.
 add_test(NAME cli.sighup_checkpoints_and_exits_129 COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/signals.sh HUP

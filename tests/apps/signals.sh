@@ -8,6 +8,9 @@
 #              boundary, ends the program at once: killed by SIGINT (130).
 #   pipe:      a run whose output's reader goes away (`| head -c 1`) trains on to its end:
 #              exit 0, every checkpoint written, the end record "completed".
+#   compare:   SIGTERM to `mantissa compare`'s own process alone (as docker or systemd send
+#              it) reaches the run it trains: the run checkpoints, compare draws the report
+#              and exits 143, and no training process is left behind.
 # The signal is sent after the first metrics record, never on a timer: the test holds on a
 # loaded machine.
 set -u
@@ -24,6 +27,31 @@ if [[ $case == pipe ]]; then
   tail -n 1 "$dir/run/metrics.jsonl" | grep -Eq '"end":40,.*"outcome":"completed"' ||
     { echo "FAIL: $(tail -n 1 "$dir/run/metrics.jsonl")"; exit 1; }
   echo "ok: the reader went away, the run completed"
+  exit 0
+fi
+if [[ $case == compare ]]; then
+  "$cli" compare --config "$config" --formats float32,bfloat16 --steps 1000000 --throughput-steps 0 \
+    --out "$dir/cmp" --set trainer.init.logging.log_steps=1 >"$dir/compare.out" 2>"$dir/compare.err" &
+  pid=$!
+  for _ in $(seq 600); do
+    [[ -s $dir/cmp/float32/metrics.jsonl ]] && break
+    sleep 0.1
+  done
+  kill -TERM "$pid"
+  wait "$pid"
+  status=$?
+  sleep 0.5
+  if pgrep -f -- "$dir/cmp" >/dev/null; then
+    pkill -KILL -f -- "$dir/cmp"
+    echo "FAIL: a training process was left behind"
+    exit 1
+  fi
+  [[ $status -eq 143 ]] || { echo "FAIL: exit $status, expected 143: $(cat "$dir/compare.err")"; exit 1; }
+  [[ -f $dir/cmp/report.html ]] || { echo "FAIL: no report"; exit 1; }
+  tail -n 1 "$dir/cmp/float32/metrics.jsonl" | grep -q '"outcome":"interrupted","signal":"SIGTERM"' ||
+    { echo "FAIL: $(tail -n 1 "$dir/cmp/float32/metrics.jsonl")"; exit 1; }
+  [[ ! -e $dir/cmp/bfloat16 ]] || { echo "FAIL: the next format ran"; exit 1; }
+  echo "ok: exit 143, report drawn, the run checkpointed"
   exit 0
 fi
 if [[ $case == second ]]; then
