@@ -181,8 +181,12 @@ class ImageTask final : public Task {
       cnn_ = std::make_unique<nn::Cnn>(fitting(cnn, "cnn"), c.seed);
     }
     val_batch_ = v.batch_size;
-    train_ = std::make_unique<data::ImageLoader>(train_set_, c.train_data.batch_size,
-                                                 c.train_data.shuffle, c.seed, true);
+    try {
+      train_ = std::make_unique<data::ImageLoader>(train_set_, c.train_data.batch_size,
+                                                   c.train_data.shuffle, c.seed, true);
+    } catch (const Error& e) {
+      throw Error("trainer.fit.train_dataloader." + std::string(e.what()));
+    }
   }
   nn::Module& module() override { return mlp_ ? static_cast<nn::Module&>(*mlp_) : *cnn_; }
   autograd::Variable logits(const tensor::Tensor& x) {
@@ -199,8 +203,16 @@ class ImageTask final : public Task {
   }
   void prepare_evaluation() override {
     if (val_) return;
-    val_ = validation_loader(
-        [&] { return std::make_unique<data::ImageLoader>(val_set_, val_batch_, false, 0, false); });
+    val_ = validation_loader([&] {
+      // Validation keeps its last, partial batch, but a batch larger than all of the data is
+      // a mistake (a train batch size in the wrong key), not a request.
+      if (val_batch_ > val_set_.size()) {
+        throw Error("trainer.fit.val_dataloader.batch_size: " + std::to_string(val_batch_) +
+                    " is larger than the validation images (" + std::to_string(val_set_.size()) +
+                    ")");
+      }
+      return std::make_unique<data::ImageLoader>(val_set_, val_batch_, false, 0, false);
+    });
   }
   EvalResult evaluate(std::int64_t steps) override {
     prepare_evaluation();

@@ -339,6 +339,18 @@ hostile_case(bench_schedule_shorter_than_its_steps 2
   "^mantissa: error: trainer.init.schedulers over the benchmark's 12 steps \\(2 warm-up and 10 timed\\): schedule OneCycle: step 6 is past total_steps 6"
   NOT "step [0-9]+/"
   COMMAND bench train --config ${tiny} --set "trainer.init.schedulers={OneCycleLR: {max_lr: 0.01, total_steps: 6}}")
+# Image batches larger than their data: named by key, before the first step.
+hostile_case(image_validation_batch_larger_than_its_images 2
+  "^mantissa: error: validation data: trainer.fit.val_dataloader.batch_size: 16 is larger than the validation images \\(8\\)"
+  NOT "step [0-9]+/"
+  SETUP "${hostile} idx @D@/train-images-idx3-ubyte.gz --gz 8 28 28 && ${hostile} idx @D@/train-labels-idx1-ubyte.gz --gz 8 && cp @D@/train-images-idx3-ubyte.gz @D@/t10k-images-idx3-ubyte.gz && cp @D@/train-labels-idx1-ubyte.gz @D@/t10k-labels-idx1-ubyte.gz"
+  COMMAND train --config ${mlp} --set trainer.fit.train_dataloader.path=@D@ --set ${run_dir}
+          --set trainer.fit.train_dataloader.batch_size=4 --set trainer.fit.val_dataloader.batch_size=16)
+hostile_case(image_training_batch_larger_than_its_images 2
+  "^mantissa: error: trainer.fit.train_dataloader.batch_size: 16 is larger than the dataset \\(8 examples\\)"
+  SETUP "${hostile} idx @D@/train-images-idx3-ubyte.gz --gz 8 28 28 && ${hostile} idx @D@/train-labels-idx1-ubyte.gz --gz 8 && cp @D@/train-images-idx3-ubyte.gz @D@/t10k-images-idx3-ubyte.gz && cp @D@/train-labels-idx1-ubyte.gz @D@/t10k-labels-idx1-ubyte.gz"
+  COMMAND train --config ${mlp} --set trainer.fit.train_dataloader.path=@D@ --set ${run_dir}
+          --set trainer.fit.train_dataloader.batch_size=16)
 hostile_case(resume_settings_without_resume 2
   "^mantissa: error: --resume-settings: give it with --resume"
   COMMAND ${train_tiny} --resume-settings config)
