@@ -189,9 +189,39 @@ void check_relative_step(const TrainerConfig& c) {
   }
 }
 
+// The keys a dataset does not read: given, they would be ignored, so they are refused.
+void refuse_unread_keys(Reader& r, DatasetKind dataset) {
+  struct Unread {
+    DatasetKind dataset;
+    std::array<const char*, 3> keys;  // nullptr: none
+    const char* reads;
+  };
+  static constexpr std::array<Unread, kDatasetNames.size()> kUnread = {{
+      {DatasetKind::kjv,
+       {"path", nullptr, nullptr},
+       "split, batch_size, context, data_dir, val_fraction, shuffle"},
+      {DatasetKind::text,
+       {"data_dir", nullptr, nullptr},
+       "split, batch_size, context, path, val_fraction, shuffle"},
+      {DatasetKind::fashion_mnist,
+       {"context", "data_dir", "val_fraction"},
+       "split, batch_size, path, shuffle"},
+  }};
+  for (const Unread& u : kUnread) {
+    if (u.dataset != dataset) continue;
+    for (const char* key : u.keys) {
+      if (key != nullptr && r.has(key)) {
+        throw Error(r.key_path(key) + ": the " + std::string(name_of(kDatasetNames, dataset)) +
+                    " dataset does not read it (it reads: " + u.reads + ")");
+      }
+    }
+  }
+}
+
 DataloaderConfig parse_dataloader(Reader r) {
   DataloaderConfig d;
   d.dataset = r.require_named("dataset", kDatasetNames);
+  refuse_unread_keys(r, d.dataset);
   d.split = r.get_named("split", d.split, kSplitNames);
   const bool images = d.dataset == DatasetKind::fashion_mnist;
   if (d.split == (images ? Split::val : Split::test)) {

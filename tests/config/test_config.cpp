@@ -350,6 +350,35 @@ TEST(Config, TagsControlCharactersInKeysAndOddOverridePathsAreRefused) {
             "'schedulers[99999999999999999999]' is too large");
 }
 
+// A dataloader key its dataset does not read is refused, never ignored.
+TEST(Config, KeysADatasetDoesNotReadAreRefused) {
+  const auto error_of = [](const std::vector<std::string>& overrides) {
+    try {
+      parse_config(kBase, overrides, "test.yaml");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of({"trainer.fit.train_dataloader.context=5"}),
+            "trainer.fit.train_dataloader.context: the fashion_mnist dataset does not read it "
+            "(it reads: split, batch_size, path, shuffle)");
+  EXPECT_EQ(error_of({"trainer.fit.val_dataloader={dataset: fashion_mnist, val_fraction: 0.5}"}),
+            "trainer.fit.val_dataloader.val_fraction: the fashion_mnist dataset does not read it "
+            "(it reads: split, batch_size, path, shuffle)");
+  const std::string gpt =
+      "trainer.init.model={name: gpt, vocab_size: 256, max_position_embeddings: 16, "
+      "num_hidden_layers: 1, num_heads: 1, hidden_size: 8}";
+  EXPECT_EQ(error_of({gpt,
+                      "trainer.fit.train_dataloader={dataset: text, path: c.txt, data_dir: d, "
+                      "context: 8}"}),
+            "trainer.fit.train_dataloader.data_dir: the text dataset does not read it (it reads: "
+            "split, batch_size, context, path, val_fraction, shuffle)");
+  EXPECT_EQ(error_of({gpt, "trainer.fit.train_dataloader={dataset: kjv, path: c.txt, context: 8}"}),
+            "trainer.fit.train_dataloader.path: the kjv dataset does not read it (it reads: "
+            "split, batch_size, context, data_dir, val_fraction, shuffle)");
+}
+
 // Training on the split validation reads is allowed, and said before the first step; the
 // configs that keep the two apart get no such note.
 TEST(Config, TrainingOnTheValidationDataIsSaid) {

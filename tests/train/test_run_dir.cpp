@@ -69,7 +69,6 @@ TEST(RunDir, ValidationDataTooSmallFailsBeforeTheFirstStep) {
   const TrainerConfig c = r.config(
       "text", {"trainer.fit.train_dataloader.val_fraction=0.002",
                "trainer.fit.val_dataloader={dataset: text, path: " + (r.dir / "text.txt").string() +
-                   ", data_dir: " + (r.dir / "data").string() +
                    ", split: val, val_fraction: 0.002, batch_size: 4, context: 16}"});
   const std::string e = error_of([&] { Trainer(c).run(RunMode::train_and_eval); });
   EXPECT_EQ(e.rfind("validation data: " + (r.dir / "text.txt").string() +

@@ -58,8 +58,11 @@ trainer:
     logging: {log_steps: 2}
   fit:
     train_dataloader: {dataset: )" +
-                            dataset + ", path: " + (dir / "text.txt").string() + R"(, data_dir: )" +
-                            (dir / "data").string() + R"(, batch_size: 2, context: 16}
+                            dataset +
+                            // kjv reads its data_dir, text its path (each refuses the other)
+                            (dataset == "kjv" ? ", data_dir: " + (dir / "data").string()
+                                              : ", path: " + (dir / "text.txt").string()) +
+                            R"(, batch_size: 2, context: 16}
 )",
                         overrides, "tiny");
   }
