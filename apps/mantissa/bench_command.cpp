@@ -96,6 +96,7 @@ void choose_gemm_isa(const std::string& word) {
     throw Error("--gemm-isa: this CPU cannot run the '" + word + "' micro-kernels");
   }
   kernels::set_gemm_isa(isa);
+  kernels::reload_route_cache();  // rates measured with other kernels are not these
 }
 
 // --json names a file to append to: checked before any step runs, by the rank that writes,

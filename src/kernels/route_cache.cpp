@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "mantissa/error.hpp"
+#include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/numerics/format.hpp"
 
 #ifndef MANTISSA_VERSION_STRING
@@ -32,9 +33,14 @@ constexpr int kGeneration = 6;
 constexpr std::int64_t kMaxFileBytes = 4 << 20;
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
 
+// The fp32 route's micro-kernels are part of what was measured: rates taken with others
+// (`bench train --gemm-isa avx2` on an AVX-512 CPU) go to a file of their own.
 std::string identity() {
-  return cpu_identity() + ", mantissa " + MANTISSA_VERSION_STRING + ", routes " +
-         std::to_string(kGeneration);
+  std::string id = cpu_identity() + ", mantissa " + MANTISSA_VERSION_STRING + ", routes " +
+                   std::to_string(kGeneration);
+  if (active_gemm_isa() != best_gemm_isa())
+    id += ", gemm " + std::string(gemm_isa_name(active_gemm_isa()));
+  return id;
 }
 
 std::string hex_hash(const std::string& s) {

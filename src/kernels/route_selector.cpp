@@ -216,6 +216,14 @@ std::string forget_cached_routes() {
   return s.cache.forget();
 }
 
+void reload_route_cache() {
+  Selector& s = selector();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.table.clear();
+  s.cache = RouteCache(default_route_cache_path());
+  g_generation.fetch_add(1, std::memory_order_acq_rel);
+}
+
 void set_route_cache_path(const std::string& path) {
   Selector& s = selector();
   std::lock_guard<std::mutex> lock(s.mu);

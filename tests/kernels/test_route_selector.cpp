@@ -149,6 +149,22 @@ TEST_F(RouteSelectorTest, TheMachineCacheGivesALaterProcessTheSameChoice) {
   EXPECT_TRUE(calls_.empty());
 }
 
+// Rates measured with other fp32 micro-kernels (bench train --gemm-isa) keep a file of their
+// own: a run with the best kernels never takes their choices, nor they its.
+TEST_F(RouteSelectorTest, OtherGemmKernelsKeepACacheFileOfTheirOwn) {
+  const GemmIsa best = best_gemm_isa();
+  if (best == GemmIsa::scalar) GTEST_SKIP() << "skip: this CPU runs only the scalar kernels";
+  const std::string ours = route_cache_status().path;
+  set_gemm_isa(GemmIsa::scalar);
+  set_route_cache_path(dir_.string());
+  const std::string scalar = route_cache_status().path;
+  set_gemm_isa(best);
+  set_route_cache_path(dir_.string());
+  EXPECT_NE(scalar, ours);
+  EXPECT_EQ(route_cache_status().path, ours);
+  EXPECT_EQ(std::filesystem::path(scalar).parent_path(), dir_);
+}
+
 TEST_F(RouteSelectorTest, PinnedRoutesWinAndRoutesThisCpuLacksAreRefused) {
   make_fastest(MatmulRoute::onednn_fp32);
   RouteRecord pinned;

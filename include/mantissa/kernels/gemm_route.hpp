@@ -215,6 +215,9 @@ RouteCacheStatus route_cache_status();
 // the machine was busy. Returns the file removed ("" when there was none or the cache is off);
 // throws mantissa::Error naming the file when it exists and cannot be removed.
 std::string forget_cached_routes();
+// Takes the default cache file again (its name depends on the active GEMM micro-kernels:
+// call after set_gemm_isa), dropping this process's choices.
+void reload_route_cache();
 // Uses `path` from now on ("" = off), dropping this process's cached choices. For tests.
 void set_route_cache_path(const std::string& path);
 // "AMD EPYC 9R14 (family 25 model 17)": what the cache is keyed by, and what runs print.
