@@ -27,6 +27,22 @@ struct BenchArgs {
 
 // The config a run trains with: the file, the user's --set inside the precision's overrides
 // (none: the config's precision) and the other precision options.
+// The options a float32 run (mixed precision off) has no use for, said once before it runs:
+// a loss scale, a precision_opt_level, a route on the bf16 units.
+void say_unused_by_float32(const BenchArgs& a, std::optional<TrainingPrecision> precision) {
+  if (!precision || precision->format != numerics::Format::float32) return;
+  std::string unused;
+  const auto add = [&](const std::string& what) { unused += (unused.empty() ? "" : ", ") + what; };
+  if (!a.loss_scaling.empty()) add("--loss-scaling " + a.loss_scaling);
+  if (a.opt_level) add("--opt-level " + std::to_string(*a.opt_level));
+  const auto route = find_named(precision::kMatmulRouteNames, a.route);
+  if (route && kernels::on_bf16_units(*route)) add("--route " + a.route);
+  if (!unused.empty()) {
+    std::fprintf(stderr, "bench: float32 runs without mixed precision: %s %s nothing for it\n",
+                 unused.c_str(), unused.find(',') == std::string::npos ? "changes" : "change");
+  }
+}
+
 config::TrainerConfig make_config(const BenchArgs& a, std::optional<TrainingPrecision> precision) {
   std::vector<std::string> overrides =
       around(precision_overrides(precision, a.loss_scaling, a.opt_level, a.route), a.overrides);
@@ -38,6 +54,7 @@ config::TrainerConfig make_config(const BenchArgs& a, std::optional<TrainingPrec
     c.optimizer.state_format =
         parse_named(optim::kStateFormatNames, a.state_dtype, "--state-dtype");
   }
+  say_unused_by_float32(a, precision);
   return c;
 }
 

@@ -351,6 +351,11 @@ hostile_case(image_training_batch_larger_than_its_images 2
   SETUP "${hostile} idx @D@/train-images-idx3-ubyte.gz --gz 8 28 28 && ${hostile} idx @D@/train-labels-idx1-ubyte.gz --gz 8 && cp @D@/train-images-idx3-ubyte.gz @D@/t10k-images-idx3-ubyte.gz && cp @D@/train-labels-idx1-ubyte.gz @D@/t10k-labels-idx1-ubyte.gz"
   COMMAND train --config ${mlp} --set trainer.fit.train_dataloader.path=@D@ --set ${run_dir}
           --set trainer.fit.train_dataloader.batch_size=16)
+# Options a float32 run has no use for are said, not silently dropped.
+hostile_case(bench_float32_says_what_it_does_not_use 0
+  "bench: float32 runs without mixed precision: --loss-scaling 128, --opt-level 2 change nothing for it"
+  COMMAND bench train --config ${tiny} --precision float32 --loss-scaling 128 --opt-level 2
+          --steps 1 --warmup 0)
 hostile_case(resume_settings_without_resume 2
   "^mantissa: error: --resume-settings: give it with --resume"
   COMMAND ${train_tiny} --resume-settings config)
