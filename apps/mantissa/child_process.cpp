@@ -64,8 +64,17 @@ ChildResult run_self(const std::vector<std::string>& args) {
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setpgroup(&attr, 0);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+  // A process group of its own is a background group at the terminal: with `stty tostop` its
+  // progress lines would stop it (SIGTTOU). An ignored signal stays ignored across exec, so
+  // the child is started with SIGTTOU ignored and writes as the foreground would.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  struct sigaction ttou {};
+  sigaction(SIGTTOU, &ignore, &ttou);
   pid_t pid = 0;
   const int rc = posix_spawn(&pid, self, nullptr, &attr, argv.data(), environ);
+  sigaction(SIGTTOU, &ttou, nullptr);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
     restore();
