@@ -1,4 +1,6 @@
 // `mantissa generate` (sample text from a GPT checkpoint) and `mantissa inspect`.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -67,7 +69,7 @@ std::unique_ptr<nn::Gpt> load_gpt(const std::string& path) {
 
 int generate(const GenerateArgs& a) {
   if (!(a.temperature >= 0 && std::isfinite(a.temperature))) {
-    throw Error("--temperature: " + std::to_string(a.temperature) +
+    throw Error("--temperature: " + fmt::format("{}", a.temperature) +
                 " (expected a finite number >= 0; 0: greedy)");
   }
   const std::string path = resolve(a.checkpoint);

@@ -39,6 +39,33 @@ std::string usage_error_text(const CLI::ParseError& e) {
   return what;
 }
 
+// CLI11 says "A subcommand is required" both of an unknown command word and of a missing one,
+// at every level (`mantissa foo`, `mantissa bench foo`, `mantissa bench`): name the word, or
+// the command that needs one, with the words it takes. nullopt when the words are right (or
+// an option comes first: CLI11 reads options, --help included).
+std::optional<std::string> command_word_error(CLI::App& app, int argc, char** argv) {
+  CLI::App* at = &app;
+  std::string command = "mantissa";
+  for (int i = 1;; ++i) {
+    std::string known;
+    CLI::App* next = nullptr;
+    for (CLI::App* sub : at->get_subcommands({})) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+      if (i < argc && sub->get_name() == argv[i]) next = sub;
+    }
+    if (known.empty()) return std::nullopt;
+    if (i >= argc) return command + ": a command is required (one of: " + known + ")";
+    if (argv[i][0] == '-') return std::nullopt;
+    if (next == nullptr) {
+      const std::string word =
+          at == &app ? std::string(argv[i]) : command.substr(9) + " " + argv[i];
+      return "unknown command '" + word + "' (expected one of: " + known + ")";
+    }
+    command += " " + next->get_name();
+    at = next;
+  }
+}
+
 int run(int argc, char** argv, mantissa::dist::Runtime& runtime) {
   const mantissa::dist::Communicator& world = runtime.world();
   // Output every process would print alike (help, usage errors) comes from rank 0 only.
@@ -66,17 +93,10 @@ int run(int argc, char** argv, mantissa::dist::Runtime& runtime) {
     }
     return mantissa::app::kExitError;
   }
-  // CLI11 reports an unknown command as a missing one; name it instead.
-  std::string known;
-  bool found = false;
-  for (const CLI::App* sub : app.get_subcommands({})) {
-    known += (known.empty() ? "" : ", ") + sub->get_name();
-    found = found || (argc > 1 && sub->get_name() == argv[1]);
-  }
-  if (argc > 1 && argv[1][0] != '-' && !found) {
+  if (const std::optional<std::string> error = command_word_error(app, argc, argv)) {
     if (root) {
-      fmt::print(stderr, "mantissa: error: unknown command '{}' (expected one of: {})\n", argv[1],
-                 known);
+      fmt::print(stderr, "mantissa: error: {}\n",
+                 mantissa::app::terminal_safe(*error, mantissa::app::Newlines::escape));
     }
     return mantissa::app::kExitError;
   }

@@ -6,7 +6,6 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
-#include <sstream>
 
 #include "mantissa/amp/autocast.hpp"
 #include "mantissa/autograd/nonfinite_watch.hpp"
@@ -14,15 +13,10 @@
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/grad_reductions.hpp"
 #include "mantissa/optim/clip.hpp"
+#include "support/number_text.hpp"
 
 namespace mantissa::amp {
 namespace {
-
-std::string num(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
 
 // A scale multiplies the loss in float32, so it must be a finite float32 > 0.
 bool finite_float32(double v) {
@@ -35,11 +29,10 @@ std::string power_of_two_intent(double v) {
   if (!(v > 0) || !std::isfinite(v)) return "";
   for (int k = -30; k <= 38; ++k) {
     if (k == 0 || v != 2.0 * std::pow(10.0, k)) continue;
-    std::ostringstream pow2;
-    pow2 << std::ldexp(1.0, k);
-    return num(v) + " is 2 x 10^" + std::to_string(k) +
+    const std::string pow2 = support::value_text(std::ldexp(1.0, k));
+    return support::value_text(v) + " is 2 x 10^" + std::to_string(k) +
            " as written; the vendor's documentation writes 2e" + std::to_string(k) + " for 2^" +
-           std::to_string(k) + " (" + pow2.str() + "): write " + pow2.str() + " if that is meant";
+           std::to_string(k) + " (" + pow2 + "): write " + pow2 + " if that is meant";
   }
   return "";
 }
@@ -63,39 +56,42 @@ GradScalerOptions GradScalerOptions::defaults_for(Format half) {
 
 void GradScalerOptions::validate() const {
   auto fail = [](const std::string& m) { throw Error(m); };
-  if (!dynamic && !finite_float32(static_scale)) fail(loss_scaling_factor_error(num(static_scale)));
+  if (!dynamic && !finite_float32(static_scale))
+    fail(loss_scaling_factor_error(support::value_text(static_scale)));
   if (!(min_loss_scale >= 1.0 / 16384)) {
     const std::string intent = power_of_two_intent(min_loss_scale);
-    fail("min_loss_scale: " + num(min_loss_scale) + " is below the smallest allowed, 2^-14 (" +
-         num(1.0 / 16384) + ")" + (intent.empty() ? "" : "; " + intent));
+    fail("min_loss_scale: " + support::value_text(min_loss_scale) +
+         " is below the smallest allowed, 2^-14 (" + support::value_text(1.0 / 16384) + ")" +
+         (intent.empty() ? "" : "; " + intent));
   }
   if (!(max_loss_scale >= min_loss_scale) || !finite_float32(max_loss_scale)) {
-    fail("max_loss_scale: " + num(max_loss_scale) + " must be >= min_loss_scale (" +
-         num(min_loss_scale) +
-         ") and a finite float32 (<= " + num(std::numeric_limits<float>::max()) + ")");
+    fail("max_loss_scale: " + support::value_text(max_loss_scale) + " must be >= min_loss_scale (" +
+         support::value_text(min_loss_scale) + ") and a finite float32 (<= " +
+         support::value_text(std::numeric_limits<float>::max()) + ")");
   }
   if (dynamic && !(init_scale >= min_loss_scale)) {
-    fail("initial_loss_scale: " + num(init_scale) + " must be >= min_loss_scale (" +
-         num(min_loss_scale) + ")");
+    fail("initial_loss_scale: " + support::value_text(init_scale) + " must be >= min_loss_scale (" +
+         support::value_text(min_loss_scale) + ")");
   }
   if (steps_per_increase < 1)
-    fail("steps_per_increase: " + num(static_cast<double>(steps_per_increase)) + " must be >= 1");
+    fail("steps_per_increase: " + support::value_text(static_cast<double>(steps_per_increase)) +
+         " must be >= 1");
   if (!(overflow_tolerance >= 0.0 && overflow_tolerance < 1.0)) {
-    fail("overflow_tolerance: " + num(overflow_tolerance) + " must be in [0, 1)");
+    fail("overflow_tolerance: " + support::value_text(overflow_tolerance) + " must be in [0, 1)");
   }
   if (max_gradient_norm && !(*max_gradient_norm > 0)) {
-    fail("max_gradient_norm: " + num(*max_gradient_norm) + " must be > 0");
+    fail("max_gradient_norm: " + support::value_text(*max_gradient_norm) + " must be > 0");
   }
   if (!(growth_factor > 1.0) || !std::isfinite(growth_factor)) {
-    fail("growth_factor: " + num(growth_factor) + " must be a finite number > 1");
+    fail("growth_factor: " + support::value_text(growth_factor) + " must be a finite number > 1");
   }
   if (!(backoff_factor > 0.0 && backoff_factor < 1.0)) {
-    fail("backoff_factor: " + num(backoff_factor) + " must be in (0, 1)");
+    fail("backoff_factor: " + support::value_text(backoff_factor) + " must be in (0, 1)");
   }
-  if (hysteresis < 1) fail("hysteresis: " + num(hysteresis) + " must be >= 1");
+  if (hysteresis < 1) fail("hysteresis: " + support::value_text(hysteresis) + " must be >= 1");
   if (max_consecutive_skips < 1) {
-    fail("max_consecutive_skipped_steps: " + num(static_cast<double>(max_consecutive_skips)) +
-         " must be >= 1");
+    fail("max_consecutive_skipped_steps: " +
+         support::value_text(static_cast<double>(max_consecutive_skips)) + " must be >= 1");
   }
 }
 
@@ -104,8 +100,9 @@ GradScaler::GradScaler(GradScalerOptions options) : options_(std::move(options))
   state_.loss_scale = options_.dynamic ? options_.init_scale : options_.static_scale;
   if (options_.dynamic && options_.init_scale > options_.max_loss_scale) {
     state_.loss_scale = options_.max_loss_scale;  // the vendor's min(max, init)
-    log("initial_loss_scale " + num(options_.init_scale) + " is above max_loss_scale " +
-        num(options_.max_loss_scale) + ": starting at " + num(options_.max_loss_scale));
+    log("initial_loss_scale " + support::value_text(options_.init_scale) +
+        " is above max_loss_scale " + support::value_text(options_.max_loss_scale) +
+        ": starting at " + support::value_text(options_.max_loss_scale));
   }
   state_.hysteresis_left = options_.hysteresis;
   for (const auto& [key, v] : {std::pair{"initial_loss_scale", options_.init_scale},
@@ -222,7 +219,8 @@ void GradScaler::agree(const StepAgreement& agree) {
 }
 
 double GradScaler::clip_grad_norm_(optim::Optimizer& optimizer, double max_norm) {
-  if (!(max_norm > 0)) throw Error("max_gradient_norm: " + num(max_norm) + " must be > 0");
+  if (!(max_norm > 0))
+    throw Error("max_gradient_norm: " + support::value_text(max_norm) + " must be > 0");
   if (stage(optimizer) == OptimizerStage::ready) unscale_(optimizer);
   const PerOptimizer& e = iteration_.at(&optimizer);
   const double norm = std::sqrt(e.sum_squares);
@@ -236,7 +234,8 @@ double GradScaler::clip_grad_norm_(optim::Optimizer& optimizer, double max_norm)
 }
 
 double GradScaler::clip_grad_norm_(double max_norm) {
-  if (!(max_norm > 0)) throw Error("max_gradient_norm: " + num(max_norm) + " must be > 0");
+  if (!(max_norm > 0))
+    throw Error("max_gradient_norm: " + support::value_text(max_norm) + " must be > 0");
   double sum = 0;
   for (const auto& [opt, e] : iteration_) sum += e.finite ? e.sum_squares : 0.0;
   if (agreed_sum_squares_) sum = finite_ ? *agreed_sum_squares_ : 0.0;
@@ -286,7 +285,7 @@ bool GradScaler::step_if_finite(optim::Optimizer& optimizer) {
   if (fixed && options_.on_nonfinite == NonFinitePolicy::raise) {
     std::string what = "step " + std::to_string(optimizer.step_index()) + ": non-finite " +
                        (nonfinite_loss_ ? "loss" : "gradients") + " at loss scale " +
-                       num(state_.loss_scale);
+                       support::scale_text(state_.loss_scale);
     for (std::size_t i = 0; i < nonfinite_.size(); ++i) what += (i ? ", " : " in ") + nonfinite_[i];
     const autograd::NonfiniteWatch* watch = autograd::NonfiniteWatch::active();
     if (watch != nullptr && watch->first()) what += "; first in " + describe(*watch->first());
@@ -347,7 +346,8 @@ void GradScaler::guard_static_run(std::int64_t step) {
     log(state_.loss_scale == 1.0
             ? "step " + std::to_string(step) + ": every gradient is zero (said once)"
             : "step " + std::to_string(step) +
-                  ": every gradient is zero at the static loss scale " + num(state_.loss_scale) +
+                  ": every gradient is zero at the static loss scale " +
+                  support::scale_text(state_.loss_scale) +
                   ": the scaled gradients underflow to zero in the half format (raise "
                   "loss_scaling_factor or set it to dynamic; said once)");
   }
@@ -357,10 +357,12 @@ void GradScaler::guard_static_run(std::int64_t step) {
   const std::string count = std::to_string(skipped_in_a_row_) + " steps in a row";
   const std::string why =
       state_.loss_scale > 1.0
-          ? count + " had non-finite gradients at the static loss scale " + num(state_.loss_scale) +
+          ? count + " had non-finite gradients at the static loss scale " +
+                support::scale_text(state_.loss_scale) +
                 ": the scale overflows the half format; lower loss_scaling_factor or set it "
                 "to dynamic"
-          : count + " had a non-finite loss or gradients at loss scale " + num(state_.loss_scale) +
+          : count + " had a non-finite loss or gradients at loss scale " +
+                support::scale_text(state_.loss_scale) +
                 ": the run diverged; lower the learning rate, set max_gradient_norm, or check "
                 "the data";
   throw StepGuardError(GuardStop::nonfinite_steps,
@@ -373,13 +375,14 @@ void GradScaler::load_state(const ScalerState& s) {
   check_scaler_state(s);
   if (options_.dynamic && !s.scaling_stopped &&
       !(s.loss_scale >= options_.min_loss_scale && s.loss_scale <= options_.max_loss_scale)) {
-    throw Error("scaler state: loss_scale " + num(s.loss_scale) + " is outside this run's [" +
-                num(options_.min_loss_scale) + ", " + num(options_.max_loss_scale) +
+    throw Error("scaler state: loss_scale " + support::scale_text(s.loss_scale) +
+                " is outside this run's [" + support::scale_text(options_.min_loss_scale) + ", " +
+                support::scale_text(options_.max_loss_scale) +
                 "] (min_loss_scale, max_loss_scale)");
   }
   if (!options_.dynamic && s.loss_scale != options_.static_scale) {
-    throw Error("scaler state: loss_scale " + num(s.loss_scale) +
-                " is not this run's static scale " + num(options_.static_scale));
+    throw Error("scaler state: loss_scale " + support::scale_text(s.loss_scale) +
+                " is not this run's static scale " + support::scale_text(options_.static_scale));
   }
   state_ = s;
 }
@@ -403,7 +406,8 @@ void GradScaler::adapt_scale() {
     const double wanted = s.loss_scale * options_.backoff_factor;
     if (wanted < options_.min_loss_scale) {
       s.loss_scale = options_.min_loss_scale;
-      const std::string what = "loss scale stuck at its minimum " + num(options_.min_loss_scale) +
+      const std::string what = "loss scale stuck at its minimum " +
+                               support::scale_text(options_.min_loss_scale) +
                                ": gradients keep overflowing";
       switch (options_.on_stuck) {
         case StuckPolicy::raise:

@@ -6,6 +6,7 @@
 #include "mantissa/kernels/gemm_route.hpp"
 
 #include "mantissa/error.hpp"
+#include "support/number_text.hpp"
 
 namespace mantissa::amp {
 namespace {
@@ -85,10 +86,10 @@ void MixedPrecision::validate() const {
     throw Error("max_gradient_norm and max_gradient_value are mutually exclusive: set one");
   }
   if (max_gradient_norm && !(*max_gradient_norm > 0)) {
-    throw Error("max_gradient_norm: " + std::to_string(*max_gradient_norm) + " must be > 0");
+    throw Error("max_gradient_norm: " + support::value_text(*max_gradient_norm) + " must be > 0");
   }
   if (max_gradient_value && !(*max_gradient_value > 0)) {
-    throw Error("max_gradient_value: " + std::to_string(*max_gradient_value) + " must be > 0");
+    throw Error("max_gradient_value: " + support::value_text(*max_gradient_value) + " must be > 0");
   }
   if (enabled && fp16_type == Format::cbfloat16 &&
       !std::holds_alternative<DynamicLossScaling>(loss_scaling)) {

@@ -10,6 +10,7 @@
 
 #include "config_internal.hpp"
 #include "mantissa/read_file.hpp"
+#include "support/number_text.hpp"
 #include "yaml_document.hpp"
 
 namespace mantissa::config {
@@ -236,7 +237,7 @@ DataloaderConfig parse_dataloader(Reader r) {
   d.data_dir = r.get<std::string>("data_dir", d.data_dir, kStr);
   d.val_fraction = r.get<double>("val_fraction", d.val_fraction, kNum);
   if (!(d.val_fraction > 0 && d.val_fraction < 1)) {
-    throw Error(r.key_path("val_fraction") + ": " + std::to_string(d.val_fraction) +
+    throw Error(r.key_path("val_fraction") + ": " + support::value_text(d.val_fraction) +
                 " must be in (0, 1)");
   }
   d.shuffle = r.get<bool>("shuffle", d.shuffle, kBool);

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "config_internal.hpp"
+#include "support/number_text.hpp"
 
 namespace mantissa::config::detail {
 namespace {
@@ -101,7 +102,7 @@ ParamGroupConfig parse_param_group(const YAML::Node& node, const std::string& pa
     g.adjust_learning_rate = r.require<double>("adjust_learning_rate", kNum);
     if (!(*g.adjust_learning_rate > 0)) {
       throw Error(r.key_path("adjust_learning_rate") + ": " +
-                  std::to_string(*g.adjust_learning_rate) + " must be > 0");
+                  support::value_text(*g.adjust_learning_rate) + " must be > 0");
     }
   }
   std::visit([&](auto& s) { read_fields(r, s, &g.fields); }, g.settings);

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "config_internal.hpp"
+#include "support/number_text.hpp"
 
 namespace mantissa::config::detail {
 namespace {
@@ -101,7 +102,7 @@ optim::SchedulePtr one_cycle(Reader& r, const Spelling& sp) {
     }
     const double last = value(r, sp.final_value);
     if (first == 0 && last > 0) {
-      throw Error(r.key_path(sp.final_value) + ": " + std::to_string(last) + " after " +
+      throw Error(r.key_path(sp.final_value) + ": " + support::value_text(last) + " after " +
                   r.key_path(sp.initial) +
                   " 0 (the final rate is the initial one divided by a factor: it must be 0 too)");
     }

@@ -96,6 +96,12 @@ void check_yaml_document(const YAML::Node& root, const std::string& source) {
           throw Error(source + ": " + escape_controls(at(item.path, key)) +
                       ": a key with a control character (keys are words)");
         }
+        // yaml-cpp reads `<<: *base` as a key named "<<", not as YAML 1.1's merge of *base.
+        if (key == "<<" && kv.first.Tag() == "?") {
+          throw Error(source + ": " + at(item.path, key) +
+                      ": a YAML merge key, which mantissa's YAML reader does not expand (write "
+                      "the keys out; an alias can stand for a whole value: `key: *name`)");
+        }
         if (!seen.insert(key).second) {
           throw Error(source + ": " + at(item.path, key) +
                       ": the key is given twice in one mapping (YAML allows it once; which "

@@ -5,6 +5,7 @@
 #include "mantissa/machine_memory.hpp"
 #include "mantissa/read_file.hpp"
 #include "mantissa/write_file.hpp"
+#include "support/number_text.hpp"
 
 namespace mantissa::data {
 namespace {
@@ -59,7 +60,7 @@ ByteText load_kjv(const std::string& data_dir, const CorpusProvider& provider) {
 
 std::pair<ByteText, ByteText> split_by_position(const ByteText& text, double val_fraction) {
   if (!(val_fraction > 0 && val_fraction < 1)) {
-    throw Error("val_fraction: " + std::to_string(val_fraction) + " must be in (0, 1)");
+    throw Error("val_fraction: " + support::value_text(val_fraction) + " must be in (0, 1)");
   }
   const auto cut =
       static_cast<std::size_t>(static_cast<double>(text.tokens.size()) * (1 - val_fraction));

@@ -6,6 +6,7 @@
 
 #include "mantissa/checked.hpp"
 #include "mantissa/error.hpp"
+#include "support/number_text.hpp"
 
 namespace mantissa::nn {
 namespace ag = autograd;
@@ -31,11 +32,11 @@ void GptConfig::validate(std::string_view key) const {
                 " must divide hidden_size " + std::to_string(hidden_size));
   }
   if (!(dropout_rate >= 0.0f && dropout_rate < 1.0f)) {
-    throw Error(std::string(key) + ".dropout_rate: " + std::to_string(dropout_rate) +
+    throw Error(std::string(key) + ".dropout_rate: " + support::value_text(dropout_rate) +
                 " must be in [0, 1)");
   }
   if (!(init_std >= 0.0f && std::isfinite(init_std))) {
-    throw Error(std::string(key) + ".initializer_range: " + std::to_string(init_std) +
+    throw Error(std::string(key) + ".initializer_range: " + support::value_text(init_std) +
                 " must be a finite number >= 0 (a standard deviation)");
   }
 }

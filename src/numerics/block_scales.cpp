@@ -14,6 +14,7 @@
 #include "mantissa/checked.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
+#include "support/number_text.hpp"
 
 namespace mantissa::numerics {
 namespace {
@@ -283,7 +284,7 @@ void check_fp8_blocks(const Fp8BlockSettings& s) {
                 " (expected float8_e4m3 or float8_e5m2)");
   }
   if (!(s.epsilon >= 0.0f) || std::isinf(s.epsilon)) {
-    throw Error("fp8 block epsilon: " + std::to_string(s.epsilon) +
+    throw Error("fp8 block epsilon: " + support::value_text(s.epsilon) +
                 " (expected a finite value >= 0)");
   }
 }

@@ -6,6 +6,7 @@
 
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/grad_reductions.hpp"
+#include "support/number_text.hpp"
 
 namespace mantissa::optim {
 namespace {
@@ -50,7 +51,7 @@ void scale_grads_(std::vector<autograd::Variable>& params, double coefficient) {
 
 double clip_grad_norm_(std::vector<autograd::Variable>& params, double max_norm) {
   if (!(max_norm > 0)) {
-    throw Error("max_gradient_norm: " + std::to_string(max_norm) + " must be > 0");
+    throw Error("max_gradient_norm: " + support::value_text(max_norm) + " must be > 0");
   }
   const double norm = grad_norm(params);
   if (!std::isfinite(norm)) return norm;
@@ -61,7 +62,7 @@ double clip_grad_norm_(std::vector<autograd::Variable>& params, double max_norm)
 
 void clip_grad_value_(std::vector<autograd::Variable>& params, double clip_value) {
   if (!(clip_value > 0)) {
-    throw Error("max_gradient_value: " + std::to_string(clip_value) + " must be > 0");
+    throw Error("max_gradient_value: " + support::value_text(clip_value) + " must be > 0");
   }
   const auto c = static_cast<float>(clip_value);
   for (autograd::Variable& p : params) {

@@ -1,19 +1,13 @@
 // make_optimizer and the settings' names and checks: every optimizer is one alternative of
 // OptimizerSettings, and this file turns each into its Optimizer.
 #include <cmath>
-#include <sstream>
 
 #include "mantissa/error.hpp"
 #include "optimizer_impl.hpp"
+#include "support/number_text.hpp"
 
 namespace mantissa::optim {
 namespace {
-
-std::string num(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
 
 template <class S>
 concept HasWeightDecay = requires(const S& s) {
@@ -43,8 +37,8 @@ void validate_fields(const S& s) {
   for_each_field(copy, Overloaded{
                            [](const NumberField<S>& f, double v) {
                              if (!f.range.contains(v)) {
-                               throw Error(std::string(f.name) + ": " + num(v) + " must be " +
-                                           f.range.describe());
+                               throw Error(std::string(f.name) + ": " + support::value_text(v) +
+                                           " must be " + f.range.describe());
                              }
                            },
                            [](const CountField<S>& f, int v) {
@@ -169,18 +163,19 @@ bool Range::contains(double v) const {
 std::string Range::describe() const {
   const bool low = std::isfinite(lo), high = std::isfinite(hi);
   if (low && high) {
-    return std::string("in ") + (lo_open ? "(" : "[") + num(lo) + ", " + num(hi) +
-           (hi_open ? ")" : "]");
+    return std::string("in ") + (lo_open ? "(" : "[") + support::value_text(lo) + ", " +
+           support::value_text(hi) + (hi_open ? ")" : "]");
   }
-  if (low) return (lo_open ? "> " : ">= ") + num(lo);
-  if (high) return (hi_open ? "< " : "<= ") + num(hi);
+  if (low) return (lo_open ? "> " : ">= ") + support::value_text(lo);
+  if (high) return (hi_open ? "< " : "<= ") + support::value_text(hi);
   return "a number";
 }
 
 void Sgd::check() const {
   if (nesterov && !(momentum > 0 && dampening == 0)) {
-    throw Error("nesterov: needs momentum > 0 and dampening 0 (got momentum " + num(momentum) +
-                ", dampening " + num(dampening) + ")");
+    throw Error("nesterov: needs momentum > 0 and dampening 0 (got momentum " +
+                support::value_text(momentum) + ", dampening " + support::value_text(dampening) +
+                ")");
   }
 }
 
@@ -192,8 +187,8 @@ void Adafactor::check() const {
 
 void Rprop::check() const {
   if (step_size_min > step_size_max) {
-    throw Error("step_size_min: " + num(step_size_min) + " must be <= step_size_max (" +
-                num(step_size_max) + ")");
+    throw Error("step_size_min: " + support::value_text(step_size_min) +
+                " must be <= step_size_max (" + support::value_text(step_size_max) + ")");
   }
 }
 

@@ -1,10 +1,10 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
-#include <sstream>
 
 #include "mantissa/error.hpp"
 #include "mantissa/optim/schedule.hpp"
+#include "support/number_text.hpp"
 
 namespace mantissa::optim {
 namespace {
@@ -34,26 +34,23 @@ void require(bool ok, const std::string& schedule, const std::string& message) {
   if (!ok) throw Error("schedule " + schedule + ": " + message);
 }
 
-std::string num(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
-
 }  // namespace
 
 SchedulePtr constant(double value) {
-  return make([value](std::int64_t) { return value; }, "Constant(" + num(value) + ")");
+  return make([value](std::int64_t) { return value; },
+              "Constant(" + support::value_text(value) + ")");
 }
 
 SchedulePtr linear(double initial, double end, std::int64_t total_iters) {
-  require(total_iters > 0, "Linear", "total_iters must be > 0 (got " + num(total_iters) + ")");
+  require(total_iters > 0, "Linear",
+          "total_iters must be > 0 (got " + support::value_text(total_iters) + ")");
   return make(
       [=](std::int64_t s) {
         return initial + (end - initial) * static_cast<double>(std::min(s, total_iters)) /
                              static_cast<double>(total_iters);
       },
-      "Linear(" + num(initial) + " -> " + num(end) + " over " + num(total_iters) + ")");
+      "Linear(" + support::value_text(initial) + " -> " + support::value_text(end) + " over " +
+          support::value_text(total_iters) + ")");
 }
 
 SchedulePtr polynomial(double initial, double end, std::int64_t total_iters, double power,
@@ -68,7 +65,8 @@ SchedulePtr polynomial(double initial, double end, std::int64_t total_iters, dou
         const double frac = std::min(static_cast<double>(s), t) / t;
         return (initial - end) * std::pow(1.0 - frac, power) + end;
       },
-      "Polynomial(" + num(initial) + " -> " + num(end) + ", power " + num(power) + ")");
+      "Polynomial(" + support::value_text(initial) + " -> " + support::value_text(end) +
+          ", power " + support::value_text(power) + ")");
 }
 
 SchedulePtr exponential(double initial, std::int64_t total_iters, double decay_rate,
@@ -81,7 +79,8 @@ SchedulePtr exponential(double initial, std::int64_t total_iters, double decay_r
         if (staircase) e = std::floor(e);
         return initial * std::pow(decay_rate, e);
       },
-      "Exponential(" + num(initial) + ", rate " + num(decay_rate) + ")");
+      "Exponential(" + support::value_text(initial) + ", rate " + support::value_text(decay_rate) +
+          ")");
 }
 
 SchedulePtr inverse_exponential_time_decay(double initial, double step_exponent,
@@ -95,7 +94,7 @@ SchedulePtr inverse_exponential_time_decay(double initial, double step_exponent,
         if (staircase) r = std::floor(r);
         return initial / (1.0 + decay_rate * r);
       },
-      "InverseExponentialTimeDecay(" + num(initial) + ")");
+      "InverseExponentialTimeDecay(" + support::value_text(initial) + ")");
 }
 
 SchedulePtr inverse_square_root_decay(double initial, double scale, std::int64_t warmup_steps) {
@@ -104,7 +103,7 @@ SchedulePtr inverse_square_root_decay(double initial, double scale, std::int64_t
       [=](std::int64_t s) {
         return initial * scale / std::sqrt(static_cast<double>(std::max(s, warmup_steps)));
       },
-      "InverseSquareRootDecay(" + num(initial) + ")");
+      "InverseSquareRootDecay(" + support::value_text(initial) + ")");
 }
 
 SchedulePtr cosine_decay(double initial, double end, std::int64_t total_iters) {
@@ -115,7 +114,8 @@ SchedulePtr cosine_decay(double initial, double end, std::int64_t total_iters) {
             static_cast<double>(std::min(s, total_iters)) / static_cast<double>(total_iters);
         return end + (initial - end) * 0.5 * (1.0 + std::cos(kPi * frac));
       },
-      "CosineDecay(" + num(initial) + " -> " + num(end) + " over " + num(total_iters) + ")");
+      "CosineDecay(" + support::value_text(initial) + " -> " + support::value_text(end) + " over " +
+          support::value_text(total_iters) + ")");
 }
 
 SchedulePtr cosine_annealing(double initial, std::int64_t t_max, double eta_min) {
@@ -127,7 +127,8 @@ SchedulePtr cosine_annealing(double initial, std::int64_t t_max, double eta_min)
                    (1.0 + std::cos(kPi * static_cast<double>(s) / static_cast<double>(t_max))) /
                    2.0;
       },
-      "CosineAnnealing(" + num(initial) + ", T_max " + num(t_max) + ")");
+      "CosineAnnealing(" + support::value_text(initial) + ", T_max " + support::value_text(t_max) +
+          ")");
 }
 
 SchedulePtr cosine_annealing_warm_restarts(double initial, std::int64_t t_0, std::int64_t t_mult,
@@ -146,15 +147,16 @@ SchedulePtr cosine_annealing_warm_restarts(double initial, std::int64_t t_0, std
                    (1.0 + std::cos(kPi * static_cast<double>(t_cur) / static_cast<double>(t_i))) /
                    2.0;
       },
-      "CosineAnnealingWarmRestarts(" + num(initial) + ", T_0 " + num(t_0) + ", T_mult " +
-          num(t_mult) + ")");
+      "CosineAnnealingWarmRestarts(" + support::value_text(initial) + ", T_0 " +
+          support::value_text(t_0) + ", T_mult " + support::value_text(t_mult) + ")");
 }
 
 SchedulePtr step_decay(double initial, std::int64_t step_size, double gamma) {
   require(step_size > 0, "Step", "step_size must be > 0");
   return make(
       [=](std::int64_t s) { return initial * std::pow(gamma, static_cast<double>(s / step_size)); },
-      "Step(" + num(initial) + ", every " + num(step_size) + " x" + num(gamma) + ")");
+      "Step(" + support::value_text(initial) + ", every " + support::value_text(step_size) + " x" +
+          support::value_text(gamma) + ")");
 }
 
 SchedulePtr multi_step(double initial, std::vector<std::int64_t> milestones, double gamma) {
@@ -166,13 +168,14 @@ SchedulePtr multi_step(double initial, std::vector<std::int64_t> milestones, dou
             std::upper_bound(milestones.begin(), milestones.end(), s) - milestones.begin();
         return initial * std::pow(gamma, static_cast<double>(passed));
       },
-      "MultiStep(" + num(initial) + ")");
+      "MultiStep(" + support::value_text(initial) + ")");
 }
 
 SchedulePtr multiplicative(double initial, double coefficient) {
   return make(
       [=](std::int64_t s) { return initial * std::pow(coefficient, static_cast<double>(s)); },
-      "Multiplicative(" + num(initial) + ", x" + num(coefficient) + ")");
+      "Multiplicative(" + support::value_text(initial) + ", x" + support::value_text(coefficient) +
+          ")");
 }
 
 SchedulePtr cyclic(double base_lr, double max_lr, std::int64_t step_size_up,
@@ -192,7 +195,7 @@ SchedulePtr cyclic(double base_lr, double max_lr, std::int64_t step_size_up,
         if (mode == CyclicMode::exp_range) f = std::pow(gamma, static_cast<double>(s));
         return base_lr + height * f;
       },
-      "Cyclic(" + num(base_lr) + " .. " + num(max_lr) + ", " +
+      "Cyclic(" + support::value_text(base_lr) + " .. " + support::value_text(max_lr) + ", " +
           std::string(name_of(kCyclicModeNames, mode)) + ")");
 }
 
@@ -232,20 +235,22 @@ SchedulePtr one_cycle(double max_lr, std::int64_t total_steps, double pct_start,
         }
         return final_lr;
       },
-      "OneCycle(max " + num(max_lr) + ", " + num(total_steps) + " steps)");
+      "OneCycle(max " + support::value_text(max_lr) + ", " + support::value_text(total_steps) +
+          " steps)");
 }
 
 SchedulePtr sequential(std::vector<SchedulePtr> schedules, std::vector<std::int64_t> milestones) {
   require(!schedules.empty() && milestones.size() + 1 == schedules.size(), "Sequential",
           "needs one milestone fewer than schedules (got " +
-              num(static_cast<double>(schedules.size())) + " schedules, " +
-              num(static_cast<double>(milestones.size())) + " milestones)");
+              support::value_text(static_cast<double>(schedules.size())) + " schedules, " +
+              support::value_text(static_cast<double>(milestones.size())) + " milestones)");
   require(std::is_sorted(milestones.begin(), milestones.end()), "Sequential",
           "milestones must be increasing");
   std::string d = "Sequential(";
   for (std::size_t i = 0; i < schedules.size(); ++i) {
     d += (i ? ", " : "") + schedules[i]->describe();
-    if (i < milestones.size()) d += " until " + num(static_cast<double>(milestones[i]));
+    if (i < milestones.size())
+      d += " until " + support::value_text(static_cast<double>(milestones[i]));
   }
   return make(
       [=](std::int64_t s) {
@@ -289,7 +294,7 @@ SchedulePtr chained(std::vector<SchedulePtr> schedules) {
 
 SchedulePtr scaled(SchedulePtr schedule, double factor) {
   require(schedule != nullptr, "Scaled", "needs a schedule");
-  const std::string d = num(factor) + " x " + schedule->describe();
+  const std::string d = support::value_text(factor) + " x " + schedule->describe();
   return make(
       [s = std::move(schedule), factor](std::int64_t step) { return factor * s->value(step); }, d);
 }

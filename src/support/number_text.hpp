@@ -1,6 +1,8 @@
 #pragma once
 // Internal: numbers written for people (run settings, the report's tables and axes).
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -17,10 +19,27 @@ inline std::optional<int> power_of_two_exponent(double v) {
   return e - 1;
 }
 
-// "2^15" for a power of two, else the shortest decimal ("0.1", "1e+20").
+// A number with the fewest significant digits that read back as the same double, written as
+// printf's %g writes it at that precision, integers below 10^6 in full ("0.1", "-1e-09",
+// "100", "32768", "2147483648", "1e+09", "0.30000000000000004", "inf"): what a message shows
+// of a value, never rounded to another (%g's six digits made 2^-14 "6.10352e-05", and
+// std::to_string made -1e-9 "-0.000000").
+inline std::string value_text(double v) {
+  if (!std::isfinite(v) || v == 0) return fmt::format("{}", v);
+  const int exponent = static_cast<int>(std::floor(std::log10(std::fabs(v))));
+  for (int digits = 1; digits <= 17; ++digits) {
+    const int precision = std::max(digits, std::min(exponent + 1, 6));
+    const std::string text = fmt::format("{:.{}g}", v, precision);
+    if (digits == 17 || std::strtod(text.c_str(), nullptr) == v) return text;
+  }
+  return "";  // not reached: 17 significant digits read back as any double
+}
+
+// "2^15" for a power of two (but "1"), else value_text(v).
 inline std::string scale_text(double v) {
+  if (v == 1) return "1";
   if (const std::optional<int> k = power_of_two_exponent(v)) return fmt::format("2^{}", *k);
-  return fmt::format("{:g}", v);
+  return value_text(v);
 }
 
 // 1234567 -> "1,234,567"

@@ -66,10 +66,10 @@ TEST(MixedPrecisionSettings, EachRuleNamesItsSetting) {
       {[](MixedPrecision& m) { m.min_loss_scale = 1e-6; },
        "min_loss_scale: 1e-06 is below the smallest allowed, 2^-14"},
       {[](MixedPrecision& m) { m.initial_loss_scale = 1e-5; },
-       "initial_loss_scale: 1e-05 must be >= min_loss_scale (6.10352e-05)"},
+       "initial_loss_scale: 1e-05 must be >= min_loss_scale (6.103515625e-05)"},
       // Not a float32: the scale multiplies the loss in float32.
       {[](MixedPrecision& m) { m.max_loss_scale = 1e39; },
-       "max_loss_scale: 1e+39 must be >= min_loss_scale (6.10352e-05) and a finite float32"},
+       "max_loss_scale: 1e+39 must be >= min_loss_scale (6.103515625e-05) and a finite float32"},
       {[](MixedPrecision& m) { m.growth_factor = 1.0; },
        "growth_factor: 1 must be a finite number > 1"},
       {[](MixedPrecision& m) { m.backoff_factor = 1.0; }, "backoff_factor: 1 must be in (0, 1)"},

@@ -38,10 +38,11 @@ TEST(VendorApi, TwoE15IsTakenAsWrittenAndTheIntentIsSaid) {
   EXPECT_EQ(lines[0].rfind("initial_loss_scale: 2e+15 is 2 x 10^15 as written", 0), 0u);
   EXPECT_EQ(lines[1].rfind("max_loss_scale: 2e+15 is 2 x 10^15 as written", 0), 0u);
   o.min_loss_scale = 2e-14;
-  EXPECT_EQ(testing::error_of([&] { GradScaler bad(o); }),
-            "min_loss_scale: 2e-14 is below the smallest allowed, 2^-14 (6.10352e-05); 2e-14 is "
-            "2 x 10^-14 as written; the vendor's documentation writes 2e-14 for 2^-14 "
-            "(6.10352e-05): write 6.10352e-05 if that is meant");
+  EXPECT_EQ(
+      testing::error_of([&] { GradScaler bad(o); }),
+      "min_loss_scale: 2e-14 is below the smallest allowed, 2^-14 (6.103515625e-05); 2e-14 is "
+      "2 x 10^-14 as written; the vendor's documentation writes 2e-14 for 2^-14 "
+      "(6.103515625e-05): write 6.103515625e-05 if that is meant");
 }
 
 TEST(VendorApi, DefaultOptionsFollowTheHalfDtype) {

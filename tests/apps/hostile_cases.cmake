@@ -116,11 +116,11 @@ add_test(NAME cli.closed_output_pipe_does_not_end_the_run
 # --- Silent acceptance: non-finite steps in every format ------------------------------------------
 set(exploding --set trainer.init.model.initializer_range=1.0e+38)
 hostile_case(float32_nonfinite_steps_are_skipped 0
-  "(skipped step [1-4]: non-finite loss at loss scale 2\\^0.*){4}step 4/4 .* skipped 4 "
+  "(skipped step [1-4]: non-finite loss at loss scale 1.*){4}step 4/4 .* skipped 4 "
   COMMAND ${train_tiny} ${exploding} --set "trainer.init.precision={enabled: false}"
           --set trainer.init.loop.max_steps=4 --set trainer.init.logging.log_steps=4)
 hostile_case(bfloat16_nonfinite_steps_are_skipped 0
-  "skipped step 1: non-finite loss at loss scale 2\\^0.*step 4/4 .* skipped 4 "
+  "skipped step 1: non-finite loss at loss scale 1.*step 4/4 .* skipped 4 "
   COMMAND ${train_tiny} ${exploding} --set "trainer.init.precision={fp16_type: bfloat16}"
           --set trainer.init.loop.max_steps=4 --set trainer.init.logging.log_steps=4)
 hostile_case(static_scale_nonfinite_steps_are_skipped 0
@@ -129,7 +129,7 @@ hostile_case(static_scale_nonfinite_steps_are_skipped 0
           --set "trainer.init.precision={fp16_type: float16, loss_scaling_factor: 128}"
           --set trainer.init.loop.max_steps=4 --set trainer.init.logging.log_steps=4)
 hostile_case(nonfinite_run_raises_after_max_consecutive_skips 2
-  "(skipped step [1-2]: non-finite loss at loss scale 2\\^0.*){2}mantissa: error: 3 steps in a row had a non-finite loss or gradients at loss scale 1: the run diverged; lower the learning rate"
+  "(skipped step [1-2]: non-finite loss at loss scale 1.*){2}mantissa: error: 3 steps in a row had a non-finite loss or gradients at loss scale 1: the run diverged; lower the learning rate"
   COMMAND ${train_tiny} ${exploding}
           --set "trainer.init.precision={enabled: false, max_consecutive_skipped_steps: 3}")
 hostile_case(on_nonfinite_raise 2
@@ -304,7 +304,7 @@ hostile_case(generate_negative_seed 2
   "^mantissa: error: --seed: '-1' is not an integer in \\[0, 18446744073709551615\\]$"
   TINY COMMAND generate --checkpoint ${tiny_run} --seed -1)
 hostile_case(generate_bad_temperature_before_loading 2
-  "^mantissa: error: --temperature: -1.000000 \\(expected a finite number >= 0; 0: greedy\\)"
+  "^mantissa: error: --temperature: -1 \\(expected a finite number >= 0; 0: greedy\\)"
   COMMAND generate --checkpoint /nonexistent --temperature -1)
 hostile_case(repeated_option_is_named 2
   "^mantissa: error: --steps: given 2 times; it takes one value \\(give it once\\)$"

@@ -192,7 +192,7 @@ hostile_case(vendor_2e15_is_taken_as_written_and_said 0
   COMMAND ${train_tiny} --set trainer.init.loop.max_steps=2
           --set "trainer.init.precision={fp16_type: float16, loss_scaling_factor: dynamic, initial_loss_scale: 2e15, max_loss_scale: 2e15}")
 hostile_case(vendor_2e-14_is_refused_saying_why 2
-  "^mantissa: error: .*min_loss_scale: 2e-14 is below the smallest allowed, 2\\^-14 \\(6.10352e-05\\); 2e-14 is 2 x 10\\^-14 as written"
+  "^mantissa: error: .*min_loss_scale: 2e-14 is below the smallest allowed, 2\\^-14 \\(6.103515625e-05\\); 2e-14 is 2 x 10\\^-14 as written"
   COMMAND ${train_tiny} --set "trainer.init.precision={fp16_type: float16, loss_scaling_factor: dynamic, min_loss_scale: 2e-14}")
 
 # --- Sizes that overflow and names that are not the run's (issue 27, a second audit) ---------------

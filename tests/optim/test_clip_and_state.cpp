@@ -50,6 +50,20 @@ TEST(Clip, ValueClampsAndValidates) {
   EXPECT_EQ(ps[0].grad().to_vector(), (std::vector<float>{-1.0f, 0.2f, 1.0f}));
   EXPECT_THROW(clip_grad_value_(ps, 0.0), Error);
   EXPECT_THROW(clip_grad_norm_(ps, -1.0), Error);
+  // The message shows the value as given, not rounded to six decimals (-1e-9 was "-0.000000").
+  try {
+    clip_grad_norm_(ps, -1e-9);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "max_gradient_norm: -1e-09 must be > 0");
+  }
+  try {
+    clip_grad_value_(ps, 0.1 + 0.2);
+    clip_grad_value_(ps, -(0.1 + 0.2));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "max_gradient_value: -0.30000000000000004 must be > 0");
+  }
 }
 
 TEST(Optimizer, StepKUsesScheduleValueAtK) {

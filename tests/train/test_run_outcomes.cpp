@@ -65,8 +65,7 @@ TEST(RunOutcomes, AStopAtTheLossScaleFloorRecordsItsLastSkippedStepAndWhy) {
   } catch (const amp::StepGuardError& e) {
     EXPECT_EQ(e.why(), amp::GuardStop::loss_scale_floor);
     EXPECT_EQ(e.loss_scale(), 1099511627776.0) << "the scale the last step used: 2^40";
-    EXPECT_NE(std::string(e.what()).find("loss scale stuck at its minimum 1.09951e+12"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("loss scale stuck at its minimum 2^40"), std::string::npos)
         << e.what();
   }
   const report::RunLog log = run_log(r);
@@ -79,7 +78,7 @@ TEST(RunOutcomes, AStopAtTheLossScaleFloorRecordsItsLastSkippedStepAndWhy) {
   EXPECT_EQ(log.outcome->step, 2);
   EXPECT_EQ(log.outcome->skipped_steps, 2);
   EXPECT_EQ(log.outcome->last_skipped_step, 2);
-  EXPECT_NE(log.outcome->message.find("loss scale stuck at its minimum 1.09951e+12: gradients "
+  EXPECT_NE(log.outcome->message.find("loss scale stuck at its minimum 2^40: gradients "
                                       "keep overflowing (set precision.on_stuck"),
             std::string::npos)
       << log.outcome->message;
