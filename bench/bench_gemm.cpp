@@ -189,10 +189,12 @@ void register_all() {
   const bool tiles = k::route_unavailable(GemmRoute::amx, Format::bfloat16).empty();
   const bool native = k::route_unavailable(GemmRoute::onednn_bf16, Format::bfloat16).empty();
   // 2048^3, then qkv projection, MLP up, MLP down (forward), their dX and dW (rows = batch 8
-  // x context 256).
+  // x context 256); then the Fashion MLP's first layer (batch 128, 784 -> 512): forward, dX
+  // and dW, small products where a format's conversions weigh more.
   for (const S& s : {S{2048, 2048, 2048, "NN"}, S{2048, 1152, 384, "NT"}, S{2048, 1536, 384, "NT"},
                      S{2048, 384, 1536, "NT"}, S{2048, 384, 1536, "NN"}, S{1536, 384, 2048, "TN"},
-                     S{384, 1536, 2048, "TN"}}) {
+                     S{384, 1536, 2048, "TN"}, S{128, 512, 784, "NT"}, S{128, 784, 512, "NN"},
+                     S{512, 784, 128, "TN"}}) {
     const GemmShape g = layout(s.m, s.n, s.k, s.form);
     const std::string shape =
         std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + "/" + s.form;
