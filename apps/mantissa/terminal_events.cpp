@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <cmath>
 #include <cstdio>
 
 namespace mantissa::app {
@@ -36,7 +37,14 @@ void TerminalEvents::message(const std::string& line) {
 
 void TerminalEvents::progress(const train::Progress& p) {
   // A run without a loss scaler shows no scale (not a 1 it never used).
-  const std::string scale = p.loss_scale ? fmt::format("  scale {:.4g}", *p.loss_scale) : "";
+  // A power of two (every dynamic scale) as 2^k, as the skipped-step lines write it.
+  std::string scale;
+  if (p.loss_scale) {
+    int e = 0;
+    const bool power = *p.loss_scale != 1 && std::frexp(*p.loss_scale, &e) == 0.5;
+    scale =
+        power ? fmt::format("  scale 2^{}", e - 1) : fmt::format("  scale {:.4g}", *p.loss_scale);
+  }
   const std::string line =
       fmt::format("step {}/{}  loss {:.4g}{}  lr {:.3g}  skipped {}  {:.0f} {}/s  eta {:.0f}s",
                   p.step, p.max_steps, p.loss, scale, p.learning_rate, p.skipped_steps,

@@ -153,7 +153,12 @@ std::string value_report(std::string_view text) {
                          hex_bits(down, l.total_bits()));
     } else {
       const double vd = decode(down, l), vu = decode(up, l);
-      const double p = std::isinf(vu) ? NAN : (static_cast<double>(x) - vd) / (vu - vd);
+      // Rounding up from the largest finite value overflows to inf, with the probability of
+      // reaching the next value the exponent would give (largest + its spacing, 2^(emax+1)).
+      int e = 0;
+      (void)std::frexp(vd, &e);  // |vd| = m 2^e, m in [0.5, 1): a normal's spacing 2^(e-1-mbits)
+      const double step = std::isinf(vu) ? std::ldexp(1.0, e - 1 - l.mantissa_bits) : vu - vd;
+      const double p = std::fabs((static_cast<double>(x) - vd) / step);
       out += fmt::format("{:<12} {:<13} {} ({:.9g}) with p={:.6f}, else {} ({:.9g})\n", t.name,
                          "stochastic", hex_bits(up, l.total_bits()), vu, p,
                          hex_bits(down, l.total_bits()), vd);

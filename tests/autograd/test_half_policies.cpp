@@ -13,7 +13,7 @@
 // Every result is stored in H's own width (the tensor's format is H), except reductions to
 // one value (sum, mean, cross_entropy: float32) and layout ops that only move elements
 // (reshape, transpose, split: they keep their input's format and values exactly).
-// All 24 ops of ops.hpp are covered.
+// All 25 ops of ops.hpp are covered.
 #include <algorithm>
 #include <cmath>
 #include <string>

@@ -121,8 +121,9 @@ std::string power_of_two_intent(double value);
 std::string loss_scaling_factor_error(std::string_view given);
 
 // The default initial and maximum loss scale for the process's half format (set_half_dtype):
-// 2^31 for cbfloat16 (its 9 exponent bits), else 2^15. GradScalerOptions{} takes it, so
-// set_half_dtype("cbfloat16") then GradScalerOptions{} starts where a cbfloat16 config does.
+// 2^31 for cbfloat16 (6 exponent bits: its largest value is near 2^32), else 2^15.
+// GradScalerOptions{} takes it, so set_half_dtype("cbfloat16") then GradScalerOptions{} starts
+// where a cbfloat16 config does.
 double default_loss_scale();
 
 struct GradScalerOptions {

@@ -1,5 +1,5 @@
 #pragma once
-// A 2-D convolution's three products with the matrix products' precision rules (DESIGN.md
+// A 2-D convolution's three products with the matrix products' precision rules (docs/design.md
 // section 3: sources hold H values, products exact, sums in float32), each on a route chosen
 // by measurement with the matrix products' mechanism (gemm_route.hpp, docs/engine.md
 // "Convolutions: routes"). The routes:

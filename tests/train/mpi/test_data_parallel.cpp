@@ -141,7 +141,7 @@ const char* kFloat16Overflowing =
 // afterwards (docs/distributed.md).
 TEST(DataParallelTrainer, Float32LossesMatchOneProcessFor20Steps) {
   // One bucket, one all-reduce after each backward; then gradient accumulation with buckets of
-  // 4 KiB (23 of them) started during the last backward.
+  // 4 KiB (19 of them) started during the last backward.
   const std::vector<std::vector<std::string>> variants = {
       {"1", "trainer.init.dist.overlap=false"}, {"2", "trainer.init.dist.bucket_cap_mb=0.004"}};
   for (const auto& v : variants) {
