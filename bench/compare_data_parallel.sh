@@ -41,7 +41,7 @@ mpi=(mpirun -np 2 --allow-run-as-root --bind-to core -x OMP_NUM_THREADS=1 -x OMP
 
 {
   echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores"
-  echo "Open MPI: $(mpirun --version | head -1)"
+  echo "Open MPI: $(mpirun --version | sed -n 1p)"
   echo "config: $config ${sets[*]:-}; $rounds rounds of $warmup + $steps steps each"
   echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$out/machine.txt"

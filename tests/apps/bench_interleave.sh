@@ -20,7 +20,9 @@ if [[ "$alone" != "$together" ]]; then
   echo "interleaved losses differ from the runs alone:"; echo "$together"; echo "$alone"; exit 1
 fi
 grep -q '"interleaved":true' "$dir/both.jsonl" || { echo "JSON does not say interleaved"; exit 1; }
-echo "$out" | grep -Eq '^  bfloat16, POL 1 +[0-9]+  [0-9]+\.[0-9]{3}x$' || {
+# Here-strings, not `echo | grep -q`: grep -q leaves at its first match, and under pipefail a
+# longer output's echo then dies of SIGPIPE, failing a check that matched.
+grep -Eq '^  bfloat16, POL 1 +[0-9]+  [0-9]+\.[0-9]{3}x$' <<<"$out" || {
   echo "no ratio line in:"; echo "$out"; exit 1; }
-echo "$out" | grep -q 'peak RSS         not measured' || { echo "peak RSS claimed"; exit 1; }
+grep -q 'peak RSS         not measured' <<<"$out" || { echo "peak RSS claimed"; exit 1; }
 echo "interleaved runs train as they do alone"

@@ -55,7 +55,7 @@ fi
 rank_pid() {  # the pid of rank $1 among mpirun's children
   local p
   for p in $(pgrep -P "$job"); do
-    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
+    if grep -qxz "OMPI_COMM_WORLD_RANK=$1" "/proc/$p/environ" 2>/dev/null; then
       echo "$p"
       return
     fi
