@@ -25,8 +25,6 @@ struct BenchArgs {
   bench::BenchOptions options;
 };
 
-// The config a run trains with: the file, the user's --set inside the precision's overrides
-// (none: the config's precision) and the other precision options.
 // The options a float32 run (mixed precision off) has no use for, said once before it runs:
 // a loss scale, a precision_opt_level, a route on the bf16 units.
 void say_unused_by_float32(const BenchArgs& a, std::optional<TrainingPrecision> precision) {
@@ -43,6 +41,8 @@ void say_unused_by_float32(const BenchArgs& a, std::optional<TrainingPrecision> 
   }
 }
 
+// The config a run trains with: the file, the user's --set inside the precision's overrides
+// (none: the config's precision) and the other precision options.
 config::TrainerConfig make_config(const BenchArgs& a, std::optional<TrainingPrecision> precision) {
   std::vector<std::string> overrides =
       around(precision_overrides(precision, a.loss_scaling, a.opt_level, a.route), a.overrides);
@@ -54,7 +54,6 @@ config::TrainerConfig make_config(const BenchArgs& a, std::optional<TrainingPrec
     c.optimizer.state_format =
         parse_named(optim::kStateFormatNames, a.state_dtype, "--state-dtype");
   }
-  say_unused_by_float32(a, precision);
   return c;
 }
 
@@ -86,6 +85,7 @@ int run_interleaved(const BenchArgs& a, const dist::Communicator& world) {
   std::vector<config::TrainerConfig> configs;
   for (const TrainingPrecision& p : parse_training_precisions(a.precision, "--precision")) {
     configs.push_back(make_config(a, p));
+    say_unused_by_float32(a, p);
   }
   const std::vector<bench::BenchResult> rs = bench::run_interleaved_benchmark(
       configs, a.options, [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); },
@@ -139,9 +139,11 @@ int run(BenchArgs a, const dist::Communicator& world) {
       throw Error("--precision: '" + a.precision +
                   "' lists several; one run takes one (or add --interleave)");
     }
-    c = make_config(a, a.precision.empty()
-                           ? std::nullopt
-                           : std::optional(parse_training_precision(a.precision, "--precision")));
+    const std::optional<TrainingPrecision> precision =
+        a.precision.empty() ? std::nullopt
+                            : std::optional(parse_training_precision(a.precision, "--precision"));
+    c = make_config(a, precision);
+    if (world.is_root()) say_unused_by_float32(a, precision);
   });
   const bench::BenchResult r = bench::run_train_benchmark(
       c, a.options, [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); },

@@ -74,8 +74,7 @@ void GradScalerOptions::validate() const {
          support::value_text(min_loss_scale) + ")");
   }
   if (steps_per_increase < 1)
-    fail("steps_per_increase: " + support::value_text(static_cast<double>(steps_per_increase)) +
-         " must be >= 1");
+    fail("steps_per_increase: " + std::to_string(steps_per_increase) + " must be >= 1");
   if (!(overflow_tolerance >= 0.0 && overflow_tolerance < 1.0)) {
     fail("overflow_tolerance: " + support::value_text(overflow_tolerance) + " must be in [0, 1)");
   }
@@ -88,10 +87,10 @@ void GradScalerOptions::validate() const {
   if (!(backoff_factor > 0.0 && backoff_factor < 1.0)) {
     fail("backoff_factor: " + support::value_text(backoff_factor) + " must be in (0, 1)");
   }
-  if (hysteresis < 1) fail("hysteresis: " + support::value_text(hysteresis) + " must be >= 1");
+  if (hysteresis < 1) fail("hysteresis: " + std::to_string(hysteresis) + " must be >= 1");
   if (max_consecutive_skips < 1) {
-    fail("max_consecutive_skipped_steps: " +
-         support::value_text(static_cast<double>(max_consecutive_skips)) + " must be >= 1");
+    fail("max_consecutive_skipped_steps: " + std::to_string(max_consecutive_skips) +
+         " must be >= 1");
   }
 }
 

@@ -80,12 +80,13 @@ std::string fixed(double v, int decimals) {
   return fmt::format("{:.{}f}", v, decimals);
 }
 
-// What a benchmark row says about the run before any step: model, precision, route, sizes.
 // What sets a benchmark's length, for a schedule that does not last it.
 std::string steps_text(const BenchOptions& o) {
   return "the benchmark's " + std::to_string(o.warmup + o.steps) + " steps (" +
          std::to_string(o.warmup) + " warm-up and " + std::to_string(o.steps) + " timed)";
 }
+
+// What a benchmark row says about the run before any step: model, precision, route, sizes.
 
 BenchResult describe_run(const Trainer& trainer, const config::TrainerConfig& config) {
   BenchResult r;

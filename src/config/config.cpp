@@ -208,13 +208,20 @@ void refuse_unread_keys(Reader& r, DatasetKind dataset) {
        {"context", "data_dir", "val_fraction"},
        "split, batch_size, path, shuffle"},
   }};
-  for (const Unread& u : kUnread) {
-    if (u.dataset != dataset) continue;
-    for (const char* key : u.keys) {
-      if (key != nullptr && r.has(key)) {
-        throw Error(r.key_path(key) + ": the " + std::string(name_of(kDatasetNames, dataset)) +
-                    " dataset does not read it (it reads: " + u.reads + ")");
-      }
+  static_assert(
+      [] {
+        for (std::size_t i = 0; i < kUnread.size(); ++i) {
+          if (kUnread[i].dataset != static_cast<DatasetKind>(i) || kUnread[i].reads == nullptr)
+            return false;
+        }
+        return true;
+      }(),
+      "kUnread: one row per DatasetKind, in enum order");
+  const Unread& u = kUnread[static_cast<std::size_t>(dataset)];
+  for (const char* key : u.keys) {
+    if (key != nullptr && r.has(key)) {
+      throw Error(r.key_path(key) + ": the " + std::string(name_of(kDatasetNames, dataset)) +
+                  " dataset does not read it (it reads: " + u.reads + ")");
     }
   }
 }

@@ -43,14 +43,14 @@ SchedulePtr constant(double value) {
 
 SchedulePtr linear(double initial, double end, std::int64_t total_iters) {
   require(total_iters > 0, "Linear",
-          "total_iters must be > 0 (got " + support::value_text(total_iters) + ")");
+          "total_iters must be > 0 (got " + std::to_string(total_iters) + ")");
   return make(
       [=](std::int64_t s) {
         return initial + (end - initial) * static_cast<double>(std::min(s, total_iters)) /
                              static_cast<double>(total_iters);
       },
       "Linear(" + support::value_text(initial) + " -> " + support::value_text(end) + " over " +
-          support::value_text(total_iters) + ")");
+          std::to_string(total_iters) + ")");
 }
 
 SchedulePtr polynomial(double initial, double end, std::int64_t total_iters, double power,
@@ -115,7 +115,7 @@ SchedulePtr cosine_decay(double initial, double end, std::int64_t total_iters) {
         return end + (initial - end) * 0.5 * (1.0 + std::cos(kPi * frac));
       },
       "CosineDecay(" + support::value_text(initial) + " -> " + support::value_text(end) + " over " +
-          support::value_text(total_iters) + ")");
+          std::to_string(total_iters) + ")");
 }
 
 SchedulePtr cosine_annealing(double initial, std::int64_t t_max, double eta_min) {
@@ -127,8 +127,7 @@ SchedulePtr cosine_annealing(double initial, std::int64_t t_max, double eta_min)
                    (1.0 + std::cos(kPi * static_cast<double>(s) / static_cast<double>(t_max))) /
                    2.0;
       },
-      "CosineAnnealing(" + support::value_text(initial) + ", T_max " + support::value_text(t_max) +
-          ")");
+      "CosineAnnealing(" + support::value_text(initial) + ", T_max " + std::to_string(t_max) + ")");
 }
 
 SchedulePtr cosine_annealing_warm_restarts(double initial, std::int64_t t_0, std::int64_t t_mult,
@@ -148,14 +147,14 @@ SchedulePtr cosine_annealing_warm_restarts(double initial, std::int64_t t_0, std
                    2.0;
       },
       "CosineAnnealingWarmRestarts(" + support::value_text(initial) + ", T_0 " +
-          support::value_text(t_0) + ", T_mult " + support::value_text(t_mult) + ")");
+          std::to_string(t_0) + ", T_mult " + std::to_string(t_mult) + ")");
 }
 
 SchedulePtr step_decay(double initial, std::int64_t step_size, double gamma) {
   require(step_size > 0, "Step", "step_size must be > 0");
   return make(
       [=](std::int64_t s) { return initial * std::pow(gamma, static_cast<double>(s / step_size)); },
-      "Step(" + support::value_text(initial) + ", every " + support::value_text(step_size) + " x" +
+      "Step(" + support::value_text(initial) + ", every " + std::to_string(step_size) + " x" +
           support::value_text(gamma) + ")");
 }
 
@@ -235,22 +234,20 @@ SchedulePtr one_cycle(double max_lr, std::int64_t total_steps, double pct_start,
         }
         return final_lr;
       },
-      "OneCycle(max " + support::value_text(max_lr) + ", " + support::value_text(total_steps) +
+      "OneCycle(max " + support::value_text(max_lr) + ", " + std::to_string(total_steps) +
           " steps)");
 }
 
 SchedulePtr sequential(std::vector<SchedulePtr> schedules, std::vector<std::int64_t> milestones) {
   require(!schedules.empty() && milestones.size() + 1 == schedules.size(), "Sequential",
-          "needs one milestone fewer than schedules (got " +
-              support::value_text(static_cast<double>(schedules.size())) + " schedules, " +
-              support::value_text(static_cast<double>(milestones.size())) + " milestones)");
+          "needs one milestone fewer than schedules (got " + std::to_string(schedules.size()) +
+              " schedules, " + std::to_string(milestones.size()) + " milestones)");
   require(std::is_sorted(milestones.begin(), milestones.end()), "Sequential",
           "milestones must be increasing");
   std::string d = "Sequential(";
   for (std::size_t i = 0; i < schedules.size(); ++i) {
     d += (i ? ", " : "") + schedules[i]->describe();
-    if (i < milestones.size())
-      d += " until " + support::value_text(static_cast<double>(milestones[i]));
+    if (i < milestones.size()) d += " until " + std::to_string(milestones[i]);
   }
   return make(
       [=](std::int64_t s) {
