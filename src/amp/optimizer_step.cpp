@@ -22,6 +22,22 @@ std::vector<Variable> parameters_of(const std::vector<optim::Optimizer*>& optimi
   return out;
 }
 
+// At least one optimizer, none null, none listed twice (its step would be taken twice).
+void check_optimizers(const std::vector<optim::Optimizer*>& optimizers) {
+  if (optimizers.empty()) throw Error("optimizer_step: no optimizer given");
+  for (std::size_t i = 0; i < optimizers.size(); ++i) {
+    if (optimizers[i] == nullptr) {
+      throw Error("optimizer_step: optimizer " + std::to_string(i) + " of the list is null");
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (optimizers[j] == optimizers[i]) {
+        throw Error("optimizer_step: one optimizer is listed twice (positions " +
+                    std::to_string(j) + " and " + std::to_string(i) + ")");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 StepReport optimizer_step(const Variable& loss, optim::Optimizer& optimizer, GradScaler* scaler,
@@ -40,6 +56,7 @@ StepReport optimizer_step(const Variable& loss, optim::Optimizer& optimizer, Gra
 StepReport optimizer_step(const Variable& loss, const std::vector<optim::Optimizer*>& optimizers,
                           GradScaler* scaler, std::optional<double> max_gradient_norm,
                           std::optional<double> max_gradient_value) {
+  check_optimizers(optimizers);
   const autograd::NonfiniteWatch watch;
   autograd::backward(scaler != nullptr ? scaler->scale(loss) : loss);
   return finish_step(optimizers, scaler, max_gradient_norm, max_gradient_value);
@@ -58,7 +75,7 @@ StepReport finish_step(const std::vector<optim::Optimizer*>& optimizers, GradSca
   if (max_gradient_norm && max_gradient_value) {
     throw Error("max_gradient_norm and max_gradient_value are mutually exclusive: set one");
   }
-  if (optimizers.empty()) throw Error("optimizer_step: no optimizer given");
+  check_optimizers(optimizers);
   kernels::PhaseScope phase(kernels::Phase::step);
   kernels::ProfileScope scope(kernels::OpClass::optimizer);
   StepReport r;

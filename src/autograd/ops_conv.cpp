@@ -109,10 +109,13 @@ Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
   kernels::ProfileScope scope(kernels::OpClass::gemm);
   const Shape& xs = x.shape();
   const Shape& ws = weight.shape();
-  if (xs.size() != 4 || ws.size() != 4 || xs[1] != ws[1] || stride < 1 || padding < 0) {
+  if (xs.size() != 4 || ws.size() != 4 || xs[1] != ws[1] || stride < 1 || padding < 0 ||
+      xs.numel() == 0 || ws.numel() == 0) {
     shape_error("conv2d", "input " + xs.to_string() + " and weight " + ws.to_string() +
-                              " (expected [n, c, h, w] and [o, c, kh, kw], stride >= 1, "
-                              "padding >= 0)");
+                              ", stride " + std::to_string(stride) + ", padding " +
+                              std::to_string(padding) +
+                              " (expected [n, c, h, w] and [o, c, kh, kw], every size >= 1, "
+                              "stride >= 1, padding >= 0)");
   }
   const kernels::Conv2dGeometry geo{xs[1], xs[2], xs[3], ws[2], ws[3], stride, padding};
   if (geo.out_h() < 1 || geo.out_w() < 1) shape_error("conv2d", "kernel larger than the input");
@@ -181,7 +184,8 @@ Variable pool(const char* name, const Variable& x, std::int64_t kernel, std::int
   const Shape& xs = x.shape();
   if (xs.size() != 4 || kernel < 1 || stride < 1 || xs[2] < kernel || xs[3] < kernel) {
     shape_error(name, "input " + xs.to_string() + " with kernel " + std::to_string(kernel) +
-                          " (expected [n, c, h, w], h, w >= kernel)");
+                          ", stride " + std::to_string(stride) +
+                          " (expected [n, c, h, w], h, w >= kernel >= 1, stride >= 1)");
   }
   const std::int64_t oh = (xs[2] - kernel) / stride + 1, ow = (xs[3] - kernel) / stride + 1;
   const std::int64_t planes = xs[0] * xs[1], in_size = xs[2] * xs[3], out_size = oh * ow;

@@ -1,9 +1,12 @@
 // layer_norm, softmax, log_softmax, cross_entropy: fp32 reductions over the last dimension,
 // a tile of rows at a time (inputs decoded per tile, results encoded per tile).
+#include <cmath>
+
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/kernels/rows.hpp"
 #include "mantissa/kernels/scratch.hpp"
 #include "op_support.hpp"
+#include "support/number_text.hpp"
 
 namespace mantissa::autograd {
 namespace {
@@ -137,7 +140,13 @@ Variable softmax_impl(const Variable& x, bool log) {
 
 Variable layer_norm(const Variable& x, const Variable& gamma, const Variable& beta, float eps) {
   kernels::ProfileScope scope(kernels::OpClass::norm);
-  const std::int64_t cols = x.shape().empty() ? 0 : x.shape().back();
+  if (!(eps >= 0.0f) || std::isinf(eps)) {
+    shape_error("layer_norm",
+                "eps " + support::value_text(eps) + " (expected a finite value >= 0)");
+  }
+  if (x.shape().empty())
+    shape_error("layer_norm", "the input is a scalar (it has no last dimension)");
+  const std::int64_t cols = x.shape().back();
   if (!(gamma.shape() == Shape{cols}) || !(beta.shape() == Shape{cols})) {
     shape_error("layer_norm", "input " + x.shape().to_string() + " with gamma " +
                                   gamma.shape().to_string() + " and beta " +

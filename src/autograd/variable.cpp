@@ -107,13 +107,17 @@ void NonfiniteWatch::found(NonfiniteOrigin origin) {
   if (!first_) first_ = std::move(origin);
 }
 
+void Variable::undefined() {
+  throw Error("autograd: the variable is undefined (made by Variable(), it holds no value)");
+}
+
 Variable::Variable(Tensor value, bool requires_grad) : impl_(std::make_shared<VariableImpl>()) {
   impl_->value = std::move(value);
   impl_->requires_grad = requires_grad;
 }
 
 void Variable::zero_grad() {
-  if (impl_->grad.defined()) impl_->grad_zeroed = true;
+  if (impl().grad.defined()) impl_->grad_zeroed = true;
 }
 
 void Variable::settle_zeroed_grad() const {
@@ -124,7 +128,7 @@ void Variable::settle_zeroed_grad() const {
 }
 
 void Variable::set_grad_fn(std::shared_ptr<Node> fn) {
-  impl_->grad_fn = std::move(fn);
+  impl().grad_fn = std::move(fn);
   impl_->requires_grad = impl_->grad_fn != nullptr || impl_->requires_grad;
 }
 
@@ -135,7 +139,7 @@ Edge Variable::edge() const {
 }
 
 const Tensor& Variable::value_rounded_to(Format f) const {
-  VariableImpl& v = *impl_;
+  VariableImpl& v = impl();
   if (v.value.format() == f && v.value.is_contiguous()) return v.value;
   if (v.half_format != f || v.half_version != v.version || !v.half_copy.defined()) {
     kernels::ProfileScope scope(kernels::OpClass::convert);
@@ -298,7 +302,7 @@ void backward(const Variable& root, float seed, const LeafReadyHook& on_leaf_rea
 }
 
 std::int64_t Variable::cached_copy_bytes() const {
-  const Tensor& c = impl_->half_copy;
+  const Tensor& c = impl().half_copy;
   return c.defined() ? c.numel() * c.element_bytes() : 0;
 }
 

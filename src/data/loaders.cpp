@@ -25,6 +25,7 @@ void check_part(const BatchPart& part, std::int64_t batch) {
 
 std::vector<std::int64_t> epoch_order(std::int64_t n, std::uint64_t seed, std::int64_t epoch,
                                       bool shuffle) {
+  if (n < 0) throw Error("epoch_order: " + std::to_string(n) + " items (expected >= 0)");
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), 0);
   if (!shuffle) return order;
@@ -40,6 +41,13 @@ ImageLoader::ImageLoader(const ImageDataset& data, std::int64_t batch_size, bool
                          std::uint64_t seed, bool drop_last)
     : data_(data), batch_(batch_size), shuffle_(shuffle), drop_last_(drop_last), seed_(seed) {
   if (batch_size < 1) throw Error("batch_size: " + std::to_string(batch_size) + " must be >= 1");
+  if (!data.images.defined() || data.images.shape().size() != 2 ||
+      data.images.dim(0) != data.size()) {
+    throw Error("image dataset: images of shape " +
+                (data.images.defined() ? data.images.shape().to_string() : "(undefined)") +
+                " for " + std::to_string(data.size()) +
+                " labels (expected [labels, pixels]: one row per label)");
+  }
   if (data.size() < (drop_last ? batch_size : 1)) {
     throw Error("batch_size: " + std::to_string(batch_size) + " is larger than the dataset (" +
                 std::to_string(data.size()) + " examples)");

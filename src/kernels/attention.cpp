@@ -11,6 +11,7 @@
 #include "lane_sums.hpp"
 #include "mantissa/kernels/gemm.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
+#include "mantissa/kernels/parallel.hpp"
 #include "mantissa/kernels/scratch.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "row_prefetch.hpp"
@@ -267,11 +268,15 @@ Products head_products(const AttentionShape& s, const Products& mm, const HeadOp
 template <class Fn>
 void for_each_head(const AttentionShape& s, const HeadLayout& in, const HeadLayout& out, Fn&& fn) {
   const std::int64_t pairs = s.batch * s.heads;
+  FirstError error;
 #pragma omp parallel for schedule(dynamic, 1)
   for (std::int64_t i = 0; i < pairs; ++i) {
     const std::int64_t b = i / s.heads, h = i % s.heads;
-    fn(i, b * in.batch_stride + h * in.head_stride, b * out.batch_stride + h * out.head_stride);
+    error.run([&] {
+      fn(i, b * in.batch_stride + h * in.head_stride, b * out.batch_stride + h * out.head_stride);
+    });
   }
+  error.rethrow();
 }
 
 }  // namespace

@@ -26,6 +26,49 @@ void check(const GemmShape& s) {
   }
 }
 
+// A stored matrix of `rows` lines of `length` elements, `ld` apart: each line must fit
+// (nothing to hold when the matrix is empty).
+void check_ld(const char* field, std::int64_t ld, std::int64_t rows, std::int64_t length) {
+  if (rows > 0 && length > 0 && ld < length) {
+    throw Error(std::string("gemm: ") + field + " " + std::to_string(ld) +
+                " (expected >= " + std::to_string(length) + ", the length of a stored line)");
+  }
+}
+
+void check_format(const char* what, numerics::Format f) {
+  if (static_cast<std::size_t>(f) >= numerics::kFormatCount || !numerics::is_tensor_format(f)) {
+    throw Error(std::string("gemm: ") + what + " format " + std::to_string(static_cast<int>(f)) +
+                (static_cast<std::size_t>(f) < numerics::kFormatCount
+                     ? " (" + std::string(numerics::name(f)) + ")"
+                     : std::string()) +
+                " is not a format tensors are stored in");
+  }
+}
+
+// The shape, the operands' layouts and formats, and the precision's format, before any route
+// reads them.
+void check(const GemmShape& s, const Operand& a, const Operand& b, const GemmPrecision& p) {
+  check(s);
+  check_ld("lda", s.lda, s.trans_a ? s.k : s.m, s.trans_a ? s.m : s.k);
+  check_ld("ldb", s.ldb, s.trans_b ? s.n : s.k, s.trans_b ? s.k : s.n);
+  check_format("operand A's", a.format);
+  check_format("operand B's", b.format);
+  check_format("the precision's", p.format);
+}
+
+void check(const GemmShape& s, const Operand& a, const Operand& b, const GemmEpilogue& epilogue,
+           const GemmPrecision& p) {
+  check(s, a, b, p);
+  if (!epilogue) throw Error("gemm: the epilogue is empty (no function to receive the tiles)");
+}
+
+void check(const GemmShape& s, const Operand& a, const Operand& b, const float* c,
+           const GemmPrecision& p) {
+  check(s, a, b, p);
+  check_ld("ldc", s.ldc, s.m, s.n);
+  if (c == nullptr && s.m > 0 && s.n > 0) throw Error("gemm: C is null");
+}
+
 void run_on(MatmulRoute route, const GemmShape& s, const Operand& a, const Operand& b,
             const GemmEpilogue& epilogue, const GemmPrecision& p, bool all_threads) {
   const gemm_detail::PassList passes = gemm_detail::passes_for(p, on_bf16_units(route));
@@ -120,21 +163,25 @@ GemmShape GemmShape::dense(std::int64_t m, std::int64_t n, std::int64_t k, bool 
 
 void gemm(const GemmShape& s, Operand a, Operand b, float* c, bool accumulate,
           const GemmPrecision& p) {
+  check(s, a, b, c, p);
   run(s, a, b, into_matrix(c, s.ldc, accumulate), p, true);
 }
 
 void gemm(const GemmShape& s, Operand a, Operand b, const GemmEpilogue& epilogue,
           const GemmPrecision& p) {
+  check(s, a, b, epilogue, p);
   run(s, a, b, epilogue, p, true);
 }
 
 void gemm_in_thread(const GemmShape& s, Operand a, Operand b, float* c, bool accumulate,
                     const GemmPrecision& p) {
+  check(s, a, b, c, p);
   run(s, a, b, into_matrix(c, s.ldc, accumulate), p, false);
 }
 
 void gemm_in_thread(const GemmShape& s, Operand a, Operand b, const GemmEpilogue& epilogue,
                     const GemmPrecision& p) {
+  check(s, a, b, epilogue, p);
   run(s, a, b, epilogue, p, false);
 }
 

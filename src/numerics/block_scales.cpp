@@ -291,7 +291,43 @@ void check_fp8_blocks(const Fp8BlockSettings& s) {
 
 }  // namespace detail
 
+namespace {
+
+// A BlockQuantized as the quantizers make it: its public fields are the caller's to change.
+void check_quantized(const BlockQuantized& q) {
+  if (q.rows < 0 || q.cols < 0) {
+    throw Error("dequantize: matrix of " + std::to_string(q.rows) + " x " + std::to_string(q.cols) +
+                " (expected sizes >= 0)");
+  }
+  if (q.tile.rows < 1 || q.tile.cols < 1) {
+    throw Error("dequantize: tile of " + std::to_string(q.tile.rows) + " x " +
+                std::to_string(q.tile.cols) + " (expected both >= 1)");
+  }
+  if (static_cast<std::size_t>(q.element) >= kFormatCount || q.element == Format::float8_e8m0 ||
+      layout(q.element).total_bits() > 8) {
+    throw Error("dequantize: element format " + std::to_string(static_cast<int>(q.element)) +
+                " is not a block element format (fp8, fp6 or fp4)");
+  }
+  const auto n = static_cast<std::size_t>(product_or_throw(q.rows, q.cols, "dequantize size"));
+  const std::size_t codes = q.element == Format::float4_e2m1 ? n / 2 + n % 2 : n;
+  if (q.elements.size() != codes) {
+    throw Error("dequantize: " + std::to_string(q.elements.size()) + " element bytes for " +
+                std::to_string(q.rows) + " x " + std::to_string(q.cols) + " " +
+                std::string(name(q.element)) + " values (expected " + std::to_string(codes) + ")");
+  }
+  const auto grid = static_cast<std::size_t>(
+      product_or_throw(q.tile_grid_rows(), q.tile_grid_cols(), "dequantize scale grid"));
+  if (q.scales.size() != grid) {
+    throw Error("dequantize: " + std::to_string(q.scales.size()) + " scales for a grid of " +
+                std::to_string(q.tile_grid_rows()) + " x " + std::to_string(q.tile_grid_cols()) +
+                " tiles (expected " + std::to_string(grid) + ")");
+  }
+}
+
+}  // namespace
+
 void dequantize(const BlockQuantized& q, float* out) {
+  check_quantized(q);
   std::array<float, 256> value{};
   const int patterns = 1 << layout(q.element).total_bits();
   for (int c = 0; c < patterns; ++c) {

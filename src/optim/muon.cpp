@@ -68,7 +68,7 @@ void update(const Muon& s, const UpdateArgs& a) {
     u[static_cast<std::size_t>(i)] = s.nesterov ? (1.0f - mom) * a.g[i] + mom * buf[i] : buf[i];
   }
   double lr = a.lr;
-  if (a.param.shape().size() >= 2) {  // a matrix: [shape[0], the rest]
+  if (a.param.shape().size() >= 2 && a.n > 0) {  // a matrix: [shape[0], the rest]
     const std::int64_t rows = a.param.shape()[0], cols = a.n / rows;
     orthogonalize(u, rows, cols, s.ns_steps);
     lr *= std::sqrt(std::max(1.0, static_cast<double>(rows) / static_cast<double>(cols)));

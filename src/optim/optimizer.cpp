@@ -6,12 +6,15 @@
 #include <cmath>
 #include <cstring>
 #include <iterator>
+#include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/grad_reductions.hpp"
 #include "mantissa/numerics/convert.hpp"
+#include "optimizer_checks.hpp"
 
 namespace mantissa::optim {
 namespace {
@@ -182,37 +185,6 @@ class Optimizer::UpdateSnapshot {
   std::size_t used_ = 0;
 };
 
-namespace {
-
-// State that is a sum of squares, a running maximum of magnitudes or a step size: >= 0 in
-// any state an optimizer can reach.
-bool non_negative_state(const std::string& name) {
-  static const char* const kNames[] = {"exp_avg_sq",     "max_exp_avg_sq", "exp_avg_sq_row",
-                                       "exp_avg_sq_col", "exp_inf",        "sum",
-                                       "square_avg",     "acc_delta",      "step_size"};
-  return std::any_of(std::begin(kNames), std::end(kNames),
-                     [&](const char* n) { return name == n; });
-}
-
-// The loaded state tensor `t` named `full` (state `name`): finite, and >= 0 where it must be.
-void check_loaded_state(const Tensor& t, const std::string& full, const std::string& name,
-                        const std::string& optimizer) {
-  const Tensor f = in_format(t, Format::float32);
-  const float* v = f.f32();
-  const bool positive = non_negative_state(name);
-  for (std::int64_t i = 0; i < f.numel(); ++i) {
-    if (std::isfinite(v[i]) && (!positive || v[i] >= 0)) continue;
-    std::ostringstream value;
-    value << v[i];
-    throw Error("optimizer " + optimizer + ": state '" + full + "' holds " + value.str() +
-                " at index " + std::to_string(i) + " (expected " +
-                (positive ? "a finite number >= 0" : "a finite number") +
-                "): the optimizer state is invalid");
-  }
-}
-
-}  // namespace
-
 void TrainingState::validate() const {
   if (state_format != Format::float32 && state_format != Format::bfloat16) {
     throw Error("optimizer.state_dtype: '" + std::string(numerics::name(state_format)) +
@@ -238,6 +210,7 @@ Optimizer::Optimizer(OptimizerSettings settings, std::vector<ParamGroup> groups)
                   std::to_string(group.params.size()) + " parameters");
     }
   }
+  detail::check_parameter_list(groups_);
 }
 
 std::vector<Tensor>& Optimizer::state_for(Variable& p, std::size_t g) {
@@ -365,8 +338,20 @@ void Optimizer::staged_update(Variable& p, std::vector<Tensor>& s, std::size_t g
 }
 
 bool Optimizer::step(NonFiniteUpdate on_nonfinite) {
-  // Every group's values are checked before any parameter moves: no half-applied step.
-  for (std::size_t g = 0; g < groups_.size(); ++g) check_values(g, step_);
+  // Every group's values and every gradient's shape are checked before any parameter moves:
+  // no half-applied step.
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    check_values(g, step_);
+    for (std::size_t i = 0; i < groups_[g].params.size(); ++i) {
+      const Variable& p = groups_[g].params[i];
+      const Tensor& grad = p.grad();
+      if (grad.defined() && !(grad.shape() == p.shape())) {
+        throw Error("optimizer " + name() + ": the gradient of '" +
+                    parameter_name(groups_[g], g, i) + "' has shape " + grad.shape().to_string() +
+                    ", the parameter " + p.shape().to_string());
+      }
+    }
+  }
   refused_.clear();
   // Guarded, each parameter is copied just before its update and checked just after it,
   // while its values are still in cache; the first non-finite one puts back every parameter
@@ -476,7 +461,11 @@ double Optimizer::current_learning_rate(std::size_t g) const {
 }
 
 double Optimizer::learning_rate_at(std::int64_t k, std::size_t g) const {
-  return groups_.at(g).learning_rate->value(k);
+  if (g >= groups_.size()) {
+    throw Error("optimizer " + name() + ": no parameter group " + std::to_string(g) + " (it has " +
+                std::to_string(groups_.size()) + ")");
+  }
+  return groups_[g].learning_rate->value(k);
 }
 
 std::vector<Variable> Optimizer::parameters() const {
@@ -506,6 +495,49 @@ std::map<std::string, Tensor> Optimizer::state_tensors() const {
 
 void Optimizer::load_state_tensors(const std::map<std::string, Tensor>& state,
                                    std::int64_t step_index) {
+  if (step_index < 0) {
+    throw Error("optimizer " + name() + ": step index " + std::to_string(step_index) +
+                " (expected >= 0)");
+  }
+  // Every tensor is checked before any is taken: a refused state leaves the optimizer as it was.
+  std::set<std::string> known;
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    for (std::size_t i = 0; i < groups_[g].params.size(); ++i) {
+      const Variable& p = groups_[g].params[i];
+      const std::string pname = parameter_name(groups_[g], g, i);
+      const std::vector<std::string> names = state_names(p, g);
+      for (std::size_t k = 0; k < names.size(); ++k) {
+        const std::string key = pname + "." + names[k];
+        known.insert(key);
+        const auto it = state.find(key);
+        if (it == state.end()) continue;
+        if (!it->second.defined()) {
+          throw Error("optimizer " + name() + ": state '" + key + "' is undefined");
+        }
+        detail::check_loaded_state(it->second, key, names[k], name());
+        const tensor::Shape want = init_state(k, p, g).shape();
+        if (!(it->second.shape() == want)) {
+          throw Error("optimizer " + name() + ": state '" + key + "' has shape " +
+                      it->second.shape().to_string() + ", expected " + want.to_string());
+        }
+      }
+      const std::string kahan = pname + ".kahan_compensation";
+      known.insert(kahan);
+      if (const auto c = state.find(kahan); c != state.end()) {
+        if (!c->second.defined() || !(c->second.shape() == p.shape())) {
+          throw Error("optimizer " + name() + ": state '" + kahan + "' has shape " +
+                      (c->second.defined() ? c->second.shape().to_string() : "(undefined)") +
+                      ", expected " + p.shape().to_string());
+        }
+      }
+    }
+  }
+  for (const auto& [key, t] : state) {
+    if (known.count(key) == 0) {
+      throw Error("optimizer " + name() + ": state '" + key +
+                  "' belongs to no parameter of this optimizer");
+    }
+  }
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     for (std::size_t i = 0; i < groups_[g].params.size(); ++i) {
       Variable& p = groups_[g].params[i];
@@ -515,7 +547,6 @@ void Optimizer::load_state_tensors(const std::map<std::string, Tensor>& state,
       for (const std::string& n : names) {
         auto it = state.find(pname + "." + n);
         if (it == state.end()) continue;
-        check_loaded_state(it->second, pname + "." + n, n, name());
         const Format f = per_element(it->second, p) ? training_.state_format : Format::float32;
         tensors.push_back(it->second.to(f).clone());
       }

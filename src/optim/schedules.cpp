@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "mantissa/error.hpp"
@@ -136,15 +137,26 @@ SchedulePtr cosine_annealing_warm_restarts(double initial, std::int64_t t_0, std
   require(t_mult >= 1, "CosineAnnealingWarmRestarts", "T_mult must be >= 1");
   return make(
       [=](std::int64_t s) {
-        std::int64_t t_i = t_0, t_cur = s;
-        while (t_cur >= t_i) {  // real restarts: walk the growing cycles
-          t_cur -= t_i;
-          t_i *= t_mult;
+        // Cycles of T_0 steps: the step's place in its cycle directly. Growing cycles: at most
+        // 63 of them fit in the step's range; once the next one's length would overflow, the
+        // step lies in it (the length then kept as a double).
+        std::int64_t t_cur = s % t_0;
+        double t_i = static_cast<double>(t_0);
+        if (t_mult > 1) {
+          std::int64_t cycle = t_0;
+          t_cur = s;
+          while (t_cur >= cycle) {
+            t_cur -= cycle;
+            if (cycle > std::numeric_limits<std::int64_t>::max() / t_mult) {
+              t_i = static_cast<double>(cycle) * static_cast<double>(t_mult);
+              break;
+            }
+            cycle *= t_mult;
+            t_i = static_cast<double>(cycle);
+          }
         }
         return eta_min +
-               (initial - eta_min) *
-                   (1.0 + std::cos(kPi * static_cast<double>(t_cur) / static_cast<double>(t_i))) /
-                   2.0;
+               (initial - eta_min) * (1.0 + std::cos(kPi * static_cast<double>(t_cur) / t_i)) / 2.0;
       },
       "CosineAnnealingWarmRestarts(" + support::value_text(initial) + ", T_0 " +
           std::to_string(t_0) + ", T_mult " + std::to_string(t_mult) + ")");
@@ -244,6 +256,9 @@ SchedulePtr sequential(std::vector<SchedulePtr> schedules, std::vector<std::int6
               " schedules, " + std::to_string(milestones.size()) + " milestones)");
   require(std::is_sorted(milestones.begin(), milestones.end()), "Sequential",
           "milestones must be increasing");
+  for (std::size_t i = 0; i < schedules.size(); ++i) {
+    require(schedules[i] != nullptr, "Sequential", "schedule " + std::to_string(i) + " is null");
+  }
   std::string d = "Sequential(";
   for (std::size_t i = 0; i < schedules.size(); ++i) {
     d += (i ? ", " : "") + schedules[i]->describe();
@@ -274,6 +289,9 @@ SchedulePtr piecewise_constant(std::vector<double> values, std::vector<std::int6
 
 SchedulePtr chained(std::vector<SchedulePtr> schedules) {
   require(!schedules.empty(), "Chained", "needs at least one schedule");
+  for (std::size_t i = 0; i < schedules.size(); ++i) {
+    require(schedules[i] != nullptr, "Chained", "schedule " + std::to_string(i) + " is null");
+  }
   for (std::size_t i = 1; i < schedules.size(); ++i) {
     require(schedules[i]->value(0) != 0.0, "Chained",
             "schedule " + std::to_string(i) + " is 0 at step 0, so it has no factor");
@@ -297,6 +315,7 @@ SchedulePtr scaled(SchedulePtr schedule, double factor) {
 }
 
 SchedulePtr lambda(std::function<double(std::int64_t)> fn, std::string description) {
+  require(static_cast<bool>(fn), "Lambda", "needs a function");
   return make(std::move(fn), std::move(description));
 }
 

@@ -18,12 +18,21 @@ void Shape::push_back(std::int64_t v) {
 }
 
 void Shape::erase(int i) {
+  if (i < 0 || i >= n_) {
+    throw Error("tensor shape " + to_string() + ": erase at " + std::to_string(i) +
+                " (expected 0.." + std::to_string(n_ - 1) + ")");
+  }
   for (int j = i; j + 1 < n_; ++j)
     d_[static_cast<std::size_t>(j)] = d_[static_cast<std::size_t>(j + 1)];
   --n_;
 }
 
 void Shape::insert(int i, std::int64_t v) {
+  if (i < 0 || i > n_) {
+    throw Error("tensor shape " + to_string() + ": insert at " + std::to_string(i) +
+                " (expected 0.." + std::to_string(n_) + ")");
+  }
+  if (v < 0) throw Error("tensor shape: negative dimension " + std::to_string(v));
   push_back(0);
   for (int j = n_ - 1; j > i; --j)
     d_[static_cast<std::size_t>(j)] = d_[static_cast<std::size_t>(j - 1)];

@@ -257,6 +257,7 @@ void Tensor::copy_from(const Tensor& src) {
 }
 
 void Tensor::fill(float value) {
+  require_defined("Tensor::fill");
   const Tensor one = from_vector({value}, Shape{1}, format_);
   const char* pattern = static_cast<const char*>(one.raw_data());
   char* base = static_cast<char*>(storage_->data());

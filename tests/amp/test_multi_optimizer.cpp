@@ -222,5 +222,29 @@ TEST(MultiOptimizer, StaticScalingStepsWhateverTheGradientsHoldAndDoesNotClip) {
   EXPECT_EQ(t.scaler.get_scale(), 4.0);
 }
 
+TEST(MultiOptimizer, ANullOrRepeatedOptimizerIsRefusedBeforeTheBackward) {
+  // The library audit of 2026-11-28: a null entry was dereferenced (a crash); the same
+  // optimizer twice failed inside unscale_ with a message about unscale_.
+  const Variable w(Tensor::full({2}, 1.0f), true);
+  auto opt = optim::make_optimizer(optim::Sgd{}, {w}, 0.1);
+  const Variable loss = autograd::sum(autograd::mul(w, w));
+  std::string e;
+  try {
+    amp::optimizer_step(loss, std::vector<optim::Optimizer*>{opt.get(), nullptr}, nullptr);
+  } catch (const Error& x) {
+    e = x.what();
+  }
+  EXPECT_NE(e.find("optimizer 1 of the list is null"), std::string::npos) << e;
+  EXPECT_FALSE(w.grad().defined());  // refused before the backward
+  e.clear();
+  try {
+    amp::optimizer_step(loss, std::vector<optim::Optimizer*>{opt.get(), opt.get()}, nullptr);
+  } catch (const Error& x) {
+    e = x.what();
+  }
+  EXPECT_NE(e.find("listed twice (positions 0 and 1)"), std::string::npos) << e;
+  EXPECT_EQ(w.value().to_vector(), (std::vector<float>{1.0f, 1.0f}));
+}
+
 }  // namespace
 }  // namespace mantissa::testing

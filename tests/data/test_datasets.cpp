@@ -283,5 +283,26 @@ TEST(Loaders, TextWindowsAreShiftedByOneAndResume) {
   expect_error([&] { TextLoader(text, 500, 4, true, 1); }, "fewer than one batch");
 }
 
+TEST(ImageLoaderMisuse, ImagesAndLabelsOfDifferentCountsAreRefused) {
+  // The library audit of 2026-11-28: 3 image rows and 100,000 labels read past the images.
+  ImageDataset d;
+  d.images = tensor::Tensor::zeros(tensor::Shape{3, 4});
+  d.labels.assign(100000, 1);
+  std::string e;
+  try {
+    ImageLoader(d, 50000, false, 1, false);
+  } catch (const Error& x) {
+    e = x.what();
+  }
+  EXPECT_NE(e.find("images of shape [3, 4] for 100000 labels"), std::string::npos) << e;
+  e.clear();
+  try {
+    epoch_order(-5, 1, 0, true);
+  } catch (const Error& x) {
+    e = x.what();
+  }
+  EXPECT_NE(e.find("epoch_order: -5 items (expected >= 0)"), std::string::npos) << e;
+}
+
 }  // namespace
 }  // namespace mantissa::data

@@ -370,5 +370,34 @@ TEST(BlockQuantizeErrors, NameTheSetting) {
   }
 }
 
+TEST(BlockScaling, DequantizeRefusesFieldsThatDisagree) {
+  // The library audit of 2026-11-28: BlockQuantized's fields are public; sizes that do not
+  // match its codes and scales were read past their ends (a crash), a tile of 0 divided by 0.
+  std::vector<float> x(4 * 64, 0.5f), out(4 * 64);
+  const BlockQuantized good = numerics::quantize_mx(x.data(), 4, 64, {});
+  const auto error = [&](BlockQuantized q) {
+    try {
+      numerics::dequantize(q, out.data());
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  BlockQuantized q = good;
+  q.rows = 8;
+  EXPECT_NE(error(q).find("256 element bytes for 8 x 64"), std::string::npos) << error(q);
+  q = good;
+  q.tile = {0, 0};
+  EXPECT_NE(error(q).find("tile of 0 x 0"), std::string::npos) << error(q);
+  q = good;
+  q.scales.pop_back();
+  EXPECT_NE(error(q).find("7 scales for a grid of 4 x 2 tiles"), std::string::npos) << error(q);
+  q = good;
+  q.element = Format::float32;
+  EXPECT_NE(error(q).find("not a block element format"), std::string::npos) << error(q);
+  numerics::dequantize(good, out.data());
+  EXPECT_EQ(out[0], 0.5f);
+}
+
 }  // namespace
 }  // namespace mantissa::testing

@@ -53,31 +53,31 @@ class Variable {
   bool defined() const { return impl_ != nullptr; }
   // PyTorch's loss.backward(): autograd::backward(*this).
   void backward() const;
-  const Tensor& value() const { return impl_->value; }
+  const Tensor& value() const { return impl().value; }
   // For in-place updates (optimizers): call bump_version() after changing the values.
-  Tensor& mutable_value() { return impl_->value; }
-  void bump_version() { ++impl_->version; }
-  std::uint64_t version() const { return impl_->version; }
+  Tensor& mutable_value() { return impl().value; }
+  void bump_version() { ++impl().version; }
+  std::uint64_t version() const { return impl().version; }
 
   const Tensor& grad() const {
     settle_zeroed_grad();
-    return impl_->grad;
+    return impl().grad;
   }
   Tensor& mutable_grad() {
     settle_zeroed_grad();
-    return impl_->grad;
+    return impl().grad;
   }
   void zero_grad();  // zeros the gradient (keeps its storage; the zeros are written lazily)
 
   bool requires_grad() const { return impl_ && impl_->requires_grad; }
-  bool is_leaf() const { return impl_->grad_fn == nullptr; }
-  const std::shared_ptr<Node>& grad_fn() const { return impl_->grad_fn; }
+  bool is_leaf() const { return impl().grad_fn == nullptr; }
+  const std::shared_ptr<Node>& grad_fn() const { return impl().grad_fn; }
   void set_grad_fn(std::shared_ptr<Node> fn);
   // The edge a node records for this input (undefined when no gradient flows to it).
   Edge edge() const;
 
-  const Shape& shape() const { return impl_->value.shape(); }
-  Format format() const { return impl_->value.format(); }
+  const Shape& shape() const { return impl().value.shape(); }
+  Format format() const { return impl().value.format(); }
 
   // The value as a contiguous tensor of format `f`: the value itself when it is one already
   // (an op's result under a policy with H = f), else converted (nearest-even) once per version
@@ -93,6 +93,13 @@ class Variable {
  private:
   // Writes the zeros zero_grad() left to write, when no gradient has arrived since.
   void settle_zeroed_grad() const;
+  // The variable's state; throws mantissa::Error for an undefined Variable (one made by
+  // Variable()), whose accessors have nothing to read.
+  VariableImpl& impl() const {
+    if (!impl_) undefined();
+    return *impl_;
+  }
+  [[noreturn]] static void undefined();
   std::shared_ptr<VariableImpl> impl_;
 };
 

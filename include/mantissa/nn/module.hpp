@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "mantissa/autograd/variable.hpp"
+#include "mantissa/error.hpp"
 
 namespace mantissa::nn {
 
@@ -51,6 +52,7 @@ class Module {
   Variable register_parameter(const std::string& name, Tensor value);
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
+    if (m == nullptr) throw Error("register_module: module '" + name + "' is null");
     children_.emplace_back(name, m);
     return m;
   }

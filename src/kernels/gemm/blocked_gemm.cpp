@@ -7,6 +7,7 @@
 #include <atomic>
 #include <new>
 
+#include "mantissa/kernels/parallel.hpp"
 #include "mantissa/kernels/scratch.hpp"
 #include "packing.hpp"
 #include "part_copies.hpp"
@@ -54,6 +55,7 @@ struct Job {
   Blocking bl;
   bool one_depth;  // one depth block and one pass (chunk_rows)
   std::atomic<bool>* failed;
+  FirstError* epilogue_error;  // the first exception an epilogue threw (later tiles skipped)
 };
 
 // [begin, end) of `count` items for part t of `parts`, as even as possible.
@@ -251,8 +253,10 @@ void run_thread(const Job& job, int t, int threads) {
               }
             }
             if (last) {
-              (*job.epilogue)(GemmTile{cblock, ldc, i0 + ib, mc, j0 + q0 * nr,
-                                       std::min(q1 * nr, cols) - q0 * nr});
+              job.epilogue_error->run([&] {
+                (*job.epilogue)(GemmTile{cblock, ldc, i0 + ib, mc, j0 + q0 * nr,
+                                         std::min(q1 * nr, cols) - q0 * nr});
+              });
             }
           }
         }
@@ -301,6 +305,7 @@ void blocked_gemm(const GemmShape& s, const Operand& a, const Operand& b, const 
                                                             : active_micro_kernel();
   const Blocking bl = blocking_for(kern);
   std::atomic<bool> failed{false};
+  FirstError epilogue_error;
   const bool one_depth = s.k <= depth_of(s, kern, bl) && passes.count == 1;
   const bool parallel = all_threads && !omp_in_parallel() && omp_get_max_threads() > 1 &&
                         s.flops() >= 2.0 * 64 * 64 * 64;
@@ -324,7 +329,8 @@ void blocked_gemm(const GemmShape& s, const Operand& a, const Operand& b, const 
                 kern,
                 bl,
                 one_depth,
-                &failed};
+                &failed,
+                &epilogue_error};
   if (parallel) {
 #pragma omp parallel
     run_thread(job, omp_get_thread_num(), omp_get_num_threads());
@@ -332,6 +338,7 @@ void blocked_gemm(const GemmShape& s, const Operand& a, const Operand& b, const 
     run_thread(job, 0, 1);
   }
   if (failed.load()) throw std::bad_alloc();
+  epilogue_error.rethrow();
 }
 
 }  // namespace mantissa::kernels::gemm_detail

@@ -262,6 +262,12 @@ void onednn_f32_gemm(const GemmShape& s, const Operand& a, const Operand& b, con
 void onednn_sgemm_in_thread(const GemmShape& s, const float* a, const float* b, float* c,
                             bool accumulate) {
   if (s.m <= 0 || s.n <= 0) return;
+  if (s.k <= 0) {  // an empty sum (oneDNN refuses a zero depth): C = 0, or C unchanged
+    if (!accumulate) {
+      for (std::int64_t i = 0; i < s.m; ++i) std::fill(c + i * s.ldc, c + i * s.ldc + s.n, 0.0f);
+    }
+    return;
+  }
   const dnnl_status_t st = dnnl_sgemm(s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.m, s.n, s.k,
                                       1.0f, a, s.lda, b, s.ldb, accumulate ? 1.0f : 0.0f, c, s.ldc);
   if (st != dnnl_success) {

@@ -1,0 +1,57 @@
+// The tensor API under mistaken use (the library audit of 2026-11-28, docs/reliability.md):
+// shape edits out of range, an undefined tensor filled, safetensors names that are not JSON
+// text or that take the header's reserved key are refused with mantissa::Error (once an
+// out-of-bounds write, a crash, a nlohmann exception and an unreadable file).
+#include <gtest/gtest.h>
+
+#include "error_of.hpp"
+#include "mantissa/error.hpp"
+#include "mantissa/tensor/safetensors.hpp"
+#include "mantissa/tensor/tensor.hpp"
+
+namespace mantissa::tensor {
+namespace {
+
+using testing::error_of;
+
+TEST(TensorMisuse, ShapeEditsOutOfRangeAreRefused) {
+  Shape s{2, 3};
+  std::string e = error_of([&] { s.insert(9, 4); });
+  EXPECT_NE(e.find("insert at 9 (expected 0..2)"), std::string::npos) << e;
+  e = error_of([&] { s.insert(-1, 4); });
+  EXPECT_NE(e.find("insert at -1"), std::string::npos) << e;
+  e = error_of([&] { s.insert(1, -4); });
+  EXPECT_NE(e.find("negative dimension -4"), std::string::npos) << e;
+  e = error_of([&] { s.erase(2); });
+  EXPECT_NE(e.find("erase at 2 (expected 0..1)"), std::string::npos) << e;
+  e = error_of([&] { Shape{}.erase(0); });
+  EXPECT_NE(e.find("erase at 0"), std::string::npos) << e;
+  EXPECT_EQ(s, (Shape{2, 3}));  // untouched by the refusals
+  s.insert(2, 5);               // at the end: allowed
+  s.erase(0);
+  EXPECT_EQ(s, (Shape{3, 5}));
+}
+
+TEST(TensorMisuse, AnUndefinedTensorCannotBeFilled) {
+  Tensor t;
+  const std::string e = error_of([&] { t.fill(0.0f); });
+  EXPECT_NE(e.find("Tensor::fill"), std::string::npos) << e;
+}
+
+TEST(TensorMisuse, SafetensorsNamesMustBeTextAndNotTheReservedKey) {
+  const Tensor x = Tensor::zeros(Shape{2});
+  std::string e = error_of([&] { encode_safetensors({{"a\xff", x}}); });
+  EXPECT_NE(e.find("is not UTF-8 text"), std::string::npos) << e;
+  e = error_of([&] { encode_safetensors({{"a", x}}, {{"k", "\xc3"}}); });  // cut short
+  EXPECT_NE(e.find("metadata entry 'k' is not UTF-8 text"), std::string::npos) << e;
+  e = error_of([&] { encode_safetensors({{"\xed\xa0\x80", x}}); });  // a surrogate
+  EXPECT_NE(e.find("is not UTF-8 text"), std::string::npos) << e;
+  e = error_of([&] { encode_safetensors({{"__metadata__", x}}, {{"k", "v"}}); });
+  EXPECT_NE(e.find("may not be named '__metadata__'"), std::string::npos) << e;
+  // Multi-byte names are text: written and read back.
+  const SafetensorsFile f = decode_safetensors(encode_safetensors({{"w\xc3\xa9ight", x}}), "test");
+  EXPECT_EQ(f.tensors.count("w\xc3\xa9ight"), 1u);
+}
+
+}  // namespace
+}  // namespace mantissa::tensor
