@@ -136,6 +136,11 @@ void GradScaler::log(const std::string& line) const {
 }
 
 Variable GradScaler::scale(const Variable& loss) const {
+  if (!loss.defined() || loss.value().numel() != 1) {
+    throw Error("GradScaler::scale: the loss has shape " +
+                (loss.defined() ? loss.shape().to_string() : std::string("(undefined)")) +
+                " (expected one element: the value backward starts from)");
+  }
   return autograd::scale(loss, static_cast<float>(state_.loss_scale));
 }
 

@@ -1,6 +1,7 @@
 #include "mantissa/tensor/random.hpp"
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <string>
 #include <vector>
@@ -43,12 +44,28 @@ void Rng::set_block_part(const BatchPart& part) {
   part_ = part;
 }
 
+namespace {
+// `parts` x `n` draws, n >= 0, the product checked: a negative block or one whose draws
+// overflow the counter's step would move the stream backwards onto draws already made.
+std::uint64_t block_draws(std::int64_t parts, std::int64_t n, const char* what) {
+  if (n < 0) {
+    throw Error(std::string("random stream: ") + what + " of " + std::to_string(n) +
+                " draws (expected >= 0)");
+  }
+  if (parts != 0 && n > std::numeric_limits<std::int64_t>::max() / parts) {
+    throw Error(std::string("random stream: ") + what + " of " + std::to_string(n) + " draws for " +
+                std::to_string(parts) + " parts overflows the counter");
+  }
+  return static_cast<std::uint64_t>(parts * n);
+}
+}  // namespace
+
 void Rng::begin_block(std::int64_t n) {
-  state_.counter += static_cast<std::uint64_t>(part_.index * n);
+  state_.counter += block_draws(part_.index, n, "a block");
 }
 
 void Rng::end_block(std::int64_t n) {
-  state_.counter += static_cast<std::uint64_t>((part_.parts - 1 - part_.index) * n);
+  state_.counter += block_draws(part_.parts - 1 - part_.index, n, "a block");
 }
 
 void Rng::fill_uniform(Tensor& t, float low, float high) {

@@ -246,5 +246,17 @@ TEST(MultiOptimizer, ANullOrRepeatedOptimizerIsRefusedBeforeTheBackward) {
   EXPECT_EQ(w.value().to_vector(), (std::vector<float>{1.0f, 1.0f}));
 }
 
+TEST(MultiOptimizer, ScalingALossOfMoreThanOneElementIsRefused) {
+  const amp::GradScaler scaler("dynamic");
+  const Variable loss(Tensor::full({2, 2}, 1.0f), true);
+  std::string e;
+  try {
+    (void)scaler.scale(loss);
+  } catch (const Error& x) {
+    e = x.what();
+  }
+  EXPECT_NE(e.find("the loss has shape [2, 2] (expected one element"), std::string::npos) << e;
+}
+
 }  // namespace
 }  // namespace mantissa::testing

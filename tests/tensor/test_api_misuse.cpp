@@ -6,6 +6,7 @@
 
 #include "error_of.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/tensor/random.hpp"
 #include "mantissa/tensor/safetensors.hpp"
 #include "mantissa/tensor/tensor.hpp"
 
@@ -51,6 +52,22 @@ TEST(TensorMisuse, SafetensorsNamesMustBeTextAndNotTheReservedKey) {
   // Multi-byte names are text: written and read back.
   const SafetensorsFile f = decode_safetensors(encode_safetensors({{"w\xc3\xa9ight", x}}), "test");
   EXPECT_EQ(f.tensors.count("w\xc3\xa9ight"), 1u);
+}
+
+TEST(TensorMisuse, ARandomBlockOfNegativeOrOverflowingSizeIsRefused) {
+  // A negative block once moved the counter back by 2^64 - 10 (draws repeated).
+  Rng r(7);
+  r.set_block_part({1, 2});
+  std::string e = error_of([&] { r.begin_block(-10); });
+  EXPECT_NE(e.find("a block of -10 draws (expected >= 0)"), std::string::npos) << e;
+  Rng big(7);
+  big.set_block_part({2, 3});
+  e = error_of([&] { big.begin_block(std::int64_t{1} << 62); });
+  EXPECT_NE(e.find("overflows the counter"), std::string::npos) << e;
+  // The refusals left the stream where it was: the same draws as a fresh one.
+  Rng fresh(7);
+  fresh.set_block_part({1, 2});
+  EXPECT_EQ(r.next_u64(), fresh.next_u64());
 }
 
 }  // namespace
