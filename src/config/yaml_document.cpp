@@ -10,6 +10,7 @@
 
 #include "mantissa/error.hpp"
 #include "mantissa/escaped_text.hpp"
+#include "mantissa/utf8_text.hpp"
 
 namespace mantissa::config::detail {
 
@@ -83,6 +84,12 @@ void check_yaml_document(const YAML::Node& root, const std::string& source) {
                   "' (mantissa's settings take no tags: write the value plainly, a string in "
                   "quotes)");
     }
+    if (item.node.IsScalar() && !valid_utf8(item.node.Scalar())) {
+      throw Error(source + ": " +
+                  (item.path.empty() ? "the document" : escape_controls(item.path)) +
+                  ": the value is not UTF-8 text (each checkpoint stores the run's config in "
+                  "its JSON header)");
+    }
     if (item.node.IsSequence()) {
       for (std::size_t i = 0; i < item.node.size(); ++i) {
         todo.push_back({item.node[i], item.path + "[" + std::to_string(i) + "]", item.depth + 1});
@@ -92,6 +99,10 @@ void check_yaml_document(const YAML::Node& root, const std::string& source) {
       for (const auto& kv : item.node) {
         if (!kv.first.IsScalar()) continue;  // the reader names a list or mapping used as a key
         const std::string& key = kv.first.Scalar();
+        if (!valid_utf8(key)) {
+          throw Error(source + ": " + escape_controls(at(item.path, key)) +
+                      ": a key that is not UTF-8 text");
+        }
         if (has_control_character(key)) {
           throw Error(source + ": " + escape_controls(at(item.path, key)) +
                       ": a key with a control character (keys are words)");

@@ -12,6 +12,7 @@
 #include "mantissa/error.hpp"
 #include "mantissa/escaped_text.hpp"
 #include "mantissa/read_file.hpp"
+#include "mantissa/utf8_text.hpp"
 #include "mantissa/write_file.hpp"
 #include "support/untrusted_json.hpp"
 
@@ -140,45 +141,6 @@ void check_coverage(std::vector<Entry>& entries, const std::string& what, std::u
     throw Error(what + ": " + std::to_string(data_size - at) +
                 " bytes after the last tensor belong to no tensor");
   }
-}
-
-// Whether s is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past
-// U+10FFFF): a safetensors header is JSON text, which must be.
-bool valid_utf8(const std::string& s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    int more = 0;
-    std::uint32_t cp = 0;
-    if (b < 0x80) {
-      ++i;
-      continue;
-    }
-    if (b >= 0xc2 && b <= 0xdf) {
-      more = 1;
-      cp = b & 0x1fu;
-    } else if (b >= 0xe0 && b <= 0xef) {
-      more = 2;
-      cp = b & 0x0fu;
-    } else if (b >= 0xf0 && b <= 0xf4) {
-      more = 3;
-      cp = b & 0x07u;
-    } else {
-      return false;
-    }
-    if (i + static_cast<std::size_t>(more) >= s.size()) return false;  // cut short
-    for (int j = 1; j <= more; ++j) {
-      const auto c = static_cast<unsigned char>(s[i + static_cast<std::size_t>(j)]);
-      if ((c & 0xc0u) != 0x80u) return false;
-      cp = (cp << 6) | (c & 0x3fu);
-    }
-    if ((more == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-        (more == 3 && (cp < 0x10000 || cp > 0x10ffff))) {
-      return false;
-    }
-    i += static_cast<std::size_t>(more) + 1;
-  }
-  return true;
 }
 
 // Names and metadata a header can hold: UTF-8 text, and no tensor under the reserved name.

@@ -306,6 +306,21 @@ TEST(Config, DuplicateKeysQuotedScalarsAndEmptyStringsAreRefused) {
   EXPECT_NE(config_error(nested).find("is nested more than 64 levels deep"), std::string::npos);
 }
 
+// Text that is not UTF-8 (a Latin-1 directory name): refused where the config is read, naming
+// the key, instead of failing at the first checkpoint (whose JSON header stores the config)
+// after training has begun.
+TEST(Config, ValuesAndKeysThatAreNotUtf8AreRefusedBeforeTraining) {
+  EXPECT_EQ(config_error("trainer:\n  init:\n    checkpoint: {dir: \"/tmp/ck\xe9\"}\n"),
+            "c.yaml: trainer.init.checkpoint.dir: the value is not UTF-8 text (each checkpoint "
+            "stores the run's config in its JSON header)");
+  EXPECT_EQ(config_error("trainer:\n  init:\n    \"k\xe9\": 1\n"),
+            "c.yaml: trainer.init.k\xe9: a key that is not UTF-8 text");
+  EXPECT_NE(config_error(kBase, {"trainer.init.checkpoint.dir=/tmp/ck\xe9"})
+                .find("the value is not UTF-8 text"),
+            std::string::npos);
+  EXPECT_EQ(config_error(kBase, {"trainer.init.checkpoint.dir=/tmp/caf\xc3\xa9"}), "(no error)");
+}
+
 // No explicit YAML tags (they would change how a value reads: !!str 3 is a string that reads
 // as 3), no control characters in keys (a newline in one could forge a line of the error
 // output, a NUL cut the message short), no empty keys or unbounded indices in --set paths.
