@@ -87,7 +87,6 @@ std::string steps_text(const BenchOptions& o) {
 }
 
 // What a benchmark row says about the run before any step: model, precision, route, sizes.
-
 BenchResult describe_run(const Trainer& trainer, const config::TrainerConfig& config) {
   BenchResult r;
   r.model = std::string(name_of(config::kModelNames, config.model.kind));
