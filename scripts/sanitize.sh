@@ -14,8 +14,9 @@ cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-
 cmake --build build-sanitize -j"$(nproc)"
 # halt_on_error: the first report fails its test. detect_leaks: a leak is a report too, except
 # Open MPI's own (scripts/sanitize-lsan.supp; the dist.mpi tests run under mpirun), which the
-# slow unwinder lets the suppressions see.
-export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=1:strict_string_checks=1:fast_unwind_on_malloc=0
+# slow unwinder lets the suppressions see. allocator_may_return_null: an allocation past the
+# address space fails as it does unsanitized (the library's refusal is what tests check).
+export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=1:strict_string_checks=1:fast_unwind_on_malloc=0:allocator_may_return_null=1
 export LSAN_OPTIONS="suppressions=$PWD/scripts/sanitize-lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 ctest --test-dir build-sanitize --output-on-failure -j"$(nproc)" -LE long -E '^install\.' "$@"

@@ -34,6 +34,18 @@ void for_each_field(F&& f) {
   std::apply([&](const auto&... field) { (f(field), ...); }, kFields);
 }
 
+// Throws mantissa::Error when `key` is none of the fields: a state written by something else
+// is refused rather than partly taken.
+void require_known_key(const std::string& key) {
+  bool known = false;
+  std::string names;
+  for_each_field([&](const auto& f) {
+    known = known || key == f.key;
+    names += (names.empty() ? "" : ", ") + std::string(f.key);
+  });
+  if (!known) throw Error("scaler state: unknown key '" + key + "' (expected " + names + ")");
+}
+
 }  // namespace
 
 ScalerStateDict scaler_state_dict(const ScalerState& state, bool dynamic) {
@@ -45,6 +57,7 @@ ScalerStateDict scaler_state_dict(const ScalerState& state, bool dynamic) {
 }
 
 ScalerState scaler_state_from_dict(const ScalerStateDict& dict, bool dynamic, ScalerState base) {
+  for (const auto& entry : dict) require_known_key(entry.first);
   for_each_field([&](const auto& f) {
     if (!dynamic && !f.in_static_state) return;
     using T = std::remove_reference_t<decltype(base.*f.member)>;
@@ -68,6 +81,7 @@ std::string encode_scaler_state(const ScalerState& state) {
 ScalerState decode_scaler_state(const std::string& json_text) {
   const json j = support::parse_untrusted_json(json_text, "scaler state");
   if (!j.is_object()) throw Error("scaler state: not a JSON object");
+  for (const auto& item : j.items()) require_known_key(item.key());
   ScalerStateDict d;
   ScalerState s;
   for_each_field([&](const auto& f) {

@@ -160,10 +160,21 @@ std::vector<Variable> split(const Variable& x, const std::vector<std::int64_t>& 
   kernels::ProfileScope scope(kernels::OpClass::layout);
   const int d = tensor::normalize_dim(dim, x.shape().size(), "split");
   std::int64_t total = 0;
-  for (std::int64_t s : sizes) total += s;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] < 0 || sizes[i] > x.shape()[d]) {
+      shape_error("split", "size " + std::to_string(sizes[i]) + " at index " + std::to_string(i) +
+                               " (expected 0.." + std::to_string(x.shape()[d]) +
+                               ", the length of dimension " + std::to_string(d) + ")");
+    }
+    total += sizes[i];  // (each at most the length: no overflow before the test below)
+    if (total > x.shape()[d]) break;
+  }
   if (total != x.shape()[d]) {
-    shape_error("split", "sizes add up to " + std::to_string(total) + ", not the " +
-                             std::to_string(x.shape()[d]) + " of dimension " + std::to_string(d));
+    shape_error(
+        "split",
+        std::string(total > x.shape()[d] ? "sizes add up to more than"
+                                         : "sizes add up to " + std::to_string(total) + ", not") +
+            " the " + std::to_string(x.shape()[d]) + " of dimension " + std::to_string(d));
   }
   // Each part is a contiguous copy of a slice (in x's format); its gradient lands in that slice
   // of zeros.

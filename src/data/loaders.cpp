@@ -107,9 +107,10 @@ TextLoader::TextLoader(const ByteText& text, std::int64_t context, std::int64_t 
   const auto tokens = static_cast<std::int64_t>(text.tokens.size());
   windows_ = tokens > context ? (tokens - 1) / context : 0;
   if (windows_ < batch_size) {
-    throw Error(text.source + ": " + std::to_string(tokens) + " tokens make " +
-                std::to_string(windows_) + " windows of context " + std::to_string(context) +
-                ", fewer than one batch of " + std::to_string(batch_size));
+    throw Error((text.source.empty() ? std::string("text loader") : text.source) + ": " +
+                std::to_string(tokens) + " tokens make " + std::to_string(windows_) +
+                " windows of context " + std::to_string(context) + ", fewer than one batch of " +
+                std::to_string(batch_size));
   }
 }
 

@@ -36,11 +36,12 @@ void check_ld(const char* field, std::int64_t ld, std::int64_t rows, std::int64_
 }
 
 void check_format(const char* what, numerics::Format f) {
-  if (static_cast<std::size_t>(f) >= numerics::kFormatCount || !numerics::is_tensor_format(f)) {
+  if (static_cast<std::size_t>(f) >= numerics::kFormatCount) {
     throw Error(std::string("gemm: ") + what + " format " + std::to_string(static_cast<int>(f)) +
-                (static_cast<std::size_t>(f) < numerics::kFormatCount
-                     ? " (" + std::string(numerics::name(f)) + ")"
-                     : std::string()) +
+                " is not a format");
+  }
+  if (!numerics::is_tensor_format(f)) {
+    throw Error(std::string("gemm: ") + what + " format " + std::string(numerics::name(f)) +
                 " is not a format tensors are stored in");
   }
 }

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "convert_kernels.hpp"
+#include "mantissa/error.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
 
@@ -60,15 +62,56 @@ const std::uint16_t* bf16_table(Format from) {
   return nullptr;
 }
 
+// Rounding and overflow values cast from integers outside their enums are refused before a
+// kernel dispatches on them.
+void check_options(const ConvertOptions& o, const char* who) {
+  if (static_cast<int>(o.rounding) > static_cast<int>(Rounding::stochastic)) {
+    throw Error(std::string(who) + ": rounding " + std::to_string(static_cast<int>(o.rounding)) +
+                " is not a rounding mode (expected nearest_even, toward_zero or stochastic)");
+  }
+  if (o.overflow && static_cast<int>(*o.overflow) > static_cast<int>(Overflow::saturate)) {
+    throw Error(std::string(who) + ": overflow " + std::to_string(static_cast<int>(*o.overflow)) +
+                " is not an overflow rule (expected to_infinity or saturate)");
+  }
+}
+
+// Formats whose codes are narrower than their storage keep it to one byte (fp6, fp4).
+constexpr bool narrow_codes_take_a_byte() {
+  for (const FormatTraits& t : kFormatTable) {
+    if (t.layout.total_bits() < 8 * t.storage_bytes && t.storage_bytes != 1) return false;
+  }
+  return true;
+}
+static_assert(narrow_codes_take_a_byte(), "require_codes_fit reads one byte per code");
+
 }  // namespace
+
+void require_codes_fit(const void* codes, std::size_t n, Format format, std::string_view who) {
+  const FormatTraits& t = traits(format);
+  const int bits = t.layout.total_bits();
+  if (bits >= 8 * t.storage_bytes) return;
+  const auto* c = static_cast<const std::uint8_t*>(codes);
+  const auto top = static_cast<std::uint8_t>((1u << bits) - 1u);
+  std::uint8_t all = 0;  // the OR of every code: a loop that vectorizes, the search after
+  for (std::size_t i = 0; i < n; ++i) all |= c[i];
+  if ((all & ~top) == 0) return;
+  for (std::size_t i = 0; i < n; ++i) {
+    if ((c[i] & ~top) != 0) {
+      throw Error(std::string(who) + ": code " + std::to_string(c[i]) + " at index " +
+                  std::to_string(i) + " does not fit " + std::string(t.name) + " (" +
+                  std::to_string(bits) + " bits: expected 0.." + std::to_string(top) + ")");
+    }
+  }
+}
 
 void encode_array_ref(const float* src, std::size_t n, Format format, void* dst,
                       const ConvertOptions& options) {
+  check_options(options, "encode_array");
+  const FormatTraits& t = traits(format);
   if (format == Format::float32) {
     if (n != 0) std::memcpy(dst, src, n * sizeof(float));  // (empty spans may be null)
     return;
   }
-  const FormatTraits& t = traits(format);
   const Overflow overflow = options.overflow.value_or(t.default_overflow);
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint32_t r = options.rounding == Rounding::stochastic
@@ -79,11 +122,12 @@ void encode_array_ref(const float* src, std::size_t n, Format format, void* dst,
 }
 
 void decode_array_ref(const void* src, std::size_t n, Format format, float* dst) {
+  const FormatTraits& t = traits(format);
   if (format == Format::float32) {
     if (n != 0) std::memcpy(dst, src, n * sizeof(float));  // (empty spans may be null)
     return;
   }
-  const FormatTraits& t = traits(format);
+  require_codes_fit(src, n, format, "decode_array");
   for (std::size_t i = 0; i < n; ++i) dst[i] = decode(load(src, i, t.storage_bytes), t.layout);
 }
 
@@ -93,6 +137,7 @@ void encode_array(const float* src, std::size_t n, Format format, void* dst,
     encode_array_ref(src, n, format, dst, options);
     return;
   }
+  check_options(options, "encode_array");
   detail::EncodeArgs args = make_args(format, options);
   auto* out = static_cast<std::uint8_t*>(dst);
   const bool bf16_wide = format == Format::bfloat16 && active_simd_path() == SimdPath::avx512;
@@ -123,6 +168,7 @@ void decode_array(const void* src, std::size_t n, Format format, float* dst, Sto
     decode_array_ref(src, n, format, dst);
     return;
   }
+  require_codes_fit(src, n, format, "decode_array");
   if (format == Format::float8_e8m0) {
     detail::decode_e8m0_avx2(static_cast<const std::uint8_t*>(src), n, dst);
     return;
@@ -137,6 +183,7 @@ void decode_array(const void* src, std::size_t n, Format format, float* dst, Sto
 }
 
 void convert_array(const void* src, Format from, std::size_t n, void* dst, Format to) {
+  require_codes_fit(src, n, from, "convert_array");
   if (from == to) {
     if (n != 0) std::memcpy(dst, src, n * static_cast<std::size_t>(traits(from).storage_bytes));
     return;
@@ -169,8 +216,9 @@ void convert_array(const void* src, Format from, std::size_t n, void* dst, Forma
 }
 
 void round_to_format(float* x, std::size_t n, Format format, const ConvertOptions& options) {
-  if (format == Format::float32) return;
+  check_options(options, "round_to_format");
   const FormatTraits& t = traits(format);
+  if (format == Format::float32) return;
   const Overflow overflow = options.overflow.value_or(t.default_overflow);
   if (format == Format::bfloat16 && options.rounding == Rounding::nearest_even &&
       overflow == Overflow::to_infinity && active_simd_path() == SimdPath::avx512) {

@@ -27,6 +27,14 @@ constexpr bool table_in_enum_order() {
 }
 static_assert(table_in_enum_order(), "kFormatTable rows must follow the Format enum");
 
+namespace detail {
+void throw_not_a_format(Format f) {
+  throw Error("numerics::Format " + std::to_string(static_cast<int>(f)) +
+              " is not a format (expected 0.." + std::to_string(kFormatCount - 1) + ": " +
+              format_names() + ")");
+}
+}  // namespace detail
+
 std::string_view specials_description(const Layout& l) {
   switch (l.specials) {
     case Specials::ieee:

@@ -1,23 +1,11 @@
 #include "mantissa/numerics/fp4_packing.hpp"
 
 #include <algorithm>
-#include <string>
-
-#include "mantissa/error.hpp"
 
 namespace mantissa::numerics {
 
 void pack_fp4(const std::uint8_t* codes, std::size_t n, std::uint8_t* packed) {
-  std::uint8_t high = 0;  // the OR of every code: a loop that vectorizes, the search after
-  for (std::size_t i = 0; i < n; ++i) high |= codes[i];
-  if (high > 15) {
-    for (std::size_t i = 0; i < n; ++i) {
-      if (codes[i] > 15) {
-        throw Error("pack_fp4: code " + std::to_string(codes[i]) + " at index " +
-                    std::to_string(i) + " is not a float4_e2m1 pattern (expected 0..15)");
-      }
-    }
-  }
+  require_codes_fit(codes, n, Format::float4_e2m1, "pack_fp4");
   for (std::size_t j = 0; j < n / 2; ++j) {
     packed[j] = static_cast<std::uint8_t>(codes[2 * j] | (codes[2 * j + 1] << 4));
   }

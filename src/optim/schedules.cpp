@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <numbers>
 
@@ -35,14 +36,31 @@ void require(bool ok, const std::string& schedule, const std::string& message) {
   if (!ok) throw Error("schedule " + schedule + ": " + message);
 }
 
+struct Argument {
+  const char* name;
+  double value;
+};
+
+// Every number a schedule is built from is finite: a NaN or an infinity is refused here, when
+// the schedule is made, not by the optimizer at its first step.
+void require_finite(const std::string& schedule, std::initializer_list<Argument> arguments) {
+  for (const Argument& a : arguments) {
+    require(std::isfinite(a.value), schedule,
+            std::string(a.name) + " is " + support::value_text(a.value) +
+                " (expected a finite number)");
+  }
+}
+
 }  // namespace
 
 SchedulePtr constant(double value) {
+  require_finite("Constant", {{"value", value}});
   return make([value](std::int64_t) { return value; },
               "Constant(" + support::value_text(value) + ")");
 }
 
 SchedulePtr linear(double initial, double end, std::int64_t total_iters) {
+  require_finite("Linear", {{"initial", initial}, {"end", end}});
   require(total_iters > 0, "Linear",
           "total_iters must be > 0 (got " + std::to_string(total_iters) + ")");
   return make(
@@ -56,6 +74,7 @@ SchedulePtr linear(double initial, double end, std::int64_t total_iters) {
 
 SchedulePtr polynomial(double initial, double end, std::int64_t total_iters, double power,
                        bool cycle) {
+  require_finite("Polynomial", {{"initial", initial}, {"end", end}, {"power", power}});
   require(total_iters > 0, "Polynomial", "total_iters must be > 0");
   return make(
       [=](std::int64_t s) {
@@ -72,6 +91,7 @@ SchedulePtr polynomial(double initial, double end, std::int64_t total_iters, dou
 
 SchedulePtr exponential(double initial, std::int64_t total_iters, double decay_rate,
                         bool staircase) {
+  require_finite("Exponential", {{"initial", initial}, {"decay_rate", decay_rate}});
   require(total_iters > 0, "Exponential", "total_iters must be > 0");
   require(decay_rate > 0, "Exponential", "decay_rate must be > 0");
   return make(
@@ -87,6 +107,9 @@ SchedulePtr exponential(double initial, std::int64_t total_iters, double decay_r
 SchedulePtr inverse_exponential_time_decay(double initial, double step_exponent,
                                            std::int64_t total_iters, double decay_rate,
                                            bool staircase) {
+  require_finite(
+      "InverseExponentialTimeDecay",
+      {{"initial", initial}, {"step_exponent", step_exponent}, {"decay_rate", decay_rate}});
   require(total_iters > 0, "InverseExponentialTimeDecay", "total_iters must be > 0");
   return make(
       [=](std::int64_t s) {
@@ -99,6 +122,7 @@ SchedulePtr inverse_exponential_time_decay(double initial, double step_exponent,
 }
 
 SchedulePtr inverse_square_root_decay(double initial, double scale, std::int64_t warmup_steps) {
+  require_finite("InverseSquareRootDecay", {{"initial", initial}, {"scale", scale}});
   require(warmup_steps > 0, "InverseSquareRootDecay", "warmup_steps must be > 0");
   return make(
       [=](std::int64_t s) {
@@ -108,6 +132,7 @@ SchedulePtr inverse_square_root_decay(double initial, double scale, std::int64_t
 }
 
 SchedulePtr cosine_decay(double initial, double end, std::int64_t total_iters) {
+  require_finite("CosineDecay", {{"initial", initial}, {"end", end}});
   require(total_iters > 0, "CosineDecay", "total_iters must be > 0");
   return make(
       [=](std::int64_t s) {
@@ -120,6 +145,7 @@ SchedulePtr cosine_decay(double initial, double end, std::int64_t total_iters) {
 }
 
 SchedulePtr cosine_annealing(double initial, std::int64_t t_max, double eta_min) {
+  require_finite("CosineAnnealing", {{"initial", initial}, {"eta_min", eta_min}});
   require(t_max > 0, "CosineAnnealing", "T_max must be > 0");
   return make(
       [=](std::int64_t s) {
@@ -133,6 +159,7 @@ SchedulePtr cosine_annealing(double initial, std::int64_t t_max, double eta_min)
 
 SchedulePtr cosine_annealing_warm_restarts(double initial, std::int64_t t_0, std::int64_t t_mult,
                                            double eta_min) {
+  require_finite("CosineAnnealingWarmRestarts", {{"initial", initial}, {"eta_min", eta_min}});
   require(t_0 > 0, "CosineAnnealingWarmRestarts", "T_0 must be > 0");
   require(t_mult >= 1, "CosineAnnealingWarmRestarts", "T_mult must be >= 1");
   return make(
@@ -163,6 +190,7 @@ SchedulePtr cosine_annealing_warm_restarts(double initial, std::int64_t t_0, std
 }
 
 SchedulePtr step_decay(double initial, std::int64_t step_size, double gamma) {
+  require_finite("Step", {{"initial", initial}, {"gamma", gamma}});
   require(step_size > 0, "Step", "step_size must be > 0");
   return make(
       [=](std::int64_t s) { return initial * std::pow(gamma, static_cast<double>(s / step_size)); },
@@ -171,6 +199,7 @@ SchedulePtr step_decay(double initial, std::int64_t step_size, double gamma) {
 }
 
 SchedulePtr multi_step(double initial, std::vector<std::int64_t> milestones, double gamma) {
+  require_finite("MultiStep", {{"initial", initial}, {"gamma", gamma}});
   require(std::is_sorted(milestones.begin(), milestones.end()), "MultiStep",
           "milestones must be increasing");
   return make(
@@ -183,6 +212,7 @@ SchedulePtr multi_step(double initial, std::vector<std::int64_t> milestones, dou
 }
 
 SchedulePtr multiplicative(double initial, double coefficient) {
+  require_finite("Multiplicative", {{"initial", initial}, {"coefficient", coefficient}});
   return make(
       [=](std::int64_t s) { return initial * std::pow(coefficient, static_cast<double>(s)); },
       "Multiplicative(" + support::value_text(initial) + ", x" + support::value_text(coefficient) +
@@ -191,6 +221,9 @@ SchedulePtr multiplicative(double initial, double coefficient) {
 
 SchedulePtr cyclic(double base_lr, double max_lr, std::int64_t step_size_up,
                    std::int64_t step_size_down, CyclicMode mode, double gamma) {
+  require_finite("Cyclic", {{"base_lr", base_lr}, {"max_lr", max_lr}, {"gamma", gamma}});
+  require(static_cast<std::size_t>(mode) < kCyclicModeNames.size(), "Cyclic",
+          "mode " + std::to_string(static_cast<int>(mode)) + " is not a CyclicMode");
   require(step_size_up > 0, "Cyclic", "step_size_up must be > 0");
   const std::int64_t down = step_size_down > 0 ? step_size_down : step_size_up;
   const double total = static_cast<double>(step_size_up + down);
@@ -212,6 +245,14 @@ SchedulePtr cyclic(double base_lr, double max_lr, std::int64_t step_size_up,
 
 SchedulePtr one_cycle(double max_lr, std::int64_t total_steps, double pct_start, Anneal anneal,
                       double div_factor, double final_div_factor, bool three_phase) {
+  require_finite(
+      "OneCycle",
+      {{"max_lr", max_lr}, {"div_factor", div_factor}, {"final_div_factor", final_div_factor}});
+  require(div_factor > 0 && final_div_factor > 0, "OneCycle",
+          "div_factor and final_div_factor must be > 0 (got " + support::value_text(div_factor) +
+              " and " + support::value_text(final_div_factor) + ")");
+  require(static_cast<std::size_t>(anneal) < kAnnealNames.size(), "OneCycle",
+          "anneal_strategy " + std::to_string(static_cast<int>(anneal)) + " is not an Anneal");
   require(total_steps > 0, "OneCycle", "total_steps must be > 0");
   require(pct_start > 0 && pct_start < 1, "OneCycle", "pct_start must be in (0, 1)");
   const double initial = max_lr / div_factor, final_lr = initial / final_div_factor;
@@ -277,6 +318,11 @@ SchedulePtr sequential(std::vector<SchedulePtr> schedules, std::vector<std::int6
 SchedulePtr piecewise_constant(std::vector<double> values, std::vector<std::int64_t> boundaries) {
   require(values.size() == boundaries.size() + 1, "PiecewiseConstant",
           "needs one value more than boundaries");
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    require(std::isfinite(values[i]), "PiecewiseConstant",
+            "value " + std::to_string(i) + " is " + support::value_text(values[i]) +
+                " (expected a finite number)");
+  }
   require(std::is_sorted(boundaries.begin(), boundaries.end()), "PiecewiseConstant",
           "boundaries must be increasing");
   return make(
@@ -308,6 +354,7 @@ SchedulePtr chained(std::vector<SchedulePtr> schedules) {
 }
 
 SchedulePtr scaled(SchedulePtr schedule, double factor) {
+  require_finite("Scaled", {{"factor", factor}});
   require(schedule != nullptr, "Scaled", "needs a schedule");
   const std::string d = support::value_text(factor) + " x " + schedule->describe();
   return make(

@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "mantissa/checked.hpp"
@@ -62,8 +63,14 @@ Tensor Tensor::empty(const Shape& shape, Format format) {
   const std::optional<std::int64_t> bytes =
       checked_mul(shape.numel(), static_cast<std::int64_t>(numerics::traits(format).storage_bytes));
   if (!bytes) throw Error("tensor of shape " + shape.to_string() + ": its byte size overflows");
-  return Tensor(StorageRef(Storage::create(static_cast<std::size_t>(*bytes))), shape,
-                shape.contiguous_strides(), 0, format);
+  Storage* storage = nullptr;
+  try {
+    storage = Storage::create(static_cast<std::size_t>(*bytes));
+  } catch (const std::bad_alloc&) {
+    throw Error("tensor of shape " + shape.to_string() + " " + std::string(numerics::name(format)) +
+                ": " + std::to_string(*bytes) + " bytes could not be allocated");
+  }
+  return Tensor(StorageRef(storage), shape, shape.contiguous_strides(), 0, format);
 }
 
 Tensor Tensor::zeros(const Shape& shape, Format format) {
@@ -231,6 +238,7 @@ Tensor Tensor::to(Format format, const numerics::ConvertOptions& options) const 
 
 void Tensor::copy_from(const Tensor& src) {
   require_defined("Tensor::copy_from");
+  if (!src.defined()) throw Error("Tensor::copy_from: the source tensor is undefined");
   if (!(src.shape() == shape_)) {
     throw Error("Tensor::copy_from: shape " + shape_text(src.shape()) + " into " +
                 shape_text(shape_));

@@ -196,6 +196,16 @@ TEST(MultiOptimizer, StateDictAsTheVendors) {
   amp::ScalerStateDict mistyped = d;
   mistyped["loss_scale"] = std::int64_t{3};
   expect_error([&] { restored.load_state_dict(mistyped); }, "'loss_scale' has the wrong type");
+  // A key of no field (a misspelling, or another library's dict) is refused, not ignored.
+  amp::ScalerStateDict extra = d;
+  extra["growth_tracker"] = std::int64_t{7};
+  expect_error([&] { restored.load_state_dict(extra); },
+               "scaler state: unknown key 'growth_tracker' (expected loss_scale, "
+               "steps_since_rescale, overflows_since_rescale, num_skipped_steps, "
+               "hysteresis_left, scaling_stopped)");
+  EXPECT_EQ(restored.state().steps_since_rescale, 1);  // unchanged
+  expect_error([&] { (void)amp::decode_scaler_state(R"({"loss_scale": 2.0, "loss_scal": 4.0})"); },
+               "scaler state: unknown key 'loss_scal'");
   // Static scaling: {loss_scale} alone.
   amp::GradScalerOptions fixed;
   fixed.dynamic = false;
@@ -204,6 +214,10 @@ TEST(MultiOptimizer, StateDictAsTheVendors) {
   const amp::ScalerStateDict sd = s.state_dict();
   ASSERT_EQ(sd.size(), 1u);
   EXPECT_EQ(std::get<double>(sd.at("loss_scale")), 128.0);
+  amp::ScalerStateDict dynamic_at_128 = d;
+  dynamic_at_128["loss_scale"] = 128.0;
+  s.load_state_dict(dynamic_at_128);  // a dynamic scaler's dict: its keys are known, not refused
+  EXPECT_EQ(s.get_scale(), 128.0);
 }
 
 TEST(MultiOptimizer, StaticScalingStepsWhateverTheGradientsHoldAndDoesNotClip) {

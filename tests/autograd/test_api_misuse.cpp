@@ -38,6 +38,24 @@ TEST(AutogradMisuse, AnUndefinedVariableThrowsFromEveryAccessorAndOp) {
   }
 }
 
+TEST(AutogradMisuse, ASplitSizeOutsideTheDimensionIsNamed) {
+  const Variable x(random_tensor({2, 6}, 3));
+  // -1 and 7 once summed to the 6 and sliced out of range.
+  EXPECT_EQ(error_of([&] {
+              (void)ag::split(x, {-1, 7}, 1);
+            }),
+            "split: size -1 at index 0 (expected 0..6, the length of dimension 1)");
+  EXPECT_EQ(error_of([&] {
+              (void)ag::split(x, {2, 3}, 1);
+            }),
+            "split: sizes add up to 5, not the 6 of dimension 1");
+  EXPECT_EQ(error_of([&] {
+              (void)ag::split(x, {6, 6}, 1);
+            }),
+            "split: sizes add up to more than the 6 of dimension 1");
+  EXPECT_EQ(ag::split(x, {0, 6}, 1).size(), 2u);  // an empty part is allowed
+}
+
 TEST(AutogradMisuse, AttentionHeadsOfWidthZeroRunOnEveryFp32Route) {
   for (precision::MatmulRoute route :
        {precision::MatmulRoute::fp32, precision::MatmulRoute::onednn_fp32}) {

@@ -281,6 +281,11 @@ TEST(Loaders, TextWindowsAreShiftedByOneAndResume) {
   }
   EXPECT_EQ(resumed, straight);
   expect_error([&] { TextLoader(text, 500, 4, true, 1); }, "fewer than one batch");
+  // A text made in code, with no source named: the message still says what it is about.
+  ByteText unnamed;
+  unnamed.tokens.assign(10, 1);
+  expect_error([&] { TextLoader(unnamed, 16, 1, true, 1); },
+               "text loader: 10 tokens make 0 windows of context 16, fewer than one batch of 1");
 }
 
 TEST(ImageLoaderMisuse, ImagesAndLabelsOfDifferentCountsAreRefused) {

@@ -131,5 +131,37 @@ TEST(ScheduleMisuse, NullSchedulesAndEmptyFunctionsAreRefused) {
   EXPECT_NE(e.find("needs a function"), std::string::npos) << e;
 }
 
+// Once the optimizer refused these only at its first step (after the run had started).
+TEST(ScheduleMisuse, NonFiniteArgumentsAreRefusedWhenTheScheduleIsMade) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(error_of([&] { constant(nan); }),
+            "schedule Constant: value is nan (expected a finite number)");
+  EXPECT_EQ(error_of([&] { linear(1.0, -inf, 10); }),
+            "schedule Linear: end is -inf (expected a finite number)");
+  EXPECT_EQ(error_of([&] { cosine_annealing(1.0, 10, nan); }),
+            "schedule CosineAnnealing: eta_min is nan (expected a finite number)");
+  EXPECT_EQ(error_of([&] { step_decay(1.0, 5, inf); }),
+            "schedule Step: gamma is inf (expected a finite number)");
+  EXPECT_EQ(error_of([&] { polynomial(1.0, 0.0, 10, nan); }),
+            "schedule Polynomial: power is nan (expected a finite number)");
+  EXPECT_EQ(error_of([&] {
+              piecewise_constant({1.0, nan}, {4});
+            }),
+            "schedule PiecewiseConstant: value 1 is nan (expected a finite number)");
+  EXPECT_EQ(error_of([&] { scaled(constant(1.0), inf); }),
+            "schedule Scaled: factor is inf (expected a finite number)");
+  EXPECT_EQ(error_of([&] { cyclic(0.1, nan, 4); }),
+            "schedule Cyclic: max_lr is nan (expected a finite number)");
+  EXPECT_EQ(error_of([&] { one_cycle(1.0, 100, 0.3, Anneal::cos, 0.0); }),
+            "schedule OneCycle: div_factor and final_div_factor must be > 0 (got 0 and 10000)");
+  EXPECT_EQ(error_of([&] { one_cycle(1.0, 100, 0.3, static_cast<Anneal>(5)); }),
+            "schedule OneCycle: anneal_strategy 5 is not an Anneal");
+  EXPECT_EQ(error_of([&] { cyclic(0.1, 1.0, 4, 0, static_cast<CyclicMode>(3)); }),
+            "schedule Cyclic: mode 3 is not a CyclicMode");
+  // Finite values, negative ones included (a schedule may go below zero), are taken.
+  EXPECT_DOUBLE_EQ(linear(1.0, -1.0, 4)->value(2), 0.0);
+}
+
 }  // namespace
 }  // namespace mantissa::optim

@@ -39,6 +39,22 @@ TEST(TensorMisuse, AnUndefinedTensorCannotBeFilled) {
   EXPECT_NE(e.find("Tensor::fill"), std::string::npos) << e;
 }
 
+TEST(TensorMisuse, CopyingFromAnUndefinedTensorNamesTheSource) {
+  Tensor t = Tensor::full(Shape{2}, 3.0f);
+  EXPECT_EQ(error_of([&] { t.copy_from(Tensor()); }),
+            "Tensor::copy_from: the source tensor is undefined");
+  EXPECT_EQ(t.to_vector(), (std::vector<float>{3.0f, 3.0f}));
+}
+
+TEST(TensorMisuse, ATensorPastTheAddressSpaceNamesItsShape) {
+  // 2^62 bytes: more than a 48-bit address space maps, so the allocation fails everywhere
+  // (once std::bad_alloc, with no word of which tensor).
+  const Shape huge{std::int64_t{1} << 40, std::int64_t{1} << 20};
+  EXPECT_EQ(error_of([&] { (void)Tensor::empty(huge); }),
+            "tensor of shape [1099511627776, 1048576] float32: 4611686018427387904 bytes could "
+            "not be allocated");
+}
+
 TEST(TensorMisuse, SafetensorsNamesMustBeTextAndNotTheReservedKey) {
   const Tensor x = Tensor::zeros(Shape{2});
   std::string e = error_of([&] { encode_safetensors({{"a\xff", x}}); });

@@ -189,7 +189,8 @@ void check_scaler_state(const ScalerState& state);
 using ScalerStateValue = std::variant<double, std::int64_t, bool>;
 using ScalerStateDict = std::map<std::string, ScalerStateValue>;
 ScalerStateDict scaler_state_dict(const ScalerState& state, bool dynamic);
-// `base` with the dict's fields; throws mantissa::Error naming a missing or mistyped key.
+// `base` with the dict's fields; throws mantissa::Error naming a missing, mistyped or unknown
+// key (a static scaler reads loss_scale alone from a dynamic scaler's dict).
 ScalerState scaler_state_from_dict(const ScalerStateDict& dict, bool dynamic, ScalerState base);
 
 // Where an optimizer is in the current iteration (between two update() calls).

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 #include "mantissa/numerics/format.hpp"
 #include "mantissa/numerics/rounding.hpp"
@@ -38,6 +39,12 @@ void decode_array(const void* src, std::size_t n, Format format, float* dst,
 // Any format -> any format: decode, then encode to `to` (nearest-even, the format's default
 // overflow); a copy when the formats match. Through a small stack buffer: no allocation.
 void convert_array(const void* src, Format from, std::size_t n, void* dst, Format to);
+
+// fp6 and fp4 codes take the low 6 or 4 bits of their byte. Throws mantissa::Error naming
+// `who`, the first code with a higher bit set and its index; nothing to check in other
+// formats, whose codes fill their storage. decode_array, decode_array_ref, convert_array and
+// pack_fp4 call it: a code that does not fit is refused, not masked.
+void require_codes_fit(const void* codes, std::size_t n, Format format, std::string_view who);
 
 // The scalar twins: one codec call per element. They define the bits the fast paths give.
 void encode_array_ref(const float* src, std::size_t n, Format format, void* dst,

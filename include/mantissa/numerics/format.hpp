@@ -192,8 +192,17 @@ static_assert(in_enum_order(kFormatTable, kFormatCount,
                             [](const FormatTraits& t) { return t.format; }),
               "kFormatTable must hold every Format, in enum order");
 
+namespace detail {
+// Throws mantissa::Error: `f` (an integer cast to Format) names no row of the table.
+[[noreturn]] void throw_not_a_format(Format f);
+}  // namespace detail
+
+// Every question about a format goes through here: a value outside the enum is refused
+// (mantissa::Error) rather than read past the table.
 constexpr const FormatTraits& traits(Format f) {
-  return kFormatTable[static_cast<std::size_t>(f)];
+  const auto row = static_cast<std::size_t>(f);
+  if (row >= kFormatCount) detail::throw_not_a_format(f);
+  return kFormatTable[row];
 }
 constexpr bool is_tensor_format(Format f) {
   return traits(f).use == FormatUse::tensor;
