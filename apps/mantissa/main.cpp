@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,9 +17,25 @@
 #include "mantissa/dist/runtime.hpp"
 #include "mantissa/dist/step_agreement.hpp"
 #include "mantissa/error.hpp"
+#include "process_setup.hpp"
 #include "terminal_text.hpp"
 
 namespace {
+
+// Text to a stream, never an exception: fmt::print throws when the stream cannot be written
+// (stderr closed or full), which inside a handler below would end the program by abort.
+void say(std::FILE* stream, const std::string& text) {
+  std::fputs(text.c_str(), stream);
+}
+
+// "standard output: write failed (No space left on device)" when what was printed to stdout
+// could not all be written (a full disk behind `> result.txt`); flushes it first.
+std::optional<std::string> stdout_write_error() {
+  if (std::fflush(stdout) == 0 && std::ferror(stdout) == 0) return std::nullopt;
+  const int e = errno;
+  return "standard output: write failed (" +
+         std::string(e != 0 ? std::strerror(e) : "an error on the stream") + ")";
+}
 
 // "rank 1 of 2: " in a job of several processes, unless the message names its rank already.
 std::string rank_prefix(const mantissa::dist::Communicator& world, const std::string& message) {
@@ -55,7 +74,14 @@ std::optional<std::string> command_word_error(CLI::App& app, int argc, char** ar
     }
     if (known.empty()) return std::nullopt;
     if (i >= argc) return command + ": a command is required (one of: " + known + ")";
-    if (argv[i][0] == '-') return std::nullopt;
+    if (argv[i][0] == '-') {
+      // CLI11 reads options (--help at every level); before the first command word any other
+      // (`mantissa --version`) would be answered "A subcommand is required".
+      const std::string_view option = argv[i];
+      if (at != &app || option == "-h" || option == "--help") return std::nullopt;
+      return std::string(option) +
+             ": unknown option (mantissa takes a command first, one of: " + known + ")";
+    }
     if (next == nullptr) {
       const std::string word =
           at == &app ? std::string(argv[i]) : command.substr(9) + " " + argv[i];
@@ -64,6 +90,15 @@ std::optional<std::string> command_word_error(CLI::App& app, int argc, char** ar
     command += " " + next->get_name();
     at = next;
   }
+}
+
+// A command's status, unless what it printed to stdout was lost: then a failed write (2).
+int finish(int rc) {
+  if (const std::optional<std::string> lost = stdout_write_error()) {
+    say(stderr, "mantissa: error: " + *lost + "\n");
+    return rc == 0 ? mantissa::app::kExitError : rc;
+  }
+  return rc;
 }
 
 int run(int argc, char** argv, mantissa::dist::Runtime& runtime) {
@@ -84,73 +119,102 @@ int run(int argc, char** argv, mantissa::dist::Runtime& runtime) {
   // No argument may be empty: `--mode ""` or `--value ""` is a mistake (an unset shell
   // variable), never a request for the default (CLI11 would pass it on as a value). The one
   // exception: generate's `--prompt ""` (start from nothing) is a real request.
+  // `--mode=` (`--mode=$UNSET`) is the same mistake: CLI11 would take the next argument as
+  // its value.
   for (int i = 1; i < argc; ++i) {
-    if (argv[i][0] != '\0' || (i > 1 && std::string_view(argv[i - 1]) == "--prompt")) continue;
+    const std::string_view arg = argv[i];
+    const bool empty_attached = arg.starts_with("--") && arg.size() > 3 && arg.ends_with("=") &&
+                                arg.find('=') == arg.size() - 1;
+    if (empty_attached && arg != "--prompt=") {
+      if (root) {
+        say(stderr, "mantissa: error: " +
+                        mantissa::app::terminal_safe(arg, mantissa::app::Newlines::escape) +
+                        ": an empty value (give a value, or leave the option out)\n");
+      }
+      return mantissa::app::kExitError;
+    }
+    if (!arg.empty() || (i > 1 && std::string_view(argv[i - 1]) == "--prompt")) continue;
     if (root) {
-      fmt::print(stderr,
-                 "mantissa: error: {}: an empty value (give a value, or leave the option out)\n",
-                 i > 1 && argv[i - 1][0] == '-' ? argv[i - 1] : "argument " + std::to_string(i));
+      say(stderr,
+          fmt::format(
+              "mantissa: error: {}: an empty value (give a value, or leave the option "
+              "out)\n",
+              i > 1 && argv[i - 1][0] == '-' ? argv[i - 1] : "argument " + std::to_string(i)));
     }
     return mantissa::app::kExitError;
   }
   if (const std::optional<std::string> error = command_word_error(app, argc, argv)) {
     if (root) {
-      fmt::print(stderr, "mantissa: error: {}\n",
-                 mantissa::app::terminal_safe(*error, mantissa::app::Newlines::escape));
+      say(stderr, "mantissa: error: " +
+                      mantissa::app::terminal_safe(*error, mantissa::app::Newlines::escape) + "\n");
     }
     return mantissa::app::kExitError;
   }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
-    if (root) fmt::print("{}", app.help("", CLI::AppFormatMode::All));
-    return 0;
+    if (root) say(stdout, app.help("", CLI::AppFormatMode::All));
+    return finish(0);
   } catch (const CLI::CallForAllHelp&) {
-    if (root) fmt::print("{}", app.help("", CLI::AppFormatMode::All));
-    return 0;
+    if (root) say(stdout, app.help("", CLI::AppFormatMode::All));
+    return finish(0);
   } catch (const CLI::ParseError& e) {
     if (root)
-      fmt::print(
-          stderr, "mantissa: error: {}\n",
-          mantissa::app::terminal_safe(usage_error_text(e), mantissa::app::Newlines::escape));
+      say(stderr,
+          "mantissa: error: " +
+              mantissa::app::terminal_safe(usage_error_text(e), mantissa::app::Newlines::escape) +
+              "\n");
     return mantissa::app::kExitError;
   }
   try {
     for (const auto& action : actions) {
       const int rc = action();
-      if (rc >= 0) return rc;
+      if (rc >= 0) return finish(rc);
     }
   } catch (const mantissa::dist::JobError& e) {
     // Every process raised it together: none waits for another, each ends normally.
     if (root)
-      fmt::print(stderr, "mantissa: error: {}\n",
-                 mantissa::app::terminal_safe(e.what(), mantissa::app::Newlines::escape));
+      say(stderr, "mantissa: error: " +
+                      mantissa::app::terminal_safe(e.what(), mantissa::app::Newlines::escape) +
+                      "\n");
     return 2;
   } catch (const mantissa::Error& e) {
-    fmt::print(stderr, "mantissa: error: {}{}\n", rank_prefix(world, e.what()),
-               mantissa::app::terminal_safe(e.what(), mantissa::app::Newlines::escape));
+    say(stderr, "mantissa: error: " + rank_prefix(world, e.what()) +
+                    mantissa::app::terminal_safe(e.what(), mantissa::app::Newlines::escape) + "\n");
     std::fflush(stderr);
     if (runtime.distributed())
       runtime.abort(mantissa::app::kExitError);  // the others may be waiting for this one
     return mantissa::app::kExitError;
   } catch (const std::exception& e) {  // out of memory, I/O, a library's own failure
-    fmt::print(stderr, "mantissa: failed: {}{}\n", rank_prefix(world, e.what()),
-               mantissa::app::terminal_safe(e.what(), mantissa::app::Newlines::escape));
+    // fmt::print's failure to write stdout (a full disk behind `> file`) is a failed write.
+    if (const std::optional<std::string> lost = stdout_write_error()) {
+      say(stderr, "mantissa: error: " + *lost + "\n");
+      return mantissa::app::kExitError;
+    }
+    say(stderr, "mantissa: failed: " + rank_prefix(world, e.what()) +
+                    mantissa::app::terminal_safe(e.what(), mantissa::app::Newlines::escape) + "\n");
     std::fflush(stderr);
     if (runtime.distributed()) runtime.abort(mantissa::app::kExitFailure);
     return mantissa::app::kExitFailure;
   }
-  return 0;
+  return finish(0);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  mantissa::app::open_standard_descriptors();
+  mantissa::app::ignore_file_size_signal();
+  if (const std::optional<std::string> error = mantissa::app::settle_threads()) {
+    say(stderr, "mantissa: error: " +
+                    mantissa::app::terminal_safe(*error, mantissa::app::Newlines::escape) + "\n");
+    return mantissa::app::kExitError;
+  }
   std::optional<mantissa::dist::Runtime> runtime;
   try {
     runtime.emplace(argc, argv);  // MPI only when an MPI launcher started this process
   } catch (const mantissa::Error& e) {
-    fmt::print(stderr, "mantissa: error: {}\n", e.what());
+    say(stderr, "mantissa: error: " + std::string(e.what()) + "\n");
     return 1;
   }
   return run(argc, argv, *runtime);

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "commands.hpp"
+#include "mantissa/error.hpp"
 #include "mantissa/report/metrics.hpp"
 #include "report_output.hpp"
 
@@ -34,6 +35,9 @@ Action register_report_command(CLI::App& app) {
                 "range, and mean +- standard deviation in the tables");
   return [cmd, a]() -> int {
     if (!cmd->parsed()) return -1;
+    if (a->out == "-") {  // many tools' word for standard output; here a file named "-"
+      throw Error("--out -: the report is written to a file (give its name, e.g. report.html)");
+    }
     report::ReportOptions options;
     if (!a->title.empty()) options.title = a->title;
     if (!a->throughput.empty()) options.throughput = report::read_throughput(a->throughput);

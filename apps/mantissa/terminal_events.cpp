@@ -32,7 +32,9 @@ void TerminalEvents::end_live_line() {
 
 void TerminalEvents::message(const std::string& line) {
   end_live_line();
-  put(terminal_safe(line) + "\n");
+  // One line by the interface's contract: a newline inside (from a path or a value in the
+  // config) is shown as \x0a, so it cannot forge a line of its own.
+  put(terminal_safe(line, Newlines::escape) + "\n");
 }
 
 void TerminalEvents::progress(const train::Progress& p) {

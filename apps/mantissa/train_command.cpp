@@ -2,7 +2,9 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -60,14 +62,16 @@ struct TrainArgs {
   std::vector<std::string> overrides;
 };
 
+// "%.4f" of a NaN prints its meaningless sign ("-nan"): a NaN is written "nan".
+std::string fixed(double v, int digits) {
+  return std::isnan(v) ? "nan" : fmt::format("{:.{}f}", v, digits);
+}
+
 void print_validation(const train::EvalResult& r, std::int64_t step) {
-  if (r.text) {
-    std::printf("validation: loss %.4f, perplexity %.3f (%lld batches, step %lld)\n", r.loss,
-                r.perplexity, static_cast<long long>(r.steps), static_cast<long long>(step));
-  } else {
-    std::printf("validation: loss %.4f, accuracy %.4f (%lld batches, step %lld)\n", r.loss,
-                r.accuracy, static_cast<long long>(r.steps), static_cast<long long>(step));
-  }
+  std::printf("validation: loss %s, %s %s (%lld batches, step %lld)\n", fixed(r.loss, 4).c_str(),
+              r.text ? "perplexity" : "accuracy",
+              (r.text ? fixed(r.perplexity, 3) : fixed(r.accuracy, 4)).c_str(),
+              static_cast<long long>(r.steps), static_cast<long long>(step));
 }
 
 // The --mode words a command takes: all of kRunModeNames (train), or only the modes that

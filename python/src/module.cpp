@@ -4,9 +4,13 @@
 
 #include "bindings.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/kernels/openmp_teams.hpp"
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "mantissa's C++ library (use the package mantissa, not this module)";
+  // Teams of the size the kernels plan for, whatever OMP_DYNAMIC and OMP_THREAD_LIMIT say
+  // (the interpreter's main thread imports the module).
+  mantissa::kernels::settle_openmp_teams();
   // mantissa::Error becomes mantissa.Error (a ValueError) carrying the library's message.
   pybind11::register_exception<mantissa::Error>(m, "Error", PyExc_ValueError);
   mantissa::python::bind_arrays(m);

@@ -135,8 +135,8 @@ ModelConfig parse_model(Reader r) {
     g.dropout_rate = static_cast<float>(r.get<double>("dropout_rate", g.dropout_rate, kNum));
     g.tie_embeddings = r.get<bool>("tie_embeddings", g.tie_embeddings, kBool);
     // A standard deviation (PyTorch's normal_ refuses a negative one).
-    g.init_std =
-        static_cast<float>(r.get_number("initializer_range", g.init_std, optim::kNonNegative));
+    g.init_std = static_cast<float>(r.get_number("initializer_range", g.init_std,
+                                                 optim::Range{0.0, nn::GptConfig::kMaxInitStd}));
     g.validate(r.path());
   } else if (m.kind == ModelKind::mlp) {
     nn::MlpConfig& c = m.mlp;

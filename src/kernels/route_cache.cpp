@@ -66,6 +66,20 @@ struct Fd {
   }
 };
 
+// The cache's lock within a bounded wait: a holder that never lets go (a process stopped
+// with Ctrl-Z while it appends, a stale network lock) must not stall training. False (errno
+// EWOULDBLOCK) when the wait ran out.
+bool lock_within(int fd) {
+  constexpr int kTries = 200;  // 200 x 10 ms: 2 s
+  for (int i = 0; i < kTries; ++i) {
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
+    if (errno != EWOULDBLOCK && errno != EINTR) return false;
+    ::usleep(10000);
+  }
+  errno = EWOULDBLOCK;
+  return false;
+}
+
 }  // namespace
 
 RouteCacheLocation default_route_cache_path() {
@@ -241,7 +255,11 @@ RouteRecord RouteCache::add(const RouteRecord& rec) {
     return rec;
   }
   Fd lock{::open((path_ + ".lock").c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644)};
-  if (lock.fd < 0 || ::flock(lock.fd, LOCK_EX) != 0) {
+  if (lock.fd < 0 || !lock_within(lock.fd)) {
+    if (lock.fd >= 0 && errno == EWOULDBLOCK) {
+      note_ = "on; a shape was not recorded: another process held " + path_ + ".lock for 2 s";
+      return rec;
+    }
     turn_off("cannot lock " + path_ + ".lock: " + errno_text());
     return rec;
   }
@@ -278,7 +296,10 @@ std::string RouteCache::forget() {
   loaded_ = true;
   if (path_.empty()) return "";
   Fd lock{::open((path_ + ".lock").c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644)};
-  if (lock.fd >= 0) ::flock(lock.fd, LOCK_EX);
+  if (lock.fd >= 0 && !lock_within(lock.fd)) {
+    throw Error("cannot remove the route cache " + path_ + ": another process holds " + path_ +
+                ".lock");
+  }
   if (::unlink(path_.c_str()) != 0) {
     if (errno == ENOENT) return "";
     throw Error("cannot remove the route cache " + path_ + ": " + errno_text());

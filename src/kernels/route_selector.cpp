@@ -145,8 +145,11 @@ MatmulRoute choose_locked(const GemmKey& key, const std::function<void(MatmulRou
   }
   RouteRecord rec = measure(key, probe, s.clock);
   // Another process may have measured the same key meanwhile: the first record stays, so
-  // that every process on this machine takes the same route.
-  rec = s.cache.add(rec);
+  // that every process on this machine takes the same route, unless this CPU cannot run it
+  // (a cache shared with another machine of the same model, MANTISSA_AMX=off, a forged
+  // line): then this process keeps its own measurement.
+  const RouteRecord first = s.cache.add(rec);
+  if (route_unavailable(first.route, key).empty()) rec = first;
   s.table[key] = rec;
   return rec.route;
 }

@@ -35,9 +35,10 @@ void GptConfig::validate(std::string_view key) const {
     throw Error(std::string(key) + ".dropout_rate: " + support::value_text(dropout_rate) +
                 " must be in [0, 1)");
   }
-  if (!(init_std >= 0.0f && std::isfinite(init_std))) {
+  if (!(init_std >= 0.0f && init_std <= kMaxInitStd)) {
     throw Error(std::string(key) + ".initializer_range: " + support::value_text(init_std) +
-                " must be a finite number >= 0 (a standard deviation)");
+                " must be in [0, " + support::value_text(kMaxInitStd) +
+                "] (a standard deviation; larger ones give infinite initial weights)");
   }
 }
 

@@ -171,9 +171,17 @@ std::string save_checkpoint(const std::string& dir, std::int64_t step, const Che
   json sums = json::object();
   for (const auto& [tname, t] : ckpt.tensors) sums[tname] = hex32(tensor::stored_crc32(t));
   metadata[kChecksumKey] = sums.dump();
-  write_all_synced(tmp, tensor::encode_safetensors(ckpt.tensors, metadata));
-  fs::rename(tmp, path, ec);  // atomic: readers see the old file set or the new one
-  check(ec, path, "rename the new checkpoint into place");
+  const std::string bytes = tensor::encode_safetensors(ckpt.tensors, metadata);
+  try {
+    write_all_synced(tmp, bytes);
+    fs::rename(tmp, path, ec);  // atomic: readers see the old file set or the new one
+    check(ec, path, "rename the new checkpoint into place");
+  } catch (...) {
+    // A partial temporary (a full disk, a file-size limit) would hold the space the run's
+    // end record and the user need: it goes; the checkpoints before it stay.
+    ::unlink(tmp.c_str());
+    throw;
+  }
   sync_dir(dir);
   return path;
 }

@@ -5,9 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 #include <vector>
 
 #include "mantissa/error.hpp"
@@ -30,6 +32,16 @@ std::string holder(int fd) {
   if (n <= 0) return "";
   const long pid = std::strtol(buf, nullptr, 10);
   return pid > 0 ? " (pid " + std::to_string(pid) + ")" : "";
+}
+
+// True when the lock file holds nothing or what a trainer writes there: a pid and a newline.
+bool holds_a_pid_or_nothing(int fd) {
+  char buf[64] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof(buf), 0);
+  if (n <= 0) return n == 0;
+  const std::string_view text(buf, static_cast<std::size_t>(n));
+  const std::size_t digits = text.find_first_not_of("0123456789");
+  return digits != 0 && (digits == std::string_view::npos || text.substr(digits) == "\n");
 }
 
 }  // namespace
@@ -67,6 +79,13 @@ RunDirLock::RunDirLock(const std::string& dir, Use use) {
                 " (it holds " + path +
                 "); wait for it to finish, or set trainer.init.checkpoint.dir to another "
                 "directory");
+  }
+  if (train && !holds_a_pid_or_nothing(fd_)) {  // a file of the user's, not ours to truncate
+    ::close(fd_);
+    fd_ = -1;
+    throw Error(path +
+                ": holds something other than a process id; mantissa keeps its lock "
+                "in this file and would overwrite it (move the file away)");
   }
   if (train) {  // say who holds it, for the next process's refusal
     const std::string pid = std::to_string(::getpid()) + "\n";
@@ -123,6 +142,13 @@ void MetricsFile::append(const std::string& line) {
 
 void check_checkpoints_are_ours(const std::string& dir, const std::optional<std::string>& resumed) {
   std::error_code ec;
+  if (resumed && !fs::exists(*resumed, ec)) {  // before any advice about the directory
+    std::string lower = *resumed;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    throw Error("--resume " + *resumed + ": no such file" +
+                (lower == "latest" ? std::string(" (the newest checkpoint is --resume latest)")
+                                   : std::string()));
+  }
   // The file itself (a link to a checkpoint of this directory is that checkpoint).
   const fs::path file = resumed ? fs::weakly_canonical(*resumed, ec) : fs::path();
   const bool here = resumed && !ec && fs::equivalent(file.parent_path(), dir, ec) && !ec;

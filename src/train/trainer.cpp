@@ -176,7 +176,7 @@ std::string Trainer::save_checkpoint_now() {
     if (all_finite(tensors)) {
       last_finite_checkpoint_ = path;
     } else {
-      log("checkpoint " + path + " holds non-finite values (precision.on_nonfinite: apply)" +
+      log("checkpoint " + path + " holds non-finite values" +
           (last_finite_checkpoint_.empty()
                ? std::string()
                : "; " + last_finite_checkpoint_ + ", the last finite one, is kept"));

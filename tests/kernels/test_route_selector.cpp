@@ -2,7 +2,9 @@
 // route by the fake clock is chosen and recorded with its rates, once per key; named routes
 // are never measured; the machine cache gives later processes the same choice; pinned routes
 // (a checkpoint's) win over cache and measurement; bad cache lines are skipped.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -293,6 +295,50 @@ TEST_F(RouteSelectorTest, ForgettingTheCacheMeasuresAgain) {
   EXPECT_FALSE(calls_.empty());
   EXPECT_EQ(forget_cached_routes(), path);
   EXPECT_EQ(forget_cached_routes(), "");  // nothing left to forget
+}
+
+// The audit of 2026-11-28: a cached record this CPU cannot run (here bf16 for float32 values;
+// on a machine without AMX, an amx line from one with it) was dropped when read, but the
+// record the cache handed back after the fresh measurement was run: an illegal instruction.
+TEST_F(RouteSelectorTest, ACachedRouteThisCpuCannotRunIsNeverTaken) {
+  make_fastest(MatmulRoute::onednn_fp32);
+  GemmKey other = key_;
+  other.k = 64;
+  choose_route(other, MatmulRoute::automatic, probe());  // the file exists, with its header
+  const std::string path = route_cache_status().path;
+  RouteRecord forged;
+  forged.key = key_;
+  forged.key.format = Format::float32;
+  forged.route = MatmulRoute::bf16;
+  {
+    std::ofstream out(path, std::ios::app);
+    out << route_record_line(forged) << "\n";
+  }
+  set_route_cache_path(dir_.string());  // a new process
+  calls_.clear();
+  EXPECT_EQ(choose_route(forged.key, MatmulRoute::automatic, probe()), MatmulRoute::onednn_fp32);
+  EXPECT_FALSE(calls_.empty());  // measured, not taken from the file
+  EXPECT_EQ(route_records().at(0).route, MatmulRoute::onednn_fp32);
+}
+
+// A holder of the cache's lock that never lets go (a process stopped while it appends) once
+// stalled training forever: the wait is bounded, the shape measured and not recorded.
+TEST_F(RouteSelectorTest, AHeldCacheLockDelaysButDoesNotStopTheChoice) {
+  make_fastest(MatmulRoute::onednn_fp32);
+  GemmKey other = key_;
+  other.k = 64;
+  choose_route(other, MatmulRoute::automatic, probe());  // the file and its lock exist
+  const std::string path = route_cache_status().path;
+  const int holder = ::open((path + ".lock").c_str(), O_RDWR);
+  ASSERT_GE(holder, 0);
+  ASSERT_EQ(::flock(holder, LOCK_EX), 0);  // another open file: the cache's flock waits on it
+  EXPECT_EQ(choose_route(key_, MatmulRoute::automatic, probe()), MatmulRoute::onednn_fp32);
+  EXPECT_NE(route_cache_status().note.find("not recorded"), std::string::npos)
+      << route_cache_status().note;
+  ::close(holder);
+  set_route_cache_path(dir_.string());  // a new process: the key was not written
+  EXPECT_EQ(known_route(key_, MatmulRoute::automatic), std::nullopt);
+  EXPECT_EQ(known_route(other, MatmulRoute::automatic), MatmulRoute::onednn_fp32);
 }
 
 TEST_F(RouteSelectorTest, MalformedCacheLinesAreSkippedAndCounted) {

@@ -21,6 +21,9 @@ struct GptConfig {
   float dropout_rate = 0.0f;
   bool tie_embeddings = false;  // head shares wte's weight
   float init_std = 0.02f;       // GPT-2 init; residual projections get init_std / sqrt(2 L)
+  // The largest init_std taken: a normal sample reaches ~7 standard deviations, so past this
+  // the initial weights would overflow float32 to infinity.
+  static constexpr double kMaxInitStd = 1e37;
   // Throws mantissa::Error naming the field under `key` (the trainer passes the config's
   // path, "trainer.init.model"; "model.num_heads: ...").
   void validate(std::string_view key = "model") const;

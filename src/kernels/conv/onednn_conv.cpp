@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../onednn_engine.hpp"
 #include "mantissa/error.hpp"
 
 namespace mantissa::kernels::conv_detail {
@@ -19,8 +20,7 @@ using tag = dnnl::memory::format_tag;
 using dims = dnnl::memory::dims;
 
 dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
+  return onednn_engine();
 }
 
 dt source_dt(SourceType t) {

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "../onednn_engine.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/parallel.hpp"
 #include "mantissa/kernels/scratch.hpp"
@@ -20,8 +21,7 @@ namespace {
 using dt = dnnl::memory::data_type;
 
 dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
+  return onednn_engine();
 }
 
 dnnl::memory::desc matrix_desc(std::int64_t rows, std::int64_t cols, bool transposed,

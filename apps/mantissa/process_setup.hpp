@@ -1,0 +1,22 @@
+#pragma once
+// What the program settles about its process before it parses anything: the standard
+// descriptors, the signals a write can raise, and the OpenMP threads.
+#include <optional>
+#include <string>
+
+namespace mantissa::app {
+
+// Opens /dev/null on each of descriptors 0, 1 and 2 that is closed (a daemon or cron job
+// started with `2>&-`): the next file opened would otherwise take the number, and messages
+// meant for the terminal would be written into it (a run directory's lock, a checkpoint).
+void open_standard_descriptors();
+
+// Ignores SIGXFSZ: a write past the process's file-size limit (`ulimit -f`) then fails with
+// EFBIG, which the writers report ("File too large"), instead of killing the program.
+void ignore_file_size_signal();
+
+// Teams of the planned size (kernels::settle_openmp_teams), and a thread count a machine can
+// run: the error's text when OMP_NUM_THREADS asks for more than 16 threads a core.
+std::optional<std::string> settle_threads();
+
+}  // namespace mantissa::app

@@ -1,0 +1,104 @@
+# The process around the program (the ninth audit, docs/reliability.md): OpenMP's environment,
+# closed or full standard streams, a file-size limit, empty attached option values, newlines
+# in values, a lock file of the user's and a resumed file that does not exist.
+set(pdir ${CMAKE_CURRENT_BINARY_DIR}/process)
+
+# OMP_DYNAMIC=true or an OMP_THREAD_LIMIT below the thread count gave oneDNN smaller teams than
+# it split its work for: the same checkpoint evaluated to another loss on the onednn_fp32 route.
+set(d ${pdir}/omp_environment)
+set(eval_onednn ${cli} eval --config ${tiny} --resume ${ck6} --resume-settings config
+    --set trainer.init.checkpoint.dir=${d}/run --set trainer.init.precision.matmul_route=onednn_fp32)
+string(REPLACE ";" " " eval_onednn "${eval_onednn}")
+add_test(NAME cli.openmp_environment_gives_the_same_loss COMMAND sh -c
+  "set -e; rm -rf ${d}; mkdir -p ${d}
+   ${eval_onednn} >${d}/plain 2>/dev/null
+   OMP_DYNAMIC=true ${eval_onednn} >${d}/dynamic 2>/dev/null
+   OMP_THREAD_LIMIT=1 ${eval_onednn} >${d}/limited 2>/dev/null
+   grep -q 'validation: loss' ${d}/plain; cmp ${d}/plain ${d}/dynamic; cmp ${d}/plain ${d}/limited"
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.openmp_environment_gives_the_same_loss PROPERTIES
+  FIXTURES_REQUIRED tiny_run)
+
+# A thread count no machine runs (once a segmentation fault inside libgomp).
+add_test(NAME cli.absurd_thread_count_is_refused
+  COMMAND ${expect} 2 "^mantissa: error: OMP_NUM_THREADS=100000: 100000 threads on [0-9]+ cores \\(expected at most [0-9]+"
+    -- env OMP_NUM_THREADS=100000 ${cli} formats)
+
+# stderr closed: errors keep their status (once an abort, 134), and the run directory's lock
+# file holds the pid alone (once every log line landed in it).
+set(d ${pdir}/closed_stderr)
+add_test(NAME cli.closed_stderr_keeps_statuses_and_the_lock COMMAND sh -c
+  "rm -rf ${d}; mkdir -p ${d}
+   ${cli} formats --value x 2>&-; test $? -eq 2 || exit 1
+   ${cli} train --config ${tiny} --mode train --set trainer.init.checkpoint.dir=${d}/run --set trainer.init.loop.max_steps=1 >/dev/null 2>&-
+   test $? -eq 0 || exit 1
+   grep -qx '[0-9][0-9]*' ${d}/run/.lock && test $(wc -l <${d}/run/.lock) -eq 1"
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+
+# A file-size limit (`ulimit -f`) fails the checkpoint's write with EFBIG, reported, instead of
+# killing the program by SIGXFSZ; the partial temporary is removed and the end record written.
+set(d ${pdir}/file_size_limit)
+add_test(NAME cli.file_size_limit_is_a_failed_write
+  COMMAND ${expect} --setup "rm -rf ${d} && mkdir -p ${d}"
+    --then "test ! -e ${d}/run/ckpt-00000003.safetensors.tmp && grep -q '\"outcome\"' ${d}/run/metrics.jsonl"
+    2 "mantissa: error: .*/run/ckpt-00000003.safetensors.tmp: write failed \\(File too large\\)"
+    -- bash -c "ulimit -f 250; exec \"$0\" \"$@\"" ${cli} train --config ${tiny} --mode train
+       --set trainer.init.checkpoint.dir=${d}/run
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+
+# `--title=` (an unset variable after '=') once took the next argument as its value.
+add_test(NAME cli.empty_attached_value_is_refused
+  COMMAND ${expect} 2 "^mantissa: error: --title=: an empty value \\(give a value, or leave the option out\\)"
+    -- ${cli} report ${tiny_run} --title= ${tiny_run} --out ${pdir}/never.html)
+
+# What was printed to stdout and lost (a full disk) is a failed write, status 2.
+add_test(NAME cli.lost_standard_output_is_a_failed_write
+  COMMAND ${expect} 2 "^mantissa: error: standard output: write failed \\(No space left on device\\)"
+    -- sh -c "exec \"$0\" formats >/dev/full" ${cli})
+add_test(NAME cli.lost_long_standard_output_is_a_failed_write
+  COMMAND ${expect} 2 "^mantissa: error: standard output: write failed \\(No space left on device\\)"
+    -- sh -c "exec \"$0\" formats --value 1 >/dev/full" ${cli})
+
+# A newline in a value is shown as \x0a: it cannot forge a line of its own.
+hostile_case(newline_in_a_value_cannot_forge_a_line 0
+  "run directory .*/x\\\\x0amantissa: error: disk on fire"
+  COMMAND train --config ${tiny} --mode train --set trainer.init.loop.max_steps=1
+          --set "trainer.init.checkpoint.dir=\"@D@/x\\nmantissa: error: disk on fire\"")
+
+# A resumed file that does not exist is said so first (once: advice about foreign checkpoints).
+hostile_case(resume_of_a_missing_file 2
+  "^mantissa: error: --resume LATEST: no such file \\(the newest checkpoint is --resume latest\\)"
+  TINY SETUP "mkdir @D@/run && cp ${ck3} @D@/run"
+  COMMAND ${train_tiny} --resume LATEST)
+
+# A `.lock` of the user's in the run directory is not truncated.
+hostile_case(users_lock_file_is_kept 2
+  "^mantissa: error: .*/run/.lock: holds something other than a process id"
+  SETUP "mkdir @D@/run && echo 'precious notes' >@D@/run/.lock"
+  THEN "grep -qx 'precious notes' @D@/run/.lock"
+  COMMAND ${train_tiny})
+
+# A config named by dots alone ("...yaml": stem "..") once put its run in runs/ itself.
+hostile_case(config_named_by_dots_needs_a_run_directory 2
+  "^mantissa: error: .*/\\.\\.\\.yaml: a config named by dots alone gives no run directory name; set trainer.init.checkpoint.dir"
+  SETUP "cp ${tiny} @D@/...yaml"
+  COMMAND train --config @D@/...yaml --mode train)
+
+# An option before the command word (once CLI11's "A subcommand is required").
+add_test(NAME cli.option_before_the_command_is_named
+  COMMAND ${expect} 2 "^mantissa: error: --version: unknown option \\(mantissa takes a command first, one of: train, eval, generate, inspect, formats, bench, compare, report\\)"
+    -- ${cli} --version)
+
+# `report --out -` once wrote a file named "-".
+add_test(NAME cli.report_out_dash_is_refused
+  COMMAND ${expect} 2 "^mantissa: error: --out -: the report is written to a file"
+    -- ${cli} report ${tiny_run} --out -)
+set_tests_properties(cli.report_out_dash_is_refused PROPERTIES FIXTURES_REQUIRED tiny_run)
+
+# A NaN validation loss is printed "nan" (once "-nan", a sign that means nothing).
+set(d ${pdir}/nan_validation)
+add_test(NAME cli.nan_validation_is_printed_without_a_sign COMMAND sh -c
+  "rm -rf ${d}; mkdir -p ${d}
+   ${cli} train --config ${tiny} --set trainer.init.checkpoint.dir=${d}/run --set trainer.init.model.initializer_range=300 --set 'trainer.init.precision={fp16_type: float16, loss_scaling_factor: 1, on_nonfinite: apply}' --set trainer.init.loop.max_steps=2 >${d}/out 2>/dev/null
+   grep -q '^validation: loss nan, perplexity nan (2 batches, step 2)$' ${d}/out || { cat ${d}/out; exit 1; }"
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
