@@ -3,6 +3,8 @@
 // (docs/distributed.md): the dist::Runtime starts MPI before anything else, and errors are
 // reported so that the job ends as a whole.
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
@@ -29,10 +31,16 @@ void say(std::FILE* stream, const std::string& text) {
 }
 
 // "standard output: write failed (No space left on device)" when what was printed to stdout
-// could not all be written (a full disk behind `> result.txt`); flushes it first.
+// could not all be written (a full disk behind `> result.txt`); flushes it first. A pipe or
+// socket whose reader went away (`| head`) is not a failure: training ignores SIGPIPE so that
+// it runs on, and its lost lines change nothing (docs/cli.md).
 std::optional<std::string> stdout_write_error() {
   if (std::fflush(stdout) == 0 && std::ferror(stdout) == 0) return std::nullopt;
   const int e = errno;
+  struct stat st {};
+  if (::fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
+    return std::nullopt;
+  }
   return "standard output: write failed (" +
          std::string(e != 0 ? std::strerror(e) : "an error on the stream") + ")";
 }

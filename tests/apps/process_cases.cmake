@@ -102,3 +102,12 @@ add_test(NAME cli.nan_validation_is_printed_without_a_sign COMMAND sh -c
    ${cli} train --config ${tiny} --set trainer.init.checkpoint.dir=${d}/run --set trainer.init.model.initializer_range=300 --set 'trainer.init.precision={fp16_type: float16, loss_scaling_factor: 1, on_nonfinite: apply}' --set trainer.init.loop.max_steps=2 >${d}/out 2>/dev/null
    grep -q '^validation: loss nan, perplexity nan (2 batches, step 2)$' ${d}/out || { cat ${d}/out; exit 1; }"
   WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+
+# Training's lines to a reader that went away are lost, the status unchanged (SIGPIPE is
+# ignored while training): the check of standard output does not count a closed pipe.
+set(d ${pdir}/closed_stdout_pipe)
+add_test(NAME cli.closed_stdout_pipe_keeps_the_status COMMAND bash -c
+  "rm -rf ${d}; mkdir -p ${d}
+   ${cli} train --config ${tiny} --set trainer.init.checkpoint.dir=${d}/run --set trainer.init.loop.max_steps=2 2>/dev/null | true
+   test \${PIPESTATUS[0]} -eq 0"
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
