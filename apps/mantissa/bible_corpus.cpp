@@ -1,6 +1,9 @@
 #include "bible_corpus.hpp"
 
+#include <sys/wait.h>
+
 #include <cstdio>
+#include <string>
 
 #include "mantissa/error.hpp"
 
@@ -13,7 +16,16 @@ std::string bible_kjv_text() {
     char buf[1 << 16];
     std::size_t n;
     while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) text.append(buf, n);
-    if (::pclose(p) != 0) text.clear();
+    const int status = ::pclose(p);
+    // The shell's 127 is "not found": as no text. Any other failure after text is its own
+    // error (a partial corpus must not be trained on).
+    if (status != 0 && !text.empty() && !(WIFEXITED(status) && WEXITSTATUS(status) == 127)) {
+      throw Error("KJV corpus: the `bible` program failed (" +
+                  (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
+                                     : std::string("ended by a signal")) +
+                  ") after " + std::to_string(text.size()) + " bytes of text");
+    }
+    if (status != 0) text.clear();
   }
   if (text.empty()) {
     throw Error(

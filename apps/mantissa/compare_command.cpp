@@ -152,6 +152,13 @@ int run(const CompareArgs& a) {
   const std::vector<TrainingPrecision> formats = parse_training_precisions(a.formats, "--formats");
   const std::string out =
       a.out.empty() ? "runs/compare-" + std::filesystem::path(a.config).stem().string() : a.out;
+  // The directory of every run: something else there is found now, not when the first run
+  // starts.
+  if (std::error_code ec;
+      std::filesystem::exists(out, ec) && !std::filesystem::is_directory(out, ec)) {
+    throw Error("--out " + out + ": is not a directory (compare writes a directory of runs " +
+                "there: give another --out)");
+  }
   // The config as the user gave it: the first seed, the step count, the logging interval.
   const config::TrainerConfig base =
       config::load_config(a.config, run_overrides(a, {formats.front(), 0, out}, std::nullopt));

@@ -4,8 +4,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <string>
@@ -109,6 +111,22 @@ class Reader {
     try {
       v = n.as<T>();
     } catch (const YAML::Exception&) {
+      if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+        // A number written right but out of the type's range is said so, not "not a number".
+        const std::string& text = n.Scalar();
+        const char* first = text.data() + (text.starts_with('+') ? 1 : 0);
+        T parsed{};
+        const auto [stop, ec] = std::from_chars(first, text.data() + text.size(), parsed);
+        if (ec == std::errc::result_out_of_range && stop == text.data() + text.size()) {
+          std::string bound = "magnitudes up to about 1.8e308";
+          if constexpr (std::is_integral_v<T>) {
+            bound = std::to_string(std::numeric_limits<T>::min()) + ".." +
+                    std::to_string(std::numeric_limits<T>::max());
+          }
+          throw Error(where + ": '" + text + "' is past the range of " + type_name + " (" + bound +
+                      ")");
+        }
+      }
       throw Error(where + ": '" + n.Scalar() + "' is not " + type_name);
     }
     if constexpr (std::is_floating_point_v<T>) {

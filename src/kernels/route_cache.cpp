@@ -87,12 +87,15 @@ RouteCacheLocation default_route_cache_path() {
   if (const char* env = std::getenv("MANTISSA_ROUTE_CACHE")) {
     if (std::string(env) == "off") return {"", "off (MANTISSA_ROUTE_CACHE=off)"};
     dir = env;
-  } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != 0) {
+  } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg == '/') {
+    // (the XDG specification: a relative path is ignored, as if unset)
     dir = std::string(xdg) + "/mantissa";
   } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != 0) {
     dir = std::string(home) + "/.cache/mantissa";
   }
-  if (dir.empty()) return {"", "off (no MANTISSA_ROUTE_CACHE, XDG_CACHE_HOME or HOME)"};
+  if (dir.empty()) {
+    return {"", "off (no MANTISSA_ROUTE_CACHE, absolute XDG_CACHE_HOME or HOME)"};
+  }
   return {dir + "/routes-" + hex_hash(identity()) + ".txt", ""};
 }
 

@@ -37,6 +37,10 @@ void Trainer::record_new_routes() {
       line += (line.back() == '(' ? "" : ", ") + std::to_string(n) + " " + source;
     }
     line += "; each shape's rates in metrics.jsonl)";
+    // A route cache that is off or had trouble (its directory a file, unreadable lines, a
+    // lock held) is said here: every run would otherwise measure again without a word.
+    const kernels::RouteCacheStatus cache = kernels::route_cache_status();
+    if (!cache.note.empty()) line += "; route cache " + cache.note;
     log(line);
   }
   const std::vector<int> same = detail::same_bits_levels(policy_, has_attention(), routes);

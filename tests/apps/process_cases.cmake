@@ -111,3 +111,38 @@ add_test(NAME cli.closed_stdout_pipe_keeps_the_status COMMAND bash -c
    ${cli} train --config ${tiny} --set trainer.init.checkpoint.dir=${d}/run --set trainer.init.loop.max_steps=2 2>/dev/null | true
    test \${PIPESTATUS[0]} -eq 0"
   WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+
+# A `bible` program that prints some text and then fails is named with its status (once "gave
+# no text", and a partial corpus must never be trained on).
+set(d ${pdir}/bible_fails_after_text)
+add_test(NAME cli.bible_failing_after_text_is_named
+  COMMAND ${expect} --setup "rm -rf ${d} && mkdir -p ${d}/bin && printf '#!/bin/sh\\necho In the beginning\\nexit 3\\n' >${d}/bin/bible && chmod +x ${d}/bin/bible"
+    2 "^mantissa: error: KJV corpus: the `bible` program failed \\(exit status 3\\) after 17 bytes of text"
+    -- env PATH=${d}/bin:/usr/bin:/bin ${cli} train --config ${tiny} --mode train
+       --set trainer.init.checkpoint.dir=${d}/run
+       --set "trainer.fit.train_dataloader={dataset: kjv, data_dir: ${d}/kjv, batch_size: 2, context: 32}"
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+
+# `compare --out FILE` once began the first run before finding FILE is not a directory.
+hostile_case(compare_out_onto_a_file 2
+  "^mantissa: error: --out .*/afile: is not a directory"
+  SETUP "echo hi >@D@/afile" NOT "compare: float32"
+  COMMAND compare --config ${tiny} --formats float32 --throughput-steps 0 --out @D@/afile)
+
+# A number past its type's range is said so (once "is not an integer" / "is not a number").
+hostile_case(config_integer_past_its_range 2
+  "^mantissa: error: trainer.init.loop.max_steps: '9223372036854775808' is past the range of an integer \\(-9223372036854775808..9223372036854775807\\)"
+  COMMAND ${train_tiny} --set trainer.init.loop.max_steps=9223372036854775808)
+hostile_case(config_number_past_its_range 2
+  "^mantissa: error: trainer.init.optimizer.AdamW.learning_rate: '1e999' is past the range of a number \\(magnitudes up to about 1.8e308\\)"
+  COMMAND ${train_tiny} --set trainer.init.optimizer.AdamW.learning_rate=1e999)
+
+# A route cache that cannot be used is said in training's own output (once only `formats`
+# said why every run measured again).
+set(d ${pdir}/route_cache_is_a_file)
+add_test(NAME cli.unusable_route_cache_is_said
+  COMMAND ${expect} --setup "rm -rf ${d} && mkdir -p ${d} && echo hi >${d}/afile"
+    0 "matrix products: [^\n]*; route cache off: cannot [^\n]*/afile/routes-"
+    -- env MANTISSA_ROUTE_CACHE=${d}/afile ${cli} train --config ${tiny} --mode train
+       --set trainer.init.checkpoint.dir=${d}/run --set trainer.init.loop.max_steps=1
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
