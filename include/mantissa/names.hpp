@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "mantissa/error.hpp"
+#include "mantissa/utf8_text.hpp"
 
 namespace mantissa {
 
@@ -71,8 +72,8 @@ constexpr std::optional<E> find_named(const NameTable<E, N>& table, std::string_
 template <class E, std::size_t N>
 E parse_named(const NameTable<E, N>& table, std::string_view word, std::string_view what) {
   if (const std::optional<E> v = find_named(table, word)) return *v;
-  throw Error(std::string(what) + ": '" + std::string(word) +
-              "' (expected one of: " + names_of(table) + ")");
+  throw Error(std::string(what) + ": '" + std::string(word) + "'" + non_ascii_note(word) +
+              " (expected one of: " + names_of(table) + ")");
 }
 
 }  // namespace mantissa

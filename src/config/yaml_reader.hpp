@@ -17,6 +17,7 @@
 #include "mantissa/error.hpp"
 #include "mantissa/names.hpp"
 #include "mantissa/optim/optimizer_settings.hpp"
+#include "mantissa/utf8_text.hpp"
 
 namespace mantissa::config::detail {
 
@@ -157,7 +158,8 @@ class Reader {
       if (allowed_.count(k) == 0) {
         std::string list;
         for (const auto& a : allowed_) list += (list.empty() ? "" : ", ") + a;
-        throw Error(key_path(k) + ": unknown key (expected one of: " + list + ")");
+        throw Error(key_path(k) + ": unknown key" + non_ascii_note(k) +
+                    " (expected one of: " + list + ")");
       }
     }
   }

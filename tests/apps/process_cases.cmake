@@ -146,3 +146,12 @@ add_test(NAME cli.unusable_route_cache_is_said
     -- env MANTISSA_ROUTE_CACHE=${d}/afile ${cli} train --config ${tiny} --mode train
        --set trainer.init.checkpoint.dir=${d}/run --set trainer.init.loop.max_steps=1
   WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+
+# A key or word that looks right but holds a character that is not ASCII (a zero-width space,
+# a Cyrillic letter) is said so: the message once showed two identical-looking words.
+hostile_case(invisible_character_in_a_key_is_named 2
+  "^mantissa: error: trainer.init.loop.max_steps.*: unknown key \\(its character 10 is U\\+200B, not ASCII\\) \\(expected one of: "
+  COMMAND ${train_tiny} --set "trainer.init.loop.max_steps​=3")
+hostile_case(lookalike_letter_in_a_word_is_named 2
+  "^mantissa: error: trainer.init.model.name: '.*' \\(its character 1 is U\\+0433, not ASCII\\) \\(expected one of: gpt, mlp, cnn\\)"
+  COMMAND ${train_tiny} --set "trainer.init.model.name=гpt")
