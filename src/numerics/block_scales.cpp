@@ -13,6 +13,7 @@
 #include "block_scaling_detail.hpp"
 #include "mantissa/checked.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
 #include "support/number_text.hpp"
 
@@ -315,6 +316,9 @@ void check_quantized(const BlockQuantized& q) {
                 std::to_string(q.rows) + " x " + std::to_string(q.cols) + " " +
                 std::string(name(q.element)) + " values (expected " + std::to_string(codes) + ")");
   }
+  // fp6 codes take a byte each: one with a bit above the format's 6 would read as 0 here.
+  if (q.element != Format::float4_e2m1)
+    require_codes_fit(q.elements.data(), n, q.element, "dequantize");
   const auto grid = static_cast<std::size_t>(
       product_or_throw(q.tile_grid_rows(), q.tile_grid_cols(), "dequantize scale grid"));
   if (q.scales.size() != grid) {

@@ -5,6 +5,8 @@ set(pdir ${CMAKE_CURRENT_BINARY_DIR}/process)
 
 # OMP_DYNAMIC=true or an OMP_THREAD_LIMIT below the thread count gave oneDNN smaller teams than
 # it split its work for: the same checkpoint evaluated to another loss on the onednn_fp32 route.
+# Each is compared with a run of the thread count it should have: the default's, and one
+# thread for a limit of one.
 set(d ${pdir}/omp_environment)
 set(eval_onednn ${cli} eval --config ${tiny} --resume ${ck6} --resume-settings config
     --set trainer.init.checkpoint.dir=${d}/run --set trainer.init.precision.matmul_route=onednn_fp32)
@@ -13,8 +15,9 @@ add_test(NAME cli.openmp_environment_gives_the_same_loss COMMAND sh -c
   "set -e; rm -rf ${d}; mkdir -p ${d}
    ${eval_onednn} >${d}/plain 2>/dev/null
    OMP_DYNAMIC=true ${eval_onednn} >${d}/dynamic 2>/dev/null
+   OMP_NUM_THREADS=1 ${eval_onednn} >${d}/one_thread 2>/dev/null
    OMP_THREAD_LIMIT=1 ${eval_onednn} >${d}/limited 2>/dev/null
-   grep -q 'validation: loss' ${d}/plain; cmp ${d}/plain ${d}/dynamic; cmp ${d}/plain ${d}/limited"
+   grep -q 'validation: loss' ${d}/plain; cmp ${d}/plain ${d}/dynamic; cmp ${d}/one_thread ${d}/limited"
   WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli.openmp_environment_gives_the_same_loss PROPERTIES
   FIXTURES_REQUIRED tiny_run)

@@ -397,6 +397,13 @@ TEST(BlockScaling, DequantizeRefusesFieldsThatDisagree) {
   EXPECT_NE(error(q).find("not a block element format"), std::string::npos) << error(q);
   numerics::dequantize(good, out.data());
   EXPECT_EQ(out[0], 0.5f);
+  // An fp6 code with a bit above its 6 once dequantized as 0 without a word.
+  numerics::MxSettings fp6;
+  fp6.element = Format::float6_e2m3;
+  q = numerics::quantize_mx(x.data(), 4, 64, fp6);
+  q.elements[5] |= 0x40;
+  EXPECT_EQ(error(q), "dequantize: code " + std::to_string(q.elements[5]) +
+                          " at index 5 does not fit float6_e2m3 (6 bits: expected 0..63)");
 }
 
 }  // namespace

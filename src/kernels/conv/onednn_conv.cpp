@@ -19,10 +19,6 @@ using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 using dims = dnnl::memory::dims;
 
-dnnl::engine& engine() {
-  return onednn_engine();
-}
-
 dt source_dt(SourceType t) {
   return t == SourceType::bf16 ? dt::bf16 : dt::f32;
 }
@@ -68,10 +64,10 @@ void add_arg(Cached& c, int id, bool output, const dnnl::memory::desc& user,
   a.user = user;
   a.inner = inner;
   if (user != inner) {
-    a.buffer = std::make_unique<dnnl::memory>(inner, engine());
+    a.buffer = std::make_unique<dnnl::memory>(inner, onednn_engine());
     a.reorder = std::make_unique<dnnl::reorder>(
-        output ? dnnl::reorder::primitive_desc(engine(), inner, engine(), user)
-               : dnnl::reorder::primitive_desc(engine(), user, engine(), inner));
+        output ? dnnl::reorder::primitive_desc(onednn_engine(), inner, onednn_engine(), user)
+               : dnnl::reorder::primitive_desc(onednn_engine(), user, onednn_engine(), inner));
   }
   c.args.push_back(std::move(a));
 }
@@ -87,12 +83,12 @@ dnnl::convolution_forward::primitive_desc forward_pd(const ConvKey& c, SourceTyp
     return {dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
                                             dnnl::algorithm::convolution_direct, src, wei, bias,
                                             dst, strides, pad, pad),
-            engine()};
+            onednn_engine()};
   }
   return {dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
                                           dnnl::algorithm::convolution_direct, src, wei, dst,
                                           strides, pad, pad),
-          engine()};
+          onednn_engine()};
 }
 
 std::unique_ptr<Cached> make(const ConvKey& c, ProductKind kind, SourceType type) {
@@ -120,7 +116,7 @@ std::unique_ptr<Cached> make(const ConvKey& c, ProductKind kind, SourceType type
           dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct,
                                                 any(src_dims(c), dt::f32), any(weight_dims(c), s),
                                                 any(dst_dims(c), s), strides, pad, pad),
-          engine(), fwd);
+          onednn_engine(), fwd);
       out->primitive = dnnl::convolution_backward_data(pd);
       add_arg(*out, DNNL_ARG_DIFF_DST, false, dy_user, pd.diff_dst_desc());
       add_arg(*out, DNNL_ARG_WEIGHTS, false, w_user, pd.weights_desc());
@@ -137,7 +133,7 @@ std::unique_ptr<Cached> make(const ConvKey& c, ProductKind kind, SourceType type
                     dnnl::memory::desc({c.out_channels}, dt::f32, tag::x), dyd, strides, pad, pad)
               : dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, xd,
                                                          wd, dyd, strides, pad, pad);
-      const dnnl::convolution_backward_weights::primitive_desc pd(desc, engine(), fwd);
+      const dnnl::convolution_backward_weights::primitive_desc pd(desc, onednn_engine(), fwd);
       out->primitive = dnnl::convolution_backward_weights(pd);
       add_arg(*out, DNNL_ARG_SRC, false, x_user, pd.src_desc());
       add_arg(*out, DNNL_ARG_DIFF_DST, false, dy_user, pd.diff_dst_desc());
@@ -173,12 +169,12 @@ Cached& cached(const ConvKey& c, ProductKind kind, SourceType type) {
 // Runs the primitive on the user's buffers (in argument order), reordering at the edges.
 void run(Cached& prim, std::initializer_list<void*> buffers) {
   std::lock_guard<std::mutex> lock(prim.mu);
-  dnnl::stream stream(engine());
+  dnnl::stream stream(onednn_engine());
   std::unordered_map<int, dnnl::memory> args;
   std::vector<std::pair<dnnl::reorder*, std::pair<dnnl::memory, dnnl::memory>>> after;
   auto it = buffers.begin();
   for (Arg& a : prim.args) {
-    dnnl::memory user(a.user, engine(), *it++);
+    dnnl::memory user(a.user, onednn_engine(), *it++);
     if (!a.buffer) {
       args.emplace(a.id, user);
       continue;

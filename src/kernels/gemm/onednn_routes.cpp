@@ -20,10 +20,6 @@ namespace {
 
 using dt = dnnl::memory::data_type;
 
-dnnl::engine& engine() {
-  return onednn_engine();
-}
-
 dnnl::memory::desc matrix_desc(std::int64_t rows, std::int64_t cols, bool transposed,
                                std::int64_t ld, dt type) {
   // Logical rows x cols; stored row-major with leading dimension ld, or transposed.
@@ -51,7 +47,7 @@ CachedMatmul make_matmul(const GemmShape& s, bool accumulate, dt in_type) {
     attr.set_post_ops(ops);
   }
   try {
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine());
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, onednn_engine());
     return CachedMatmul{dnnl::matmul(pd), a, b, c};
   } catch (const dnnl::error& e) {
     throw Error(std::string("gemm: oneDNN could not create a matmul (") + e.what() + ")");
@@ -78,10 +74,10 @@ CachedMatmul& cached_matmul(const GemmShape& s, bool accumulate, dt in_type, boo
 }
 
 void execute(CachedMatmul& mm, const void* a, const void* b, float* c) {
-  dnnl::stream stream(engine());
-  dnnl::memory am(mm.a, engine(), const_cast<void*>(a));
-  dnnl::memory bm(mm.b, engine(), const_cast<void*>(b));
-  dnnl::memory cm(mm.c, engine(), c);
+  dnnl::stream stream(onednn_engine());
+  dnnl::memory am(mm.a, onednn_engine(), const_cast<void*>(a));
+  dnnl::memory bm(mm.b, onednn_engine(), const_cast<void*>(b));
+  dnnl::memory cm(mm.c, onednn_engine(), c);
   mm.primitive.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
   stream.wait();
 }
@@ -280,7 +276,7 @@ NativeBf16 probe_native_bf16() {
   try {
     const auto a = dnnl::memory::desc({64, 64}, dt::bf16, dnnl::memory::format_tag::ab);
     const auto c = dnnl::memory::desc({64, 64}, dt::f32, dnnl::memory::format_tag::ab);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, a, c), engine());
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, a, c), onednn_engine());
     info.available = true;
     info.isa = pd.impl_info_str();
     info.matrix_units = info.isa.find("amx") != std::string::npos;
