@@ -142,6 +142,25 @@ void fp8_cast_bench(benchmark::State& state, Format from, Format fp8, bool ref) 
   report(state, n * (mantissa::numerics::traits(from).storage_bytes + 1), start);
 }
 
+// float16 / cbfloat16 codes rounded to bfloat16 (POL 2's operands for bf16 products), on a
+// path: blocks decoded to float32 and encoded (bfloat16's encode 16 lanes wide on avx512);
+// scalar is the codec (the _ref twin).
+// n: 64 MiB of float32's count (memory-bound) or 2^16 (the codes and results in L2).
+void to_bf16_bench(benchmark::State& state, Format from, SimdPath path, std::size_t n) {
+  mantissa::numerics::set_simd_path(path);
+  Buffers& b = buffers();
+  mantissa::numerics::encode_array(b.src.data(), n, from, b.packed.data());
+  std::vector<std::uint16_t> out(n);
+  memcpy_rate();
+  const auto start = Clock::now();
+  for (auto _ : state) {
+    mantissa::numerics::convert_array(b.packed.data(), from, n, out.data(), Format::bfloat16);
+    benchmark::ClobberMemory();
+  }
+  report(state, n * 4, start);
+  mantissa::numerics::set_simd_path(mantissa::numerics::best_simd_path());
+}
+
 void register_all() {
   benchmark::RegisterBenchmark("memcpy/64MiB", BM_memcpy)->Unit(benchmark::kMillisecond);
   const SimdPath best = mantissa::numerics::best_simd_path();
@@ -171,6 +190,18 @@ void register_all() {
     benchmark::RegisterBenchmark(("decode_ref/" + n).c_str(), decode_bench, f, SimdPath::scalar,
                                  Stores::cached)
         ->Unit(benchmark::kMillisecond);
+  }
+  for (Format from : {Format::float16, Format::cbfloat16}) {
+    for (SimdPath p : {SimdPath::avx512, SimdPath::avx2, SimdPath::scalar}) {
+      if (!mantissa::numerics::cpu_supports(p)) continue;
+      for (const std::size_t n : {kFloats, std::size_t{1} << 16}) {
+        const std::string name = "to_bf16/" + std::string(mantissa::numerics::name(from)) + "/" +
+                                 std::string(mantissa::numerics::simd_path_name(p)) + "/" +
+                                 std::to_string(n);
+        benchmark::RegisterBenchmark(name.c_str(), to_bf16_bench, from, p, n)
+            ->Unit(benchmark::kMicrosecond);
+      }
+    }
   }
   for (Format from : {Format::float32, Format::bfloat16}) {
     for (Format fp8 : {Format::float8_e4m3, Format::float8_e5m2}) {

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "mantissa/kernels/amx_pairs.hpp"
 #include "mantissa/kernels/openmp_teams.hpp"
 
 namespace mantissa::app {
@@ -30,6 +31,7 @@ void ignore_file_size_signal() {
 
 std::optional<std::string> settle_threads() {
   kernels::settle_openmp_teams();
+  if (std::string bad = kernels::amx_setting_error(); !bad.empty()) return bad;
   constexpr int kPerCore = 16;
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   const int threads = omp_get_max_threads();

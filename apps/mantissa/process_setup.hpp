@@ -16,7 +16,8 @@ void open_standard_descriptors();
 void ignore_file_size_signal();
 
 // Teams of the planned size (kernels::settle_openmp_teams), and a thread count a machine can
-// run: the error's text when OMP_NUM_THREADS asks for more than 16 threads a core.
+// run: the error's text when OMP_NUM_THREADS asks for more than 16 threads a core, or when
+// MANTISSA_AMX holds a value that is not a setting (kernels::amx_setting_error).
 std::optional<std::string> settle_threads();
 
 }  // namespace mantissa::app

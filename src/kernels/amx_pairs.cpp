@@ -21,7 +21,18 @@ namespace {
 constexpr int kXfeatureTileData = 18;      // XTILEDATA, the tiles' 8 KiB of state
 constexpr int kArchReqXcompPerm = 0x1023;  // arch_prctl: ask to use an XSAVE feature
 
+// MANTISSA_AMX's value, unless it is one of the settings (off; on, empty or unset: the CPU's).
+std::string setting_error() {
+  const char* env = std::getenv("MANTISSA_AMX");
+  if (env == nullptr) return "";
+  const std::string v(env);
+  if (v.empty() || v == "on" || v == "off") return "";
+  return "MANTISSA_AMX='" + v +
+         "' is not a setting (expected off, or on or unset for the CPU's tiles)";
+}
+
 std::string probe() {
+  if (std::string bad = setting_error(); !bad.empty()) return bad + ": the tiles are not used";
   if (const char* env = std::getenv("MANTISSA_AMX"); env != nullptr && std::string(env) == "off") {
     return "turned off by MANTISSA_AMX=off";
   }
@@ -59,6 +70,10 @@ const std::string& amx_unavailable() {
 
 bool amx_available() {
   return amx_unavailable().empty();
+}
+
+std::string amx_setting_error() {
+  return setting_error();
 }
 
 float amx_chunk_ref(float c, const std::uint32_t* a, std::int64_t a_stride, const std::uint32_t* b,

@@ -27,6 +27,14 @@ add_test(NAME cli.absurd_thread_count_is_refused
   COMMAND ${expect} 2 "^mantissa: error: OMP_NUM_THREADS=100000: 100000 threads on [0-9]+ cores \\(expected at most [0-9]+"
     -- env OMP_NUM_THREADS=100000 ${cli} formats)
 
+# MANTISSA_AMX=OFF (or 0, or false) once left the tiles on without a word: only `off` turned
+# them off. A value that is not a setting is refused before anything runs.
+add_test(NAME cli.unknown_amx_setting_is_refused
+  COMMAND ${expect} 2 "^mantissa: error: MANTISSA_AMX='OFF' is not a setting \\(expected off, or on or unset"
+    -- env MANTISSA_AMX=OFF ${cli} formats)
+add_test(NAME cli.amx_settings_are_taken
+  COMMAND sh -c "MANTISSA_AMX=off ${cli} formats >/dev/null && MANTISSA_AMX=on ${cli} formats >/dev/null && MANTISSA_AMX= ${cli} formats >/dev/null")
+
 # stderr closed: errors keep their status (once an abort, 134), and the run directory's lock
 # file holds the pid alone (once every log line landed in it).
 set(d ${pdir}/closed_stderr)

@@ -6,9 +6,11 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "mantissa/numerics/convert.hpp"
@@ -439,6 +441,58 @@ TEST(ConvertArray, Fp8CodesToBfloat16AreTheCodecsOnEveryPath) {
   EXPECT_EQ(one(Format::float8_e5m2, 0x7c), 0x7F80);  // inf
   EXPECT_TRUE((one(Format::float8_e4m3, 0x7f) & 0x7FFF) > 0x7F80);
   EXPECT_TRUE((one(Format::float8_e5m2, 0xff) & 0x7FFF) > 0x7F80);
+}
+
+TEST(ConvertArray, HalfCodesToBfloat16AreTheCodecsOnEveryPath) {
+  // Every float16 and cbfloat16 code (POL 2 rounds them to bfloat16 for bf16 products), at
+  // an odd offset and in tails of every length to 40, against the scalar codec's decode
+  // encoded as bfloat16 (nearest even); and hand-derived bits below.
+  PathGuard guard;
+  using numerics::Format;
+  for (Format f : {Format::float16, Format::cbfloat16}) {
+    std::vector<std::uint16_t> codes(65536 + 40);
+    for (std::size_t c = 0; c < codes.size(); ++c) codes[c] = static_cast<std::uint16_t>(c);
+    std::vector<float> decoded(codes.size());
+    numerics::decode_array_ref(codes.data(), codes.size(), f, decoded.data());
+    std::vector<std::uint16_t> want(codes.size());
+    numerics::encode_array_ref(decoded.data(), decoded.size(), Format::bfloat16, want.data());
+    for (SimdPath p : {SimdPath::scalar, SimdPath::avx2, SimdPath::avx512}) {
+      if (!numerics::cpu_supports(p)) {
+        std::printf("skip: %s to bfloat16 on the %s path: this CPU lacks it\n",
+                    std::string(numerics::name(f)).c_str(),
+                    std::string(numerics::simd_path_name(p)).c_str());
+        continue;
+      }
+      numerics::set_simd_path(p);
+      const auto check = [&](std::size_t at, std::size_t n) {
+        std::vector<std::uint16_t> got(n + 1, 0xABCD);
+        numerics::convert_array(codes.data() + at, f, n, got.data(), Format::bfloat16);
+        for (std::size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(got[i], want[at + i]) << numerics::name(f) << " code " << codes[at + i]
+                                          << " on " << numerics::simd_path_name(p);
+        }
+        ASSERT_EQ(got[n], 0xABCD) << "wrote past the end, " << numerics::simd_path_name(p);
+      };
+      check(0, 65536);
+      check(3, 65536);
+      for (std::size_t n = 0; n <= 40; ++n) check(0x7BF0 - n / 2, n);  // across the top
+    }
+  }
+  const auto one = [](Format f, std::uint16_t code) {
+    std::uint16_t out = 0;
+    numerics::convert_array(&code, f, 1, &out, Format::bfloat16);
+    return out;
+  };
+  EXPECT_EQ(one(Format::float16, 0x3C00), 0x3F80);  // 1
+  EXPECT_EQ(one(Format::float16, 0x3C04), 0x3F80);  // 1 + 2^-8: the tie, to even (1)
+  EXPECT_EQ(one(Format::float16, 0x3C0C), 0x3F82);  // 1 + 3 * 2^-8: the tie, to 1 + 2^-6
+  EXPECT_EQ(one(Format::float16, 0x3C05), 0x3F81);  // 1 + 5 * 2^-10: above the tie
+  EXPECT_EQ(one(Format::float16, 0x0001), 0x3380);  // 2^-24, a float16 subnormal
+  EXPECT_EQ(one(Format::float16, 0xFC00), 0xFF80);  // -inf
+  EXPECT_TRUE((one(Format::float16, 0x7E00) & 0x7FFF) > 0x7F80);
+  EXPECT_EQ(one(Format::cbfloat16, 0x3E00), 0x3F80);  // 1: exponent field 31, bias 31
+  EXPECT_EQ(one(Format::cbfloat16, 0x0001), 0x2C00);  // 2^-39, the smallest subnormal
+  EXPECT_EQ(one(Format::cbfloat16, 0xBE01), 0xBF80);  // -(1 + 2^-9): rounds to -1
 }
 
 TEST(SimdPath, Float32IsACopy) {

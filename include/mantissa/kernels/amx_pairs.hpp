@@ -27,8 +27,12 @@ namespace mantissa::kernels {
 // for permission once: arch_prctl ARCH_REQ_XCOMP_PERM). "" when it can, else the reason. The
 // environment variable MANTISSA_AMX=off turns mantissa's own AMX code off (to time an AMX CPU
 // as one without; oneDNN's AMX is ONEDNN_MAX_CPU_ISA's to turn off). Asked once per process.
+// Any other value of MANTISSA_AMX than off, on or empty keeps the tiles unused (the reason
+// names the value); a program refuses it at start with amx_setting_error().
 const std::string& amx_unavailable();
 bool amx_available();
+// "" when MANTISSA_AMX is unset, empty, on or off; else the message naming its value.
+std::string amx_setting_error();
 
 // One chunk of a TDPBF16PS element: c after adding the products of `pairs` (<= 16) word
 // pairs a[p], b[p] (the rest of the chunk zero), as defined above.
