@@ -17,7 +17,13 @@ void ignore_file_size_signal();
 
 // Teams of the planned size (kernels::settle_openmp_teams), and a thread count a machine can
 // run: the error's text when OMP_NUM_THREADS asks for more than 16 threads a core, or when
-// MANTISSA_AMX holds a value that is not a setting (kernels::amx_setting_error).
+// MANTISSA_AMX holds a value that is not a setting (kernels::amx_setting_error), or when
+// OMP_STACKSIZE is below 256K (stack_size_error).
 std::optional<std::string> settle_threads();
+
+// The error's text when OMP_STACKSIZE asks for less than 256 KiB a thread (16K once crashed
+// training: the kernels' tiles on the worker threads' stacks overflowed them). A value that
+// is not a size is left to the OpenMP runtime, which reports it.
+std::optional<std::string> stack_size_error();
 
 }  // namespace mantissa::app

@@ -35,6 +35,18 @@ add_test(NAME cli.unknown_amx_setting_is_refused
 add_test(NAME cli.amx_settings_are_taken
   COMMAND sh -c "MANTISSA_AMX=off ${cli} formats >/dev/null && MANTISSA_AMX=on ${cli} formats >/dev/null && MANTISSA_AMX= ${cli} formats >/dev/null")
 
+# OMP_STACKSIZE=16K once crashed a training run (segmentation fault: the worker threads'
+# stacks overflowed); below 256K is refused, in any unit; 256K and larger sizes train.
+add_test(NAME cli.small_openmp_stack_is_refused
+  COMMAND ${expect} 2 "^mantissa: error: OMP_STACKSIZE=16K: 16384 bytes of stack for each OpenMP thread \\(expected at least 256K"
+    -- env OMP_STACKSIZE=16K ${cli} formats)
+add_test(NAME cli.small_openmp_stack_in_other_units_is_refused
+  COMMAND sh -c "for v in 100000B ' 200 k' 0G 255; do OMP_STACKSIZE=\"$v\" ${cli} formats >/dev/null 2>&1; test $? -eq 2 || exit 1; done")
+set(d ${pdir}/stack_size)
+add_test(NAME cli.large_enough_openmp_stack_trains
+  COMMAND sh -c "set -e; rm -rf ${d}; for v in 256K 1M 8m; do OMP_STACKSIZE=$v ${cli} train --config ${tiny} --mode train --set trainer.init.checkpoint.dir=${d}/$v --set trainer.init.loop.max_steps=1 >/dev/null; done"
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+
 # stderr closed: errors keep their status (once an abort, 134), and the run directory's lock
 # file holds the pid alone (once every log line landed in it).
 set(d ${pdir}/closed_stderr)
