@@ -132,6 +132,11 @@ int run(const TrainArgs& a, const Modes& modes, const dist::Communicator& world)
   if (!world.is_root()) return s.interrupted ? kExitInterrupted + signo : 0;
   for (const train::CheckpointEval& e : s.evals) print_validation(e.result, e.step);
   if (s.eval && s.evals.empty()) print_validation(*s.eval, s.global_step);
+  if (!s.unusable.empty()) {  // eval_all: the others' results are printed above
+    throw Error(fmt::format("eval_all: {} of {} checkpoints could not be evaluated; the first: {}",
+                            s.unusable.size(), s.unusable.size() + s.evals.size(),
+                            s.unusable.front().error));
+  }
   if (!s.interrupted) return 0;
   // fputs: a reader of stderr that went away costs this line, not the exit status.
   std::fputs(fmt::format("mantissa: interrupted by {} at step {}: checkpoint {} written; resume "

@@ -123,6 +123,22 @@ py::dict train_run(const std::string& config_path, const std::vector<std::string
   d["skipped_steps"] = s.skipped_steps;
   d["last_loss"] = s.last_loss;
   d["eval"] = s.eval ? py::object(eval_dict(*s.eval)) : py::object(py::none());
+  py::list evals, unusable;  // eval_all: every checkpoint's, and those it could not evaluate
+  for (const train::CheckpointEval& e : s.evals) {
+    py::dict one;
+    one["checkpoint"] = e.checkpoint;
+    one["step"] = e.step;
+    one["eval"] = eval_dict(e.result);
+    evals.append(one);
+  }
+  for (const train::UnusableCheckpoint& u : s.unusable) {
+    py::dict one;
+    one["checkpoint"] = u.checkpoint;
+    one["error"] = u.error;
+    unusable.append(one);
+  }
+  d["evals"] = evals;
+  d["unusable"] = unusable;
   d["last_checkpoint"] = s.last_checkpoint;
   d["interrupted"] = s.interrupted;
   d["keyboard_interrupt"] = events.interrupted();

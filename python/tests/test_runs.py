@@ -137,6 +137,23 @@ def test_eval_all_of_one_checkpoint_is_refused(tiny_run):
                        resume=summary["last_checkpoint"])
 
 
+def test_eval_all_goes_past_an_unusable_checkpoint(tiny_run, tmp_path):
+    # A copy of the tiny run (checkpoints at steps 3 and 6) with step 3's truncated: step 6
+    # is evaluated and listed, step 3 is listed as unusable with its error.
+    import shutil
+
+    run_dir = tmp_path / "copy"
+    shutil.copytree(tiny_run[0], run_dir)
+    (run_dir / ".lock").unlink(missing_ok=True)
+    three = run_dir / "ckpt-00000003.safetensors"
+    os.truncate(three, 100)
+    summary = mantissa.train(TINY, overrides=tiny_overrides(run_dir), mode="eval_all")
+    assert [e["step"] for e in summary["evals"]] == [6]
+    assert summary["evals"][0]["eval"]["loss"] == summary["eval"]["loss"]
+    assert [u["checkpoint"] for u in summary["unusable"]] == [str(three)]
+    assert "truncated" in summary["unusable"][0]["error"]
+
+
 def test_callback_exception_ends_the_run(tmp_path):
     def fail(_):
         raise RuntimeError("stop here")

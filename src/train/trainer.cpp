@@ -338,11 +338,20 @@ RunSummary Trainer::evaluate_all(ResumeSettings settings) {
   task_->prepare_evaluation();
   RunSummary summary;
   for (const std::string& path : all) {
-    restore(path, load_checkpoint(path), false, settings);
+    // Collective (data parallel: a checkpoint one process cannot read is skipped by all): a
+    // checkpoint that cannot be restored costs its own validation, not the others'.
+    try {
+      dp_->together([&] { restore(path, load_checkpoint(path), false, settings); });
+    } catch (const Error& e) {
+      summary.unusable.push_back({path, e.what()});
+      log(std::string(e.what()) + " (not evaluated; eval_all goes on with the next checkpoint)");
+      continue;
+    }
     summary.evals.push_back({path, global_step_, evaluate()});
   }
+  if (summary.evals.empty()) throw Error(summary.unusable.front().error);
   summary.eval = summary.evals.back().result;
-  summary.global_step = global_step_;
+  summary.global_step = summary.evals.back().step;
   return summary;
 }
 

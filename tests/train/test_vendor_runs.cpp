@@ -81,6 +81,38 @@ TEST(VendorRuns, EvalAllValidatesEveryCheckpointOldestFirst) {
   }
 }
 
+TEST(VendorRuns, EvalAllGoesPastAnUnusableCheckpoint) {
+  // Checkpoints at steps 2 and 4; the older one truncated to 100 bytes: step 4 is evaluated
+  // all the same (its loss the one eval of that file gives) and step 2 is listed with its
+  // error. Both truncated: the first's error is thrown.
+  TinyRun r("vendor_eval_all_unusable");
+  const TrainerConfig c = r.config("text", {"trainer.init.checkpoint.steps=2"});
+  Trainer(c, {}).run(RunMode::train);
+  const std::filesystem::path run = r.dir / "run";
+  const std::filesystem::path two = run / "ckpt-00000002.safetensors";
+  const std::filesystem::path four = run / "ckpt-00000004.safetensors";
+  std::filesystem::resize_file(two, 100);
+  Recorder rec;
+  const RunSummary all = Trainer(c, {&rec, {}}).run(RunMode::eval_all);
+  ASSERT_EQ(all.evals.size(), 1u);
+  EXPECT_EQ(all.evals[0].step, 4);
+  ASSERT_EQ(all.unusable.size(), 1u);
+  EXPECT_EQ(all.unusable[0].checkpoint, two.string());
+  EXPECT_NE(all.unusable[0].error.find(two.string()), std::string::npos) << all.unusable[0].error;
+  EXPECT_NE(all.unusable[0].error.find("truncated"), std::string::npos) << all.unusable[0].error;
+  EXPECT_EQ(all.global_step, 4);
+  EXPECT_TRUE(rec.said("not evaluated; eval_all goes on with the next checkpoint"));
+  const RunSummary one = Trainer(c, {}).run(RunMode::eval, ResumeFrom::checkpoint(four.string()));
+  EXPECT_EQ(all.evals[0].result.loss, one.eval->loss);
+  std::filesystem::resize_file(four, 100);
+  try {
+    Trainer(c, {}).run(RunMode::eval_all);
+    FAIL() << "no checkpoint could be evaluated, and no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(two.string() + ":", 0), 0u) << e.what();
+  }
+}
+
 TEST(VendorRuns, ParameterGroupsReachTheOptimizer) {
   // The first parameter (wte.weight) in a group with adjust_learning_rate 0.5: the progress
   // records show group 0's learning rate, 0.5 * 1e-3.

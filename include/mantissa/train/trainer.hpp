@@ -50,12 +50,21 @@ struct CheckpointEval {
   EvalResult result;
 };
 
+// A checkpoint eval_all could not evaluate, and why (the error's text, naming the file).
+struct UnusableCheckpoint {
+  std::string checkpoint;
+  std::string error;
+};
+
 struct RunSummary {
   std::int64_t global_step = 0;
   std::int64_t skipped_steps = 0;
   double last_loss = 0;
   std::optional<EvalResult> eval;     // the last validation
-  std::vector<CheckpointEval> evals;  // eval_all: every checkpoint's
+  std::vector<CheckpointEval> evals;  // eval_all: every checkpoint's that could be evaluated
+  // eval_all: those that could not (unreadable, corrupt, another model's), oldest first; the
+  // others are evaluated all the same. Where none could be, run() throws the first's error.
+  std::vector<UnusableCheckpoint> unusable;
   std::string last_checkpoint;
   bool interrupted = false;
   // interrupted: the job's stop signal (TrainerHooks::stop_signal; data parallel: the first
