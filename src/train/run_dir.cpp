@@ -48,11 +48,25 @@ bool holds_a_pid_or_nothing(int fd) {
 
 RunDirLock::RunDirLock(const std::string& dir, Use use) {
   std::error_code ec;
+  const bool train = use == Use::train;
+  if (!train && !fs::exists(dir, ec)) {
+    read_only_ = true;  // nothing to record into, nothing to create
+    return;
+  }
+  dir_ = dir;
+  created_ = !fs::exists(dir, ec);
   fs::create_directories(dir, ec);
   if (ec) throw Error(dir + ": cannot create the run directory (" + ec.message() + ")");
   if (!fs::is_directory(dir, ec)) throw Error(dir + ": the run directory is not a directory");
   const std::string path = (fs::path(dir) / ".lock").string();
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd_ < 0 && !train && (errno == EROFS || errno == EACCES || errno == EPERM)) {
+    // Evaluation of a run this process cannot write: its lock file, where there is one, still
+    // tells whether someone trains there; where there is none, no one can.
+    read_only_ = true;
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd_ < 0 && errno == ENOENT) return;
+  }
   if (fd_ < 0 && errno == ELOOP) {  // a link would make the pid land in another file
     throw Error(path +
                 ": is a symbolic link; mantissa never follows links inside a run "
@@ -69,7 +83,6 @@ RunDirLock::RunDirLock(const std::string& dir, Use use) {
     throw Error(path + ": is not a regular file of its own (the run directory's lock file; " +
                 "a hard link would make the pid land in another file)");
   }
-  const bool train = use == Use::train;
   if (::flock(fd_, (train ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
     const std::string who = holder(fd_);
     ::close(fd_);
@@ -100,7 +113,22 @@ RunDirLock::RunDirLock(const std::string& dir, Use use) {
 }
 
 RunDirLock::~RunDirLock() {
-  if (fd_ >= 0) ::close(fd_);  // releases the lock
+  if (fd_ < 0) return;
+  if (created_) {  // still held: no other mantissa process can be adding to the directory
+    std::error_code ec;
+    bool only_the_lock = true;
+    fs::directory_iterator it(dir_, ec);
+    for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      only_the_lock = only_the_lock && it->path().filename() == ".lock";
+    }
+    if (!ec && only_the_lock) {
+      fs::remove(fs::path(dir_) / ".lock", ec);
+      ::close(fd_);          // releases the lock
+      fs::remove(dir_, ec);  // (fails harmlessly if something arrived meanwhile)
+      return;
+    }
+  }
+  ::close(fd_);  // releases the lock
 }
 
 MetricsFile::~MetricsFile() {

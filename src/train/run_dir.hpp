@@ -16,13 +16,23 @@ namespace mantissa::train {
 class RunDirLock {
  public:
   enum class Use { train, evaluate };
+  // Use::evaluate writes nothing it does not need: a run directory that does not exist is not
+  // created (an evaluation of a checkpoint from elsewhere records nothing in it), and one this
+  // process cannot write (an archived run on a read-only file system) is read_only(): locked
+  // through its existing lock file where there is one, and left unrecorded.
   RunDirLock(const std::string& dir, Use use);
   ~RunDirLock();
   RunDirLock(const RunDirLock&) = delete;
   RunDirLock& operator=(const RunDirLock&) = delete;
+  bool read_only() const { return read_only_; }
 
  private:
+  std::string dir_;
   int fd_ = -1;
+  bool read_only_ = false;
+  // The directory did not exist before this lock made it: where it holds nothing but the lock
+  // file when the lock is released (the run was refused before it wrote anything), both go.
+  bool created_ = false;
 };
 
 // A metrics record that could not be written (the run checkpoints before it stops).

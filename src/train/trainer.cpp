@@ -329,12 +329,20 @@ RunSummary Trainer::evaluate_all(ResumeSettings settings) {
   if (all.empty())
     throw Error("eval_all: no checkpoint in " + run_dir_ + " to evaluate (train first)");
   std::optional<RunDirLock> lock;
+  bool read_only = false;
   dp_->together([&] {
     dp_->on_root([&] {
       lock.emplace(run_dir_, RunDirLock::Use::evaluate);
-      metrics_->open();
+      read_only = lock->read_only();
+      if (!read_only) metrics_->open();
     });
   });
+  records_evals_ = dp_->from_root(read_only ? "1" : "") != "1";
+  if (!records_evals_) {
+    log(run_dir_ +
+        " is not writable here: the results are printed, not recorded in its "
+        "metrics.jsonl");
+  }
   task_->prepare_evaluation();
   RunSummary summary;
   for (const std::string& path : all) {
@@ -389,9 +397,11 @@ RunSummary Trainer::run(RunMode mode, const ResumeFrom& resume, ResumeSettings s
   // the checkpoint rank 0 chose, and they must restore the same state.
   std::optional<RunDirLock> lock;
   std::string chosen;
+  bool read_only = false;  // an evaluation of a run directory it cannot (or need not) write
   dp_->together([&] {
     dp_->on_root([&] {
       lock.emplace(run_dir_, training ? RunDirLock::Use::train : RunDirLock::Use::evaluate);
+      read_only = lock->read_only();
       std::optional<LoadedCheckpoint> newest;
       if (latest) newest = load_latest_checkpoint(run_dir_);
       if (latest && newest) chosen = newest->path;
@@ -434,6 +444,7 @@ RunSummary Trainer::run(RunMode mode, const ResumeFrom& resume, ResumeSettings s
   } else if (resume) {
     log("no checkpoint in " + run_dir_ + ": starting from step 0");
   }
+  read_only = dp_->from_root(read_only ? "1" : "") == "1";
   if (!training && !chosen.empty()) {
     std::error_code ec;
     const std::filesystem::path file = std::filesystem::weakly_canonical(chosen, ec);
@@ -441,6 +452,11 @@ RunSummary Trainer::run(RunMode mode, const ResumeFrom& resume, ResumeSettings s
     if (!records_evals_) {
       log("evaluating " + chosen + ", a checkpoint from outside " + run_dir_ +
           ": the result is not recorded in its metrics.jsonl");
+    } else if (read_only) {
+      records_evals_ = false;
+      log(run_dir_ +
+          " is not writable here: the result is printed, not recorded in its "
+          "metrics.jsonl");
     }
   }
   // The schedules from the step the run starts at, before the metrics file is touched.

@@ -94,6 +94,34 @@ hostile_case(resume_of_a_missing_file 2
   TINY SETUP "mkdir @D@/run && cp ${ck3} @D@/run"
   COMMAND ${train_tiny} --resume LATEST)
 
+# Nothing left behind by a run refused before it wrote anything: a --resume of a missing file
+# into a new run directory once left the directory and its .lock; an eval of a checkpoint
+# from elsewhere once created the config's run directory, which it records nothing in.
+set(d ${pdir}/nothing_left)
+add_test(NAME cli.refused_run_leaves_no_directory COMMAND sh -c
+  "rm -rf ${d}; mkdir -p ${d}
+   ${cli} train --config ${tiny} --mode train --set trainer.init.checkpoint.dir=${d}/refused --resume ${d}/missing.safetensors 2>/dev/null
+   test $? -eq 2 && test ! -e ${d}/refused || exit 1
+   ${cli} eval --config ${tiny} --set trainer.init.checkpoint.dir=${d}/elsewhere --resume ${ck6} >${d}/out 2>/dev/null
+   test $? -eq 0 && grep -q 'validation: loss' ${d}/out && test ! -e ${d}/elsewhere"
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.refused_run_leaves_no_directory PROPERTIES FIXTURES_REQUIRED tiny_run)
+
+# An archived run this user cannot write (a read-only copy; as root, evaluated as nobody) is
+# evaluated in place, each mode, the results printed and said unrecorded; once "the run
+# directory is not writable".
+set(d ${pdir}/read_only_run)
+add_test(NAME cli.read_only_run_is_evaluated_in_place COMMAND sh -c
+  "rm -rf ${d}; mkdir -p ${d}; cp -r ${tiny_run} ${d}/run; rm -f ${d}/run/.lock; chmod -R a-w ${d}/run
+   as=''; if [ $(id -u) -eq 0 ]; then as='setpriv --reuid=65534 --regid=65534 --clear-groups'; fi
+   for mode in eval eval_all; do
+     $as ${cli} eval --mode $mode --config ${tiny} --set trainer.init.checkpoint.dir=${d}/run >${d}/$mode.out 2>${d}/$mode.err || exit 1
+     grep -q 'step 6)' ${d}/$mode.out && grep -q 'is not writable here: the results* .*printed, not recorded' ${d}/$mode.err || exit 1
+   done
+   grep -q 'step 3)' ${d}/eval_all.out"
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.read_only_run_is_evaluated_in_place PROPERTIES FIXTURES_REQUIRED tiny_run)
+
 # A `.lock` of the user's in the run directory is not truncated.
 hostile_case(users_lock_file_is_kept 2
   "^mantissa: error: .*/run/.lock: holds something other than a process id"
