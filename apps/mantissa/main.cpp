@@ -218,6 +218,10 @@ int main(int argc, char** argv) {
                     mantissa::app::terminal_safe(*error, mantissa::app::Newlines::escape) + "\n");
     return mantissa::app::kExitError;
   }
+  if (const std::optional<std::string> note = mantissa::app::oversubscription_note()) {
+    say(stderr, "mantissa: note: " +
+                    mantissa::app::terminal_safe(*note, mantissa::app::Newlines::escape) + "\n");
+  }
   std::optional<mantissa::dist::Runtime> runtime;
   try {
     runtime.emplace(argc, argv);  // MPI only when an MPI launcher started this process

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <omp.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -85,6 +86,21 @@ std::optional<std::string> stack_size_error() {
       "OMP_STACKSIZE={}: {} bytes of stack for each OpenMP thread (expected at least 256K: the "
       "kernels keep their tiles on their threads' stacks, and smaller stacks overflow)",
       env, *bytes);
+}
+
+std::optional<std::string> oversubscription_note() {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (::sched_getaffinity(0, sizeof(mask), &mask) != 0) return std::nullopt;
+  const int cpus = CPU_COUNT(&mask);
+  const int threads = omp_get_max_threads();
+  if (cpus <= 0 || threads <= cpus) return std::nullopt;
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  return fmt::format(
+      "OMP_NUM_THREADS{}{}: {} threads on the {} CPU{} this process may run on: they take turns, "
+      "and every barrier waits for the one not running (set OMP_NUM_THREADS={} or fewer)",
+      env != nullptr ? "=" : "", env != nullptr ? env : "", threads, cpus, cpus == 1 ? "" : "s",
+      cpus);
 }
 
 std::optional<std::string> settle_threads() {

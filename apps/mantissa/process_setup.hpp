@@ -21,6 +21,10 @@ void ignore_file_size_signal();
 // OMP_STACKSIZE is below 256K (stack_size_error).
 std::optional<std::string> settle_threads();
 
+// A note when OpenMP runs more threads than the CPUs this process may use (its affinity mask:
+// `taskset`, a container's cpuset): the run works, slower than with fewer threads.
+std::optional<std::string> oversubscription_note();
+
 // The error's text when OMP_STACKSIZE asks for less than 256 KiB a thread (16K once crashed
 // training: the kernels' tiles on the worker threads' stacks overflowed them). A value that
 // is not a size is left to the OpenMP runtime, which reports it.

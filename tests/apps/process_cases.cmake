@@ -47,6 +47,13 @@ add_test(NAME cli.large_enough_openmp_stack_trains
   COMMAND sh -c "set -e; rm -rf ${d}; for v in 256K 1M 8m; do OMP_STACKSIZE=$v ${cli} train --config ${tiny} --mode train --set trainer.init.checkpoint.dir=${d}/$v --set trainer.init.loop.max_steps=1 >/dev/null; done"
   WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 
+# More threads than the CPUs the process may run on (taskset to one CPU): a note, and the
+# command runs (once nothing was said).
+add_test(NAME cli.oversubscription_is_noted
+  COMMAND sh -c "out=$(OMP_NUM_THREADS=4 taskset -c 0 ${cli} formats 2>&1 >/dev/null) || exit 1
+   echo \"$out\" | grep -q '^mantissa: note: OMP_NUM_THREADS=4: 4 threads on the 1 CPU this process may run on' || exit 1
+   test -z \"$(OMP_NUM_THREADS=1 taskset -c 0 ${cli} formats 2>&1 >/dev/null)\"")
+
 # stderr closed: errors keep their status (once an abort, 134), and the run directory's lock
 # file holds the pid alone (once every log line landed in it).
 set(d ${pdir}/closed_stderr)
