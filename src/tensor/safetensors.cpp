@@ -195,6 +195,10 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
 }
 
 SafetensorsFile decode_safetensors(const std::string& bytes, const std::string& what) {
+  if (bytes.empty()) {  // (also what a file under /proc, whose size reads as 0, gives)
+    throw Error(what + ": is empty (0 bytes: no safetensors header length; a file whose size " +
+                "the system reports as 0, such as those under /proc, is no checkpoint)");
+  }
   if (bytes.size() < 8)
     throw Error(what + ": truncated (" + std::to_string(bytes.size()) +
                 " bytes, no header length)");

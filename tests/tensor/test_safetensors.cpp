@@ -120,6 +120,22 @@ TEST(Safetensors, AHandWrittenFileReads) {
   EXPECT_EQ(f.metadata.at("k"), "v");
 }
 
+TEST(Safetensors, AnEmptyFileIsSaidEmptyAndAShortOneTruncated) {
+  // 0 bytes (an empty file, or one under /proc whose size reads as 0) is not "truncated".
+  const auto error_of = [](const std::string& bytes) {
+    try {
+      decode_safetensors(bytes, "x.safetensors");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of("").rfind("x.safetensors: is empty (0 bytes: no safetensors header length", 0),
+            0u)
+      << error_of("");
+  EXPECT_EQ(error_of("abc"), "x.safetensors: truncated (3 bytes, no header length)");
+}
+
 TEST(Safetensors, UnknownDtypesAreRefusedListingTheKnownOnes) {
   const std::string h = R"({"a":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})";
   try {

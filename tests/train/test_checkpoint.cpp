@@ -83,7 +83,7 @@ TEST(Checkpoint, CorruptFilesAreRefusedWithAReason) {
   write(p, huge);
   expect_refused(p, "runs past the end of the file");
   write(p, "");
-  expect_refused(p, "truncated");
+  expect_refused(p, "is empty (0 bytes");
 }
 
 TEST(Checkpoint, WrongTensorShapeIsRefusedOnLoadIntoAModel) {
