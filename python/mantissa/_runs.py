@@ -34,8 +34,8 @@ def train(config_path, overrides=None, progress=None, messages=None, mode="train
     steps). mode: train, eval, train_and_eval or eval_all. resume: "latest" or a checkpoint.
     Returns the run's summary as a dict (run_dir, global_step, skipped_steps, last_loss,
     eval, last_checkpoint, interrupted; evals and unusable: eval_all's checkpoints evaluated
-    and those it could not evaluate, with the error). Ctrl-C checkpoints at the next step boundary, then
-    raises KeyboardInterrupt."""
+    and those it could not evaluate, with the error). Ctrl-C checkpoints at the next step
+    boundary, then raises KeyboardInterrupt."""
     if overrides is not None and not isinstance(overrides, dict):
         raise TypeError(f"overrides: {overrides!r}, expected a dict of key: value")
     items = [_override(k, v) for k, v in (overrides or {}).items()]
