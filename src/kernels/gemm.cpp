@@ -125,8 +125,18 @@ void run(const GemmShape& s, const Operand& a, const Operand& b, const GemmEpilo
     }
     probe_sink(bits);
   };
-  const MatmulRoute route = choose_route(
-      key, p.route, [&](MatmulRoute r) { run_on(r, s, a, b, read_back, p, all_threads); });
+  bool probed = false;
+  const MatmulRoute route = choose_route(key, p.route, [&](MatmulRoute r) {
+    probed = true;
+    run_on(r, s, a, b, read_back, p, all_threads);
+  });
+  if (probed) {
+    // The probe ran every route once, and a route's copies of operands it cannot read in
+    // place can be as large as an operand: they go back, so that a shape's first use leaves
+    // held only what the route it takes allocates again below.
+    gemm_detail::release_onednn_copies();
+    gemm_detail::release_operand_copies();
+  }
   run_on(route, s, a, b, epilogue, p, all_threads);
 }
 

@@ -31,6 +31,14 @@ class ScratchBuffer {
   T* as(std::size_t count) {
     return static_cast<T*>(bytes(count * sizeof(T)));
   }
+  // How many bytes it holds now.
+  std::size_t capacity() const { return capacity_; }
+  // Gives the memory back; the next call allocates again.
+  void release() {
+    std::free(data_);
+    data_ = nullptr;
+    capacity_ = 0;
+  }
 
  private:
   void* data_ = nullptr;

@@ -46,6 +46,15 @@ ThreadScratch& thread_scratch() {
   thread_local ThreadScratch s;
   return s;
 }
+// The calling thread's bfloat16 copies of operands stored otherwise (PartCopies): an
+// operand's size each.
+struct OperandRooms {
+  std::array<ScratchBuffer, 3> a, b;
+};
+OperandRooms& operand_rooms() {
+  thread_local OperandRooms rooms;
+  return rooms;
+}
 struct Job {
   GemmShape s;
   PartCopies a_parts, b_parts;  // the operands, each part where its passes read it
@@ -318,12 +327,12 @@ void blocked_gemm(const GemmShape& s, const Operand& a, const Operand& b, const 
       b_used[static_cast<std::size_t>(passes.pass[p].b)] = true;
     }
   }
-  thread_local std::array<ScratchBuffer, 3> a_room, b_room;
+  OperandRooms& rooms = operand_rooms();
   const Job job{s,
                 PartCopies({a, s.trans_a, s.lda}, s.trans_a ? s.k : s.m, s.trans_a ? s.m : s.k,
-                           a_used, a_room, parallel),
+                           a_used, rooms.a, parallel),
                 PartCopies({b, s.trans_b, s.ldb}, s.trans_b ? s.n : s.k, s.trans_b ? s.k : s.n,
-                           b_used, b_room, parallel),
+                           b_used, rooms.b, parallel),
                 passes,
                 &epilogue,
                 kern,
@@ -339,6 +348,19 @@ void blocked_gemm(const GemmShape& s, const Operand& a, const Operand& b, const 
   }
   if (failed.load()) throw std::bad_alloc();
   epilogue_error.rethrow();
+}
+
+void release_operand_copies() {
+  OperandRooms& rooms = operand_rooms();
+  for (ScratchBuffer& r : rooms.a) r.release();
+  for (ScratchBuffer& r : rooms.b) r.release();
+}
+
+std::size_t operand_copies_bytes() {
+  std::size_t bytes = 0;
+  for (const ScratchBuffer& r : operand_rooms().a) bytes += r.capacity();
+  for (const ScratchBuffer& r : operand_rooms().b) bytes += r.capacity();
+  return bytes;
 }
 
 }  // namespace mantissa::kernels::gemm_detail

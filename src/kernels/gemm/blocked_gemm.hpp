@@ -4,6 +4,8 @@
 // thread, register-blocked micro-kernels. The threads share a chunk as a grid of row and
 // column parts and each packs what it reads itself (no thread waits for another inside a
 // product). Each finished block of C goes to the epilogue while it is still in cache.
+#include <cstddef>
+
 #include "mantissa/kernels/gemm.hpp"
 #include "micro_kernels.hpp"
 #include "passes.hpp"
@@ -21,6 +23,12 @@ enum class DotUnit : std::uint8_t {
 // `all_threads` (and not already inside a parallel region), else the calling thread.
 void blocked_gemm(const GemmShape& s, const Operand& a, const Operand& b, const PassList& passes,
                   const GemmEpilogue& epilogue, bool all_threads, DotUnit unit = DotUnit::fp32_fma);
+
+// Frees the calling thread's bfloat16 copies of operands stored otherwise (a pair kernel's
+// PartCopies, each as large as its operand); the next product that needs them allocates again.
+void release_operand_copies();
+// The bytes those copies hold on the calling thread now.
+std::size_t operand_copies_bytes();
 
 // The micro-kernel of the active ISA (active_gemm_isa()).
 MicroKernelInfo active_micro_kernel();

@@ -255,6 +255,19 @@ void onednn_f32_gemm(const GemmShape& s, const Operand& a, const Operand& b, con
   onednn_gemm<float>(s, a, b, passes, epilogue, all_threads);
 }
 
+void release_onednn_copies() {
+  Scratch& sc = scratch();
+  sc.a.release();
+  sc.b.release();
+  sc.c.release();
+  thread_run().release();
+}
+
+std::size_t onednn_copies_bytes() {
+  const Scratch& sc = scratch();
+  return sc.a.capacity() + sc.b.capacity() + sc.c.capacity() + thread_run().capacity();
+}
+
 void onednn_sgemm_in_thread(const GemmShape& s, const float* a, const float* b, float* c,
                             bool accumulate) {
   if (s.m <= 0 || s.n <= 0) return;

@@ -1,6 +1,8 @@
 #pragma once
 // Internal: the products that run inside oneDNN. The native route (bf16 matmul on AMX or
 // AVX512-BF16, whichever oneDNN finds) and the plain fp32 matmul the benchmarks compare with.
+#include <cstddef>
+
 #include "mantissa/kernels/gemm.hpp"
 #include "mantissa/kernels/gemm_route.hpp"
 #include "passes.hpp"
@@ -24,6 +26,12 @@ void onednn_f32_gemm(const GemmShape& s, const Operand& a, const Operand& b, con
 // the whole product: on an AMD Zen 3, 512-row blocks made a 1536 x 384 x 2048 weight gradient
 // 1.35x slower.
 std::int64_t onednn_block_rows(std::int64_t m, std::int64_t row_bytes);
+
+// Frees the calling thread's copies of operands and results the two routes above made (B can
+// be a copy of a whole operand); the next product on them allocates again.
+void release_onednn_copies();
+// The bytes those copies hold on the calling thread now.
+std::size_t onednn_copies_bytes();
 
 // oneDNN's sgemm on the calling thread (for small products inside a parallel region): float32
 // operands, C (+)= A B in oneDNN's order of summation.
