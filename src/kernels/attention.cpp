@@ -53,13 +53,16 @@ void softmax_rows(float* s, std::int64_t i0, std::int64_t rows, std::int64_t col
   if (to_bf16) round_if(s, rows * cols, numerics::Format::bfloat16);
 }
 
-void score_gradients(float* dp, const float* p, const float* delta, std::int64_t rows,
-                     std::int64_t cols, float scale, const AttentionPrecision& pr, bool to_bf16) {
+void score_gradients(float* dp, const float* p, const float* delta, std::int64_t i0,
+                     std::int64_t rows, std::int64_t cols, float scale,
+                     const AttentionPrecision& pr, bool to_bf16) {
   for (std::int64_t r = 0; r < rows; ++r) {
     float* dpr = dp + r * cols;
     const float* pr_row = p + r * cols;
     const float dr = delta[r];
-    for (std::int64_t c = 0; c < cols; ++c) dpr[c] = pr_row[c] * (dpr[c] - dr) * scale;
+    const std::int64_t valid = std::min(i0 + r + 1, cols);  // keys 0..i0+r
+    for (std::int64_t c = 0; c < valid; ++c) dpr[c] = pr_row[c] * (dpr[c] - dr) * scale;
+    std::fill(dpr + valid, dpr + cols, 0.0f);
   }
   round_if(dp, rows * cols, pr.half);
   if (to_bf16) round_if(dp, rows * cols, numerics::Format::bfloat16);
@@ -204,7 +207,7 @@ void backward_head(const Head& h, const HeadRows& o, const HeadRows& d_o, const 
     // dP = dO_block V[0:cols]^T
     mm(GemmShape{rows, cols, d, false, true, d_o.ld, h.v.ld, cols}, dob, h.v.p, dp, false);
     row_deltas(d_o_plain, o, i0, rows, d, delta);
-    score_gradients(dp, p, delta, rows, cols, scale, pr, mm.to_bf16);
+    score_gradients(dp, p, delta, i0, rows, cols, scale, pr, mm.to_bf16);
     // dQ_block = dS K[0:cols];  dK[0:cols] += dS^T Q_block
     mm(GemmShape{rows, d, cols, false, false, cols, h.k.ld, ld}, dp, h.k.p, dq + i0 * ld, false);
     mm(GemmShape{cols, d, rows, true, false, cols, h.q.ld, d}, dp, h.q.p + i0 * h.q.ld, dk_acc,

@@ -78,14 +78,28 @@ PairRows rows_from(const Bf16Rows& x, std::int64_t i0) {
   return {as_words(x.p + i0 * x.ld), x.ld / 2, 1};
 }
 
-// c (+)= a b on the head's units.
+// c (+)= a b on the head's units; the dot units skip what `band` says the causal mask zeroes
+// (the tiles compute the whole product, whose entries the band keeps are the same).
 void product(PairUnit unit, std::int64_t m, std::int64_t n, std::int64_t pairs, PairRows a,
-             PairCols b, float* c, std::int64_t ldc, bool accumulate) {
+             PairCols b, float* c, std::int64_t ldc, bool accumulate, PairBand band = {}) {
   if (unit == PairUnit::tiles) {
     amx_pair_product(m, n, pairs, a, b, c, ldc, accumulate);
   } else {
-    bf16_pair_product(m, n, pairs, a, b, c, ldc, accumulate);
+    bf16_pair_product(m, n, pairs, a, b, c, ldc, accumulate, band);
   }
+}
+
+// The bands of a block of query rows i0..: its scores need keys up to the row's own
+// (columns_below), its probabilities and score gradients are zero past it (pairs_below), and
+// taken transposed, a key's column is zero for the query rows before it (pairs_from).
+PairBand keys_up_to_row(std::int64_t i0) {
+  return {PairBand::Kind::columns_below, i0 + 1};
+}
+PairBand reduce_up_to_row(std::int64_t i0) {
+  return {PairBand::Kind::pairs_below, i0 + 1};
+}
+PairBand rows_from_key(std::int64_t i0) {
+  return {PairBand::Kind::pairs_from, i0};
 }
 
 // Pair words x (rows x cols, ld apart) transposed into scratch `slot`: out[j * ldo + p] =
@@ -142,10 +156,12 @@ void forward_head_pairs(const PairHead& h, AttentionOutput o, std::int64_t ldo, 
   std::uint16_t* p = halves(4, kBlock * tp);
   for (std::int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const std::int64_t rows = std::min(kBlock, t - i0), cols = i0 + rows, cw = even(cols) / 2;
-    product(unit, rows, cols, dw, rows_from(h.q, i0), {k_t, tp}, s, cols, false);
+    product(unit, rows, cols, dw, rows_from(h.q, i0), {k_t, tp}, s, cols, false,
+            keys_up_to_row(i0));
     softmax_rows_bf16(s, i0, rows, cols, scale, pr, to_bf16, lse + i0, nullptr, tmp, false, p,
                       2 * cw);
-    product(unit, rows, d, cw, {as_words(p), cw, 1}, {v_pairs, d}, ob, d, false);
+    product(unit, rows, d, cw, {as_words(p), cw, 1}, {v_pairs, d}, ob, d, false,
+            reduce_up_to_row(i0));
     encode_rows(ob, rows, d, d, o.format,
                 static_cast<char*>(o.data) + i0 * ldo * numerics::traits(o.format).storage_bytes,
                 ldo);
@@ -181,7 +197,8 @@ void backward_head_pairs(const PairHead& h, const Bf16Rows& g, const HeadRows& o
   for (std::int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const std::int64_t rows = std::min(kBlock, t - i0), cols = i0 + rows, cw = even(cols) / 2;
     const std::int64_t rw = even(rows) / 2;  // pair rows of the block's query rows
-    product(unit, rows, cols, dw, rows_from(h.q, i0), {k_t, tp}, p, cols, false);
+    product(unit, rows, cols, dw, rows_from(h.q, i0), {k_t, tp}, p, cols, false,
+            keys_up_to_row(i0));
     // dV[0:cols] += P^T dO_block: P's rows paired, read pair-major (on tiles: dV^T += dO^T P).
     softmax_rows_bf16(p, i0, rows, cols, scale, pr, to_bf16, nullptr, lse + i0, nullptr, true, pb,
                       2 * cw);
@@ -189,19 +206,22 @@ void backward_head_pairs(const PairHead& h, const Bf16Rows& g, const HeadRows& o
     if (tiles) {
       product(unit, d, cols, rw, {g_rows_t + i0 / 2, tw, 1}, {p_pairs, cols}, dv_acc, tp, true);
     } else {
-      product(unit, cols, d, rw, {p_pairs, 1, cols}, {g_pairs + i0 / 2 * d, d}, dv_acc, d, true);
+      product(unit, cols, d, rw, {p_pairs, 1, cols}, {g_pairs + i0 / 2 * d, d}, dv_acc, d, true,
+              rows_from_key(i0));
     }
     // dP = dO_block V[0:cols]^T
-    product(unit, rows, cols, dw, rows_from(g, i0), {v_t, tp}, dp, cols, false);
+    product(unit, rows, cols, dw, rows_from(g, i0), {v_t, tp}, dp, cols, false, keys_up_to_row(i0));
     row_deltas(d_o_plain, o, i0, rows, d, delta);
-    score_gradients_bf16_rows(dp, p, delta, rows, cols, scale, pr, to_bf16, sb, 2 * cw);
+    score_gradients_bf16_rows(dp, p, delta, i0, rows, cols, scale, pr, to_bf16, sb, 2 * cw);
     // dQ_block = dS K[0:cols];  dK[0:cols] += dS^T Q_block (on tiles: dK^T += Q^T dS)
-    product(unit, rows, d, cw, {as_words(sb), cw, 1}, {k_pairs, d}, dq + i0 * ld, ld, false);
+    product(unit, rows, d, cw, {as_words(sb), cw, 1}, {k_pairs, d}, dq + i0 * ld, ld, false,
+            reduce_up_to_row(i0));
     interleave_row_pairs(sb, rows, cols, 2 * cw, s_pairs, cols);
     if (tiles) {
       product(unit, d, cols, rw, {q_rows_t + i0 / 2, tw, 1}, {s_pairs, cols}, dk_acc, tp, true);
     } else {
-      product(unit, cols, d, rw, {s_pairs, 1, cols}, {q_pairs + i0 / 2 * d, d}, dk_acc, d, true);
+      product(unit, cols, d, rw, {s_pairs, 1, cols}, {q_pairs + i0 / 2 * d, d}, dk_acc, d, true,
+              rows_from_key(i0));
     }
   }
   if (tiles) {

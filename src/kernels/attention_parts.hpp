@@ -43,10 +43,12 @@ void softmax_rows(float* s, std::int64_t i0, std::int64_t rows, std::int64_t col
                   const AttentionPrecision& pr, bool to_bf16, float* lse_out, const float* lse_in,
                   float* tmp);
 
-// dS = P * (dP - delta) * scale in place of dP (zero where P is zero), rounded to H and,
-// with `to_bf16`, to bfloat16.
-void score_gradients(float* dp, const float* p, const float* delta, std::int64_t rows,
-                     std::int64_t cols, float scale, const AttentionPrecision& pr, bool to_bf16);
+// dS = P * (dP - delta) * scale in place of dP for the block's query rows i0.. (rows x cols,
+// leading dim cols), rounded to H and, with `to_bf16`, to bfloat16; +0 past each row's last
+// key, where P is zero and dP is not read (a causal product may have left it unwritten).
+void score_gradients(float* dp, const float* p, const float* delta, std::int64_t i0,
+                     std::int64_t rows, std::int64_t cols, float scale,
+                     const AttentionPrecision& pr, bool to_bf16);
 
 // softmax_rows, then the probabilities as bf16 bits (rows `ldb` apart; entries cols..ldb-1
 // zero), the pair kernels' operand. With p_out, p keeps the probabilities' float values
@@ -60,9 +62,10 @@ void softmax_rows_bf16(float* s, std::int64_t i0, std::int64_t rows, std::int64_
 
 // score_gradients, then the score gradients as bf16 bits (rows `ldb` apart, entries
 // cols..ldb-1 zero); one pass where H is bfloat16.
-void score_gradients_bf16_rows(float* dp, const float* p, const float* delta, std::int64_t rows,
-                               std::int64_t cols, float scale, const AttentionPrecision& pr,
-                               bool to_bf16, std::uint16_t* bits, std::int64_t ldb);
+void score_gradients_bf16_rows(float* dp, const float* p, const float* delta, std::int64_t i0,
+                               std::int64_t rows, std::int64_t cols, float scale,
+                               const AttentionPrecision& pr, bool to_bf16, std::uint16_t* bits,
+                               std::int64_t ldb);
 
 // delta[r] = sum_c dO[r][c] o[r][c] for the block's rows.
 void row_deltas(const HeadRows& d_o, const HeadRows& o, std::int64_t i0, std::int64_t rows,

@@ -128,17 +128,19 @@ void softmax_rows_bf16(float* s, std::int64_t i0, std::int64_t rows, std::int64_
   }
 }
 
-void score_gradients_bf16_rows(float* dp, const float* p, const float* delta, std::int64_t rows,
-                               std::int64_t cols, float scale, const AttentionPrecision& pr,
-                               bool to_bf16, std::uint16_t* bits, std::int64_t ldb) {
+void score_gradients_bf16_rows(float* dp, const float* p, const float* delta, std::int64_t i0,
+                               std::int64_t rows, std::int64_t cols, float scale,
+                               const AttentionPrecision& pr, bool to_bf16, std::uint16_t* bits,
+                               std::int64_t ldb) {
   if (!one_pass(pr, to_bf16)) {
-    score_gradients(dp, p, delta, rows, cols, scale, pr, to_bf16);
+    score_gradients(dp, p, delta, i0, rows, cols, scale, pr, to_bf16);
     to_bf16_rows(dp, rows, cols, cols, bits, ldb);
     return;
   }
   for (std::int64_t r = 0; r < rows; ++r) {
     std::uint16_t* br = bits + r * ldb;
-    score_gradients_bf16(dp + r * cols, p + r * cols, delta[r], scale, cols, cols, br);
+    const std::int64_t valid = std::min(i0 + r + 1, cols);  // keys 0..i0+r; zeros past them
+    score_gradients_bf16(dp + r * cols, p + r * cols, delta[r], scale, valid, cols, br);
     std::fill(br + cols, br + ldb, std::uint16_t{0});
   }
 }

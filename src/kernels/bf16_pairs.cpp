@@ -1,5 +1,6 @@
 #include "mantissa/kernels/bf16_pairs.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "bf16_dot_step.hpp"
@@ -33,18 +34,35 @@ bool bf16_pairs_available() {
   return f.avx512f && f.avx512bw && f.avx512_bf16;
 }
 
+PairRange band_range(const PairBand& band, std::int64_t i, std::int64_t rows, std::int64_t n,
+                     std::int64_t pairs) {
+  const std::int64_t last_row = i + rows - 1, o = band.offset;
+  switch (band.kind) {
+    case PairBand::Kind::columns_below:
+      return {std::clamp<std::int64_t>(last_row + o, 0, n), 0, pairs};
+    case PairBand::Kind::pairs_below:  // 2p < last_row + o
+      return {n, 0, std::clamp<std::int64_t>((last_row + o + 1) / 2, 0, pairs)};
+    case PairBand::Kind::pairs_from:  // 2p + 1 >= i - o
+      return {n, std::clamp<std::int64_t>((i - o) / 2, 0, pairs), pairs};
+    case PairBand::Kind::whole:
+      break;
+  }
+  return {n, 0, pairs};
+}
+
 void bf16_pair_product(std::int64_t m, std::int64_t n, std::int64_t pairs, PairRows a, PairCols b,
-                       float* c, std::int64_t ldc, bool accumulate) {
+                       float* c, std::int64_t ldc, bool accumulate, PairBand band) {
   require_units("bf16_pair_product");
-  detail::bf16_pair_product_avx512(m, n, pairs, a, b, c, ldc, accumulate);
+  detail::bf16_pair_product_avx512(m, n, pairs, a, b, c, ldc, accumulate, band);
 }
 
 void bf16_pair_product_ref(std::int64_t m, std::int64_t n, std::int64_t pairs, PairRows a,
-                           PairCols b, float* c, std::int64_t ldc, bool accumulate) {
+                           PairCols b, float* c, std::int64_t ldc, bool accumulate, PairBand band) {
   for (std::int64_t i = 0; i < m; ++i) {
-    for (std::int64_t j = 0; j < n; ++j) {
+    const PairRange r = band_range(band, i, 1, n, pairs);
+    for (std::int64_t j = 0; j < r.end; ++j) {
       float acc = accumulate ? c[i * ldc + j] : 0.0f;
-      for (std::int64_t p = 0; p < pairs; ++p) {
+      for (std::int64_t p = r.first; p < r.last; ++p) {
         const std::uint32_t x = a.data[i * a.row_stride + p * a.pair_stride];
         const std::uint32_t y = b.data[p * b.ld + j];
         acc = detail::dot_step(acc, bf16_value(x >> 16), bf16_value(y >> 16));

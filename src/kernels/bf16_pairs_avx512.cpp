@@ -6,6 +6,7 @@
 #include "mantissa/numerics/avx512_gcc12.hpp"  // after <immintrin.h>
 
 #include <algorithm>
+#include <array>
 
 namespace mantissa::kernels::detail {
 namespace {
@@ -19,28 +20,28 @@ __mmask16 column_mask(std::int64_t left) {
                      : static_cast<__mmask16>((1u << left) - 1u);
 }
 
-// Rows [i, i + R) x columns [j, j + 64) (masked to n): R x 4 accumulators, one dot
-// instruction per row, vector and pair.
-template <int R>
-void tile(std::int64_t i, std::int64_t j, std::int64_t n, std::int64_t pairs, const PairRows& a,
-          const PairCols& b, float* c, std::int64_t ldc, bool accumulate) {
-  __mmask16 mask[kVectors];
-  for (int v = 0; v < kVectors; ++v) mask[v] = column_mask(n - j - 16 * v);
-  __m512 acc[R][kVectors];
+// Rows [i, i + R) x columns [j, j + 16 V) (masked to n), pairs [p0, p1): R x V accumulators,
+// one dot instruction per row, vector and pair.
+template <int R, int V>
+void tile(std::int64_t i, std::int64_t j, std::int64_t n, std::int64_t p0, std::int64_t p1,
+          const PairRows& a, const PairCols& b, float* c, std::int64_t ldc, bool accumulate) {
+  __mmask16 mask[V];
+  for (int v = 0; v < V; ++v) mask[v] = column_mask(n - j - 16 * v);
+  __m512 acc[R][V];
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
-    for (int v = 0; v < kVectors; ++v) {
+    for (int v = 0; v < V; ++v) {
       acc[r][v] = accumulate ? _mm512_maskz_loadu_ps(mask[v], c + (i + r) * ldc + j + 16 * v)
                              : _mm512_setzero_ps();
     }
   }
   const std::uint32_t* arow = a.data + i * a.row_stride;
-  const std::uint32_t* bp = b.data + j;
-  for (std::int64_t p = 0; p < pairs; ++p) {
-    __m512bh bv[kVectors];
+  const std::uint32_t* bp = b.data + p0 * b.ld + j;
+  for (std::int64_t p = p0; p < p1; ++p) {
+    __m512bh bv[V];
 #pragma GCC unroll 4
-    for (int v = 0; v < kVectors; ++v) {
+    for (int v = 0; v < V; ++v) {
       bv[v] = (__m512bh)_mm512_maskz_loadu_epi32(mask[v], bp + 16 * v);
     }
     const std::uint32_t* ap = arow + p * a.pair_stride;
@@ -48,14 +49,14 @@ void tile(std::int64_t i, std::int64_t j, std::int64_t n, std::int64_t pairs, co
     for (int r = 0; r < R; ++r) {
       const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(ap[r * a.row_stride]));
 #pragma GCC unroll 4
-      for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
     }
     bp += b.ld;
   }
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
-    for (int v = 0; v < kVectors; ++v) {
+    for (int v = 0; v < V; ++v) {
       _mm512_mask_storeu_ps(c + (i + r) * ldc + j + 16 * v, mask[v], acc[r][v]);
     }
   }
@@ -72,19 +73,35 @@ __m512i shift_down(__m512i x) {
   return _mm512_srli_epi32(x, 16);
 }
 
-using TileFn = void (*)(std::int64_t, std::int64_t, std::int64_t, std::int64_t, const PairRows&,
-                        const PairCols&, float*, std::int64_t, bool);
-constexpr TileFn kTiles[kRows + 1] = {nullptr, tile<1>, tile<2>, tile<3>,
-                                      tile<4>, tile<5>, tile<6>};
+using TileFn = void (*)(std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                        const PairRows&, const PairCols&, float*, std::int64_t, bool);
+template <int R>
+constexpr std::array<TileFn, kVectors + 1> kTileWidths = {nullptr, tile<R, 1>, tile<R, 2>,
+                                                          tile<R, 3>, tile<R, 4>};
+// kTiles[R][V]: R rows of V vectors.
+constexpr std::array<std::array<TileFn, kVectors + 1>, kRows + 1> kTiles = {{{},
+                                                                             kTileWidths<1>,
+                                                                             kTileWidths<2>,
+                                                                             kTileWidths<3>,
+                                                                             kTileWidths<4>,
+                                                                             kTileWidths<5>,
+                                                                             kTileWidths<6>}};
 
 }  // namespace
 
 void bf16_pair_product_avx512(std::int64_t m, std::int64_t n, std::int64_t pairs, PairRows a,
-                              PairCols b, float* c, std::int64_t ldc, bool accumulate) {
+                              PairCols b, float* c, std::int64_t ldc, bool accumulate,
+                              PairBand band) {
   for (std::int64_t j = 0; j < n; j += 16 * kVectors) {
     for (std::int64_t i = 0; i < m; i += kRows) {
       const auto rows = static_cast<int>(std::min<std::int64_t>(kRows, m - i));
-      kTiles[rows](i, j, n, pairs, a, b, c, ldc, accumulate);
+      const PairRange r = band_range(band, i, rows, n, pairs);
+      if (r.end <= j) continue;  // columns_below: nothing of this strip is needed
+      // Whole vectors of the strip the rows need (a masked vector still costs its dots).
+      const auto vectors =
+          static_cast<int>(std::min<std::int64_t>(kVectors, (r.end - j + 15) / 16));
+      kTiles[static_cast<std::size_t>(rows)][static_cast<std::size_t>(vectors)](
+          i, j, r.end, r.first, r.last, a, b, c, ldc, accumulate);
     }
   }
 }

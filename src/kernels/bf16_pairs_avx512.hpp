@@ -6,7 +6,8 @@
 namespace mantissa::kernels::detail {
 
 void bf16_pair_product_avx512(std::int64_t m, std::int64_t n, std::int64_t pairs, PairRows a,
-                              PairCols b, float* c, std::int64_t ldc, bool accumulate);
+                              PairCols b, float* c, std::int64_t ldc, bool accumulate,
+                              PairBand band);
 void to_bf16_rows_avx512(const float* x, std::int64_t rows, std::int64_t n, std::int64_t ldx,
                          std::uint16_t* out, std::int64_t ldo);
 void interleave_row_pairs_avx512(const std::uint16_t* x, std::int64_t rows, std::int64_t n,

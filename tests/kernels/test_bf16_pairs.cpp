@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "mantissa/kernels/attention.hpp"
@@ -110,6 +111,78 @@ TEST(Bf16Pairs, ProductMatchesTwinBitForBit) {
               << cs.m << "x" << cs.n << "x" << cs.pairs << " pair_major " << pair_major
               << " accumulate " << accumulate << " element " << i << ": " << c[i] << " vs "
               << want[i];
+        }
+      }
+    }
+  }
+}
+
+TEST(Bf16Pairs, BandedProductsKeepTheWholeProductsEntries) {
+  // A band skips terms whose factor from a is zero (pairs_below, pairs_from) or columns a row
+  // does not need (columns_below): a is made zero where the band says, then every entry the
+  // band keeps must be the whole product's bit for bit (the twin's, without a band), on the
+  // AVX-512 kernel and on the twin with the band; an entry outside it is either untouched or
+  // the whole product's.
+  if (!bf16_pairs_available()) GTEST_SKIP() << "this CPU has no AVX512-BF16: the pair kernels";
+  using Kind = PairBand::Kind;
+  struct Case {
+    std::int64_t m, n, pairs;
+  };
+  for (const Kind kind : {Kind::columns_below, Kind::pairs_below, Kind::pairs_from}) {
+    for (const std::int64_t offset : {-3, 0, 1, 5, 64, 200}) {
+      for (const Case cs :
+           {Case{64, 128, 32}, Case{13, 71, 37}, Case{64, 64, 64}, Case{7, 200, 96}}) {
+        for (const bool pair_major : {false, true}) {
+          for (const bool accumulate : {false, true}) {
+            auto a = random_words(static_cast<std::size_t>(cs.m * cs.pairs), 11);
+            const PairRows pa =
+                pair_major ? PairRows{a.data(), 1, cs.m} : PairRows{a.data(), cs.pairs, 1};
+            for (std::int64_t i = 0; i < cs.m; ++i) {
+              for (std::int64_t e = 0; e < 2 * cs.pairs; ++e) {
+                const bool zero = (kind == Kind::pairs_below && e >= i + offset) ||
+                                  (kind == Kind::pairs_from && e < i - offset);
+                if (!zero) continue;
+                std::uint32_t& w =
+                    a[static_cast<std::size_t>(i * pa.row_stride + e / 2 * pa.pair_stride)];
+                w &= e % 2 == 0 ? 0xFFFF0000u : 0x0000FFFFu;
+              }
+            }
+            const std::int64_t ldb = cs.n + 1, ldc = cs.n + 2;
+            const auto b = random_words(static_cast<std::size_t>(cs.pairs * ldb), 12);
+            std::vector<float> c0(static_cast<std::size_t>(cs.m * ldc));
+            std::mt19937 rng(13);
+            std::normal_distribution<float> d(0.0f, 1e3f);
+            for (float& x : c0) x = d(rng);
+            auto fast = c0, whole = c0, twin = c0;
+            const PairBand band{kind, offset};
+            bf16_pair_product(cs.m, cs.n, cs.pairs, pa, {b.data(), ldb}, fast.data(), ldc,
+                              accumulate, band);
+            bf16_pair_product_ref(cs.m, cs.n, cs.pairs, pa, {b.data(), ldb}, whole.data(), ldc,
+                                  accumulate);
+            bf16_pair_product_ref(cs.m, cs.n, cs.pairs, pa, {b.data(), ldb}, twin.data(), ldc,
+                                  accumulate, band);
+            const auto same = [](float x, float y) { return std::memcmp(&x, &y, 4) == 0; };
+            for (std::int64_t i = 0; i < cs.m; ++i) {
+              for (std::int64_t j = 0; j < cs.n; ++j) {
+                const auto at = static_cast<std::size_t>(i * ldc + j);
+                const bool kept = kind != Kind::columns_below || j < i + offset;
+                const std::string where =
+                    "kind " + std::to_string(static_cast<int>(kind)) + " offset " +
+                    std::to_string(offset) + " " + std::to_string(cs.m) + "x" +
+                    std::to_string(cs.n) + "x" + std::to_string(cs.pairs) + " pair_major " +
+                    std::to_string(pair_major) + " accumulate " + std::to_string(accumulate) +
+                    " row " + std::to_string(i) + " column " + std::to_string(j);
+                if (kept) {
+                  ASSERT_TRUE(same(fast[at], whole[at]))
+                      << where << ": " << fast[at] << " vs " << whole[at];
+                  ASSERT_TRUE(same(twin[at], whole[at])) << where << " (twin)";
+                } else {
+                  ASSERT_TRUE(same(fast[at], whole[at]) || same(fast[at], c0[at])) << where;
+                  ASSERT_TRUE(same(twin[at], c0[at])) << where << " (twin writes only the band)";
+                }
+              }
+            }
+          }
         }
       }
     }

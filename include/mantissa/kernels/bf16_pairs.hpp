@@ -26,16 +26,39 @@ struct PairCols {
   std::int64_t ld = 0;
 };
 
+// The part of a product that a causal mask leaves nonzero (attention's diagonal blocks), with
+// `offset` o, for row i of c:
+//   columns_below  only columns j < i + o are needed (the others may be left unwritten);
+//   pairs_below    a's elements e >= i + o along the reduction are zero (pairs p with
+//                  2p >= i + o are skipped);
+//   pairs_from     a's elements e < i - o are zero (pairs p with 2p + 1 < i - o are skipped).
+// The terms skipped are products with a zero factor, so every entry computed is the whole
+// product's, bit for bit, unless a sum is -0 (a negative sum flushed to zero) where the whole
+// product would add a +0 term and make it +0.
+struct PairBand {
+  enum class Kind : std::uint8_t { whole, columns_below, pairs_below, pairs_from };
+  Kind kind = Kind::whole;
+  std::int64_t offset = 0;
+};
+
 // The CPU has the dot instruction and the AVX-512 byte/word instructions these kernels use.
 bool bf16_pairs_available();
 
-// c[i * ldc + j] (for i < m, j < n) = (accumulate ? c : 0) + sum over pairs of a(i, p).b(p, j).
-// Throws mantissa::Error when !bf16_pairs_available().
+// c[i * ldc + j] (for i < m, j < n) = (accumulate ? c : 0) + sum over pairs of a(i, p).b(p, j),
+// within `band` (whole: everything). Throws mantissa::Error when !bf16_pairs_available().
 void bf16_pair_product(std::int64_t m, std::int64_t n, std::int64_t pairs, PairRows a, PairCols b,
-                       float* c, std::int64_t ldc, bool accumulate);
-// The scalar twin (bit for bit the same results).
+                       float* c, std::int64_t ldc, bool accumulate, PairBand band = {});
+// The scalar twin (bit for bit the same results), row by row within the band.
 void bf16_pair_product_ref(std::int64_t m, std::int64_t n, std::int64_t pairs, PairRows a,
-                           PairCols b, float* c, std::int64_t ldc, bool accumulate);
+                           PairCols b, float* c, std::int64_t ldc, bool accumulate,
+                           PairBand band = {});
+
+// The columns [0, end) and pairs [first, last) rows [i, i + rows) need within `band`.
+struct PairRange {
+  std::int64_t end, first, last;
+};
+PairRange band_range(const PairBand& band, std::int64_t i, std::int64_t rows, std::int64_t n,
+                     std::int64_t pairs);
 
 // rows x n float32 values (rows ldx apart) as bfloat16 bits, rounded to nearest even (NaN
 // stays NaN, made quiet), rows ldo apart; a row of odd length gets one zero after it, so
