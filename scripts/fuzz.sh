@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Fuzzes the three readers of untrusted input with libFuzzer (Debian's clang-14 and
+# Fuzzes the five readers of untrusted input with libFuzzer (Debian's clang-14 and
 # libclang-rt-14-dev), under AddressSanitizer and UndefinedBehaviorSanitizer:
 #   fuzz_config        the YAML config with --set overrides (tests/fuzz/fuzz_config.cpp)
 #   fuzz_safetensors   the safetensors reader and a checkpoint's metadata
 #   fuzz_idx           the IDX reader, plain and gzipped
-#   scripts/fuzz.sh [CPU_SECONDS [HARNESS...]]   default: 600 CPU-seconds each, all three
+#   fuzz_metrics       a run's metrics.jsonl (and compare's throughput.jsonl), and the
+#                      precision report drawn from it
+#   fuzz_route_cache   the machine's route cache file, as the route selector reads it
+#   scripts/fuzz.sh [CPU_SECONDS [HARNESS...]]   default: 600 CPU-seconds each, all five
+#   (HARNESS: config, safetensors, idx, metrics, route_cache)
 # Builds into build-fuzz/ and runs the harnesses one after the other, one job each (the
 # machine may be shared), in 5-minute runs until each has had CPU_SECONDS of CPU time (on a
 # busy machine that takes longer than CPU_SECONDS of wall time), starting from the committed
 # corpus tests/fuzz/corpus/<harness> and merging the inputs that add coverage back into it.
+# An input that takes over 30 s or 4 GB of memory is a finding, as a crash is.
 # Prints each harness's figures (CPU-minutes, executions, corpus size); a finding stops the
 # script, leaving the input in build-fuzz/findings-<harness>-*. docs/reliability.md records
 # the runs.
@@ -17,7 +22,7 @@ cd "$(dirname "$0")/.."
 budget=${1:-600}
 shift || true
 harnesses=("$@")
-[[ ${#harnesses[@]} -gt 0 ]] || harnesses=(config safetensors idx)
+[[ ${#harnesses[@]} -gt 0 ]] || harnesses=(config safetensors idx metrics route_cache)
 command -v clang++-14 >/dev/null || {
   echo "fuzz.sh: clang++-14 missing: apt-get install clang-14 libclang-rt-14-dev" >&2
   exit 1
@@ -36,7 +41,7 @@ for h in "${harnesses[@]}"; do
   while awk -v c="$cpu" -v b="$budget" 'BEGIN{exit !(c < b)}'; do
     chunk=$((chunk + 1))
     { time (cd "$work" && ../fuzz_"$h" -jobs=1 -workers=1 -max_total_time=300 \
-        -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="../findings-$h-" \
+        -rss_limit_mb=4096 -timeout=30 -print_final_stats=1 -artifact_prefix="../findings-$h-" \
         new ../../tests/fuzz/corpus/"$h" >/dev/null 2>&1); } 2>"$work/cpu" || true
     cp "$work/fuzz-0.log" "$work/fuzz-$chunk.log"
     if ls build-fuzz/findings-"$h"-* >/dev/null 2>&1; then

@@ -157,19 +157,33 @@ std::vector<MatmulRoute> routes_for(Format format) {
 }
 
 GemmKey conv_key(ProductKind kind, const ConvKey& c, Format format, int passes, bool all_threads) {
+  const auto shape = [&] {
+    return std::string(name_of(kProductKindNames, kind)) + ", batch " + std::to_string(c.batch) +
+           ", channels " + std::to_string(c.channels) + ", " + std::to_string(c.height) + "x" +
+           std::to_string(c.width) + ", kernel " + std::to_string(c.kernel_h) + "x" +
+           std::to_string(c.kernel_w) + ", stride " + std::to_string(c.stride) + ", padding " +
+           std::to_string(c.padding);
+  };
+  // The sizes' sums and products, checked: a shape whose counts pass 2^63 - 1 (no memory holds
+  // it; a forged route cache line's numbers) once overflowed them.
+  std::int64_t pad2 = 0, padded_h = 0, padded_w = 0;
+  const bool padding_fits = !__builtin_mul_overflow(c.padding, 2, &pad2) &&
+                            !__builtin_add_overflow(c.height, pad2, &padded_h) &&
+                            !__builtin_add_overflow(c.width, pad2, &padded_w);
   if (kind == ProductKind::matmul || c.batch < 1 || c.channels < 1 || c.height < 1 || c.width < 1 ||
       c.out_channels < 1 || c.kernel_h < 1 || c.kernel_w < 1 || c.stride < 1 || c.padding < 0 ||
-      c.height + 2 * c.padding < c.kernel_h || c.width + 2 * c.padding < c.kernel_w) {
-    throw Error("conv_key: not a convolution's product (" +
-                std::string(name_of(kProductKindNames, kind)) + ", batch " +
-                std::to_string(c.batch) + ", channels " + std::to_string(c.channels) + ", " +
-                std::to_string(c.height) + "x" + std::to_string(c.width) + ", kernel " +
-                std::to_string(c.kernel_h) + "x" + std::to_string(c.kernel_w) + ", stride " +
-                std::to_string(c.stride) + ", padding " + std::to_string(c.padding) + ")");
+      !padding_fits || padded_h < c.kernel_h || padded_w < c.kernel_w) {
+    throw Error("conv_key: not a convolution's product (" + shape() + ")");
   }
-  const std::int64_t out_h = (c.height + 2 * c.padding - c.kernel_h) / c.stride + 1;
-  const std::int64_t out_w = (c.width + 2 * c.padding - c.kernel_w) / c.stride + 1;
-  const std::int64_t wide = c.batch * out_h * out_w, patch = c.channels * c.kernel_h * c.kernel_w;
+  const std::int64_t out_h = (padded_h - c.kernel_h) / c.stride + 1;
+  const std::int64_t out_w = (padded_w - c.kernel_w) / c.stride + 1;
+  std::int64_t wide = 0, patch = 0;
+  if (__builtin_mul_overflow(c.batch, out_h, &wide) || __builtin_mul_overflow(wide, out_w, &wide) ||
+      __builtin_mul_overflow(c.channels, c.kernel_h, &patch) ||
+      __builtin_mul_overflow(patch, c.kernel_w, &patch)) {
+    throw Error("conv_key: a convolution's product of more than 2^63 - 1 columns or rows (" +
+                shape() + ")");
+  }
   GemmKey key;
   switch (kind) {
     case ProductKind::conv_forward:  // W [o, patch] cols [patch, wide]

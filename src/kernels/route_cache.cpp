@@ -32,6 +32,7 @@ namespace {
 constexpr int kGeneration = 6;
 constexpr std::int64_t kMaxFileBytes = 4 << 20;
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
+constexpr double kMaxRate = 1e9;  // GFLOP/s
 
 // The fp32 route's micro-kernels are part of what was measured: rates taken with others
 // (`bench train --gemm-isa avx2` on an AVX-512 CPU) go to a file of their own.
@@ -179,7 +180,9 @@ std::optional<RouteRecord> parse_route_record_line(const std::string& line) {
     return std::nullopt;
   }
   for (std::size_t i = 0; i < rates.size(); ++i) {
-    if (!std::isfinite(rates[i]) || rates[i] < 0) return std::nullopt;
+    // No CPU multiplies at 10^18 FLOP/s: a larger rate is no measurement (a hand-edited or
+    // damaged line), and tables that print rates would print it at full length.
+    if (!std::isfinite(rates[i]) || rates[i] < 0 || rates[i] > kMaxRate) return std::nullopt;
     rec.gflops[i] = rates[i];
   }
   if (k.kind != ProductKind::matmul) {  // the product must be the one its shape makes

@@ -48,8 +48,9 @@ PrecisionSite read_site(const Fields& record, const json& j, std::size_t index) 
     s.counts.*member = j[key].get<std::int64_t>();
   }
   const precision::QuantCounts& c = s.counts;
-  if (c.flushed + c.subnormal > c.elements || c.saturated > c.elements ||
-      c.overflowed + c.nonfinite > c.elements) {
+  // (Subtracted, not added: two counts near 2^63 would overflow a sum.)
+  if (c.flushed > c.elements - c.subnormal || c.saturated > c.elements ||
+      c.overflowed > c.elements - c.nonfinite) {
     bad("elements", "is smaller than the elements it counts");
   }
   if (j.contains("snr_db") && !j["snr_db"].is_null()) {

@@ -125,7 +125,7 @@ std::string seeds_note(const std::vector<ReportRun>& runs) {
 bool every_step_logged(const RunLog& l) {
   std::int64_t previous = l.run.start_step;
   for (const WindowRecord& w : l.windows) {
-    if (w.step != previous + 1) return false;
+    if (w.step - 1 != previous) return false;  // (previous may be 2^63 - 1: no + 1)
     previous = w.step;
   }
   return true;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -18,6 +19,11 @@ namespace {
 using plot::escape;
 
 constexpr std::size_t kTableRows = 30;
+// The maps draw at most kMapColumns sampled steps (evenly spaced, the first and the last
+// among them) and the first kMapRows sites in their order: a file of many sampled steps, each
+// with sites of its own, once made a map of steps x sites cells (a 0.8 MB metrics.jsonl of
+// 4,000 such steps: a 6.8 GB page, 20 GB of memory, 130 s).
+constexpr std::size_t kMapColumns = 60, kMapRows = 400;
 
 // What tells a site apart within a run.
 using SiteKey = std::tuple<std::string, std::string, precision::QuantRole, numerics::Format>;
@@ -42,6 +48,7 @@ std::vector<SiteKey> ordered_sites(const RunLog& log) {
   std::map<std::string, std::size_t> forward_rank, seen_rank;
   std::map<std::pair<std::string, std::string>, std::size_t> op_rank;
   std::vector<SiteKey> keys;
+  std::set<SiteKey> seen;
   std::size_t n = 0;
   for (const PrecisionStatsRecord& rec : log.precision_stats) {
     for (const PrecisionSite& s : rec.sites) {
@@ -49,18 +56,17 @@ std::vector<SiteKey> ordered_sites(const RunLog& log) {
       if (forward_role(s.role)) forward_rank.emplace(s.layer, n);
       seen_rank.emplace(s.layer, n);
       op_rank.emplace(std::pair{s.layer, s.op}, n);
-      if (std::find(keys.begin(), keys.end(), key_of(s)) == keys.end()) keys.push_back(key_of(s));
+      if (seen.insert(key_of(s)).second) keys.push_back(key_of(s));
     }
   }
   const auto rank = [&](const std::string& layer) {
     if (const auto own = forward_rank.find(layer); own != forward_rank.end()) return own->second;
+    // Its sub-layers ("<layer>.<name>"), which sort together from "<layer>.".
     std::size_t best = std::numeric_limits<std::size_t>::max();
-    for (const auto& [name, r] : forward_rank) {
-      if (name == layer ||
-          (name.size() > layer.size() && name.compare(0, layer.size(), layer) == 0 &&
-           name[layer.size()] == '.')) {
-        best = std::min(best, r);
-      }
+    const std::string prefix = layer + ".";
+    for (auto it = forward_rank.lower_bound(prefix);
+         it != forward_rank.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+      best = std::min(best, it->second);
     }
     return best != std::numeric_limits<std::size_t>::max() ? best : n + seen_rank.at(layer);
   };
@@ -104,20 +110,33 @@ double snr_value(const PrecisionSite& s) {
   return s.snr_db ? *s.snr_db : std::numeric_limits<double>::infinity();
 }
 
+// The sampled steps the maps draw (indices into the run's records): every one, or
+// kMapColumns of them evenly spaced from the first to the last.
+std::vector<std::size_t> map_columns(std::size_t records) {
+  std::vector<std::size_t> out;
+  const std::size_t n = std::min(records, kMapColumns);
+  for (std::size_t i = 0; i < n; ++i)
+    out.push_back(records <= kMapColumns ? i : i * (records - 1) / (kMapColumns - 1));
+  return out;
+}
+
+// A map of the sites `keys` (its rows, `labels`) over the sampled steps `columns`.
 template <class Value>
 plot::HeatMap heat_map(const RunLog& log, const std::vector<SiteKey>& keys,
-                       const std::vector<std::string>& labels, Value value) {
+                       const std::vector<std::string>& labels,
+                       const std::vector<std::size_t>& columns, Value value) {
   plot::HeatMap m;
   m.rows = labels;
   m.column_label = "sampled step";
-  for (const PrecisionStatsRecord& rec : log.precision_stats)
+  std::map<SiteKey, std::size_t> row_of;
+  for (std::size_t r = 0; r < keys.size(); ++r) row_of.emplace(keys[r], r);
+  m.values.assign(keys.size(), std::vector<std::optional<double>>(columns.size(), std::nullopt));
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    const PrecisionStatsRecord& rec = log.precision_stats[columns[c]];
     m.columns.push_back(std::to_string(rec.step));
-  m.values.assign(keys.size(),
-                  std::vector<std::optional<double>>(log.precision_stats.size(), std::nullopt));
-  for (std::size_t c = 0; c < log.precision_stats.size(); ++c) {
-    for (const PrecisionSite& s : log.precision_stats[c].sites) {
-      const auto row = std::find(keys.begin(), keys.end(), key_of(s)) - keys.begin();
-      m.values[static_cast<std::size_t>(row)][c] = value(s);
+    for (const PrecisionSite& s : rec.sites) {
+      if (const auto row = row_of.find(key_of(s)); row != row_of.end())
+        m.values[row->second][c] = value(s);
     }
   }
   return m;
@@ -134,7 +153,7 @@ std::string snr_text(const std::optional<double>& snr) {
 
 // The sites of the last sampled step that lose most (lowest SNR first), with the worst SNR
 // each had over the sampled steps.
-std::string sites_table(const RunLog& log, std::size_t index) {
+std::string sites_table(const RunLog& log, std::size_t index, bool maps_hold_every_site) {
   const PrecisionStatsRecord& last = log.precision_stats.back();
   std::map<SiteKey, std::pair<double, std::int64_t>> worst;  // lowest SNR and its step
   for (const PrecisionStatsRecord& rec : log.precision_stats) {
@@ -171,8 +190,8 @@ std::string sites_table(const RunLog& log, std::size_t index) {
   }
   out += "</table>\n";
   if (rows.size() > kTableRows) {
-    out += fmt::format("<p class=\"note\">and {} more sites (every one is in the maps).</p>\n",
-                       rows.size() - kTableRows);
+    out += fmt::format("<p class=\"note\">and {} more sites{}.</p>\n", rows.size() - kTableRows,
+                       maps_hold_every_site ? " (every one is in the maps)" : "");
   }
   return out;
 }
@@ -211,20 +230,36 @@ std::string run_part(const ReportRun& r, std::size_t index, const SharedRanges& 
   if (r.logs.size() > 1) {
     out += "<p class=\"note\">The first seed's sampled steps (" + escape(log.source) + ").</p>\n";
   }
-  const std::vector<SiteKey> keys = ordered_sites(log);
+  std::vector<SiteKey> keys = ordered_sites(log);
   if (keys.empty()) {
     return out +
            "<p class=\"note\">Nothing was rounded on the sampled steps (a float32 run).</p>\n";
   }
-  const std::vector<std::string> labels = site_labels(keys);
-  plot::HeatMap snr = heat_map(log, keys, labels, snr_value);
+  std::vector<std::string> labels = site_labels(keys);
+  const std::vector<std::size_t> columns = map_columns(log.precision_stats.size());
+  if (columns.size() < log.precision_stats.size()) {
+    out += fmt::format(
+        "<p class=\"note\">The maps draw {} of the {} sampled steps, evenly spaced from the "
+        "first to the last.</p>\n",
+        columns.size(), log.precision_stats.size());
+  }
+  const bool every_site = keys.size() <= kMapRows;
+  if (!every_site) {
+    out += fmt::format(
+        "<p class=\"note\">The maps draw the first {} of the {} rounding sites; the table "
+        "below lists the sites that lose most.</p>\n",
+        kMapRows, keys.size());
+    keys.resize(kMapRows);
+    labels.resize(kMapRows);
+  }
+  plot::HeatMap snr = heat_map(log, keys, labels, columns, snr_value);
   snr.id = fmt::format("heat-snr-{}", index);
   snr.title = "Signal-to-noise ratio of each rounding (" + r.label + ")";
   snr.value_label = "SNR (dB)";
   snr.special_label = "exact";
   snr.unit = " dB";
   snr.range = ranges.snr;
-  plot::HeatMap flushed = heat_map(log, keys, labels, flushed_fraction);
+  plot::HeatMap flushed = heat_map(log, keys, labels, columns, flushed_fraction);
   flushed.id = fmt::format("heat-flushed-{}", index);
   flushed.title = "Fraction flushed to zero (" + r.label + ")";
   flushed.value_label = "fraction flushed to 0";
@@ -234,7 +269,7 @@ std::string run_part(const ReportRun& r, std::size_t index, const SharedRanges& 
   flushed.range = ranges.flushed;
   out += "<div class=\"heatmaps\" data-run=\"" + escape(r.label) + "\">" + plot::render(snr) +
          plot::render(flushed) + "</div>\n";
-  return out + sites_table(log, index);
+  return out + sites_table(log, index, every_site);
 }
 
 }  // namespace

@@ -186,6 +186,11 @@ double own_throughput(const ReportRun& r) {
 
 std::string rate_text(double items_per_second, const std::string& unit) {
   if (!std::isfinite(items_per_second)) return "n/a";
+  // Past 10^15 (no machine's rate; a file's) in exponent form: a long long holds no rate
+  // past 2^63, and llround's answer there was -2^63.
+  if (std::abs(items_per_second) >= 1e15) {
+    return fmt::format("{:.3g} {}/s", items_per_second, unit);
+  }
   return fmt::format("{} {}/s", support::grouped(std::llround(items_per_second)), unit);
 }
 

@@ -2,10 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "mantissa/utf8_text.hpp"
+#include "series_thinning.hpp"
 
 namespace mantissa::report::plot {
 namespace {
@@ -16,11 +21,28 @@ constexpr double kMarkerRadius = 4;
 constexpr double kLegendTop = 40, kLegendRowHeight = 16;
 constexpr const char* kFont = "font-family=\"sans-serif\"";
 
+// Whether a page may hold the character as it is: not a control character (but a tab or a
+// newline) and not a noncharacter, which HTML's parser reports as errors.
+bool html_character(std::uint32_t c) {
+  if (c < 0x20) return c == '\t' || c == '\n';
+  if (c >= 0x7f && c <= 0x9f) return false;
+  return !(c >= 0xfdd0 && c <= 0xfdef) && (c & 0xfffe) != 0xfffe;
+}
+
 double log_base(double v, Scale s) {
   return s == Scale::log2 ? std::log2(v) : std::log10(v);
 }
 double base(Scale s) {
   return s == Scale::log2 ? 2.0 : 10.0;
+}
+
+// AxisMap::drawable: finite, within +-kLargestDrawn, and on a log axis at least
+// kSmallestLogDrawn. Past these bounds a chart's arithmetic would overflow (a range from
+// -1e308 to 1e308 is wider than any double) or its decades underflow to 0.
+constexpr double kLargestDrawn = 1e300, kSmallestLogDrawn = 1e-300;
+bool drawable_on(double v, Scale s) {
+  return std::isfinite(v) && std::abs(v) <= kLargestDrawn &&
+         (s == Scale::linear || v >= kSmallestLogDrawn);
 }
 
 // The smallest of 1, 2, 5 x 10^k at least `raw`.
@@ -194,9 +216,17 @@ std::string band_path(const Series& s, const AxisMap& mx, const AxisMap& my) {
   return d;
 }
 
-std::string series_svg(const Series& s, const AxisMap& mx, const AxisMap& my) {
+// The points of a series that can be drawn.
+std::size_t drawable_points(const Series& s, const AxisMap& mx, const AxisMap& my) {
   std::size_t drawable = 0;
   for (const auto& [x, y] : s.points) drawable += mx.drawable(x) && my.drawable(y) ? 1 : 0;
+  return drawable;
+}
+
+// A series' <g>: data-points says how many points it has that can be drawn (`drawable`, of the
+// series before thinning), and `s` (thinned) draws them.
+std::string series_svg(const Series& s, std::size_t drawable, const AxisMap& mx,
+                       const AxisMap& my) {
   std::string out =
       fmt::format("<g class=\"series\" data-run=\"{}\" data-kind=\"{}\" data-points=\"{}\">",
                   escape(s.run), escape(s.kind), drawable);
@@ -230,7 +260,7 @@ std::string series_svg(const Series& s, const AxisMap& mx, const AxisMap& my) {
 std::optional<Range> data_range(const std::vector<Series>& series, bool x_axis, Scale scale) {
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   const auto take = [&](double v) {
-    if (!std::isfinite(v) || (scale != Scale::linear && v <= 0)) return;
+    if (!drawable_on(v, scale)) return;
     lo = std::min(lo, v);
     hi = std::max(hi, v);
   };
@@ -326,10 +356,12 @@ Range nice_range(double lo, double hi, Scale scale, bool include_zero) {
       lo = std::min(lo, 0.0);
       hi = std::max(hi, 0.0);
     }
-    if (hi <= lo) {
+    // Values equal, or closer than a millionth of a millionth of their size (ticks that far
+    // apart would read alike, and count past what a double counts exactly): 10% each way.
+    if (hi - lo <= std::max(std::abs(lo), std::abs(hi)) * 1e-12) {
       const double pad = lo == 0 ? 1.0 : std::abs(lo) * 0.1;
       lo -= pad;
-      hi += pad;
+      hi = std::max(hi, lo + 2 * pad);
     }
     const double step = nice_step((hi - lo) / 5.0);
     return {std::floor(lo / step + 1e-9) * step, std::ceil(hi / step - 1e-9) * step};
@@ -347,7 +379,8 @@ std::vector<double> ticks(const Range& r, Scale scale) {
   if (scale == Scale::linear) {
     const double step = linear_step(r);
     const double first = std::ceil(r.lo / step - 1e-9);
-    for (double k = first; k * step <= r.hi + step * 1e-9; k += 1) {
+    // A nice range holds at most 11 ticks; the bound keeps any other range from counting on.
+    for (double k = first; k * step <= r.hi + step * 1e-9 && out.size() < 64; k += 1) {
       out.push_back(std::abs(k * step) < step * 1e-9 ? 0.0 : k * step);
     }
     return out;
@@ -388,7 +421,7 @@ double AxisMap::operator()(double v) const {
 }
 
 bool AxisMap::drawable(double v) const {
-  return std::isfinite(v) && (scale_ == Scale::linear || v > 0);
+  return drawable_on(v, scale_);
 }
 
 std::string render(const LineChart& c) {
@@ -439,8 +472,9 @@ std::string render(const LineChart& c) {
   }
   bool any = false;
   for (const Series& s : c.series) {
-    out += series_svg(s, mx, my);
-    for (const auto& [x, y] : s.points) any = any || (mx.drawable(x) && my.drawable(y));
+    const std::size_t drawable = drawable_points(s, mx, my);
+    out += series_svg(thinned(s, mx, my), drawable, mx, my);
+    any = any || drawable > 0;
   }
   if (!any && !c.empty_text.empty()) {
     out += fmt::format(
@@ -517,10 +551,24 @@ std::string swatch(const Style& style) {
 }
 
 std::string escape(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(text.size());
-  for (const char ch : text) {
-    switch (ch) {
+  for (std::size_t i = 0; i < text.size();) {
+    const std::optional<CodePoint> c = code_point_at(text, i);
+    const std::size_t bytes = c ? c->bytes : 1;
+    if (!c || !html_character(c->value)) {
+      // Shown as its bytes, \xNN each, as the terminal shows them (escaped_text.hpp).
+      for (std::size_t k = i; k < i + bytes; ++k) {
+        const auto u = static_cast<unsigned char>(text[k]);
+        out += "\\x";
+        out.push_back(kHex[u >> 4]);
+        out.push_back(kHex[u & 0xf]);
+      }
+      i += bytes;
+      continue;
+    }
+    switch (text[i]) {
       case '&':
         out += "&amp;";
         break;
@@ -537,8 +585,9 @@ std::string escape(std::string_view text) {
         out += "&#39;";
         break;
       default:
-        out += ch;
+        out.append(text.substr(i, bytes));
     }
+    i += bytes;
   }
   return out;
 }

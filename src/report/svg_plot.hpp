@@ -48,7 +48,9 @@ class AxisMap {
  public:
   AxisMap(Range range, Scale scale, double px_from, double px_to);
   double operator()(double value) const;
-  bool drawable(double value) const;  // finite, and > 0 on a log axis
+  // Finite and within +-1e300, and on a log axis at least 1e-300: beyond, a chart's
+  // arithmetic overflows (or a log axis's decades underflow to 0); such values are not drawn.
+  bool drawable(double value) const;
 
  private:
   double t(double value) const;
@@ -127,7 +129,9 @@ std::string render(const BarChart& chart);
 // A small standalone <svg> of a style's line and marker, for tables and text.
 std::string swatch(const Style& style);
 
-// Text for HTML and SVG: & < > " ' escaped.
+// Text for HTML and SVG: & < > " ' escaped, and what a page may not hold shown as its bytes,
+// \xNN each, as the terminal shows them: control characters (but tab and newline),
+// noncharacters (U+FDD0..U+FDEF, U+xFFFE, U+xFFFF) and bytes that are not UTF-8 (a path).
 std::string escape(std::string_view text);
 
 }  // namespace mantissa::report::plot

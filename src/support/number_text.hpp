@@ -42,9 +42,11 @@ inline std::string scale_text(double v) {
   return value_text(v);
 }
 
-// 1234567 -> "1,234,567"
+// 1234567 -> "1,234,567" (and the most negative long long too: its magnitude is unsigned)
 inline std::string grouped(long long v) {
-  const std::string digits = std::to_string(v < 0 ? -v : v);
+  const unsigned long long magnitude =
+      v < 0 ? 0ull - static_cast<unsigned long long>(v) : static_cast<unsigned long long>(v);
+  const std::string digits = std::to_string(magnitude);
   std::string out = v < 0 ? "-" : "";
   for (std::size_t i = 0; i < digits.size(); ++i) {
     if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');

@@ -362,6 +362,34 @@ TEST(ConvRoutes, KeyIsTheIm2colProduct) {
   EXPECT_THROW(conv_key(ProductKind::matmul, s, Format::float32, 1, true), Error);
 }
 
+// The tenth audit (fuzz_route_cache): a cache line's shape within the parser's bounds (2^40 a
+// size) made counts past 2^63 - 1 (batch x out_h x out_w), and the products overflowed. Such
+// shapes, and paddings whose double passes 2^63 - 1, are refused; the line is skipped.
+TEST(ConvRoutes, ShapesPastA64BitCountAreRefused) {
+  constexpr std::int64_t big = std::int64_t{1} << 40;
+  try {
+    conv_key(ProductKind::conv_forward, ConvKey{big, 1, big, big, 1, 1, 1, 1, 0, true},
+             Format::float32, 1, true);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "conv_key: a convolution's product of more than 2^63 - 1 columns or rows "
+                 "(conv_fwd, batch 1099511627776, channels 1, 1099511627776x1099511627776, "
+                 "kernel 1x1, stride 1, padding 0)");
+  }
+  EXPECT_THROW(
+      conv_key(ProductKind::conv_backward_weights,
+               ConvKey{1, big, 1, 1, 1, big, big, 1, big, false}, Format::float32, 1, true),
+      Error);  // a patch of 2^120
+  EXPECT_THROW(conv_key(ProductKind::conv_forward,
+                        ConvKey{1, 1, 1, 1, 1, 1, 1, 1, std::int64_t{1} << 62, false},
+                        Format::float32, 1, true),
+               Error);  // padding 2^62: 2 x 2^62 passes 2^63 - 1
+  EXPECT_FALSE(
+      parse_route_record_line("conv_fwd 1099511627776 1 1099511627776 1099511627776 1 "
+                              "1 1 1 0 bias 1 1 1 NN float32 1 all fp32 0 0 0 0 0"));
+}
+
 TEST(ConvRoutes, RouteLinesRoundTripAndRejectAMismatchedShape) {
   RouteRecord r;
   r.key = conv_key(ProductKind::conv_backward_weights,

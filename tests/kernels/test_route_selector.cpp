@@ -246,7 +246,9 @@ TEST_F(RouteSelectorTest, RecordLinesRoundTripAndBadLinesAreRejected) {
         "1 2 3 NT bfloat16 1 some fp32 0 0 0 0 0", "1 2 3 NT bfloat16 1 all automatic 0 0 0 0 0",
         "-1 2 3 NT bfloat16 1 all fp32 0 0 0 0 0", "1 2 3 NT bfloat16 1 all fp32 0 0 0 0 -1",
         "1 2 3 NT bfloat16 1 all fp32 0 0 0 0 nan", "1 2 3 NT bfloat16 1 all fp32 0 0 0 0 0 0 9",
-        "1 2 3 NT bfloat16 1 all fp32 0 0 0 0", "1 2 3 NT bfloat16 1 all fp32 0 0 0 0 x",
+        "1 2 3 NT bfloat16 1 all fp32 0 1e300 0 0 0 0",  // 10^309 FLOP/s: no measurement
+        "1 2 3 NT bfloat16 1 all fp32 0 1000000001 0 0 0 0", "1 2 3 NT bfloat16 1 all fp32 0 0 0 0",
+        "1 2 3 NT bfloat16 1 all fp32 0 0 0 0 x",
         "99999999999999999999 2 3 NT bfloat16 1 all fp32 0 0 0 0 0",
         "256 128 64 NT bfloat16 1 head bf16 0 0 0 0 0",  // a head's scores are square
         "256 256 64 NN bfloat16 1 head bf16 0 0 0 0 0"}) {

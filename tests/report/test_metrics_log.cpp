@@ -276,6 +276,12 @@ TEST(MetricsReader, BrokenFilesAreNamedByFileAndLine) {
   EXPECT_EQ(evaluated_first.windows.size(), 1u);
   EXPECT_EQ(expect_error(""),
             "runs/x/metrics.jsonl: no run record (is this a mantissa metrics.jsonl?)");
+  // The tenth audit: a torn line of 1 GB took 7 GB of memory and 30 s to be said torn; a line
+  // longer than 64 MiB (no record comes near) is refused before it is parsed.
+  EXPECT_EQ(
+      expect_error(head + "{\"step\":1,\"note\":\"" + std::string(std::size_t{64} << 20, 'a')),
+      "runs/x/metrics.jsonl:2: a line of 67108882 bytes, longer than any record (at most "
+      "67108864; a damaged file?)");
   std::string bad_format = kRunLine;
   bad_format.replace(bad_format.find("\"float16\""), 9, "\"float99\"");
   EXPECT_EQ(expect_error(bad_format),

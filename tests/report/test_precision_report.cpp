@@ -208,6 +208,16 @@ TEST(PrecisionRecord, BadSitesAreErrorsNamingTheField) {
                   R"("elements":1,"flushed":2,"subnormal":0,"saturated":0,"overflowed":0,)"
                   R"("nonfinite":0})"),
             "m.jsonl:2: 'sites[0].elements' is smaller than the elements it counts");
+  // The tenth audit (fuzz_metrics): counts whose sum passes 2^63 - 1 overflowed the check.
+  for (const char* counts :
+       {R"("elements":9223372036854775807,"flushed":9223372036854775807,"subnormal":30,)"
+        R"("saturated":0,"overflowed":0,"nonfinite":0})",
+        R"("elements":9223372036854775807,"flushed":0,"subnormal":0,"saturated":0,)"
+        R"("overflowed":9223372036854775800,"nonfinite":9223372036854775800})"}) {
+    EXPECT_EQ(error(R"({"layer":"a","op":"linear","role":"input","format":"float16",)" +
+                    std::string(counts)),
+              "m.jsonl:2: 'sites[0].elements' is smaller than the elements it counts");
+  }
   EXPECT_EQ(error(R"({"op":"linear"})"), "m.jsonl:2: 'sites[0].layer' is missing or not a string");
   EXPECT_EQ(error(R"({"layer":"a","op":"linear","role":"input","format":"float16",)" + good_counts +
                   R"(,"scale_min":1})"),

@@ -171,6 +171,57 @@ TEST(SvgPlot, TextIsEscaped) {
   EXPECT_EQ(escape("a<b & \"c\" 'd'>"), "a&lt;b &amp; &quot;c&quot; &#39;d&#39;&gt;");
 }
 
+// The tenth audit (fuzz_metrics): strings from a metrics file reached the page with their
+// control bytes (a NUL, an escape sequence), which an HTML parser refuses. Control
+// characters (but tab and newline), noncharacters and bytes that are not UTF-8 are shown as
+// their bytes, \xNN each; other text, multi-byte characters included, stays as it is.
+TEST(SvgPlot, ControlBytesAndBytesThatAreNotUtf8AreShownAsBytes) {
+  EXPECT_EQ(escape(std::string("a\0b\x1b[31m\x7f\r", 10)), "a\\x00b\\x1b[31m\\x7f\\x0d");
+  EXPECT_EQ(escape("tab\tnew\nline"), "tab\tnew\nline");
+  EXPECT_EQ(escape("\xc2\x85 \xef\xbf\xbe \xef\xb7\x90"),
+            "\\xc2\\x85 \\xef\\xbf\\xbe \\xef\\xb7\\x90");
+  EXPECT_EQ(escape("\xff<\xc3"), "\\xff&lt;\\xc3");  // a stray byte, a character cut short
+  EXPECT_EQ(escape("\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80"),
+            "\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80");
+}
+
+// The tenth audit: a series from -1e308 to 1e308 spans more than a double holds, and its
+// points were drawn at NaN pixels; values past +-1e300 (and below 1e-300 on a log axis,
+// whose decades underflow to 0) are not drawn, as a non-finite value is not.
+TEST(SvgPlot, ValuesPastAChartsRangeAreNotDrawn) {
+  const AxisMap linear({0, 1}, Scale::linear, kY0, kY1);
+  EXPECT_TRUE(linear.drawable(1e300));
+  EXPECT_TRUE(linear.drawable(-1e300));
+  EXPECT_FALSE(linear.drawable(1e301));
+  EXPECT_FALSE(linear.drawable(-1.7976931348623157e308));
+  const AxisMap log({1, 10}, Scale::log2, kY0, kY1);
+  EXPECT_TRUE(log.drawable(1e-300));
+  EXPECT_FALSE(log.drawable(5e-324));
+  const std::string svg =
+      render(chart_with(points({{0, 1e308}, {25, -1e308}, {50, 1}, {75, 5e-324}, {100, 5}})));
+  // x: 0..100, y: 0..5 (the drawable values 5e-324, 1 and 5 from 0): (50, 1) at (317, 290 -
+  // 218 / 5), (75, 5e-324) on the zero line.
+  EXPECT_NE(svg.find("data-points=\"3\"><path d=\"M317.0 246.4L439.5 290.0L562.0 72.0\""),
+            std::string::npos)
+      << svg;
+  EXPECT_EQ(svg.find("nan"), std::string::npos);
+  EXPECT_EQ(svg.find("inf"), std::string::npos);
+}
+
+// The tenth audit: steps 10^17 and 10^17 + 16 made ticks 5 apart at 2 x 10^16 fives, where
+// adding 1 to a double no longer counts, and the tick loop never ended (until memory ran
+// out). Values closer than 10^-12 of their size get the range of equal values (10% each
+// way), and ticks() ends for any range.
+TEST(SvgPlot, ValuesTooCloseToTellApartGetTheRangeOfEqualValues) {
+  const Range r = nice_range(1e17, 1e17 + 16, Scale::linear);
+  EXPECT_EQ(r.lo, 9e16);
+  EXPECT_EQ(r.hi, 1.1e17);
+  EXPECT_EQ(ticks(r, Scale::linear), (std::vector<double>{9e16, 9.5e16, 1e17, 1.05e17, 1.1e17}));
+  EXPECT_LE(ticks({1e17, 1e17 + 16}, Scale::linear).size(), 64u);
+  const Range near_zero = nice_range(0, 1e-9, Scale::linear);  // apart from 0: not widened
+  EXPECT_NEAR(near_zero.hi, 1e-9, 1e-24);
+}
+
 }  // namespace
 // Text in lines of at most a width (0.6 em a character at 12 px: 7.2 pixels): broken at
 // spaces, a word longer than a line broken inside it, a multi-byte character never split.

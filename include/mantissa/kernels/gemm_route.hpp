@@ -180,8 +180,9 @@ RouteRecord sample_route(Format format, int passes, std::int64_t n);
 std::vector<RouteRecord> route_records();
 // One record as one line of text ("2048 1536 384 NT bfloat16 1 all bf16 95.1 100.2 170.5
 // 196.7 0": key (threads "all", "thread", or "head" for an attention head), route, GFLOP/s
-// per route in table order) and back: nullopt for a line that
-// does not parse or holds a value out of range. The machine cache and checkpoints use it.
+// per route in table order) and back: nullopt for a line that does not parse or holds a
+// value out of range (a size past 2^40, a rate that is negative, not finite or past 10^9
+// GFLOP/s). The machine cache and checkpoints use it.
 // A convolution's line starts with its product_prefix ("conv_fwd 128 16 14 14 32 3 3 1 1
 // bias", or "nobias"), then the line of its im2col product, which must be the product the
 // prefix's shape makes (conv_key).

@@ -262,7 +262,8 @@ void run_thread(const Job& job, int t, int threads) {
               }
             }
             if (last) {
-              job.epilogue_error->run([&] {
+              // (q0 and q1 by value: clang before 16 captures no structured binding.)
+              job.epilogue_error->run([&, q0 = q0, q1 = q1] {
                 (*job.epilogue)(GemmTile{cblock, ldc, i0 + ib, mc, j0 + q0 * nr,
                                          std::min(q1 * nr, cols) - q0 * nr});
               });
