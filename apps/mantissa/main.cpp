@@ -135,8 +135,7 @@ int run(int argc, char** argv, mantissa::dist::Runtime& runtime) {
                                 arg.find('=') == arg.size() - 1;
     if (empty_attached && arg != "--prompt=") {
       if (root) {
-        say(stderr, "mantissa: error: " +
-                        mantissa::app::terminal_safe(arg, mantissa::app::Newlines::escape) +
+        say(stderr, "mantissa: error: " + mantissa::app::message_line(arg) +
                         ": an empty value (give a value, or leave the option out)\n");
       }
       return mantissa::app::kExitError;
@@ -153,8 +152,7 @@ int run(int argc, char** argv, mantissa::dist::Runtime& runtime) {
   }
   if (const std::optional<std::string> error = command_word_error(app, argc, argv)) {
     if (root) {
-      say(stderr, "mantissa: error: " +
-                      mantissa::app::terminal_safe(*error, mantissa::app::Newlines::escape) + "\n");
+      say(stderr, "mantissa: error: " + mantissa::app::message_line(*error) + "\n");
     }
     return mantissa::app::kExitError;
   }
@@ -168,10 +166,7 @@ int run(int argc, char** argv, mantissa::dist::Runtime& runtime) {
     return finish(0);
   } catch (const CLI::ParseError& e) {
     if (root)
-      say(stderr,
-          "mantissa: error: " +
-              mantissa::app::terminal_safe(usage_error_text(e), mantissa::app::Newlines::escape) +
-              "\n");
+      say(stderr, "mantissa: error: " + mantissa::app::message_line(usage_error_text(e)) + "\n");
     return mantissa::app::kExitError;
   }
   try {
@@ -181,14 +176,11 @@ int run(int argc, char** argv, mantissa::dist::Runtime& runtime) {
     }
   } catch (const mantissa::dist::JobError& e) {
     // Every process raised it together: none waits for another, each ends normally.
-    if (root)
-      say(stderr, "mantissa: error: " +
-                      mantissa::app::terminal_safe(e.what(), mantissa::app::Newlines::escape) +
-                      "\n");
+    if (root) say(stderr, "mantissa: error: " + mantissa::app::message_line(e.what()) + "\n");
     return 2;
   } catch (const mantissa::Error& e) {
     say(stderr, "mantissa: error: " + rank_prefix(world, e.what()) +
-                    mantissa::app::terminal_safe(e.what(), mantissa::app::Newlines::escape) + "\n");
+                    mantissa::app::message_line(e.what()) + "\n");
     std::fflush(stderr);
     if (runtime.distributed())
       runtime.abort(mantissa::app::kExitError);  // the others may be waiting for this one
@@ -200,7 +192,7 @@ int run(int argc, char** argv, mantissa::dist::Runtime& runtime) {
       return mantissa::app::kExitError;
     }
     say(stderr, "mantissa: failed: " + rank_prefix(world, e.what()) +
-                    mantissa::app::terminal_safe(e.what(), mantissa::app::Newlines::escape) + "\n");
+                    mantissa::app::message_line(e.what()) + "\n");
     std::fflush(stderr);
     if (runtime.distributed()) runtime.abort(mantissa::app::kExitFailure);
     return mantissa::app::kExitFailure;
@@ -214,19 +206,17 @@ int main(int argc, char** argv) {
   mantissa::app::open_standard_descriptors();
   mantissa::app::ignore_file_size_signal();
   if (const std::optional<std::string> error = mantissa::app::settle_threads()) {
-    say(stderr, "mantissa: error: " +
-                    mantissa::app::terminal_safe(*error, mantissa::app::Newlines::escape) + "\n");
+    say(stderr, "mantissa: error: " + mantissa::app::message_line(*error) + "\n");
     return mantissa::app::kExitError;
   }
   if (const std::optional<std::string> note = mantissa::app::oversubscription_note()) {
-    say(stderr, "mantissa: note: " +
-                    mantissa::app::terminal_safe(*note, mantissa::app::Newlines::escape) + "\n");
+    say(stderr, "mantissa: note: " + mantissa::app::message_line(*note) + "\n");
   }
   std::optional<mantissa::dist::Runtime> runtime;
   try {
     runtime.emplace(argc, argv);  // MPI only when an MPI launcher started this process
   } catch (const mantissa::Error& e) {
-    say(stderr, "mantissa: error: " + std::string(e.what()) + "\n");
+    say(stderr, "mantissa: error: " + mantissa::app::message_line(e.what()) + "\n");
     return 1;
   }
   return run(argc, argv, *runtime);

@@ -34,7 +34,7 @@ void TerminalEvents::message(const std::string& line) {
   end_live_line();
   // One line by the interface's contract: a newline inside (from a path or a value in the
   // config) is shown as \x0a, so it cannot forge a line of its own.
-  put(terminal_safe(line, Newlines::escape) + "\n");
+  put(message_line(line) + "\n");
 }
 
 void TerminalEvents::progress(const train::Progress& p) {

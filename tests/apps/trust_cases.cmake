@@ -71,6 +71,12 @@ hostile_case(config_quoted_integer 2
 hostile_case(config_quoted_boolean 2
   "^mantissa: error: trainer.fit.train_dataloader.shuffle: 'false' is quoted, so a string \\(expected true or false"
   COMMAND ${train_tiny} --set "trainer.fit.train_dataloader.shuffle=\"false\"")
+# A message quoting a huge value from a file is one line of at most 4 KiB, saying how much it
+# left out (the value: a format name of 1 MiB).
+hostile_case(error_quoting_a_megabyte_is_cut 2
+  "^mantissa: error: trainer.init.precision.fp16_type: 'x{4000,4096} \\.\\.\\. \\([0-9]+ more bytes of this message not shown\\)$"
+  SETUP "(sed -n '1,7p' ${tiny} && printf '    precision: {fp16_type: ' && head -c 1048576 /dev/zero | tr '\\0' x && printf '}\\n' && sed -n '9,$p' ${tiny}) >@D@/tiny.yaml"
+  COMMAND train --config @D@/tiny.yaml --mode train --set ${run_dir})
 hostile_case(config_empty_checkpoint_dir 2
   "^mantissa: error: trainer.init.checkpoint.dir: an empty string"
   COMMAND train --config ${tiny} --set "trainer.init.checkpoint.dir=\"\"")
