@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "mantissa/escaped_text.hpp"
 #include "mantissa/utf8_text.hpp"
 #include "series_thinning.hpp"
 
@@ -551,7 +552,6 @@ std::string swatch(const Style& style) {
 }
 
 std::string escape(std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
@@ -560,10 +560,7 @@ std::string escape(std::string_view text) {
     if (!c || !html_character(c->value)) {
       // Shown as its bytes, \xNN each, as the terminal shows them (escaped_text.hpp).
       for (std::size_t k = i; k < i + bytes; ++k) {
-        const auto u = static_cast<unsigned char>(text[k]);
-        out += "\\x";
-        out.push_back(kHex[u >> 4]);
-        out.push_back(kHex[u & 0xf]);
+        append_byte_escape(out, static_cast<unsigned char>(text[k]));
       }
       i += bytes;
       continue;
