@@ -1,6 +1,7 @@
 // add, sub, mul, scale, sum, mean.
 #include "mantissa/autograd/ops.hpp"
 #include "mantissa/kernels/parallel.hpp"
+#include "mantissa/kernels/pointwise.hpp"
 #include "op_support.hpp"
 
 namespace mantissa::autograd {
@@ -102,31 +103,47 @@ struct BinaryNode : Node {
   }
 };
 
+// a + b of two bfloat16 tensors of one shape, rounded to bfloat16 without float32 copies (the
+// same bits as decoding, adding and rounding); an undefined tensor where they are not that.
+Tensor add_bf16(const Tensor& a, const Tensor& b, Format result) {
+  const auto bf16 = [](const Tensor& t) {
+    return t.format() == Format::bfloat16 && t.is_contiguous();
+  };
+  if (result != Format::bfloat16 || !bf16(a) || !bf16(b) || a.shape() != b.shape()) return {};
+  Tensor y = Tensor::empty(a.shape(), Format::bfloat16);
+  kernels::add_bf16(static_cast<const std::uint16_t*>(a.raw_data()),
+                    static_cast<const std::uint16_t*>(b.raw_data()),
+                    static_cast<std::uint16_t*>(y.raw_data()), a.numel());
+  return y;
+}
+
 Variable binary(const char* op, Kind kind, const Variable& a, const Variable& b) {
   kernels::ProfileScope scope(kernels::OpClass::pointwise);
   const std::int64_t inner = broadcast_inner(op, a.shape(), b.shape());
-  const Policy& p = precision::current_policy();
-  const Decoded ad(a.value(), 0), bd(b.value(), 1);
-  Tensor y =
-      produce(a.shape(), result_format(p), 1, [&](std::int64_t r0, std::int64_t r1, float* out) {
-        const float* ap = ad.range(r0, r1 - r0);
-        by_repeat(r0, r1, inner, [&](std::int64_t i, std::int64_t len, std::int64_t col) {
-          const float* x = ap + (i - r0);
-          const float* bp = bd.range(col, len);
-          float* yr = out + (i - r0);
-          switch (kind) {
-            case Kind::add:
-              for (std::int64_t j = 0; j < len; ++j) yr[j] = x[j] + bp[j];
-              break;
-            case Kind::sub:
-              for (std::int64_t j = 0; j < len; ++j) yr[j] = x[j] - bp[j];
-              break;
-            case Kind::mul:
-              for (std::int64_t j = 0; j < len; ++j) yr[j] = x[j] * bp[j];
-              break;
-          }
-        });
+  const Format format = result_format(precision::current_policy());
+  Tensor y = kind == Kind::add ? add_bf16(a.value(), b.value(), format) : Tensor();
+  if (!y.defined()) {
+    const Decoded ad(a.value(), 0), bd(b.value(), 1);
+    y = produce(a.shape(), format, 1, [&](std::int64_t r0, std::int64_t r1, float* out) {
+      const float* ap = ad.range(r0, r1 - r0);
+      by_repeat(r0, r1, inner, [&](std::int64_t i, std::int64_t len, std::int64_t col) {
+        const float* x = ap + (i - r0);
+        const float* bp = bd.range(col, len);
+        float* yr = out + (i - r0);
+        switch (kind) {
+          case Kind::add:
+            for (std::int64_t j = 0; j < len; ++j) yr[j] = x[j] + bp[j];
+            break;
+          case Kind::sub:
+            for (std::int64_t j = 0; j < len; ++j) yr[j] = x[j] - bp[j];
+            break;
+          case Kind::mul:
+            for (std::int64_t j = 0; j < len; ++j) yr[j] = x[j] * bp[j];
+            break;
+        }
       });
+    });
+  }
   return make_result(std::move(y), {a, b}, [&] {
     auto node = std::make_shared<BinaryNode>();
     node->kind = kind;

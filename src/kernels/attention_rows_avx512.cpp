@@ -4,52 +4,28 @@
 #include <cmath>
 
 #include "attention_rows_avx512.hpp"
+#include "bf16_lanes_avx512.hpp"
 #include "vector_exp_avx512.hpp"
 
 #include "mantissa/numerics/avx512_gcc12.hpp"  // after <immintrin.h>
 
 namespace mantissa::kernels::detail {
-namespace {
-
-__mmask16 lanes(std::int64_t left) {
-  return left >= 16  ? static_cast<__mmask16>(0xFFFF)
-         : left <= 0 ? static_cast<__mmask16>(0)
-                     : static_cast<__mmask16>((1u << left) - 1u);
-}
-
-// bfloat16 bits of v in the low halves of the lanes: nearest even, NaN quieted.
-__m512i bf16_lanes(__m512 v) {
-  const __m512i u = _mm512_castps_si512(v);
-  const __m512i top = _mm512_srli_epi32(u, 16);
-  const __m512i lsb = _mm512_and_si512(top, _mm512_set1_epi32(1));
-  __m512i h =
-      _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), lsb)), 16);
-  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-  return _mm512_mask_or_epi32(h, nan, top, _mm512_set1_epi32(0x40));
-}
-
-void store_bits(std::uint16_t* out, __mmask16 m, __m512i h) {
-  _mm512_mask_storeu_epi16(out, static_cast<__mmask32>(m),
-                           _mm512_castsi256_si512(_mm512_cvtepi32_epi16(h)));
-}
-
-}  // namespace
 
 void probabilities_bf16_avx512(const float* s, std::int64_t valid, std::int64_t width, float shift,
                                float* p_out, std::uint16_t* bits) {
   const __m512 sh = _mm512_set1_ps(shift);
   std::int64_t c = 0;
   for (; c < valid; c += 16) {  // the exps, then zeros from the first vector past `valid`
-    const __mmask16 m = lanes(width - c), live = lanes(valid - c);
+    const __mmask16 m = lanes16(width - c), live = lanes16(valid - c);
     const __m512 x = _mm512_maskz_loadu_ps(live, s + c);
     const __m512i h = _mm512_maskz_mov_epi32(live, bf16_lanes(exp16(_mm512_sub_ps(x, sh))));
-    store_bits(bits + c, m, h);
+    store_bf16_lanes(bits + c, m, h);
     if (p_out != nullptr)
       _mm512_mask_storeu_ps(p_out + c, m, _mm512_castsi512_ps(_mm512_slli_epi32(h, 16)));
   }
   for (; c < width; c += 16) {
-    const __mmask16 m = lanes(width - c);
-    store_bits(bits + c, m, _mm512_setzero_si512());
+    const __mmask16 m = lanes16(width - c);
+    store_bf16_lanes(bits + c, m, _mm512_setzero_si512());
     if (p_out != nullptr) _mm512_mask_storeu_ps(p_out + c, m, _mm512_setzero_ps());
   }
 }
@@ -58,7 +34,7 @@ float scaled_log_sum_exp_avx512(float* s, std::int64_t n, float scale) {
   const __m512 sc = _mm512_set1_ps(scale);
   __m512 mx = _mm512_set1_ps(-INFINITY);
   for (std::int64_t c = 0; c < n; c += 16) {
-    const __mmask16 m = lanes(n - c);
+    const __mmask16 m = lanes16(n - c);
     const __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, s + c), sc);
     _mm512_mask_storeu_ps(s + c, m, x);
     mx = _mm512_mask_max_ps(mx, m, x, mx);  // x > mx ? x : mx, so a NaN x keeps mx
@@ -70,7 +46,7 @@ float scaled_log_sum_exp_avx512(float* s, std::int64_t n, float scale) {
   __m256 acc = _mm256_setzero_ps();
   std::int64_t c = 0;
   for (; c + 8 <= n; c += 16) {
-    const __mmask16 m = lanes(n - c >= 16 ? 16 : 8);
+    const __mmask16 m = lanes16(n - c >= 16 ? 16 : 8);
     const __m512 y = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + c), sh));
     acc = _mm256_add_ps(acc, _mm512_castps512_ps256(y));
     if (m == 0xFFFF) {
@@ -84,7 +60,7 @@ float scaled_log_sum_exp_avx512(float* s, std::int64_t n, float scale) {
   for (const float l : lane) sum += l;
   if (c < n) {
     alignas(64) float rest[16];
-    _mm512_store_ps(rest, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes(n - c), s + c), sh)));
+    _mm512_store_ps(rest, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes16(n - c), s + c), sh)));
     for (std::int64_t i = 0; i < n - c; ++i) sum += rest[i];
   }
   return top + std::log(sum);
@@ -94,10 +70,10 @@ void score_gradients_bf16_avx512(const float* dp, const float* p, float delta, f
                                  std::int64_t n, std::int64_t width, std::uint16_t* bits) {
   const __m512 d = _mm512_set1_ps(delta), sc = _mm512_set1_ps(scale);
   for (std::int64_t c = 0; c < width; c += 16) {
-    const __mmask16 m = lanes(width - c), live = lanes(n - c);
+    const __mmask16 m = lanes16(width - c), live = lanes16(n - c);
     const __m512 g = _mm512_maskz_loadu_ps(live, dp + c), pv = _mm512_maskz_loadu_ps(live, p + c);
     const __m512 ds = _mm512_mul_ps(_mm512_mul_ps(pv, _mm512_sub_ps(g, d)), sc);
-    store_bits(bits + c, m, _mm512_maskz_mov_epi32(live, bf16_lanes(ds)));
+    store_bf16_lanes(bits + c, m, _mm512_maskz_mov_epi32(live, bf16_lanes(ds)));
   }
 }
 

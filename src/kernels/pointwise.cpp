@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "mantissa/kernels/parallel.hpp"
+#include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
 #include "pointwise_avx512.hpp"
 #include "vector_exp.hpp"
@@ -32,6 +34,11 @@ void gelu_exponentials(const float* x, float* e, std::int64_t len) {
 
 bool avx512() {
   return numerics::active_simd_path() == numerics::SimdPath::avx512;
+}
+
+// Round to bfloat16 with AVX512-BF16's conversion instruction (the same bits; fewer of them).
+bool unit() {
+  return numerics::cpu_features().avx512_bf16;
 }
 }  // namespace
 
@@ -89,6 +96,106 @@ void gelu_backward_ref(const float* x, const float* dy, float* dx, std::int64_t 
     const double dt = (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3.0 * kCubic * v * v);
     dx[i] = static_cast<float>(dy[i] * (0.5 * (1.0 + t) + 0.5 * v * dt));
   }
+}
+
+// The bfloat16 kernels. Off the avx512 path: a tile of float32 values per thread, decoded,
+// computed by the float32 kernel and encoded (what the _ref twins do for the whole array).
+namespace {
+constexpr std::int64_t kBf16Tile = 2048;
+
+void decode_bf16(const std::uint16_t* x, float* out, std::int64_t n) {
+  numerics::decode_array(x, static_cast<std::size_t>(n), numerics::Format::bfloat16, out);
+}
+void encode_bf16(const float* x, std::uint16_t* out, std::int64_t n) {
+  numerics::encode_array(x, static_cast<std::size_t>(n), numerics::Format::bfloat16, out);
+}
+
+// fn(begin, len, a, b, out): float32 tiles of the inputs (b null for one input), out to fill.
+template <class Fn>
+void by_float_tiles(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* y,
+                    std::int64_t n, Fn&& fn) {
+  parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
+    float ta[kBf16Tile], tb[kBf16Tile], out[kBf16Tile];
+    for (std::int64_t t0 = begin; t0 < end; t0 += kBf16Tile) {
+      const std::int64_t len = std::min(kBf16Tile, end - t0);
+      decode_bf16(a + t0, ta, len);
+      if (b != nullptr) decode_bf16(b + t0, tb, len);
+      fn(ta, tb, out, len);
+      encode_bf16(out, y + t0, len);
+    }
+  });
+}
+
+// The _ref twins' way: the whole arrays decoded element by element, the float32 kernel,
+// then encoded element by element.
+template <class Fn>
+void whole_arrays_ref(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* y,
+                      std::int64_t n, Fn&& fn) {
+  const auto count = static_cast<std::size_t>(n);
+  std::vector<float> fa(count), fb(b != nullptr ? count : 0), out(count);
+  numerics::decode_array_ref(a, count, numerics::Format::bfloat16, fa.data());
+  if (b != nullptr) numerics::decode_array_ref(b, count, numerics::Format::bfloat16, fb.data());
+  fn(fa.data(), fb.data(), out.data(), n);
+  numerics::encode_array_ref(out.data(), count, numerics::Format::bfloat16, y);
+}
+
+void add_floats(const float* a, const float* b, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+}
+}  // namespace
+
+void gelu_forward_bf16(const std::uint16_t* x, std::uint16_t* y, std::int64_t n) {
+  if (avx512()) {
+    parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
+      detail::gelu_forward_bf16_avx512(x + begin, y + begin, end - begin, unit());
+    });
+    return;
+  }
+  by_float_tiles(x, nullptr, y, n, [](const float* a, const float*, float* out, std::int64_t len) {
+    gelu_forward(a, out, len);
+  });
+}
+
+void gelu_backward_bf16(const std::uint16_t* x, const std::uint16_t* dy, std::uint16_t* dx,
+                        std::int64_t n) {
+  if (avx512()) {
+    parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
+      detail::gelu_backward_bf16_avx512(x + begin, dy + begin, dx + begin, end - begin, unit());
+    });
+    return;
+  }
+  by_float_tiles(x, dy, dx, n, [](const float* a, const float* b, float* out, std::int64_t len) {
+    gelu_backward(a, b, out, len);
+  });
+}
+
+void add_bf16(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* y, std::int64_t n) {
+  if (avx512()) {
+    parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
+      detail::add_bf16_avx512(a + begin, b + begin, y + begin, end - begin, unit());
+    });
+    return;
+  }
+  by_float_tiles(a, b, y, n, add_floats);
+}
+
+void gelu_forward_bf16_ref(const std::uint16_t* x, std::uint16_t* y, std::int64_t n) {
+  whole_arrays_ref(x, nullptr, y, n,
+                   [](const float* a, const float*, float* out, std::int64_t len) {
+                     gelu_forward(a, out, len);
+                   });
+}
+
+void gelu_backward_bf16_ref(const std::uint16_t* x, const std::uint16_t* dy, std::uint16_t* dx,
+                            std::int64_t n) {
+  whole_arrays_ref(x, dy, dx, n, [](const float* a, const float* b, float* out, std::int64_t len) {
+    gelu_backward(a, b, out, len);
+  });
+}
+
+void add_bf16_ref(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* y,
+                  std::int64_t n) {
+  whole_arrays_ref(a, b, y, n, add_floats);
 }
 
 void exp_forward(const float* x, float* y, std::int64_t n) {

@@ -1,10 +1,11 @@
-// Compiled with -mavx512f; entered only where the active SIMD path is avx512.
+// Compiled with -mavx512f -mavx512bw; entered only where the active SIMD path is avx512.
 #include "pointwise_avx512.hpp"
 
 #include <immintrin.h>
 
 #include "mantissa/numerics/avx512_gcc12.hpp"  // after <immintrin.h>
 
+#include "bf16_lanes_avx512.hpp"
 #include "vector_exp_avx512.hpp"
 
 namespace mantissa::kernels::detail {
@@ -19,39 +20,115 @@ __m512 exp_minus_2u(__m512 v) {
   return exp16(_mm512_mul_ps(_mm512_set1_ps(-2.0f * kA), _mm512_add_ps(v, cube)));
 }
 
-__mmask16 first(std::int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
+// GELU of 16 lanes.
+[[gnu::always_inline]] inline __m512 gelu16(__m512 v) {
+  return _mm512_div_ps(v, _mm512_add_ps(_mm512_set1_ps(1.0f), exp_minus_2u(v)));
+}
+
+// GELU's derivative at v times dy, 16 lanes.
+[[gnu::always_inline]] inline __m512 gelu_slope16(__m512 v, __m512 dy) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 s = _mm512_div_ps(one, _mm512_add_ps(one, exp_minus_2u(v)));
+  // du = kA (1 + 3 kB min(v^2, cap)); dx = dy (s + v s (1 - s) 2 du)
+  const __m512 square =
+      _mm512_min_ps(_mm512_set1_ps(kGeluSquareCap), _mm512_mul_ps(v, v));  // NaN kept
+  const __m512 du = _mm512_mul_ps(
+      _mm512_set1_ps(kA), _mm512_add_ps(one, _mm512_mul_ps(_mm512_set1_ps(3.0f * kB), square)));
+  const __m512 slope =
+      _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(v, s), _mm512_sub_ps(one, s)),
+                                  _mm512_set1_ps(2.0f)),
+                    du);
+  return _mm512_mul_ps(dy, _mm512_add_ps(s, slope));
 }
 
 }  // namespace
 
 void gelu_forward_avx512(const float* x, float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = first(n - i);
-    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
-    const __m512 e = exp_minus_2u(v);
-    _mm512_mask_storeu_ps(y + i, m, _mm512_div_ps(v, _mm512_add_ps(_mm512_set1_ps(1.0f), e)));
+    const __mmask16 m = lanes16(n - i);
+    _mm512_mask_storeu_ps(y + i, m, gelu16(_mm512_maskz_loadu_ps(m, x + i)));
   }
 }
 
 void gelu_backward_avx512(const float* x, const float* dy, float* dx, std::int64_t n) {
-  const __m512 one = _mm512_set1_ps(1.0f);
   for (std::int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = first(n - i);
-    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
-    const __m512 s = _mm512_div_ps(one, _mm512_add_ps(one, exp_minus_2u(v)));
-    // du = kA (1 + 3 kB min(v^2, cap)); dx = dy (s + v s (1 - s) 2 du)
-    const __m512 square =
-        _mm512_min_ps(_mm512_set1_ps(kGeluSquareCap), _mm512_mul_ps(v, v));  // NaN kept
-    const __m512 du = _mm512_mul_ps(
-        _mm512_set1_ps(kA), _mm512_add_ps(one, _mm512_mul_ps(_mm512_set1_ps(3.0f * kB), square)));
-    const __m512 slope =
-        _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(v, s), _mm512_sub_ps(one, s)),
-                                    _mm512_set1_ps(2.0f)),
-                      du);
-    _mm512_mask_storeu_ps(dx + i, m,
-                          _mm512_mul_ps(_mm512_maskz_loadu_ps(m, dy + i), _mm512_add_ps(s, slope)));
+    const __mmask16 m = lanes16(n - i);
+    _mm512_mask_storeu_ps(
+        dx + i, m, gelu_slope16(_mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, dy + i)));
   }
+}
+
+namespace {
+
+// 16 lanes rounded to bfloat16 at out by integer arithmetic (every AVX-512 CPU).
+struct IntegerRounding {
+  static void store(std::uint16_t* out, __m512 v) { store_bf16_16(out, bf16_lanes(v)); }
+};
+
+// The same by AVX512-BF16's conversion instruction (VCVTNEPS2BF16: nearest even, NaN quieted
+// as bf16_lanes does, but a float32 subnormal flushed to zero), except for a vector holding a
+// subnormal, which takes the integer arithmetic.
+struct UnitRounding {
+  __attribute__((target("avx512bf16"))) static void store(std::uint16_t* out, __m512 v) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __mmask16 no_exponent = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7F800000));
+    if (_mm512_mask_test_epi32_mask(no_exponent, u, _mm512_set1_epi32(0x007FFFFF)) != 0) {
+      IntegerRounding::store(out, v);
+      return;
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
+                        reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
+  }
+};
+
+// out = fn(in...) over the bfloat16 arrays, 16 lanes at a time without masks but for the last
+// vector (masked loads and stores run slower on some cores, Zen 4 among them). Compiled for
+// AVX512-BF16 so that UnitRounding inlines; it runs only where the CPU has it.
+template <class Rounding, class Fn, class... In>
+__attribute__((target("avx512bf16"))) void map_rounded(std::uint16_t* out, std::int64_t n, Fn&& fn,
+                                                       const In*... in) {
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16) Rounding::store(out + i, fn(load_bf16_16_raw(in + i)...));
+  if (i < n) {
+    const __mmask16 m = lanes16(n - i);
+    store_bf16_lanes(out + i, m, bf16_lanes(fn(load_bf16_lanes(in + i, m)...)));
+  }
+}
+
+// map_rounded with UnitRounding, compiled for AVX512-BF16 (so that it inlines there); called
+// only where the CPU has it.
+template <class Fn, class... In>
+__attribute__((target("avx512bf16"))) void map_by_unit(std::uint16_t* out, std::int64_t n, Fn&& fn,
+                                                       const In*... in) {
+  map_rounded<UnitRounding>(out, n, fn, in...);
+}
+
+template <class Fn, class... In>
+void bf16_map(bool unit, std::uint16_t* out, std::int64_t n, Fn&& fn, const In*... in) {
+  if (unit) {
+    map_by_unit(out, n, fn, in...);
+  } else {
+    map_rounded<IntegerRounding>(out, n, fn, in...);
+  }
+}
+
+}  // namespace
+
+void gelu_forward_bf16_avx512(const std::uint16_t* x, std::uint16_t* y, std::int64_t n, bool unit) {
+  bf16_map(
+      unit, y, n, [](__m512 v) { return gelu16(v); }, x);
+}
+
+void gelu_backward_bf16_avx512(const std::uint16_t* x, const std::uint16_t* dy, std::uint16_t* dx,
+                               std::int64_t n, bool unit) {
+  bf16_map(
+      unit, dx, n, [](__m512 v, __m512 g) { return gelu_slope16(v, g); }, x, dy);
+}
+
+void add_bf16_avx512(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* y,
+                     std::int64_t n, bool unit) {
+  bf16_map(
+      unit, y, n, [](__m512 u, __m512 v) { return _mm512_add_ps(u, v); }, a, b);
 }
 
 }  // namespace mantissa::kernels::detail

@@ -1,6 +1,6 @@
 #pragma once
-// Internal: GELU (tanh form) 16 lanes at a time (pointwise_avx512.cpp, compiled with
-// -mavx512f), entered by pointwise.cpp only where the active SIMD path is avx512. The same
+// Internal: GELU (tanh form) 16 lanes at a time (pointwise_avx512.cpp, compiled with -mavx512f
+// -mavx512bw), entered by pointwise.cpp only where the active SIMD path is avx512. The same
 // formulas as the AVX2 path (sigmoid(2u) with u = sqrt(2/pi) (x + 0.044715 x^3), exp as
 // vector_exp.hpp computes it), its results within an ulp or two of theirs.
 #include <cstdint>
@@ -13,5 +13,14 @@ constexpr float kGeluSquareCap = 1e10f;
 
 void gelu_forward_avx512(const float* x, float* y, std::int64_t n);
 void gelu_backward_avx512(const float* x, const float* dy, float* dx, std::int64_t n);
+
+// The same on bfloat16 bits, in registers (bf16_lanes_avx512.hpp): the bits of decoding, the
+// float32 kernel above and encoding nearest-even. `unit`: round with AVX512-BF16's conversion
+// instruction (only where the CPU has it), else with integer arithmetic.
+void gelu_forward_bf16_avx512(const std::uint16_t* x, std::uint16_t* y, std::int64_t n, bool unit);
+void gelu_backward_bf16_avx512(const std::uint16_t* x, const std::uint16_t* dy, std::uint16_t* dx,
+                               std::int64_t n, bool unit);
+void add_bf16_avx512(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* y,
+                     std::int64_t n, bool unit);
 
 }  // namespace mantissa::kernels::detail

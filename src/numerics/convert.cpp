@@ -151,7 +151,8 @@ void encode_array(const float* src, std::size_t n, Format format, void* dst,
     } else if (bf16_wide && args.rounding != Rounding::stochastic &&
                args.overflow == Overflow::to_infinity) {
       detail::encode_bfloat16_avx512(src, chunk, reinterpret_cast<std::uint16_t*>(out),
-                                     args.rounding, options.stores == Stores::streaming);
+                                     args.rounding, options.stores == Stores::streaming,
+                                     cpu_features().avx512_bf16);
     } else {
       detail::encode_avx2(src, chunk, out, args);
     }

@@ -45,9 +45,14 @@ void decode_e8m0_avx2(const std::uint8_t* src, std::size_t n, float* dst);
 
 // SimdPath::avx512 (convert_avx512.cpp): bfloat16 16 lanes at a time, bit for bit as the avx2
 // kernels and the codec. Encode: nearest even or toward zero, overflow to infinity.
-// streaming: non-temporal stores from dst's first 64-byte boundary on.
+// streaming: non-temporal stores from dst's first 64-byte boundary on. unit: nearest even
+// rounds by AVX512-BF16's conversion instruction (only where the CPU has it; the same bits).
 void encode_bfloat16_avx512(const float* src, std::size_t n, std::uint16_t* dst, Rounding rounding,
-                            bool streaming);
+                            bool streaming, bool unit);
+// Nearest even by AVX512-BF16's conversion instruction (convert_avx512_bf16.cpp), the same
+// bits as the integer rounding: only where the CPU has AVX512-BF16.
+void encode_bfloat16_by_unit_avx512(const float* src, std::size_t n, std::uint16_t* dst,
+                                    bool streaming);
 // streaming: non-temporal stores from dst's first 64-byte boundary on.
 void decode_bfloat16_avx512(const std::uint16_t* src, std::size_t n, float* dst, bool streaming);
 // Nearest even, overflow to infinity, in place.

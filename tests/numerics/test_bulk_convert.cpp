@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "convert_kernels.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
@@ -121,6 +122,38 @@ TEST_P(BulkConvert, EncodeEveryPathMatchesScalarCodec) {
             for (std::size_t b = 0; b < first; ++b) ASSERT_EQ(got[b], 0xa5) << b;
           }
         }
+      }
+    }
+  }
+}
+
+// bfloat16's encode on AVX-512 rounds nearest even by integer arithmetic or, where the CPU
+// has AVX512-BF16, by its conversion instruction (which flushes subnormals: those vectors
+// take the integers). encode_array takes the instruction where it can, so each way is run
+// here directly against the codec.
+TEST(BulkConvertBfloat16, BothWaysOfRoundingOnAvx512AreTheCodec) {
+  if (!numerics::cpu_supports(SimdPath::avx512)) {
+    GTEST_SKIP() << "skip: no AVX-512F/BW here, the avx512 bfloat16 encode is not run";
+  }
+  const std::vector<float> in = mixed_inputs(100'003, 12);
+  const numerics::Layout& l = numerics::layout(numerics::Format::bfloat16);
+  std::vector<std::uint16_t> want(in.size()), got(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    want[i] = static_cast<std::uint16_t>(
+        numerics::encode(in[i], l, Rounding::nearest_even, Overflow::to_infinity, 0));
+  }
+  for (const bool unit : {false, true}) {
+    if (unit && !numerics::cpu_features().avx512_bf16) {
+      std::printf("skip: no AVX512-BF16 conversion instruction on this CPU\n");
+      continue;
+    }
+    for (const bool streaming : {false, true}) {
+      std::fill(got.begin(), got.end(), std::uint16_t{0xa5a5});
+      numerics::detail::encode_bfloat16_avx512(in.data(), in.size(), got.data(),
+                                               Rounding::nearest_even, streaming, unit);
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        ASSERT_EQ(got[i], want[i]) << (unit ? "instruction" : "integers") << " streaming "
+                                   << streaming << " element " << i << " input " << in[i];
       }
     }
   }

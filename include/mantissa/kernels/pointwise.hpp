@@ -10,6 +10,21 @@ void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n);
 void gelu_forward_ref(const float* x, float* y, std::int64_t n);
 void gelu_backward_ref(const float* x, const float* dy, float* dx, std::int64_t n);
 
+// On bfloat16 values (their bits), results rounded to bfloat16 (nearest even, NaN quieted):
+// the bits of decoding the inputs, the float32 kernel above and encoding, without the float32
+// copies (in registers where the active SIMD path is avx512; through a small float32 tile on
+// the others). The _ref twins compute exactly that way, element by element.
+void gelu_forward_bf16(const std::uint16_t* x, std::uint16_t* y, std::int64_t n);
+void gelu_backward_bf16(const std::uint16_t* x, const std::uint16_t* dy, std::uint16_t* dx,
+                        std::int64_t n);
+void gelu_forward_bf16_ref(const std::uint16_t* x, std::uint16_t* y, std::int64_t n);
+void gelu_backward_bf16_ref(const std::uint16_t* x, const std::uint16_t* dy, std::uint16_t* dx,
+                            std::int64_t n);
+
+// a + b in float32, rounded to bfloat16 (the residual add of a bfloat16 run).
+void add_bf16(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* y, std::int64_t n);
+void add_bf16_ref(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* y, std::int64_t n);
+
 // exp, 8 lanes at a time (degree-6 polynomial after range reduction, < 2 ulp): 0 below
 // -86.99 (where exp nears the smallest normal float), inf above 88.37, NaN kept.
 void exp_forward(const float* x, float* y, std::int64_t n);

@@ -1,0 +1,67 @@
+#pragma once
+// Internal, for the files compiled with -mavx512f -mavx512bw (after <immintrin.h>): 16
+// bfloat16 values in and out of float32 lanes with the library's codec's bits (numerics'
+// decode and nearest-even encode, NaN quieted both ways), so a kernel that reads and writes
+// bfloat16 in registers gives the bits of decoding, computing in float32 and encoding.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "mantissa/numerics/avx512_gcc12.hpp"  // after <immintrin.h>
+
+namespace mantissa::kernels::detail {
+
+// The first `left` of 16 lanes (none for left <= 0).
+inline __mmask16 lanes16(std::int64_t left) {
+  return left >= 16  ? static_cast<__mmask16>(0xFFFF)
+         : left <= 0 ? static_cast<__mmask16>(0)
+                     : static_cast<__mmask16>((1u << left) - 1u);
+}
+
+// bfloat16 bits of v in the low halves of the lanes: nearest even, NaN quieted with its
+// payload's top bits.
+inline __m512i bf16_lanes(__m512 v) {
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i top = _mm512_srli_epi32(u, 16);
+  const __m512i lsb = _mm512_and_si512(top, _mm512_set1_epi32(1));
+  const __m512i h =
+      _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), lsb)), 16);
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  return _mm512_mask_or_epi32(h, nan, top, _mm512_set1_epi32(0x40));
+}
+
+// The lanes m selects of bf16_lanes' result, as 16-bit words at out.
+inline void store_bf16_lanes(std::uint16_t* out, __mmask16 m, __m512i h) {
+  _mm512_mask_storeu_epi16(out, static_cast<__mmask32>(m),
+                           _mm512_castsi256_si512(_mm512_cvtepi32_epi16(h)));
+}
+
+// 16 bfloat16 values as float32 lanes, NaN quieted.
+inline __m512 bf16_to_f32_lanes(__m256i h) {
+  const __m512i u = _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)),
+                                                _mm512_set1_epi32(0x7F800000));
+  return _mm512_castsi512_ps(_mm512_mask_or_epi32(u, nan, u, _mm512_set1_epi32(0x00400000)));
+}
+
+// The bfloat16 values at in (the lanes m selects; 0 elsewhere) as float32, NaN quieted.
+inline __m512 load_bf16_lanes(const std::uint16_t* in, __mmask16 m) {
+  return bf16_to_f32_lanes(
+      _mm512_castsi512_si256(_mm512_maskz_loadu_epi16(static_cast<__mmask32>(m), in)));
+}
+
+// 16 bfloat16 values at in as float32 lanes (all 16 read: no mask, which some cores, AMD's
+// Zen 4 among them, execute more slowly). A NaN keeps its signalling bit: for a consumer
+// whose arithmetic quiets it anyway (every float32 operation does, keeping the payload), the
+// same results as bf16_to_f32_lanes in fewer instructions.
+inline __m512 load_bf16_16_raw(const std::uint16_t* in) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(
+      _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in))), 16));
+}
+
+// bf16_lanes' 16 results at out, all 16 written (no mask).
+inline void store_bf16_16(std::uint16_t* out, __m512i h) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(h));
+}
+
+}  // namespace mantissa::kernels::detail
