@@ -64,4 +64,16 @@ inline void store_bf16_16(std::uint16_t* out, __m512i h) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(h));
 }
 
+// bf16_lanes(v) packed into 16 words, by AVX512-BF16's conversion instruction (VCVTNEPS2BF16:
+// nearest even, NaN quieted the same way, but a float32 subnormal flushed to zero), a vector
+// holding a subnormal by bf16_lanes. Only where the CPU has AVX512-BF16.
+__attribute__((target("avx512bf16"))) inline __m256i bf16_words_by_unit(__m512 v) {
+  const __m512i u = _mm512_castps_si512(v);
+  const __mmask16 no_exponent = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7F800000));
+  if (_mm512_mask_test_epi32_mask(no_exponent, u, _mm512_set1_epi32(0x007FFFFF)) != 0) {
+    return _mm512_cvtepi32_epi16(bf16_lanes(v));
+  }
+  return reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v));
+}
+
 }  // namespace mantissa::kernels::detail

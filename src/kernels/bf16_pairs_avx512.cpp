@@ -1,5 +1,6 @@
 // Compiled with -mavx512f -mavx512bw -mavx512bf16; entered only after bf16_pairs_available().
 #include "bf16_pairs_avx512.hpp"
+#include "bf16_lanes_avx512.hpp"
 
 #include <immintrin.h>
 
@@ -68,11 +69,6 @@ __m512i widen(__mmask16 m, const std::uint16_t* x) {
   return _mm512_cvtepu16_epi32(_mm512_castsi512_si256(v));
 }
 
-// The top 16 bits of each lane, moved down.
-__m512i shift_down(__m512i x) {
-  return _mm512_srli_epi32(x, 16);
-}
-
 using TileFn = void (*)(std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                         const PairRows&, const PairCols&, float*, std::int64_t, bool);
 template <int R>
@@ -108,25 +104,17 @@ void bf16_pair_product_avx512(std::int64_t m, std::int64_t n, std::int64_t pairs
 
 void to_bf16_rows_avx512(const float* x, std::int64_t rows, std::int64_t n, std::int64_t ldx,
                          std::uint16_t* out, std::int64_t ldo) {
-  const __m512i low_ones = _mm512_set1_epi32(0x7FFF);
-  const __m512i one = _mm512_set1_epi32(1);
-  const __m512i quiet = _mm512_set1_epi32(0x0040);
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * ldx;
     std::uint16_t* o = out + r * ldo;
-    for (std::int64_t c = 0; c < n; c += 16) {
+    std::int64_t c = 0;
+    for (; c + 16 <= n; c += 16) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + c),
+                          bf16_words_by_unit(_mm512_loadu_ps(xr + c)));
+    }
+    if (c < n) {
       const __mmask16 m = column_mask(n - c);
-      const __m512 v = _mm512_maskz_loadu_ps(m, xr + c);
-      const __m512i bits = _mm512_castps_si512(v);
-      // Round to nearest even: add 0x7FFF plus the kept part's lowest bit, keep the top half.
-      const __m512i top = shift_down(bits);
-      const __m512i lsb = _mm512_and_si512(top, one);
-      __m512i h = shift_down(_mm512_add_epi32(bits, _mm512_add_epi32(low_ones, lsb)));
-      // NaN: the top half made quiet (never rounded into an infinity or across the sign).
-      const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-      h = _mm512_mask_or_epi32(h, nan, top, quiet);
-      _mm512_mask_storeu_epi16(o + c, static_cast<__mmask32>(m),
-                               _mm512_castsi256_si512(_mm512_cvtepi32_epi16(h)));
+      store_bf16_lanes(o + c, m, bf16_lanes(_mm512_maskz_loadu_ps(m, xr + c)));
     }
     if (n % 2 != 0) o[n] = 0;
   }

@@ -65,19 +65,10 @@ struct IntegerRounding {
   static void store(std::uint16_t* out, __m512 v) { store_bf16_16(out, bf16_lanes(v)); }
 };
 
-// The same by AVX512-BF16's conversion instruction (VCVTNEPS2BF16: nearest even, NaN quieted
-// as bf16_lanes does, but a float32 subnormal flushed to zero), except for a vector holding a
-// subnormal, which takes the integer arithmetic.
+// The same by AVX512-BF16's conversion instruction (bf16_words_by_unit).
 struct UnitRounding {
   __attribute__((target("avx512bf16"))) static void store(std::uint16_t* out, __m512 v) {
-    const __m512i u = _mm512_castps_si512(v);
-    const __mmask16 no_exponent = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7F800000));
-    if (_mm512_mask_test_epi32_mask(no_exponent, u, _mm512_set1_epi32(0x007FFFFF)) != 0) {
-      IntegerRounding::store(out, v);
-      return;
-    }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
-                        reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), bf16_words_by_unit(v));
   }
 };
 
