@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "mantissa/kernels/parallel.hpp"
+#include "mantissa/kernels/pointwise.hpp"
 #include "mantissa/kernels/scratch.hpp"
 
 namespace mantissa::autograd::detail {
@@ -65,6 +66,14 @@ Tensor sum_as_float32(const Tensor& a, const Tensor& b) {
   if (a.numel() != b.numel()) {
     throw Error("backward: gradients of " + std::to_string(a.numel()) + " and " +
                 std::to_string(b.numel()) + " elements cannot be summed");
+  }
+  if (a.format() == Format::bfloat16 && b.format() == Format::bfloat16 && a.is_contiguous() &&
+      b.is_contiguous()) {
+    Tensor out = Tensor::empty(a.shape(), Format::float32);
+    kernels::sum_bf16_to_float32(static_cast<const std::uint16_t*>(a.raw_data()),
+                                 static_cast<const std::uint16_t*>(b.raw_data()), out.f32(),
+                                 a.numel());
+    return out;
   }
   const Decoded ad(a, 0), bd(b, 1);
   return produce(a.shape(), Format::float32, 1, [&](std::int64_t r0, std::int64_t r1, float* out) {

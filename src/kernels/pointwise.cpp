@@ -179,6 +179,33 @@ void add_bf16(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* y, 
   by_float_tiles(a, b, y, n, add_floats);
 }
 
+void sum_bf16_to_float32(const std::uint16_t* a, const std::uint16_t* b, float* y, std::int64_t n) {
+  if (avx512()) {
+    parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
+      detail::sum_bf16_to_float32_avx512(a + begin, b + begin, y + begin, end - begin);
+    });
+    return;
+  }
+  parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
+    float tb[kBf16Tile];
+    for (std::int64_t t0 = begin; t0 < end; t0 += kBf16Tile) {
+      const std::int64_t len = std::min(kBf16Tile, end - t0);
+      decode_bf16(a + t0, y + t0, len);
+      decode_bf16(b + t0, tb, len);
+      for (std::int64_t i = 0; i < len; ++i) y[t0 + i] += tb[i];
+    }
+  });
+}
+
+void sum_bf16_to_float32_ref(const std::uint16_t* a, const std::uint16_t* b, float* y,
+                             std::int64_t n) {
+  const auto count = static_cast<std::size_t>(n);
+  std::vector<float> fb(count);
+  numerics::decode_array_ref(a, count, numerics::Format::bfloat16, y);
+  numerics::decode_array_ref(b, count, numerics::Format::bfloat16, fb.data());
+  add_floats(y, fb.data(), y, n);
+}
+
 void gelu_forward_bf16_ref(const std::uint16_t* x, std::uint16_t* y, std::int64_t n) {
   whole_arrays_ref(x, nullptr, y, n,
                    [](const float* a, const float*, float* out, std::int64_t len) {

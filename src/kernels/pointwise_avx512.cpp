@@ -122,4 +122,17 @@ void add_bf16_avx512(const std::uint16_t* a, const std::uint16_t* b, std::uint16
       unit, y, n, [](__m512 u, __m512 v) { return _mm512_add_ps(u, v); }, a, b);
 }
 
+void sum_bf16_to_float32_avx512(const std::uint16_t* a, const std::uint16_t* b, float* y,
+                                std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm512_storeu_ps(y + i, _mm512_add_ps(load_bf16_16_raw(a + i), load_bf16_16_raw(b + i)));
+  }
+  if (i < n) {
+    const __mmask16 m = lanes16(n - i);
+    _mm512_mask_storeu_ps(y + i, m,
+                          _mm512_add_ps(load_bf16_lanes(a + i, m), load_bf16_lanes(b + i, m)));
+  }
+}
+
 }  // namespace mantissa::kernels::detail

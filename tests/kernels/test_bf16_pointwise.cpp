@@ -4,6 +4,7 @@
 // double, to within one bfloat16 rounding.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -115,6 +116,27 @@ TEST(Bf16Pointwise, AddIsTheFloatSumRoundedForEveryInput) {
     numerics::encode_array_ref(&exact, 1, numerics::Format::bfloat16, &want);
     ASSERT_EQ(y[i], want) << "add: element " << i;
   }
+}
+
+TEST(Bf16Pointwise, SumToFloat32IsTheDecodedSumForEveryInput) {
+  const Bits a = every_pattern();
+  const Bits b = moderate_patterns(a.size(), 6);
+  const auto n = static_cast<std::int64_t>(a.size());
+  testing::on_each_simd_path(
+      {numerics::SimdPath::avx2, numerics::SimdPath::avx512}, [&](const std::string& path) {
+        SCOPED_TRACE(path);
+        std::vector<float> y(a.size(), -7.0f), want(a.size());
+        for (const bool swap : {false, true}) {
+          const Bits& x = swap ? b : a;
+          const Bits& z = swap ? a : b;
+          sum_bf16_to_float32(x.data(), z.data(), y.data(), n);
+          sum_bf16_to_float32_ref(x.data(), z.data(), want.data(), n);
+          for (std::size_t i = 0; i < a.size(); ++i) {
+            ASSERT_EQ(std::bit_cast<std::uint32_t>(y[i]), std::bit_cast<std::uint32_t>(want[i]))
+                << "element " << i << (swap ? " (operands swapped)" : "");
+          }
+        }
+      });
 }
 
 // a + 0 is a for every bfloat16 a, but -0 + 0 = +0 and a NaN comes back quiet: an exact
