@@ -308,7 +308,18 @@ void for_each_object(std::string_view text, const std::string& source, Each each
                   " bytes, longer than any record (at most " + std::to_string(kMaxLineBytes) +
                   "; a damaged file?)");
     }
-    const json j = support::parse_untrusted_json(line, where, /*allow_invalid=*/true);
+    std::string reason;
+    const json j = support::parse_untrusted_json(line, where, /*allow_invalid=*/true,
+                                                 support::kMaxJsonDepth, &reason);
+    // The parser's "number overflow parsing '<number>'" names the number: a record written
+    // by hand or by another program, not a torn one.
+    const std::size_t overflow = reason.find("number overflow");
+    if (j.is_discarded() && overflow != std::string::npos) {
+      const std::string said = reason.substr(overflow);
+      throw Error(where + ": a number past a double's range (" +
+                  escape_controls(std::string_view(said).substr(0, 80)) +
+                  (said.size() > 80 ? "...)" : ")"));
+    }
     if (j.is_discarded() || !j.is_object()) {
       throw Error(where + ": not one JSON object (a torn or truncated line?)");
     }

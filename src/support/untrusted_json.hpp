@@ -24,10 +24,12 @@ inline std::string describe_key(const std::string& key) {
 
 // The parsed value of `text`; `what` starts every message ("<file>: header"). Text nested
 // past `max_depth` or not JSON is a mantissa::Error; `allow_invalid` returns a discarded
-// value for invalid JSON instead (the depth bound still throws).
+// value for invalid JSON instead (the depth bound still throws), and puts the parser's
+// reason in `*invalid_reason` when given.
 inline nlohmann::json parse_untrusted_json(std::string_view text, const std::string& what,
                                            bool allow_invalid = false,
-                                           int max_depth = kMaxJsonDepth) {
+                                           int max_depth = kMaxJsonDepth,
+                                           std::string* invalid_reason = nullptr) {
   using json = nlohmann::json;
   // The keys seen in each object being read, innermost last: a key given twice in one object
   // is refused (the parser would keep the last; which value is meant?).
@@ -50,7 +52,10 @@ inline nlohmann::json parse_untrusted_json(std::string_view text, const std::str
   try {
     return json::parse(text, bound, /*allow_exceptions=*/true);
   } catch (const json::exception& e) {
-    if (allow_invalid) return json(json::value_t::discarded);
+    if (allow_invalid) {
+      if (invalid_reason != nullptr) *invalid_reason = e.what();
+      return json(json::value_t::discarded);
+    }
     throw Error(what + " is not valid JSON (" + e.what() + ")");
   }
 }

@@ -229,6 +229,17 @@ TEST(MetricsReader, BrokenFilesAreNamedByFileAndLine) {
           head +
           R"({"step":2,"loss":5.0,"loss_scale":8.0,"skipped_steps":0,"grad_norm":1.0,"tokens_per_s":9.0})"),
       "runs/x/metrics.jsonl:2: the step record has no 'lr' field");
+  // A number past a double's range is named (it is no torn line).
+  EXPECT_EQ(expect_error(head + good + R"({"step":4,"loss":1e400,"lr":0.1})"),
+            "runs/x/metrics.jsonl:3: a number past a double's range (number overflow parsing "
+            "'1e400')");
+  const std::string digits(100000, '9');
+  const std::string long_number = expect_error(head + "{\"step\":" + digits + "e999}");
+  EXPECT_NE(long_number.find("metrics.jsonl:2: a number past a double's range (number overflow "
+                             "parsing '999999"),
+            std::string::npos)
+      << long_number;
+  EXPECT_LT(long_number.size(), 200u) << "the number is cut";
   EXPECT_EQ(expect_error(head + good + R"({"eval_step":"two","loss":1.0,"steps":1})"),
             "runs/x/metrics.jsonl:3: 'eval_step' is a string, expected an integer from 0 to "
             "2^63 - 1");
