@@ -67,12 +67,14 @@ Tensor sum_as_float32(const Tensor& a, const Tensor& b) {
     throw Error("backward: gradients of " + std::to_string(a.numel()) + " and " +
                 std::to_string(b.numel()) + " elements cannot be summed");
   }
-  if (a.format() == Format::bfloat16 && b.format() == Format::bfloat16 && a.is_contiguous() &&
-      b.is_contiguous()) {
+  // Contiguous bfloat16 or float32 operands: widened and added in registers.
+  const auto direct = [](const Tensor& t) {
+    return t.is_contiguous() && (t.format() == Format::bfloat16 || t.format() == Format::float32);
+  };
+  if (direct(a) && direct(b)) {
     Tensor out = Tensor::empty(a.shape(), Format::float32);
-    kernels::sum_bf16_to_float32(static_cast<const std::uint16_t*>(a.raw_data()),
-                                 static_cast<const std::uint16_t*>(b.raw_data()), out.f32(),
-                                 a.numel());
+    kernels::sum_to_float32({a.raw_data(), a.format() == Format::bfloat16},
+                            {b.raw_data(), b.format() == Format::bfloat16}, out.f32(), a.numel());
     return out;
   }
   const Decoded ad(a, 0), bd(b, 1);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "mantissa/kernels/parallel.hpp"
@@ -179,10 +180,30 @@ void add_bf16(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* y, 
   by_float_tiles(a, b, y, n, add_floats);
 }
 
-void sum_bf16_to_float32(const std::uint16_t* a, const std::uint16_t* b, float* y, std::int64_t n) {
+namespace {
+// n values of x from element `at` as float32 into out (decoded when bfloat16).
+void widen(Bf16OrFloat32 x, std::int64_t at, std::int64_t n, float* out) {
+  if (x.bf16) {
+    decode_bf16(static_cast<const std::uint16_t*>(x.data) + at, out, n);
+  } else {
+    std::copy_n(static_cast<const float*>(x.data) + at, n, out);
+  }
+}
+}  // namespace
+
+void sum_to_float32(Bf16OrFloat32 a, Bf16OrFloat32 b, float* y, std::int64_t n) {
   if (avx512()) {
+    using Kernel = void (*)(const void*, const void*, float*, std::int64_t);
+    const Kernel kernel = a.bf16 ? (b.bf16 ? detail::sum_to_float32_avx512<true, true>
+                                           : detail::sum_to_float32_avx512<true, false>)
+                                 : (b.bf16 ? detail::sum_to_float32_avx512<false, true>
+                                           : detail::sum_to_float32_avx512<false, false>);
     parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
-      detail::sum_bf16_to_float32_avx512(a + begin, b + begin, y + begin, end - begin);
+      const auto at = [&](Bf16OrFloat32 x) -> const void* {
+        return x.bf16 ? static_cast<const void*>(static_cast<const std::uint16_t*>(x.data) + begin)
+                      : static_cast<const void*>(static_cast<const float*>(x.data) + begin);
+      };
+      kernel(at(a), at(b), y + begin, end - begin);
     });
     return;
   }
@@ -190,20 +211,24 @@ void sum_bf16_to_float32(const std::uint16_t* a, const std::uint16_t* b, float* 
     float tb[kBf16Tile];
     for (std::int64_t t0 = begin; t0 < end; t0 += kBf16Tile) {
       const std::int64_t len = std::min(kBf16Tile, end - t0);
-      decode_bf16(a + t0, y + t0, len);
-      decode_bf16(b + t0, tb, len);
+      widen(a, t0, len, y + t0);
+      widen(b, t0, len, tb);
       for (std::int64_t i = 0; i < len; ++i) y[t0 + i] += tb[i];
     }
   });
 }
 
-void sum_bf16_to_float32_ref(const std::uint16_t* a, const std::uint16_t* b, float* y,
-                             std::int64_t n) {
+void sum_to_float32_ref(Bf16OrFloat32 a, Bf16OrFloat32 b, float* y, std::int64_t n) {
   const auto count = static_cast<std::size_t>(n);
-  std::vector<float> fb(count);
-  numerics::decode_array_ref(a, count, numerics::Format::bfloat16, y);
-  numerics::decode_array_ref(b, count, numerics::Format::bfloat16, fb.data());
-  add_floats(y, fb.data(), y, n);
+  std::vector<float> fa(count), fb(count);
+  for (auto [x, out] : {std::pair{a, fa.data()}, std::pair{b, fb.data()}}) {
+    if (x.bf16) {
+      numerics::decode_array_ref(x.data, count, numerics::Format::bfloat16, out);
+    } else {
+      std::copy_n(static_cast<const float*>(x.data), count, out);
+    }
+  }
+  add_floats(fa.data(), fb.data(), y, n);
 }
 
 void gelu_forward_bf16_ref(const std::uint16_t* x, std::uint16_t* y, std::int64_t n) {

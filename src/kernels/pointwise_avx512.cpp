@@ -122,17 +122,40 @@ void add_bf16_avx512(const std::uint16_t* a, const std::uint16_t* b, std::uint16
       unit, y, n, [](__m512 u, __m512 v) { return _mm512_add_ps(u, v); }, a, b);
 }
 
-void sum_bf16_to_float32_avx512(const std::uint16_t* a, const std::uint16_t* b, float* y,
-                                std::int64_t n) {
+namespace {
+
+// 16 float32 lanes from element i of x (bfloat16 bits when Bf16, else float32), masked by m
+// when Masked.
+template <bool Bf16, bool Masked>
+__m512 lanes_at(const void* x, std::int64_t i, __mmask16 m) {
+  if constexpr (Bf16) {
+    const auto* p = static_cast<const std::uint16_t*>(x) + i;
+    return Masked ? load_bf16_lanes(p, m) : load_bf16_16_raw(p);
+  } else {
+    const auto* p = static_cast<const float*>(x) + i;
+    return Masked ? _mm512_maskz_loadu_ps(m, p) : _mm512_loadu_ps(p);
+  }
+}
+
+}  // namespace
+
+template <bool A16, bool B16>
+void sum_to_float32_avx512(const void* a, const void* b, float* y, std::int64_t n) {
   std::int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    _mm512_storeu_ps(y + i, _mm512_add_ps(load_bf16_16_raw(a + i), load_bf16_16_raw(b + i)));
+    _mm512_storeu_ps(y + i,
+                     _mm512_add_ps(lanes_at<A16, false>(a, i, 0), lanes_at<B16, false>(b, i, 0)));
   }
   if (i < n) {
     const __mmask16 m = lanes16(n - i);
-    _mm512_mask_storeu_ps(y + i, m,
-                          _mm512_add_ps(load_bf16_lanes(a + i, m), load_bf16_lanes(b + i, m)));
+    _mm512_mask_storeu_ps(
+        y + i, m, _mm512_add_ps(lanes_at<A16, true>(a, i, m), lanes_at<B16, true>(b, i, m)));
   }
 }
+
+template void sum_to_float32_avx512<true, true>(const void*, const void*, float*, std::int64_t);
+template void sum_to_float32_avx512<true, false>(const void*, const void*, float*, std::int64_t);
+template void sum_to_float32_avx512<false, true>(const void*, const void*, float*, std::int64_t);
+template void sum_to_float32_avx512<false, false>(const void*, const void*, float*, std::int64_t);
 
 }  // namespace mantissa::kernels::detail

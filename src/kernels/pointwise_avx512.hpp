@@ -22,7 +22,8 @@ void gelu_backward_bf16_avx512(const std::uint16_t* x, const std::uint16_t* dy, 
                                std::int64_t n, bool unit);
 void add_bf16_avx512(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* y,
                      std::int64_t n, bool unit);
-void sum_bf16_to_float32_avx512(const std::uint16_t* a, const std::uint16_t* b, float* y,
-                                std::int64_t n);
+// a + b to float32, each operand bfloat16 bits (A16, B16) or float32.
+template <bool A16, bool B16>
+void sum_to_float32_avx512(const void* a, const void* b, float* y, std::int64_t n);
 
 }  // namespace mantissa::kernels::detail

@@ -122,18 +122,35 @@ TEST(Bf16Pointwise, SumToFloat32IsTheDecodedSumForEveryInput) {
   const Bits a = every_pattern();
   const Bits b = moderate_patterns(a.size(), 6);
   const auto n = static_cast<std::int64_t>(a.size());
+  // float32 operands: the moderate values widened, and every bfloat16 pattern widened (NaNs
+  // with their signalling bit, as a float32 gradient could hold them).
+  std::vector<float> af(a.size()), bf(b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    af[i] = std::bit_cast<float>(static_cast<std::uint32_t>(a[i]) << 16);
+    bf[i] = std::bit_cast<float>(static_cast<std::uint32_t>(b[i]) << 16) * 3.0f;
+  }
   testing::on_each_simd_path(
       {numerics::SimdPath::avx2, numerics::SimdPath::avx512}, [&](const std::string& path) {
         SCOPED_TRACE(path);
         std::vector<float> y(a.size(), -7.0f), want(a.size());
-        for (const bool swap : {false, true}) {
-          const Bits& x = swap ? b : a;
-          const Bits& z = swap ? a : b;
-          sum_bf16_to_float32(x.data(), z.data(), y.data(), n);
-          sum_bf16_to_float32_ref(x.data(), z.data(), want.data(), n);
+        for (const int mix : {0, 1, 2, 3, 4, 5}) {  // bf16 + bf16 both ways, then mixed
+          const Bf16OrFloat32 x = mix == 0   ? Bf16OrFloat32{a.data(), true}
+                                  : mix == 1 ? Bf16OrFloat32{b.data(), true}
+                                  : mix == 2 ? Bf16OrFloat32{a.data(), true}
+                                  : mix == 3 ? Bf16OrFloat32{bf.data(), false}
+                                  : mix == 4 ? Bf16OrFloat32{af.data(), false}
+                                             : Bf16OrFloat32{b.data(), true};
+          const Bf16OrFloat32 z = mix == 0   ? Bf16OrFloat32{b.data(), true}
+                                  : mix == 1 ? Bf16OrFloat32{a.data(), true}
+                                  : mix == 2 ? Bf16OrFloat32{bf.data(), false}
+                                  : mix == 3 ? Bf16OrFloat32{a.data(), true}
+                                  : mix == 4 ? Bf16OrFloat32{b.data(), true}
+                                             : Bf16OrFloat32{af.data(), false};
+          sum_to_float32(x, z, y.data(), n);
+          sum_to_float32_ref(x, z, want.data(), n);
           for (std::size_t i = 0; i < a.size(); ++i) {
             ASSERT_EQ(std::bit_cast<std::uint32_t>(y[i]), std::bit_cast<std::uint32_t>(want[i]))
-                << "element " << i << (swap ? " (operands swapped)" : "");
+                << "element " << i << ", operand mix " << mix;
           }
         }
       });

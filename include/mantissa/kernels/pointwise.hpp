@@ -21,10 +21,14 @@ void gelu_forward_bf16_ref(const std::uint16_t* x, std::uint16_t* y, std::int64_
 void gelu_backward_bf16_ref(const std::uint16_t* x, const std::uint16_t* dy, std::uint16_t* dx,
                             std::int64_t n);
 
-// a + b in float32, not rounded (two gradients of one tensor summed in a backward).
-void sum_bf16_to_float32(const std::uint16_t* a, const std::uint16_t* b, float* y, std::int64_t n);
-void sum_bf16_to_float32_ref(const std::uint16_t* a, const std::uint16_t* b, float* y,
-                             std::int64_t n);
+// a + b in float32, not rounded (two gradients of one tensor summed in a backward), each
+// operand bfloat16 bits or float32 values: the bits of decoding the bfloat16 ones and adding.
+struct Bf16OrFloat32 {
+  const void* data;
+  bool bf16;  // else float32
+};
+void sum_to_float32(Bf16OrFloat32 a, Bf16OrFloat32 b, float* y, std::int64_t n);
+void sum_to_float32_ref(Bf16OrFloat32 a, Bf16OrFloat32 b, float* y, std::int64_t n);
 
 // a + b in float32, rounded to bfloat16 (the residual add of a bfloat16 run).
 void add_bf16(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* y, std::int64_t n);
