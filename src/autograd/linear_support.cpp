@@ -1,5 +1,6 @@
 #include "linear_support.hpp"
 
+#include "mantissa/kernels/pointwise.hpp"
 #include "mantissa/kernels/scratch.hpp"
 
 namespace mantissa::autograd::detail {
@@ -52,10 +53,16 @@ Tensor bias_gradient(const Tensor& g, std::int64_t rows, std::int64_t out) {
   Tensor db = Tensor::zeros(Shape{out});
   float* d = db.f32();
   const Decoded gd(g, 0);
+  const bool bf16 = gd.tensor().format() == Format::bfloat16;
+  const auto* bits = static_cast<const std::uint16_t*>(gd.tensor().raw_data());
   // Column sums in row order; each thread owns a range of columns.
   kernels::parallel_chunks(
       out,
       [&](std::int64_t c0, std::int64_t c1) {
+        if (bf16) {  // widened in registers: the same sums
+          kernels::add_bf16_rows(bits + c0, rows, out, c1 - c0, d + c0);
+          return;
+        }
         for (std::int64_t r = 0; r < rows; ++r) {
           const float* gr = gd.range(r * out + c0, c1 - c0);
           for (std::int64_t c = c0; c < c1; ++c) d[c] += gr[c - c0];

@@ -231,6 +231,33 @@ void sum_to_float32_ref(Bf16OrFloat32 a, Bf16OrFloat32 b, float* y, std::int64_t
   add_floats(fa.data(), fb.data(), y, n);
 }
 
+void add_bf16_rows(const std::uint16_t* g, std::int64_t rows, std::int64_t ld, std::int64_t n,
+                   float* sums) {
+  if (avx512()) {
+    detail::add_bf16_rows_avx512(g, rows, ld, n, sums);
+    return;
+  }
+  float row[kBf16Tile];
+  for (std::int64_t j0 = 0; j0 < n; j0 += kBf16Tile) {
+    const std::int64_t len = std::min(kBf16Tile, n - j0);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      decode_bf16(g + r * ld + j0, row, len);
+      for (std::int64_t j = 0; j < len; ++j) sums[j0 + j] += row[j];
+    }
+  }
+}
+
+void add_bf16_rows_ref(const std::uint16_t* g, std::int64_t rows, std::int64_t ld, std::int64_t n,
+                       float* sums) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      float v = 0.0f;
+      numerics::decode_array_ref(g + r * ld + j, 1, numerics::Format::bfloat16, &v);
+      sums[j] += v;
+    }
+  }
+}
+
 void gelu_forward_bf16_ref(const std::uint16_t* x, std::uint16_t* y, std::int64_t n) {
   whole_arrays_ref(x, nullptr, y, n,
                    [](const float* a, const float*, float* out, std::int64_t len) {

@@ -158,4 +158,22 @@ template void sum_to_float32_avx512<true, false>(const void*, const void*, float
 template void sum_to_float32_avx512<false, true>(const void*, const void*, float*, std::int64_t);
 template void sum_to_float32_avx512<false, false>(const void*, const void*, float*, std::int64_t);
 
+void add_bf16_rows_avx512(const std::uint16_t* g, std::int64_t rows, std::int64_t ld,
+                          std::int64_t n, float* sums) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::uint16_t* row = g + r * ld;
+    std::int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+      _mm512_storeu_ps(sums + j,
+                       _mm512_add_ps(_mm512_loadu_ps(sums + j), load_bf16_16_raw(row + j)));
+    }
+    if (j < n) {
+      const __mmask16 m = lanes16(n - j);
+      _mm512_mask_storeu_ps(
+          sums + j, m,
+          _mm512_add_ps(_mm512_maskz_loadu_ps(m, sums + j), load_bf16_lanes(row + j, m)));
+    }
+  }
+}
+
 }  // namespace mantissa::kernels::detail

@@ -22,6 +22,9 @@ void gelu_backward_bf16_avx512(const std::uint16_t* x, const std::uint16_t* dy, 
                                std::int64_t n, bool unit);
 void add_bf16_avx512(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* y,
                      std::int64_t n, bool unit);
+void add_bf16_rows_avx512(const std::uint16_t* g, std::int64_t rows, std::int64_t ld,
+                          std::int64_t n, float* sums);
+
 // a + b to float32, each operand bfloat16 bits (A16, B16) or float32.
 template <bool A16, bool B16>
 void sum_to_float32_avx512(const void* a, const void* b, float* y, std::int64_t n);

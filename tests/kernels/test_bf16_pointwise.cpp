@@ -156,6 +156,33 @@ TEST(Bf16Pointwise, SumToFloat32IsTheDecodedSumForEveryInput) {
       });
 }
 
+// A bias gradient's column sums from bfloat16 rows (every pattern among them, a width with a
+// vector tail, a row stride past the width) against the codec's decodes added in row order,
+// bit for bit, into sums that start nonzero.
+TEST(Bf16Pointwise, RowSumsAreTheDecodedRowsAddedInOrder) {
+  const std::int64_t n = 389, ld = 401, rows = (65536 + 37) / ld + 1;
+  Bits g = every_pattern();
+  g.resize(static_cast<std::size_t>(rows * ld), 0x3F80);
+  testing::on_each_simd_path(
+      {numerics::SimdPath::avx2, numerics::SimdPath::avx512}, [&](const std::string& path) {
+        SCOPED_TRACE(path);
+        std::vector<float> got(static_cast<std::size_t>(n)), want(got.size());
+        for (std::size_t j = 0; j < got.size(); ++j) got[j] = want[j] = 0.25f * j;
+        add_bf16_rows(g.data(), rows, ld, n, got.data());
+        add_bf16_rows_ref(g.data(), rows, ld, n, want.data());
+        for (std::size_t j = 0; j < got.size(); ++j) {
+          // A sum that met two NaNs keeps either's payload (C++ leaves which to the compiler):
+          // NaN for NaN, the bits otherwise.
+          if (std::isnan(want[j])) {
+            ASSERT_TRUE(std::isnan(got[j])) << "column " << j;
+            continue;
+          }
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(got[j]), std::bit_cast<std::uint32_t>(want[j]))
+              << "column " << j;
+        }
+      });
+}
+
 // a + 0 is a for every bfloat16 a, but -0 + 0 = +0 and a NaN comes back quiet: an exact
 // reference that does not go through the float32 kernel, and whose subnormal results take
 // the conversion unit's fallback (the unit flushes them to zero).

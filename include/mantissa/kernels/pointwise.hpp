@@ -30,6 +30,13 @@ struct Bf16OrFloat32 {
 void sum_to_float32(Bf16OrFloat32 a, Bf16OrFloat32 b, float* y, std::int64_t n);
 void sum_to_float32_ref(Bf16OrFloat32 a, Bf16OrFloat32 b, float* y, std::int64_t n);
 
+// sums[j] += row r's element j, for each of `rows` bfloat16 rows (ld elements apart) in
+// order, j < n: a linear layer's bias gradient from its bfloat16 output gradient.
+void add_bf16_rows(const std::uint16_t* g, std::int64_t rows, std::int64_t ld, std::int64_t n,
+                   float* sums);
+void add_bf16_rows_ref(const std::uint16_t* g, std::int64_t rows, std::int64_t ld, std::int64_t n,
+                       float* sums);
+
 // a + b in float32, rounded to bfloat16 (the residual add of a bfloat16 run).
 void add_bf16(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* y, std::int64_t n);
 void add_bf16_ref(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* y, std::int64_t n);
