@@ -1,9 +1,9 @@
-// Pointwise autograd ops as a GPT-ref training step calls them, on all threads, with their
-// inputs and results in the stored format (float32, or bfloat16 under a bfloat16 autocast):
-// GELU forward and backward on a feed-forward layer's 2048 x 1536, the residual add on
-// 2048 x 384, and the layer's first linear layer. Against bench_rows' kernel rows, the difference
-// is what the op adds around the kernel (decoding, rounding, allocation). Compare real time within
-// one run.
+// Autograd ops as a GPT-ref training step calls them, on all threads, with their inputs and
+// results in the stored format (float32, or bfloat16 under a bfloat16 autocast): GELU forward
+// and backward on a feed-forward layer's 2048 x 1536, the residual add on 2048 x 384, and the
+// layer's first linear layer. Against bench_rows' and bench_gemm's rows, the difference is
+// what the op adds around the kernel (decoding, rounding, allocation). Compare real time
+// within one run.
 //   build/bench/bench_ops --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
