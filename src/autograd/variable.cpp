@@ -6,6 +6,7 @@
 #include "mantissa/autograd/nonfinite_watch.hpp"
 #include "mantissa/error.hpp"
 #include "mantissa/kernels/grad_reductions.hpp"
+#include "mantissa/numerics/convert.hpp"
 #include "op_support.hpp"
 #include "rounding_probe.hpp"
 
@@ -299,6 +300,28 @@ void backward(const Variable& root, float seed, const LeafReadyHook& on_leaf_rea
       }
     }
   }
+}
+
+bool Variable::holds_current_copy() const {
+  const VariableImpl& v = impl();
+  return v.half_copy.defined() && v.half_version == v.version && v.value.is_contiguous() &&
+         v.half_copy.is_contiguous() && v.half_copy.numel() == v.value.numel() &&
+         v.value.format() == Format::float32;
+}
+
+void Variable::refresh_copy_range(std::int64_t b, std::int64_t e) {
+  VariableImpl& v = impl();
+  // The conversion value_rounded_to's copy was made by (detail::to_format).
+  numerics::convert_array(
+      v.value.f32() + b, Format::float32, static_cast<std::size_t>(e - b),
+      static_cast<char*>(v.half_copy.raw_data()) + b * v.half_copy.element_bytes(), v.half_format);
+}
+
+void Variable::bump_version(bool copy_refreshed) {
+  VariableImpl& v = impl();
+  const bool kept = copy_refreshed && v.half_copy.defined() && v.half_version == v.version;
+  ++v.version;
+  if (kept) v.half_version = v.version;
 }
 
 std::int64_t Variable::cached_copy_bytes() const {

@@ -376,8 +376,9 @@ bool Optimizer::step(NonFiniteUpdate on_nonfinite) {
       if (plain && elementwise(g) && p.value().is_contiguous() && p.grad().is_contiguous()) {
         if (guarded) snapshot_->reserve(p, state_);
         std::vector<Tensor>& s = state_for(p, g);
+        const bool copy = p.holds_current_copy();
         const bool finite = update_in_ranges(p, s, g, lr, wd, step_ + 1, guarded);
-        p.bump_version();
+        p.bump_version(/*copy_refreshed=*/copy);
         if (!finite) {
           refused_ = nonfinite_tensor(g, j);
           snapshot_->restore(state_, kahan_);
@@ -424,11 +425,15 @@ bool Optimizer::update_in_ranges(Variable& p, std::vector<Tensor>& s, std::size_
   const std::int64_t n = p.value().numel();
   const std::int64_t ranges = (n + kRange - 1) / kRange;
   int finite = 1;
+  // A weight's H copy (a bfloat16 run's) rounded range by range while the new values are in
+  // cache, instead of again from memory by the next forward.
+  const bool copy = p.holds_current_copy();
 #pragma omp parallel for schedule(static) reduction(& : finite) if (ranges > 1)
   for (std::int64_t r = 0; r < ranges; ++r) {
     const std::int64_t b = r * kRange, e = std::min(n, b + kRange);
     if (guarded) snapshot_->copy_ranges(s, b, e);
     update_range(p, s, g, lr, wd, step_number, b, e);
+    if (copy) p.refresh_copy_range(b, e);
     if (!guarded) continue;
     bool ok = finite_range(p.value().f32(), b, e);
     for (const Tensor& t : s) ok = ok && finite_range(t.f32(), b, e);
