@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "mantissa/numerics/avx512_gcc12.hpp"  // after <immintrin.h>
+#include "mantissa/numerics/bf16_avx512.hpp"
 
 namespace mantissa::kernels::detail {
 
@@ -21,13 +22,7 @@ inline __mmask16 lanes16(std::int64_t left) {
 // bfloat16 bits of v in the low halves of the lanes: nearest even, NaN quieted with its
 // payload's top bits.
 inline __m512i bf16_lanes(__m512 v) {
-  const __m512i u = _mm512_castps_si512(v);
-  const __m512i top = _mm512_srli_epi32(u, 16);
-  const __m512i lsb = _mm512_and_si512(top, _mm512_set1_epi32(1));
-  const __m512i h =
-      _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), lsb)), 16);
-  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-  return _mm512_mask_or_epi32(h, nan, top, _mm512_set1_epi32(0x40));
+  return numerics::avx512::bf16_halves(_mm512_castps_si512(v), true);
 }
 
 // The lanes m selects of bf16_lanes' result, as 16-bit words at out.
@@ -38,10 +33,7 @@ inline void store_bf16_lanes(std::uint16_t* out, __mmask16 m, __m512i h) {
 
 // 16 bfloat16 values as float32 lanes, NaN quieted.
 inline __m512 bf16_to_f32_lanes(__m256i h) {
-  const __m512i u = _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
-  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)),
-                                                _mm512_set1_epi32(0x7F800000));
-  return _mm512_castsi512_ps(_mm512_mask_or_epi32(u, nan, u, _mm512_set1_epi32(0x00400000)));
+  return _mm512_castsi512_ps(numerics::avx512::bf16_widened(h));
 }
 
 // The bfloat16 values at in (the lanes m selects; 0 elsewhere) as float32, NaN quieted.
@@ -64,13 +56,11 @@ inline void store_bf16_16(std::uint16_t* out, __m512i h) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(h));
 }
 
-// bf16_lanes(v) packed into 16 words, by AVX512-BF16's conversion instruction (VCVTNEPS2BF16:
-// nearest even, NaN quieted the same way, but a float32 subnormal flushed to zero), a vector
-// holding a subnormal by bf16_lanes. Only where the CPU has AVX512-BF16.
+// bf16_lanes(v) packed into 16 words, by AVX512-BF16's conversion instruction, a vector
+// holding a subnormal by bf16_lanes (numerics::avx512::any_subnormal). Only where the CPU has
+// AVX512-BF16.
 __attribute__((target("avx512bf16"))) inline __m256i bf16_words_by_unit(__m512 v) {
-  const __m512i u = _mm512_castps_si512(v);
-  const __mmask16 no_exponent = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7F800000));
-  if (_mm512_mask_test_epi32_mask(no_exponent, u, _mm512_set1_epi32(0x007FFFFF)) != 0) {
+  if (numerics::avx512::any_subnormal(_mm512_castps_si512(v))) {
     return _mm512_cvtepi32_epi16(bf16_lanes(v));
   }
   return reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v));

@@ -22,6 +22,13 @@ void gelu_backward_bf16_avx512(const std::uint16_t* x, const std::uint16_t* dy, 
                                std::int64_t n, bool unit);
 void add_bf16_avx512(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* y,
                      std::int64_t n, bool unit);
+// The same three rounded by AVX512-BF16's conversion instruction (pointwise_avx512_bf16.cpp,
+// compiled for it): only where the CPU has AVX512-BF16.
+void gelu_forward_bf16_by_unit(const std::uint16_t* x, std::uint16_t* y, std::int64_t n);
+void gelu_backward_bf16_by_unit(const std::uint16_t* x, const std::uint16_t* dy, std::uint16_t* dx,
+                                std::int64_t n);
+void add_bf16_by_unit(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* y,
+                      std::int64_t n);
 void add_bf16_rows_avx512(const std::uint16_t* g, std::int64_t rows, std::int64_t ld,
                           std::int64_t n, float* sums);
 

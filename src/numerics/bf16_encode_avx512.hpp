@@ -7,26 +7,14 @@
 #include <cstdint>
 
 #include "convert_kernels.hpp"
+#include "mantissa/numerics/bf16_avx512.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
 
 #include "mantissa/numerics/avx512_gcc12.hpp"  // after <immintrin.h>
 
 namespace mantissa::numerics::detail {
 
-// The bfloat16 halves of 16 float32 patterns: nearest even (or toward zero), NaN quieted
-// with its payload's top bits, in the low 16 bits of each lane.
-inline __m512i bf16_halves(__m512i u, bool nearest) {
-  const __m512i top = _mm512_srli_epi32(u, 16);
-  __m512i h = top;
-  if (nearest) {
-    const __m512i lsb = _mm512_and_si512(top, _mm512_set1_epi32(1));
-    h = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))),
-                          16);
-  }
-  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)),
-                                                _mm512_set1_epi32(0x7F800000));
-  return _mm512_mask_or_epi32(h, nan, top, _mm512_set1_epi32(0x40));
-}
+using avx512::bf16_halves;
 
 // 32 values at s as bfloat16 bits, in order, by integer arithmetic.
 inline __m512i narrow_by_integers(const float* s, bool nearest) {

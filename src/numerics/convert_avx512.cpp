@@ -28,12 +28,8 @@ void encode_bfloat16_avx512(const float* src, std::size_t n, std::uint16_t* dst,
 
 void decode_bfloat16_avx512(const std::uint16_t* src, std::size_t n, float* dst, bool streaming) {
   // 16 values from their bfloat16 halves h (in the low 16 bits of each lane), NaN quieted.
-  const auto widen = [](__m256i h) {
-    const __m512i u = _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(
-        _mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_set1_epi32(0x7F800000));
-    return _mm512_mask_or_epi32(u, nan, u, _mm512_set1_epi32(0x00400000));
-  };
+  const auto widen = [](__m256i h) { return avx512::bf16_widened(h); };
+
   const auto wide = [&](const std::uint16_t* s) {
     return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
   };

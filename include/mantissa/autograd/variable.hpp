@@ -86,11 +86,12 @@ class Variable {
   // Bytes of storage the cached copy holds (0 when there is none).
   std::int64_t cached_copy_bytes() const;
   // For an in-place updater that changes the values range by range (optimizers): whether a
-  // cached copy of the current values is held (contiguous values, a copy made for this
-  // version), so that the updater can keep it current instead of letting the next
-  // value_rounded_to() convert every value again; values [b, e) rounded into that copy (call
-  // after changing them); and the version bump after the change, keeping the copy as the new
-  // version's when `copy_refreshed` (every range was rounded into it).
+  // cached copy of the current values is held (float32 contiguous values, a copy made for
+  // this version), so that the updater can keep it current instead of letting the next
+  // value_rounded_to() convert every value again; values [b, e) rounded into that copy (only
+  // when holds_current_copy() said so before the change, 0 <= b <= e <= numel; ranges may be
+  // rounded on different threads); and the version bump after the change, keeping the copy
+  // as the new version's when `copy_refreshed` (every range was rounded into it).
   bool holds_current_copy() const;
   void refresh_copy_range(std::int64_t b, std::int64_t e);
   void bump_version(bool copy_refreshed);
