@@ -2,7 +2,7 @@
 // quantization into an operand at its width (quantize_packed), its decode to bfloat16
 // beside the scalar twin, the quantization of the same matrix stored as bfloat16 (values and
 // codes), and a whole block-scaled product beside the plain bfloat16 product of the same
-// shape, in one run.
+// shape, and the delayed-scaling fp8 cast (quant/fp8_cast.hpp) of the same matrix, in one run.
 //   build/bench/bench_block_operand --benchmark_repetitions=3
 //   --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -13,6 +13,7 @@
 #include "bench_values.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/quant/block_operand.hpp"
+#include "mantissa/quant/fp8_cast.hpp"
 
 namespace {
 
@@ -55,14 +56,21 @@ q::BlockSpec spec(int which) {
       s.seed = 1;
       return s;
     }
+    case 6: {
+      n::Fp8BlockSettings s;  // current scaling: one float32 scale for the whole tensor
+      s.tile = {kRows, kCols};
+      s.power_of_two = false;
+      return s;
+    }
     default: {
       n::Fp8BlockSettings s;  // power-of-two scales (the default)
       return s;
     }
   }
 }
-const char* kNames[] = {"mxfp8/1x32", "mxfp8/32x1",       "mxfp4/1x32",
-                        "nvfp4/1x16", "fp8_blocks/1x128", "nvfp4/1x16 stochastic"};
+const char* kNames[] = {"mxfp8/1x32",        "mxfp8/32x1",       "mxfp4/1x32",
+                        "nvfp4/1x16",        "fp8_blocks/1x128", "nvfp4/1x16 stochastic",
+                        "fp8_current/tensor"};
 
 void set_rate(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * kRows * kCols *
@@ -138,6 +146,23 @@ void BM_DecodeBf16(benchmark::State& state) {
   set_rate(state);
 }
 
+// The delayed-scaling cast of an fp8 linear layer's operand (amax, overflow and underflow
+// counts, codes: one pass): from bfloat16 (activations, gradients) or float32 (master
+// weights), to e4m3 (arg 0) or e5m2 (arg 1).
+template <bool kBf16>
+void BM_Fp8Cast(benchmark::State& state) {
+  const n::Format fp8 = state.range(0) == 0 ? n::Format::float8_e4m3 : n::Format::float8_e5m2;
+  const void* src = kBf16 ? static_cast<const void*>(input_bf16().data())
+                          : static_cast<const void*>(input().data());
+  std::vector<std::uint8_t> out(input().size());
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(q::cast_to_fp8(src, kBf16 ? n::Format::bfloat16 : n::Format::float32,
+                                            kRows * kCols, 16.0f, fp8, out.data()));
+  }
+  state.SetLabel(std::string(kBf16 ? "bfloat16 to " : "float32 to ") + std::string(n::name(fp8)));
+  state.SetBytesProcessed(state.iterations() * kRows * kCols * (kBf16 ? 2 : 4));
+}
+
 // y [2048, 384] = x [2048, 1536] W^T: the block-scaled product (decode included) against the
 // plain product of bfloat16 operands.
 void BM_Product(benchmark::State& state) {
@@ -184,7 +209,9 @@ BENCHMARK(BM_QuantizeToBf16<false>)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_FromBf16<false>)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_FromBf16<true>)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_FromBf16<true>)->Arg(0)->Arg(1)->Arg(6)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Fp8Cast<true>)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Fp8Cast<false>)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_DecodeBf16<false>)->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_DecodeBf16<true>)->Arg(0)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Product)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -5,6 +5,9 @@
 // those lanes through the codec). Used by the block quantizers' bands and the fp8 cast.
 #include <immintrin.h>
 
+#include <bit>
+#include <cstdint>
+
 #include "block_bands_avx512.hpp"
 
 namespace mantissa::quant::detail {
@@ -43,20 +46,34 @@ inline __mmask16 nonfinite16(__m512 y, __mmask16 m) {
   return _mm512_mask_cmpgt_epi32_mask(m, mag, _mm512_set1_epi32(0x7f7fffff));
 }
 
-// The grid's codes of 16 rounded elements q (sign from q's bit 31): a normal's code from its
-// float32 bits, a subnormal's from its magnitude over the spacing.
-inline __m512i codes16(__m512 q, const BandGrid& g) {
-  const __m512i qb = _mm512_castps_si512(q);
-  const __m512i ab = _mm512_and_si512(qb, _mm512_set1_epi32(0x7fffffff));
-  const __m512 a = _mm512_castsi512_ps(ab);
-  const __m512i normal = _mm512_sub_epi32(_mm512_srli_epi32(ab, static_cast<unsigned>(g.shift)),
-                                          _mm512_set1_epi32(static_cast<int>(g.normal_offset)));
+// The grid's codes of 16 finite y rounded as round16 rounds them (nearest even, saturated at
+// the largest value, the sign kept), from y's bits without making the rounded values: a
+// normal magnitude's code is its bits rounded at `shift` less the exponent offset; a smaller
+// one's is the count of subnormal spacings in |y| + magic (magic's ulp is the spacing, so
+// the float add rounds to it, nearest even, and leaves the count in the low bits). Codes
+// grow with the magnitudes they stand for, so the saturation is a minimum with the largest
+// value's code.
+inline __m512i round_codes16(__m512 y, const BandGrid& g) {
+  const __m512i yb = _mm512_castps_si512(y);
+  const __m512i b = _mm512_and_si512(yb, _mm512_set1_epi32(0x7fffffff));
+  const auto shift = static_cast<unsigned>(g.shift);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, shift), _mm512_set1_epi32(1));
+  const __m512i normal = _mm512_sub_epi32(
+      _mm512_srli_epi32(
+          _mm512_add_epi32(b, _mm512_add_epi32(_mm512_set1_epi32((1 << (g.shift - 1)) - 1), lsb)),
+          shift),
+      _mm512_set1_epi32(static_cast<int>(g.normal_offset)));
+  const __m512 magic = _mm512_set1_ps(g.subnormal_magic);
   const __m512i sub =
-      _mm512_cvtps_epi32(_mm512_mul_ps(a, _mm512_set1_ps(g.inv_spacing)));  // exact integers
-  const __m512i code = _mm512_mask_blend_epi32(
-      _mm512_cmp_ps_mask(a, _mm512_set1_ps(g.min_normal), _CMP_GE_OQ), sub, normal);
+      _mm512_sub_epi32(_mm512_castps_si512(_mm512_add_ps(_mm512_castsi512_ps(b), magic)),
+                       _mm512_castps_si512(magic));
+  const __mmask16 tiny = _mm512_cmplt_epu32_mask(
+      b, _mm512_set1_epi32(static_cast<int>(std::bit_cast<std::uint32_t>(g.min_normal))));
+  const std::uint32_t top_code = (std::bit_cast<std::uint32_t>(g.max) >> shift) - g.normal_offset;
+  const __m512i code = _mm512_min_epu32(_mm512_mask_blend_epi32(tiny, normal, sub),
+                                        _mm512_set1_epi32(static_cast<int>(top_code)));
   return _mm512_or_si512(
-      code, _mm512_slli_epi32(_mm512_srli_epi32(qb, 31), static_cast<unsigned>(g.sign_bit)));
+      code, _mm512_slli_epi32(_mm512_srli_epi32(yb, 31), static_cast<unsigned>(g.sign_bit)));
 }
 
 // code with its lanes `bad` (infinities and NaNs of y) replaced by the codec's codes of y.

@@ -212,7 +212,7 @@ bool codes_with(const BandRows& in, const BandGrid& g, const ElementCodec& codec
   const __m512 plus_zero = _mm512_set1_ps(g.nvfp4 ? 0.0f : -0.0f);  // y + -0 is y
   const auto half = [&](std::int64_t r, std::int64_t c, __mmask16 m, const Tile16& t) {
     const __m512 y = _mm512_add_ps(_mm512_mul_ps(load16(in, r, c, m), t.enc), plus_zero);
-    __m512i code = codes16(round16(y, g), g);
+    __m512i code = round_codes16(y, g);
     const __mmask16 bad = nonfinite16(y, m);
     if constexpr (kCodec) {
       if (bad != 0) code = codec_codes(y, code, bad, codec);
