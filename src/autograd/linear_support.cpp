@@ -95,9 +95,24 @@ BackwardOperand linear_backward_operand(const Tensor& g, const LinearSizes& s,
                                         const kernels::GemmPrecision& gp, bool dx, bool dw,
                                         float* column_sums) {
   constexpr std::int64_t kDecodeOnceBytes = std::int64_t{16} << 20;
-  const bool copies = (dx && kernels::gemm_copies_to_float32(input_grad_product(s), gp)) ||
-                      (dw && kernels::gemm_copies_to_float32(weight_grad_product(s), gp));
-  if (g.format() == Format::float32 || s.rows * s.out * 4 > kDecodeOnceBytes || !copies) {
+  const auto either = [&](bool (*copies)(const kernels::GemmShape&,
+                                         const kernels::GemmPrecision&)) {
+    return (dx && copies(input_grad_product(s), gp)) || (dw && copies(weight_grad_product(s), gp));
+  };
+  if (g.format() == Format::float32) return {operand(g), false};
+  // fp8 codes both products would copy to bfloat16: converted once (no column sums made).
+  if (g.element_bytes() == 1 && column_sums == nullptr && s.rows * s.out * 2 <= kDecodeOnceBytes &&
+      either(kernels::gemm_copies_to_bf16)) {
+    thread_local kernels::ScratchBuffer converted;
+    auto* bits = converted.as<std::uint16_t>(static_cast<std::size_t>(s.rows * s.out));
+    const auto* codes = static_cast<const std::uint8_t*>(g.raw_data());
+    kernels::parallel_chunks(s.rows * s.out, [&](std::int64_t begin, std::int64_t end) {
+      numerics::convert_array(codes + begin, g.format(), static_cast<std::size_t>(end - begin),
+                              bits + begin, Format::bfloat16);
+    });
+    return {kernels::Operand(bits, Format::bfloat16), true};
+  }
+  if (s.rows * s.out * 4 > kDecodeOnceBytes || !either(kernels::gemm_copies_to_float32)) {
     return {operand(g), false};
   }
   thread_local kernels::ScratchBuffer decoded;

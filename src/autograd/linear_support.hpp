@@ -65,7 +65,10 @@ inline kernels::GemmShape weight_grad_product(const LinearSizes& s) {
 // G's float32 values fit 16 MiB (the budget of oneDNN's own scratch), G is decoded once into
 // a per-thread buffer kept for the next call, with its column sums added into `column_sums`
 // when given, and `decoded` is true: both products read the float32 values in place (the
-// same values: decoding is exact). Else G as stored, and nothing summed.
+// same values: decoding is exact). Likewise G stored as fp8 codes that the routes would copy
+// to bfloat16 (kernels::gemm_copies_to_bf16: oneDNN's bf16 matmul) is converted to bfloat16
+// once, when no column sums are asked for and the copy fits the same budget. Else G as
+// stored, and nothing summed.
 struct BackwardOperand {
   kernels::Operand g;
   bool decoded = false;

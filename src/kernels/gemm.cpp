@@ -202,6 +202,12 @@ bool gemm_copies_to_float32(const GemmShape& s, const GemmPrecision& p) {
   return route == MatmulRoute::onednn_fp32 && gemm_detail::passes_for(p, false).count == 1;
 }
 
+bool gemm_copies_to_bf16(const GemmShape& s, const GemmPrecision& p) {
+  const GemmKey key{s.m, s.n, s.k, s.trans_a, s.trans_b, p.format, p.passes, !omp_in_parallel()};
+  const std::optional<MatmulRoute> route = known_route(key, p.route);
+  return route == MatmulRoute::onednn_bf16 && gemm_detail::passes_for(p, true).count == 1;
+}
+
 RouteRecord sample_route(Format format, int passes, std::int64_t n) {
   const int bytes = numerics::traits(format).storage_bytes;
   std::vector<float> values(static_cast<std::size_t>(n * n));

@@ -6,6 +6,8 @@
 #include <cmath>
 
 #include "gradcheck.hpp"
+#include "mantissa/kernels/gemm_route.hpp"
+#include "mantissa/numerics/cpu_features.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
 #include "mantissa/precision/policy.hpp"
 
@@ -41,6 +43,20 @@ TEST(LinearFp8, ForwardAndGradientsMatchDoubleArithmeticOnTheFp8Values) {
   for (const precision::MatmulRoute route :
        {precision::MatmulRoute::automatic, precision::MatmulRoute::onednn_fp32,
         precision::MatmulRoute::fp32}) {
+    SCOPED_TRACE(std::string("route ") + std::string(precision::route_name(route)));
+    check_against_double(route);
+  }
+}
+
+// On the bf16 routes: onednn_bf16 copies fp8 operands to bfloat16, and the backward converts
+// G's codes to bfloat16 once for both products (linear_backward_operand); bf16 decodes them
+// while packing.
+TEST(LinearFp8, ForwardAndGradientsMatchDoubleArithmeticOnTheBf16Routes) {
+  std::vector<precision::MatmulRoute> routes;
+  if (kernels::native_bf16().available) routes.push_back(precision::MatmulRoute::onednn_bf16);
+  if (numerics::cpu_features().avx512_bf16) routes.push_back(precision::MatmulRoute::bf16);
+  if (routes.empty()) GTEST_SKIP() << "skip: this CPU has no bf16 route (no AVX512-BF16, no AMX)";
+  for (const precision::MatmulRoute route : routes) {
     SCOPED_TRACE(std::string("route ") + std::string(precision::route_name(route)));
     check_against_double(route);
   }

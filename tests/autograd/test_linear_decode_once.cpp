@@ -6,11 +6,14 @@
 // bit for bit against bias_gradient's.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 
 #include "gradcheck.hpp"
 #include "linear_support.hpp"
 #include "mantissa/kernels/gemm.hpp"
+#include "mantissa/kernels/gemm_route.hpp"
+#include "mantissa/numerics/minifloat_codec.hpp"
 #include "mantissa/precision/policy.hpp"
 
 namespace mantissa::testing {
@@ -83,6 +86,54 @@ TEST(LinearDecodeOnce, GradientsAreTheExactSumsWithGDecodedOnceOrWhilePacking) {
       for (std::int64_t o = 0; o < out; ++o) {
         ASSERT_EQ(gb[o], static_cast<float>(db[o])) << label << " db element " << o;
       }
+    }
+  }
+}
+
+// G stored as fp8 codes (a delayed-scaling backward's e5m2 cast): where oneDNN's bf16 matmul
+// would copy the codes to bfloat16 for each product, they are converted once, and the
+// bfloat16 values are the codes' values (the codec's decode, code by code); on the other
+// routes, and when column sums are asked for, G as before.
+TEST(LinearDecodeOnce, Fp8CodesTheBf16RouteWouldCopyAreConvertedToBfloat16Once) {
+  if (!kernels::native_bf16().available) {
+    GTEST_SKIP() << "skip: this CPU has no oneDNN bf16 matmul (no AVX512-BF16, no AMX)";
+  }
+  const std::int64_t rows = 37, in = 19, out = 23;
+  const numerics::Layout& e5m2 = numerics::layout(Format::float8_e5m2);
+  Tensor g = Tensor::empty({rows, out}, Format::float8_e5m2);
+  auto* codes = static_cast<std::uint8_t*>(g.raw_data());
+  std::uint32_t c = 0;
+  for (std::int64_t i = 0; i < rows * out; ++i, ++c) {
+    while (!std::isfinite(numerics::decode(c % 256, e5m2))) ++c;  // every finite code in turn
+    codes[i] = static_cast<std::uint8_t>(c % 256);
+  }
+  for (MatmulRoute route :
+       {MatmulRoute::onednn_bf16, MatmulRoute::onednn_fp32, MatmulRoute::fp32}) {
+    const kernels::GemmPrecision gp{Format::float8_e4m3, 1, kernels::GemmAlgorithm::automatic,
+                                    route};
+    const std::string label(precision::route_name(route));
+    EXPECT_EQ(kernels::gemm_copies_to_bf16(kernels::GemmShape::dense(rows, in, out), gp),
+              route == MatmulRoute::onednn_bf16)
+        << label;
+    const autograd::detail::BackwardOperand once =
+        autograd::detail::linear_backward_operand(g, {rows, in, out}, gp, true, true, nullptr);
+    EXPECT_EQ(once.decoded, route != MatmulRoute::fp32) << label;
+    const Format want = route == MatmulRoute::onednn_bf16   ? Format::bfloat16
+                        : route == MatmulRoute::onednn_fp32 ? Format::float32
+                                                            : Format::float8_e5m2;
+    EXPECT_EQ(once.g.format, want) << label;
+    if (route == MatmulRoute::onednn_bf16) {
+      const auto* bits = static_cast<const std::uint16_t*>(once.g.data);
+      for (std::int64_t i = 0; i < rows * out; ++i) {
+        const float v = numerics::decode(codes[i], e5m2);
+        ASSERT_EQ(bits[i], std::bit_cast<std::uint32_t>(v) >> 16) << "code " << int{codes[i]};
+      }
+      // With column sums asked for (the plain linear's bias gradient), G as stored.
+      std::vector<float> sums(static_cast<std::size_t>(out), 0.0f);
+      const autograd::detail::BackwardOperand with_sums = autograd::detail::linear_backward_operand(
+          g, {rows, in, out}, gp, true, true, sums.data());
+      EXPECT_FALSE(with_sums.decoded);
+      EXPECT_EQ(with_sums.g.format, Format::float8_e5m2);
     }
   }
 }

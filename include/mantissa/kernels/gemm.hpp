@@ -98,6 +98,11 @@ void gemm_in_thread(const GemmShape& s, Operand a, Operand b, const GemmEpilogue
 // multiplies one such operand twice can decode it once and hand both products the float32
 // values (decoding is exact: the products multiply the same values).
 bool gemm_copies_to_float32(const GemmShape& s, const GemmPrecision& p);
+// Likewise for a bfloat16 copy: the route is onednn_bf16 in one pass, which reads an operand
+// stored as bfloat16 in place and copies one stored in another format (fp8 codes) to
+// bfloat16 for the call. A caller multiplying one fp8 operand twice can convert it to
+// bfloat16 once (exact: fp8 values are bfloat16 values).
+bool gemm_copies_to_bf16(const GemmShape& s, const GemmPrecision& p);
 
 // The scalar twin of the fp32 FMA route: per element of C one std::fma chain over k in order
 // (over the passes' concatenated inner dimension when decomposed), then C = P or C + P. The
