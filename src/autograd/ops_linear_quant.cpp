@@ -48,6 +48,18 @@ const WeightCopies& weight_copies(const Variable& weight, LinearQuant& quant) {
 
 using precision::QuantRole;
 
+// q's fp8 element codes as bfloat16 bit patterns into `out` (rows x cols, bfloat16), on all
+// threads; returns out's bits.
+const std::uint16_t* elements_as_bf16(const quant::PackedBlocks& q, Tensor& out) {
+  auto* bits = static_cast<std::uint16_t*>(out.raw_data());
+  const std::uint8_t* codes = q.elements.data();
+  kernels::parallel_chunks(q.rows * q.cols, [&](std::int64_t begin, std::int64_t end) {
+    numerics::convert_array(codes + begin, q.element, static_cast<std::size_t>(end - begin),
+                            bits + begin, Format::bfloat16);
+  });
+  return bits;
+}
+
 struct LinearQuantNode : Node, LinearNodeShape {
   QuantCopy x_col, w_col;  // x along its rows, W along its rows (the output features)
   std::shared_ptr<LinearQuant> quant;
@@ -59,23 +71,36 @@ struct LinearQuantNode : Node, LinearNodeShape {
     const RoundingProbe lost(QuantRole::input_grad, name(), layer);
     Tensor dx, dw;
     QuantCopy g_row;
+    const bool shared_g = one_copy(quant->recipe(), Fp8Slot::grad) && needs_grad(0);
+    Tensor g_elements;  // the shared copy's fp8 codes as bfloat16, where converted once
+    quant::BlockOperand g_op(static_cast<const std::uint16_t*>(nullptr), 0, 0);
     if (needs_grad(0)) {  // dx = g W: g along the output features, W along its rows
       g_row = quantize_copy(gc, rows, out, *quant, Fp8Slot::grad, Along::last, Use::once);
+      g_op = g_row.operand();
+      // One copy read by both products: its codes converted to bfloat16 once where the
+      // products' route would copy them for each.
+      if (shared_g && needs_grad(1) &&
+          (quant::copies_elements_to_bf16(input_grad_product({rows, in, out}), g_op,
+                                          w_col.operand(), route) ||
+           quant::copies_elements_to_bf16(weight_grad_product({rows, in, out}), g_op,
+                                          x_col.operand(), route))) {
+        g_elements = Tensor::empty(Shape{rows, out}, Format::bfloat16);
+        g_op.element_values = elements_as_bf16(*g_row.q, g_elements);
+      }
       dx = Tensor::empty(Shape{rows, in}, grad_format(0));
-      quant::block_scaled_gemm(input_grad_product({rows, in, out}), g_row.operand(),
-                               w_col.operand(), write_rows(dx, 0, in, nullptr, lost.if_active()),
-                               route);
+      quant::block_scaled_gemm(input_grad_product({rows, in, out}), g_op, w_col.operand(),
+                               write_rows(dx, 0, in, nullptr, lost.if_active()), route);
       dx = dx.reshape(x_shape);
     }
     if (needs_grad(1)) {  // dW = g^T x: both along the rows (the tokens)
       const QuantCopy g_col =
-          one_copy(quant->recipe(), Fp8Slot::grad) && g_row.defined()
-              ? g_row
-              : quantize_copy(gc, rows, out, *quant, Fp8Slot::grad, Along::rows, Use::once);
+          shared_g ? g_row
+                   : quantize_copy(gc, rows, out, *quant, Fp8Slot::grad, Along::rows, Use::once);
+      if (!shared_g) g_op = g_col.operand();
       dw = Tensor::empty(Shape{out, in}, grad_format(1));
       const GemmShape s = g_col.transposed ? GemmShape::dense(out, in, g_col.cols(), false, true)
                                            : weight_grad_product({rows, in, out});
-      quant::block_scaled_gemm(s, g_col.operand(), x_col.operand(),
+      quant::block_scaled_gemm(s, g_op, x_col.operand(),
                                write_rows(dw, 0, in, nullptr, lost.if_active()), route);
     }
     const Tensor db = has_bias && needs_grad(2) ? bias_gradient(gc, rows, out) : Tensor();

@@ -173,7 +173,11 @@ void block_scaled_gemm(const GemmShape& s, BlockOperand a, BlockOperand b,
     std::vector<float> vb(static_cast<std::size_t>(s.n));
     for (std::int64_t j = 0; j < s.n; ++j) vb[static_cast<std::size_t>(j)] = sb.scale(j, 0);
     col_scale = vb.data();
-    gemm(s, sa.elements_from(0), sb.elements_from(0),
+    const auto elements = [](const BlockOperand& x, const Side& side) {
+      return x.element_values != nullptr ? Operand(x.element_values, Format::bfloat16)
+                                         : side.elements_from(0);
+    };
+    gemm(s, elements(a, sa), elements(b, sb),
          [&](const GemmTile& t) {
            for (std::int64_t r = 0; r < t.rows; ++r) {
              const float f = sa.scale(t.row0 + r, 0);
@@ -190,6 +194,17 @@ void block_scaled_gemm(const GemmShape& s, BlockOperand a, BlockOperand b,
   Tensor c = Tensor::zeros(Shape{s.m, s.n});
   chunk_products(s, sa, sb, c.f32(), route);
   hand_over(c.f32(), s.m, s.n, epilogue);
+}
+
+bool copies_elements_to_bf16(const GemmShape& s, BlockOperand a, BlockOperand b,
+                             MatmulRoute route) {
+  if (a.packed == nullptr || b.packed == nullptr) return false;
+  const auto fp8 = [](Format f) { return f == Format::float8_e4m3 || f == Format::float8_e5m2; };
+  if (!fp8(a.packed->element) || !fp8(b.packed->element)) return false;
+  if (a.packed->bf16_scales() && b.packed->bf16_scales()) return false;  // the values route
+  const Side sa{*a.packed, s.trans_a}, sb{*b.packed, !s.trans_b};
+  return chunk_length(s, sa, sb) >= s.k &&
+         gemm_copies_to_bf16(s, {Format::float8_e4m3, 1, GemmAlgorithm::automatic, route});
 }
 
 void block_scaled_gemm_chunks_ref(const GemmShape& s, const PackedBlocks& a, const PackedBlocks& b,

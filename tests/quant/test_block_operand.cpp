@@ -13,6 +13,7 @@
 
 #include "bf16_decode_twin.hpp"
 #include "mantissa/error.hpp"
+#include "mantissa/kernels/gemm_route.hpp"
 #include "mantissa/numerics/convert.hpp"
 #include "mantissa/numerics/cpu_features.hpp"
 #include "mantissa/numerics/minifloat_codec.hpp"
@@ -611,6 +612,78 @@ TEST(BlockOperand, ChunkRouteMatchesItsTwinOnTheFp32Route) {
       ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i])) << i;
     }
   }
+}
+
+// Per-tensor fp8 operands (current scaling: one float32 scale each) multiply in one chunk;
+// given their elements as bfloat16 (element_values, converted once by a caller multiplying
+// them twice), every route gives the bits it gives from the codes, and
+// copies_elements_to_bf16 says where the route would have copied the codes (onednn_bf16).
+TEST(BlockOperand, ElementsGivenAsBfloat16GiveTheBitsOfTheCodes) {
+  const std::int64_t m = 24, n = 40, k = 96;
+  const std::vector<float> a = matrix(m, k, 8), bt = matrix(n, k, 9);
+  numerics::Fp8BlockSettings s;
+  s.power_of_two = false;
+  s.tile = {m, k};
+  const PackedBlocks qa = quant::quantize_packed(a.data(), Format::float32, m, k, s);
+  s.tile = {n, k};
+  s.element = Format::float8_e5m2;
+  const PackedBlocks qb = quant::quantize_packed(bt.data(), Format::float32, n, k, s);
+  const auto as_bf16 = [](const PackedBlocks& q) {
+    std::vector<std::uint16_t> bits(q.elements.size());
+    const numerics::Layout& l = numerics::layout(q.element);
+    for (std::size_t i = 0; i < bits.size(); ++i) {  // the codec, code by code
+      bits[i] = static_cast<std::uint16_t>(
+          std::bit_cast<std::uint32_t>(numerics::decode(q.elements[i], l)) >> 16);
+    }
+    return bits;
+  };
+  const std::vector<std::uint16_t> ea = as_bf16(qa), eb = as_bf16(qb);
+  const kernels::GemmShape shape = kernels::GemmShape::dense(m, n, k, false, true);
+  const auto product = [&](quant::BlockOperand x, quant::BlockOperand y,
+                           precision::MatmulRoute route) {
+    std::vector<float> c(static_cast<std::size_t>(m * n));
+    quant::block_scaled_gemm(
+        shape, x, y,
+        [&](const kernels::GemmTile& t) {
+          for (std::int64_t r = 0; r < t.rows; ++r) {
+            for (std::int64_t j = 0; j < t.cols; ++j) {
+              c[static_cast<std::size_t>((t.row0 + r) * n + t.col0 + j)] = t.values[r * t.ld + j];
+            }
+          }
+        },
+        route);
+    return c;
+  };
+  for (precision::MatmulRoute route : kernels::routes_for(Format::float8_e4m3)) {
+    const std::string label(precision::route_name(route));
+    EXPECT_EQ(quant::copies_elements_to_bf16(shape, qa, qb, route),
+              route == precision::MatmulRoute::onednn_bf16)
+        << label;
+    const std::vector<float> want = product(qa, qb, route);
+    quant::BlockOperand xa(qa), xb(qb);
+    xa.element_values = ea.data();
+    const std::vector<float> one = product(xa, qb, route);
+    xb.element_values = eb.data();
+    const std::vector<float> both = product(xa, xb, route);
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(one[i]), std::bit_cast<std::uint32_t>(want[i]))
+          << label << " element " << i;
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(both[i]), std::bit_cast<std::uint32_t>(want[i]))
+          << label << " element " << i;
+    }
+  }
+  // Not one chunk (1 x 32 tiles along k) or not fp8 codes (MX's values route): no copy to
+  // convert once.
+  numerics::Fp8BlockSettings chunks;
+  chunks.power_of_two = false;
+  chunks.tile = {1, 32};
+  const PackedBlocks qc = quant::quantize_packed(a.data(), Format::float32, m, k, chunks);
+  EXPECT_FALSE(quant::copies_elements_to_bf16(shape, qc, qb, precision::MatmulRoute::onednn_bf16));
+  const PackedBlocks mx =
+      quant::quantize_packed(a.data(), Format::float32, m, k, numerics::MxSettings{});
+  const PackedBlocks mxb =
+      quant::quantize_packed(bt.data(), Format::float32, n, k, numerics::MxSettings{});
+  EXPECT_FALSE(quant::copies_elements_to_bf16(shape, mx, mxb, precision::MatmulRoute::onednn_bf16));
 }
 
 TEST(BlockOperand, MismatchedOperandsAreRefused) {

@@ -98,6 +98,11 @@ void dequantize_to_float32(const PackedBlocks& q, float* out);
 struct BlockOperand {
   const PackedBlocks* packed = nullptr;
   const std::uint16_t* values = nullptr;
+  // Optional, with `packed` of fp8 elements: those elements (without their scales) as
+  // bfloat16 bit patterns, row-major like packed->elements, converted once by a caller that
+  // multiplies the operand twice; a product whose elements multiply in one chunk reads them
+  // instead of the codes (the same values: fp8 values are bfloat16 values).
+  const std::uint16_t* element_values = nullptr;
   std::int64_t rows = 0, cols = 0;
   BlockOperand(const PackedBlocks& p) : packed(&p), rows(p.rows), cols(p.cols) {}  // NOLINT
   BlockOperand(const std::uint16_t* v, std::int64_t r, std::int64_t c)
@@ -111,6 +116,11 @@ struct BlockOperand {
 // given as values.
 void block_scaled_gemm(const GemmShape& s, BlockOperand a, BlockOperand b,
                        const GemmEpilogue& epilogue, MatmulRoute route);
+// Whether block_scaled_gemm(s, a, b, ..., route) multiplies a's and b's fp8 elements in one
+// chunk on a route that copies fp8 codes to bfloat16 for the call
+// (kernels::gemm_copies_to_bf16): a caller multiplying one of them twice can then convert
+// its elements once (BlockOperand::element_values).
+bool copies_elements_to_bf16(const GemmShape& s, BlockOperand a, BlockOperand b, MatmulRoute route);
 // The scalar twin of the chunk route (what the fp32 route gives bit for bit): per element of
 // C, per chunk, one std::fma chain over the chunk's k in order, then
 // c = c + chunk_sum * (scale_a * scale_b). Writes C [m, ldc] (ldc = s.ldc).
