@@ -12,6 +12,7 @@
 
 #include "bench_values.hpp"
 #include "mantissa/numerics/convert.hpp"
+#include "mantissa/numerics/cpu_features.hpp"
 #include "mantissa/quant/block_operand.hpp"
 #include "mantissa/quant/fp8_cast.hpp"
 
@@ -84,6 +85,19 @@ void BM_Quantize(benchmark::State& state) {
         q::quantize_packed(input().data(), n::Format::float32, kRows, kCols, s));
   state.SetLabel(kNames[state.range(0)]);
   set_rate(state);
+}
+
+// The same on the AVX2 bands an AVX2-only CPU runs (numerics::set_simd_path), on a CPU that
+// also has AVX-512.
+void BM_QuantizeAvx2(benchmark::State& state) {
+  const n::SimdPath best = n::best_simd_path();
+  if (!n::cpu_supports(n::SimdPath::avx2)) {
+    state.SkipWithError("no AVX2 on this CPU");
+    return;
+  }
+  n::set_simd_path(n::SimdPath::avx2);
+  BM_Quantize(state);
+  n::set_simd_path(best);
 }
 
 // The values of an operand read once, straight from float32 (quantize_to_bf16) against
@@ -194,6 +208,7 @@ void BM_Product(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Quantize)->DenseRange(0, 5)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_QuantizeAvx2)->DenseRange(0, 6)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_QuantizeToBf16<true>)
     ->Arg(0)
     ->Arg(1)

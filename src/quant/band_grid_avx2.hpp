@@ -6,6 +6,7 @@
 // band_grid_avx512.hpp, used by the AVX2 band bodies (block_bands_avx2.cpp).
 #include <immintrin.h>
 
+#include <bit>
 #include <cstdint>
 
 #include "block_bands_avx512.hpp"
@@ -59,6 +60,30 @@ inline __m256 round_plain8(__m256 x, int shift, __m256 magic, __m256 top) {
 inline int nonfinite8(__m256 y) {
   const __m256i mag = _mm256_and_si256(_mm256_castps_si256(y), set1(0x7fffffffu));
   return _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(mag, set1(0x7f7fffffu))));
+}
+
+// The grid's codes of 8 finite y rounded as round8 rounds them, straight from y's bits (the
+// 8-lane twin of band_grid_avx512.hpp's round_codes16): a normal magnitude's code is its bits
+// rounded at `shift` less the exponent offset, a smaller one's the count of subnormal
+// spacings in |y| + magic, the saturation a minimum with the largest value's code.
+inline __m256i round_codes8(__m256 y, const BandGrid& g) {
+  const __m256i yb = _mm256_castps_si256(y);
+  const __m256i b = _mm256_and_si256(yb, set1(0x7fffffffu));
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, g.shift), set1(1));
+  const __m256i normal = _mm256_sub_epi32(
+      _mm256_srli_epi32(
+          _mm256_add_epi32(b, _mm256_add_epi32(set1((1u << (g.shift - 1)) - 1u), lsb)), g.shift),
+      set1(g.normal_offset));
+  const __m256 magic = _mm256_set1_ps(g.subnormal_magic);
+  const __m256i sub =
+      _mm256_sub_epi32(_mm256_castps_si256(_mm256_add_ps(_mm256_castsi256_ps(b), magic)),
+                       _mm256_castps_si256(magic));
+  // b and the smallest normal's bits are below 2^31: a signed compare orders them.
+  const __m256i tiny = _mm256_cmpgt_epi32(set1(std::bit_cast<std::uint32_t>(g.min_normal)), b);
+  const std::uint32_t top_code = (std::bit_cast<std::uint32_t>(g.max) >> g.shift) - g.normal_offset;
+  const __m256i code = _mm256_min_epu32(_mm256_blendv_epi8(normal, sub, tiny), set1(top_code));
+  return _mm256_or_si256(
+      code, _mm256_slli_epi32(_mm256_srli_epi32(yb, 31), static_cast<int>(g.sign_bit)));
 }
 
 // The grid's codes of 8 rounded elements q (sign from q's bit 31): a normal's code from its

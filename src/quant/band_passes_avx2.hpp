@@ -279,7 +279,7 @@ void codes_with(const BandRows& in, const BandGrid& g, const ElementCodec& codec
       code = codes8(_mm256_or_ps(q, sign_of(x)), g);
     } else {
       const __m256 y = _mm256_add_ps(_mm256_mul_ps(x, t.enc), plus_zero);
-      code = codes8(round8(y, g), g);
+      code = round_codes8(y, g);
       if (const int bad = nonfinite8(y)) code = codec_codes8(y, code, bad, codec);
       // NaN tiles: codes 0.
       code = _mm256_and_si256(code, _mm256_castps_si256(_mm256_cmp_ps(t.dec, t.dec, _CMP_ORD_Q)));
