@@ -3,27 +3,14 @@
 a private header of another layer and a public header reaching into src/, and must pass a
 tree that keeps the order. Exit 0 when every case behaves, 1 naming the case that did not."""
 import os
-import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from planted_trees import run_cases  # noqa: E402
+
 CHECK = os.path.join(HERE, "check_layers.py")
 
-
-def plant(root, files):
-    for rel, text in files.items():
-        path = os.path.join(root, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-
-
-def run(files):
-    with tempfile.TemporaryDirectory() as root:
-        plant(root, files)
-        p = subprocess.run([sys.executable, CHECK, root], capture_output=True, text=True)
-        return p.returncode, p.stdout + p.stderr
 
 
 # A tree that keeps the order: kernels uses tensor's public header and its own private one.
@@ -65,18 +52,7 @@ CASES = [
 
 
 def main():
-    failures = 0
-    for name, changes, want_rc, want_texts in CASES:
-        files = dict(GOOD)
-        files.update(changes)
-        rc, out = run(files)
-        missing = [t for t in want_texts if t not in out]
-        if rc != want_rc or missing:
-            failures += 1
-            print(f"FAIL {name}: exit {rc} (expected {want_rc}); missing {missing}\n{out}")
-        else:
-            print(f"ok   {name}")
-    return 1 if failures else 0
+    return run_cases(CHECK, GOOD, CASES)
 
 
 if __name__ == "__main__":

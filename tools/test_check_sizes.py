@@ -4,27 +4,17 @@ a quarter of the library with its share, and must pass a tree that keeps both ru
 of exactly 600 lines, a layer of exactly 25%). Exit 0 when every case behaves, 1 naming the
 case that did not."""
 import os
-import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from planted_trees import run_cases  # noqa: E402
+
 CHECK = os.path.join(HERE, "check_sizes.py")
 
 
 def lines(n):
     return "".join(f"int v{i} = {i};\n" for i in range(n))
-
-
-def run(files):
-    with tempfile.TemporaryDirectory() as root:
-        for rel, text in files.items():
-            path = os.path.join(root, rel)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
-        p = subprocess.run([sys.executable, CHECK, root], capture_output=True, text=True)
-        return p.returncode, p.stdout + p.stderr
 
 
 # Four layers of 600 lines each: every one exactly 25%, the largest file exactly 600 lines;
@@ -65,19 +55,7 @@ CASES = [
 
 
 def main():
-    failures = 0
-    for name, changes, want_rc, want_texts in CASES:
-        files = dict(GOOD)
-        files.update(changes)
-        files = {k: v for k, v in files.items() if v is not None}
-        rc, out = run(files)
-        missing = [t for t in want_texts if t not in out]
-        if rc != want_rc or missing:
-            failures += 1
-            print(f"FAIL {name}: exit {rc} (expected {want_rc}); missing {missing}\n{out}")
-        else:
-            print(f"ok   {name}")
-    return 1 if failures else 0
+    return run_cases(CHECK, GOOD, CASES)
 
 
 if __name__ == "__main__":

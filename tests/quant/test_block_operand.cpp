@@ -583,6 +583,17 @@ TEST(BlockOperand, Mxfp4TakesFourAndAQuarterBitsPerElement) {
             64 * 128 * 9 / 2);
 }
 
+// An epilogue copying the product's blocks into c, a row-major matrix n wide.
+kernels::GemmEpilogue into(std::vector<float>& c, std::int64_t n) {
+  return [&c, n](const kernels::GemmTile& t) {
+    for (std::int64_t r = 0; r < t.rows; ++r) {
+      for (std::int64_t j = 0; j < t.cols; ++j) {
+        c[static_cast<std::size_t>((t.row0 + r) * n + t.col0 + j)] = t.values[r * t.ld + j];
+      }
+    }
+  };
+}
+
 TEST(BlockOperand, ChunkRouteMatchesItsTwinOnTheFp32Route) {
   const std::int64_t m = 24, n = 40, k = 96;
   const std::vector<float> a = matrix(m, k, 4), b = matrix(k, n, 5), bt = matrix(n, k, 6);
@@ -597,16 +608,7 @@ TEST(BlockOperand, ChunkRouteMatchesItsTwinOnTheFp32Route) {
     const PackedBlocks& q = trans_b ? qbt : qb;
     const kernels::GemmShape shape = kernels::GemmShape::dense(m, n, k, false, trans_b);
     std::vector<float> got(static_cast<std::size_t>(m * n)), want(got.size());
-    quant::block_scaled_gemm(
-        shape, qa, q,
-        [&](const kernels::GemmTile& t) {
-          for (std::int64_t r = 0; r < t.rows; ++r) {
-            for (std::int64_t j = 0; j < t.cols; ++j) {
-              got[static_cast<std::size_t>((t.row0 + r) * n + t.col0 + j)] = t.values[r * t.ld + j];
-            }
-          }
-        },
-        precision::MatmulRoute::fp32);
+    quant::block_scaled_gemm(shape, qa, q, into(got, n), precision::MatmulRoute::fp32);
     quant::block_scaled_gemm_chunks_ref(shape, qa, q, want.data());
     for (std::size_t i = 0; i < got.size(); ++i) {
       ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i])) << i;
@@ -642,16 +644,7 @@ TEST(BlockOperand, ElementsGivenAsBfloat16GiveTheBitsOfTheCodes) {
   const auto product = [&](quant::BlockOperand x, quant::BlockOperand y,
                            precision::MatmulRoute route) {
     std::vector<float> c(static_cast<std::size_t>(m * n));
-    quant::block_scaled_gemm(
-        shape, x, y,
-        [&](const kernels::GemmTile& t) {
-          for (std::int64_t r = 0; r < t.rows; ++r) {
-            for (std::int64_t j = 0; j < t.cols; ++j) {
-              c[static_cast<std::size_t>((t.row0 + r) * n + t.col0 + j)] = t.values[r * t.ld + j];
-            }
-          }
-        },
-        route);
+    quant::block_scaled_gemm(shape, x, y, into(c, n), route);
     return c;
   };
   for (precision::MatmulRoute route : kernels::routes_for(Format::float8_e4m3)) {
