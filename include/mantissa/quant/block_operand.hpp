@@ -119,7 +119,9 @@ void block_scaled_gemm(const GemmShape& s, BlockOperand a, BlockOperand b,
 // Whether block_scaled_gemm(s, a, b, ..., route) multiplies a's and b's fp8 elements in one
 // chunk on a route that copies fp8 codes to bfloat16 for the call
 // (kernels::gemm_copies_to_bf16): a caller multiplying one of them twice can then convert
-// its elements once (BlockOperand::element_values).
+// its elements once (BlockOperand::element_values). False for operands given as values or
+// of other element formats; throws mantissa::Error, as block_scaled_gemm would, for fp8
+// operands whose tiles share no chunks along the reduction dimension.
 bool copies_elements_to_bf16(const GemmShape& s, BlockOperand a, BlockOperand b, MatmulRoute route);
 // The scalar twin of the chunk route (what the fp32 route gives bit for bit): per element of
 // C, per chunk, one std::fma chain over the chunk's k in order, then
